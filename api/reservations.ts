@@ -1,0 +1,140 @@
+import type { Client } from '@temporalio/client';
+import { GatewayError } from '../domain/errors';
+import type { Credits, Tariff } from '../domain/pricing';
+import { RESERVATION_TASK_QUEUE, reservationWorkflowId, type RequestReport, type ReservationInput } from '../domain/reservation';
+import { SA } from '../domain/search-attributes';
+import type { Db } from '../platform/db';
+import type { Logger } from '../platform/logger';
+import { reportSignal, reservationWorkflow } from '../workflows/reservation';
+
+export interface HoldRequest {
+  reservationId: string;
+  accountId: string;
+  keyId: string;
+  model: string;
+  provider: string;
+  endpoint: string;
+  tariff: Tariff;
+  held: Credits;
+  complimentary: boolean;
+}
+
+export interface Hold {
+  reservationId: string;
+  held: Credits;
+  balanceBefore: Credits;
+  tariff: Tariff;
+  complimentary: boolean;
+  /** Sends the outcome to the reservation workflow, which settles the hold. */
+  report(r: RequestReport): Promise<void>;
+}
+
+/**
+ * Takes holds (one conditional statement: the balance check, the account update, the
+ * reservation row and the ledger row together) and hands each to its reservation workflow.
+ */
+export class Reservations {
+  constructor(
+    private readonly db: Db,
+    private readonly temporal: Client,
+    private readonly opts: { taskQueue?: string; holdTimeoutMs: number; uncertainGraceMs: number; logger: Logger },
+  ) {}
+
+  async hold(h: HoldRequest): Promise<Hold> {
+    const res = await this.db.raw(
+      `WITH a AS (
+         UPDATE accounts SET total_usage = total_usage + :held, reserved_credits = reserved_credits + :held,
+           pending_requests = pending_requests + 1
+         WHERE id = :account_id AND total_credits - total_usage >= :held
+         RETURNING id, total_credits - total_usage + :held AS balance_before
+       ), r AS (
+         INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
+           input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary)
+         SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
+           :im, :om, :cm, :ccm, :complimentary FROM a
+         RETURNING id
+       ), l AS (
+         INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
+       )
+       SELECT a.balance_before, (SELECT total_credits - total_usage FROM accounts WHERE id = :account_id) AS balance FROM (SELECT 1) one LEFT JOIN a ON true`,
+      {
+        id: h.reservationId,
+        account_id: h.accountId,
+        key_id: h.keyId,
+        model: h.model,
+        provider: h.provider,
+        endpoint: h.endpoint,
+        held: h.held,
+        im: h.tariff.input_multiplier,
+        om: h.tariff.output_multiplier,
+        cm: h.tariff.cache_multiplier,
+        ccm: h.tariff.cache_creation_multiplier,
+        complimentary: h.complimentary,
+      },
+    );
+    const row = res.rows[0];
+    if (row.balance_before === null) {
+      throw new GatewayError('insufficient_quota', { needed: h.held, balance: row.balance });
+    }
+    const started = this.startWorkflow(h);
+    return {
+      reservationId: h.reservationId,
+      held: h.held,
+      balanceBefore: row.balance_before,
+      tariff: h.tariff,
+      complimentary: h.complimentary,
+      report: (r) => this.report(h, started, r),
+    };
+  }
+
+  private input(h: HoldRequest): ReservationInput {
+    return { reservationId: h.reservationId, holdTimeoutMs: this.opts.holdTimeoutMs, uncertainGraceMs: this.opts.uncertainGraceMs };
+  }
+
+  private workflowOptions(h: HoldRequest) {
+    return {
+      taskQueue: this.opts.taskQueue ?? RESERVATION_TASK_QUEUE,
+      workflowId: reservationWorkflowId(h.reservationId),
+      args: [this.input(h)] as [ReservationInput],
+      typedSearchAttributes: [
+        { key: SA.AccountId, value: h.accountId },
+        { key: SA.KeyId, value: h.keyId },
+        { key: SA.Model, value: h.model },
+        { key: SA.Kind, value: h.endpoint },
+      ],
+      memo: { endpoint: h.endpoint, model: h.model, held: h.held },
+    };
+  }
+
+  /** Started right after the hold, without delaying the forward to the provider. */
+  private startWorkflow(h: HoldRequest): Promise<boolean> {
+    return this.temporal.workflow.start(reservationWorkflow, this.workflowOptions(h)).then(
+      () => true,
+      (err) => {
+        this.opts.logger.warn({ err, reservation: h.reservationId }, 'reservation workflow start failed; report will signal-with-start');
+        return false;
+      },
+    );
+  }
+
+  private async report(h: HoldRequest, started: Promise<boolean>, r: RequestReport): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (await started) {
+          await this.temporal.workflow.getHandle(reservationWorkflowId(h.reservationId)).signal(reportSignal, r);
+        } else {
+          await this.temporal.workflow.signalWithStart(reservationWorkflow, { ...this.workflowOptions(h), signal: reportSignal, signalArgs: [r] });
+        }
+        return;
+      } catch (err) {
+        // The workflow times out and resolves the hold by itself if every attempt fails.
+        if (attempt >= 5) {
+          this.opts.logger.error({ err, reservation: h.reservationId }, 'could not report to reservation workflow');
+          return;
+        }
+        started = Promise.resolve(false);
+        await new Promise((res) => setTimeout(res, 100 * 2 ** attempt));
+      }
+    }
+  }
+}

@@ -1,0 +1,67 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import type { Db } from '../platform/db';
+import type { Logger } from '../platform/logger';
+import { AuthStore } from './auth-store';
+import { CacheInvalidation } from './cache';
+import { Catalog } from './catalog';
+import { createGatewayApp } from './gateway/app';
+import { Reservations } from './reservations';
+
+export interface GatewayRuntimeOptions {
+  db: Db;
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  logger: Logger;
+  port: number;
+  host?: string;
+  taskQueue?: string;
+  holdTimeoutMs: number;
+  uncertainGraceMs: number;
+  upstreamTimeoutMs: number;
+  keyCacheTtlMs: number;
+}
+
+export interface GatewayRuntime {
+  url: string;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+/** Wires one gateway API process: Temporal client, caches, Koa app, HTTP server. */
+export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<GatewayRuntime> {
+  const connection = await Connection.connect({ address: o.temporalAddress });
+  const temporal = new Client({ connection, namespace: o.namespace });
+  const invalidation = new CacheInvalidation(o.databaseUrl, o.logger);
+  await invalidation.start();
+  const catalog = new Catalog(o.db, invalidation);
+  const authStore = new AuthStore(o.db, invalidation, o.keyCacheTtlMs);
+  const reservations = new Reservations(o.db, temporal, {
+    taskQueue: o.taskQueue,
+    holdTimeoutMs: o.holdTimeoutMs,
+    uncertainGraceMs: o.uncertainGraceMs,
+    logger: o.logger,
+  });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs });
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await invalidation.stop();
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,18 @@
+import type { z } from 'zod';
+import { GatewayError } from '../domain/errors';
+
+/** Parses with a zod schema; the first issue becomes a 400 in the envelope, naming the parameter. */
+export function validate<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const path = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') {
+    throw new GatewayError('unknown_parameter', { param: [...path, issue.keys[0]].join('.') });
+  }
+  const param = path.join('.') || undefined;
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    throw new GatewayError('missing_required_parameter', { param });
+  }
+  throw new GatewayError('invalid_parameter', { param, detail: issue.message });
+}

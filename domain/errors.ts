@@ -1,0 +1,60 @@
+// The one table of error codes. Handlers throw GatewayError(code, …); nothing else builds an
+// error envelope.
+export const ERRORS = {
+  invalid_request: { status: 400, type: 'invalid_request_error', message: 'Invalid request: {detail}' },
+  invalid_json: { status: 400, type: 'invalid_request_error', message: 'The request body is not valid JSON.' },
+  unknown_parameter: { status: 400, type: 'invalid_request_error', message: "Unknown parameter '{param}'." },
+  unsupported_parameter: { status: 400, type: 'invalid_request_error', message: "Unsupported parameter '{param}': {detail}" },
+  invalid_parameter: { status: 400, type: 'invalid_request_error', message: "Invalid value for '{param}': {detail}" },
+  missing_required_parameter: { status: 400, type: 'invalid_request_error', message: "Missing required parameter '{param}'." },
+  unsupported_capability: { status: 400, type: 'invalid_request_error', message: "Model '{model}' does not serve {endpoint}; {detail}" },
+  invalid_api_key: { status: 401, type: 'authentication_error', message: 'Invalid API key.' },
+  missing_api_key: { status: 401, type: 'authentication_error', message: 'No API key: send Authorization: Bearer <key>, x-api-key or api-key.' },
+  key_revoked: { status: 401, type: 'authentication_error', message: 'This API key has been revoked.' },
+  account_deactivated: { status: 401, type: 'authentication_error', message: 'The account that owns this key is deactivated.' },
+  insufficient_quota: { status: 402, type: 'insufficient_quota', message: 'Insufficient credits: this request needs {needed} credits held, the balance is {balance}.' },
+  plan_expired: { status: 403, type: 'permission_error', message: 'The plan of this account expired at {expires_at}; inference is disabled until it is renewed.' },
+  model_not_found: { status: 403, type: 'invalid_request_error', message: "Model '{model}' does not exist or is not active." },
+  model_not_permitted: { status: 403, type: 'permission_error', message: "Model '{model}' is not available on the {tier} plan." },
+  not_found: { status: 404, type: 'invalid_request_error', message: '{detail}' },
+  route_not_found: { status: 404, type: 'invalid_request_error', message: 'No route for {method} {path}.' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method {method} is not allowed on {path}.' },
+  request_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is larger than {limit}.' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error', message: '{detail}' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after {retry_after} seconds.' },
+  provider_rate_limited: { status: 429, type: 'rate_limit_error', message: 'The provider is rate limiting this model; retry later. No credits were deducted.' },
+  generation_failed: { status: 502, type: 'api_error', message: 'The provider returned no result.' },
+  provider_error: { status: 502, type: 'api_error', message: 'The provider failed: {detail}' },
+  provider_timeout: { status: 504, type: 'api_error', message: 'The provider did not answer within {timeout_ms} ms.' },
+  provider_unavailable: { status: 503, type: 'api_error', message: 'Model {model} is temporarily unavailable; retry later.' },
+  model_pricing_unavailable: { status: 503, type: 'api_error', message: 'The tariff of model {model} is not synchronised yet; retry later.' },
+  service_unavailable: { status: 503, type: 'api_error', message: '{detail}' },
+  internal_error: { status: 500, type: 'api_error', message: 'Internal error; request id {request_id}.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorEnvelope {
+  error: { message: string; type: string; param: string | null; code: string };
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+  constructor(
+    readonly code: ErrorCode,
+    readonly vars: Record<string, string | number | undefined> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    const spec = ERRORS[code];
+    super(spec.message.replace(/\{(\w+)\}/g, (_, k: string) => String(vars[k] ?? '')));
+    this.status = spec.status;
+    this.type = spec.type;
+    this.param = vars.param === undefined ? null : String(vars.param);
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}

@@ -1,0 +1,107 @@
+import Decimal from 'decimal.js';
+
+// Pure credit arithmetic shared by the API, the activities and the workflows. Amounts travel as
+// exact decimal strings; JSON numbers are made only at the HTTP edge.
+const D = Decimal.clone({ precision: 60, rounding: Decimal.ROUND_HALF_UP });
+const SCALE = 12; // numeric(38,12) in the database
+
+export type Credits = string;
+
+export interface Tariff {
+  input_multiplier: Credits;
+  output_multiplier: Credits;
+  cache_multiplier: Credits;
+  cache_creation_multiplier: Credits;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number | null;
+}
+
+export type BillingSource = 'provider_cost' | 'token_fallback' | 'complimentary' | 'not_billed' | 'pending';
+
+export interface Charge {
+  billing_source: BillingSource;
+  is_estimate: boolean;
+  charge: Credits;
+  input_credits: Credits;
+  cache_write_credits: Credits;
+  cache_read_credits: Credits;
+  output_credits: Credits;
+  pricing_adjustment_credits: Credits;
+}
+
+const fix = (d: Decimal): Credits => d.toDecimalPlaces(SCALE).toFixed();
+const ZERO = '0';
+
+/** Upper bound of what a text request can cost: every prompt token at the dearest input rate. */
+export function holdForText(t: Tariff, promptTokenBound: number, maxOutputTokens: number): Credits {
+  const dearestInput = D.max(t.input_multiplier, t.cache_creation_multiplier, t.cache_multiplier);
+  return fix(dearestInput.mul(promptTokenBound).add(new D(t.output_multiplier).mul(maxOutputTokens)));
+}
+
+/** Table price of spec 2.1, split per token class. */
+export function tablePrice(t: Tariff, u: TokenUsage) {
+  const newInput = Math.max(0, u.prompt_tokens - u.cached_tokens - u.cache_write_tokens);
+  const input = new D(t.input_multiplier).mul(newInput);
+  const cacheWrite = new D(t.cache_creation_multiplier).mul(u.cache_write_tokens);
+  const cacheRead = new D(t.cache_multiplier).mul(u.cached_tokens);
+  const output = new D(t.output_multiplier).mul(u.completion_tokens);
+  return { input, cacheWrite, cacheRead, output, total: input.add(cacheWrite).add(cacheRead).add(output) };
+}
+
+export interface ChargeInput {
+  tariff: Tariff;
+  held: Credits;
+  complimentary: boolean;
+  /** null when the provider reported no usage */
+  usage: TokenUsage | null;
+  /** provider cost already converted to credits; null when none was reported */
+  providerCost: Credits | null;
+  /** false when the request failed or was rejected without cost */
+  billable: boolean;
+}
+
+/** The charge of a settled request (spec 2.1 billing_source rules). Never above the hold. */
+export function computeCharge(c: ChargeInput): Charge {
+  const zero = { input_credits: ZERO, cache_write_credits: ZERO, cache_read_credits: ZERO, output_credits: ZERO, pricing_adjustment_credits: ZERO };
+  if (!c.billable) return { billing_source: 'not_billed', is_estimate: false, charge: ZERO, ...zero };
+  if (c.complimentary) return { billing_source: 'complimentary', is_estimate: false, charge: ZERO, ...zero };
+  const held = new D(c.held);
+  if (!c.usage) {
+    // No usage reported: bill the reservation estimate, never invent token counts.
+    return { billing_source: 'token_fallback', is_estimate: true, charge: fix(held), ...zero };
+  }
+  const p = tablePrice(c.tariff, c.usage);
+  const classes = {
+    input_credits: fix(p.input),
+    cache_write_credits: fix(p.cacheWrite),
+    cache_read_credits: fix(p.cacheRead),
+    output_credits: fix(p.output),
+  };
+  if (c.providerCost !== null) {
+    const charge = D.min(new D(c.providerCost), held);
+    return {
+      billing_source: 'provider_cost',
+      is_estimate: false,
+      charge: fix(charge),
+      ...classes,
+      pricing_adjustment_credits: fix(charge.sub(p.total)),
+    };
+  }
+  return { billing_source: 'token_fallback', is_estimate: true, charge: fix(D.min(p.total, held)), ...classes, pricing_adjustment_credits: ZERO };
+}
+
+export function convertProviderCost(cost: string | number, creditsPerUnit: Credits): Credits {
+  return fix(new D(cost).mul(creditsPerUnit));
+}
+
+export const sub = (a: Credits, b: Credits): Credits => fix(new D(a).sub(b));
+export const add = (a: Credits, b: Credits): Credits => fix(new D(a).add(b));
+export const lt = (a: Credits, b: Credits): boolean => new D(a).lt(b);
+/** JSON number for the HTTP edge only. */
+export const toNumber = (a: Credits | null | undefined): number => (a == null ? 0 : Number(a));

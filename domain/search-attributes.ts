@@ -1,0 +1,11 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+// Typed keys of the custom search attributes registered from temporal-config/search-attributes.json.
+export const SA = {
+  AccountId: defineSearchAttributeKey('AccountId', SearchAttributeType.KEYWORD),
+  KeyId: defineSearchAttributeKey('KeyId', SearchAttributeType.KEYWORD),
+  Model: defineSearchAttributeKey('Model', SearchAttributeType.KEYWORD),
+  BillingSource: defineSearchAttributeKey('BillingSource', SearchAttributeType.KEYWORD),
+  Kind: defineSearchAttributeKey('Kind', SearchAttributeType.KEYWORD),
+  Status: defineSearchAttributeKey('Status', SearchAttributeType.KEYWORD),
+};

@@ -1,0 +1,103 @@
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import searchAttributes from '../temporal-config/search-attributes.json';
+import { resolveTemporalCli } from './temporal-cli';
+import type { Logger } from './logger';
+
+export interface DevServerOptions {
+  port: number;
+  /** Web UI port; omit for a headless server (tests). */
+  uiPort?: number;
+  /** SQLite file; omit for an in-memory server (tests). */
+  dbFile?: string;
+  namespace: string;
+  logger: Logger;
+}
+
+export interface DevServer {
+  address: string;
+  stop(): Promise<void>;
+}
+
+export function searchAttributeFlags(): string[] {
+  return Object.entries(searchAttributes.attributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
+}
+
+/** Starts `temporal server start-dev` as a child process and waits until it answers. */
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const cli = resolveTemporalCli();
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--namespace', opts.namespace];
+  args.push('--log-level', 'warn', '--log-format', 'json');
+  args.push(...searchAttributeFlags());
+  // Reservations are short and many: keep the dev server from throttling a benchmark.
+  args.push('--dynamic-config-value', 'frontend.rps=100000', '--dynamic-config-value', 'frontend.namespaceRPS=100000');
+  if (opts.dbFile) {
+    fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+    args.push('--db-filename', opts.dbFile);
+  }
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
+  else args.push('--headless');
+
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const address = `127.0.0.1:${opts.port}`;
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`Temporal dev server exited (code ${code}):\n${stderr}`))),
+  );
+  await Promise.race([waitForNamespace(address, opts.namespace), exited]);
+  child.removeAllListeners('exit');
+  opts.logger.info({ address, ui: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null }, 'temporal dev server ready');
+  return { address, stop: () => stopChild(child) };
+}
+
+async function waitForNamespace(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const [host, port] = address.split(':');
+  while (Date.now() < deadline) {
+    if (await portOpen(host, Number(port))) {
+      try {
+        const conn = await Connection.connect({ address, connectTimeout: 2000 });
+        try {
+          await conn.workflowService.describeNamespace({ namespace });
+          return;
+        } finally {
+          await conn.close();
+        }
+      } catch {
+        // not ready yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`Temporal at ${address} did not become ready within ${timeoutMs} ms`);
+}
+
+export function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** SIGTERM, then SIGKILL after a grace period, so SQLite gets a clean shutdown when it can. */
+export function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
