@@ -11,8 +11,14 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.infe
     throw new GatewayError('unknown_parameter', { param: [...path, issue.keys[0]].join('.') });
   }
   const param = path.join('.') || undefined;
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
+  if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) {
     throw new GatewayError('missing_required_parameter', { param });
   }
   throw new GatewayError('invalid_parameter', { param, detail: issue.message });
+}
+
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let v = input;
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
+  return v;
 }

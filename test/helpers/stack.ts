@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createAccount, createKey } from '../../admin/operations';
+import { startGatewayApi, type GatewayRuntime } from '../../api/runtime';
+import { createBillingWorker } from '../../workers/billing';
+import { env } from '../setup/env';
+
+export interface Stack {
+  taskQueue: string;
+  gateway: GatewayRuntime;
+  worker: Worker | null;
+  temporal: Client;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A gateway API and a billing worker on a task queue of their own, over real Temporal and PostgreSQL. */
+export async function startStack(opts: { holdTimeoutMs?: number; uncertainGraceMs?: number; upstreamTimeoutMs?: number } = {}): Promise<Stack> {
+  const taskQueue = `test-${randomUUID()}`;
+  const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
+  const clientConnection = await Connection.connect({ address: env.temporalAddress });
+  const temporal = new Client({ connection: clientConnection });
+  let running: Promise<void> | null = null;
+  const stack: Stack = {
+    taskQueue,
+    worker: null,
+    temporal,
+    gateway: await startGatewayApi({
+      db: env.db,
+      databaseUrl: env.databaseUrl,
+      temporalAddress: env.temporalAddress,
+      namespace: 'default',
+      logger: env.logger,
+      port: 0,
+      taskQueue,
+      holdTimeoutMs: opts.holdTimeoutMs ?? 60_000,
+      uncertainGraceMs: opts.uncertainGraceMs ?? 200,
+      upstreamTimeoutMs: opts.upstreamTimeoutMs ?? 10_000,
+      keyCacheTtlMs: 60_000,
+    }),
+    async startWorker() {
+      stack.worker = await createBillingWorker({ connection: nativeConnection, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });
+      running = stack.worker.run();
+    },
+    async stopWorker() {
+      stack.worker?.shutdown();
+      await running;
+      stack.worker = null;
+    },
+    async close() {
+      await stack.stopWorker();
+      await stack.gateway.close();
+      await nativeConnection.close();
+      await clientConnection.close();
+    },
+  };
+  await stack.startWorker();
+  return stack;
+}
+
+export interface TestAccount {
+  accountId: string;
+  keyId: string;
+  key: string;
+}
+
+export async function newAccount(opts: { credits?: string; tier?: 'free_trial' | 'starter' | 'pro' | 'business' | 'user'; planExpiresAt?: string | null } = {}): Promise<TestAccount> {
+  const a = await createAccount(env.db, { name: `test-${randomUUID()}`, tier: opts.tier ?? 'pro', credits: opts.credits ?? '100', planExpiresAt: opts.planExpiresAt ?? null });
+  const k = await createKey(env.db, { accountId: a.id, label: 'test' });
+  return { accountId: a.id, keyId: k.id, key: k.key };
+}
+
+/** JSON over real HTTP. */
+export async function call(base: string, path: string, opts: { key?: string; body?: unknown; method?: string; headers?: Record<string, string> } = {}) {
+  const res = await fetch(base + path, {
+    method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
+    headers: {
+      ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
+      ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...opts.headers,
+    },
+    body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, json, text };
+}
+
+/** Waits until the reservation leaves `held` and returns its row. */
+export async function settled(reservationId: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await env.db('reservations').where({ id: reservationId }).first();
+    if (row && row.status !== 'held') return row;
+    if (Date.now() > deadline) throw new Error(`reservation ${reservationId} still ${row?.status ?? 'missing'} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The money invariants of DESIGN.md section 3 for one account, from the ledger and the row. */
+export async function checkInvariants(accountId: string) {
+  const a = await env.db('accounts').where({ id: accountId }).first();
+  const l = await env.db.raw(
+    `SELECT COALESCE(sum(amount) FILTER (WHERE kind='grant'),0) AS grants,
+            COALESCE(sum(amount) FILTER (WHERE kind='hold'),0) - COALESCE(sum(amount) FILTER (WHERE kind='release'),0)
+              + COALESCE(sum(amount) FILTER (WHERE kind='charge'),0) AS usage
+     FROM ledger WHERE account_id = ?`,
+    [accountId],
+  );
+  const r = await env.db.raw(
+    `SELECT COALESCE(sum(held_credits) FILTER (WHERE status='held'),0) AS reserved, count(*) FILTER (WHERE status='held')::int AS pending,
+            COALESCE(sum(charge) FILTER (WHERE status<>'held'),0) AS charged
+     FROM reservations WHERE account_id = ?`,
+    [accountId],
+  );
+  return { account: a, ledger: l.rows[0], reservations: r.rows[0] };
+}

@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { seedSimulatorCatalog } from '../../admin/operations';
+import { createDb, migrate } from '../../platform/db';
+import { createLogger } from '../../platform/logger';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';
+import { startTemporalDevServer, type DevServer } from '../../platform/temporal-server';
+import { startSimulator } from '../../simulator/server';
+import { env } from './env';
+
+// One PostgreSQL, one Temporal dev server and one simulator for the whole run, on free ports.
+// Torn down even when tests fail.
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let pg: EmbeddedDatabase | undefined;
+let temporal: DevServer | undefined;
+let tmp: string | undefined;
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(180_000);
+    const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-'));
+    fs.chmodSync(tmp, 0o755);
+    const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);
+    const [db, dev, bundle] = await Promise.all([
+      startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }),
+      startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }),
+      bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never }),
+    ]);
+    pg = db;
+    temporal = dev;
+    env.databaseUrl = db.url;
+    env.temporalAddress = dev.address;
+    env.workflowBundle = bundle;
+    env.logger = logger;
+    env.db = createDb(db.url, 30);
+    await migrate(env.db);
+    env.simulator = await startSimulator({ port: 0 });
+    await seedSimulatorCatalog(env.db, env.simulator.url);
+  },
+  async afterAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    await env.simulator?.close().catch(() => {});
+    await env.db?.destroy().catch(() => {});
+    await temporal?.stop().catch(() => {});
+    await pg?.stop().catch(() => {});
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  },
+};
