@@ -1,5 +1,5 @@
 import type { Db } from '../platform/db';
-import { computeCharge, type Tariff } from '../domain/pricing';
+import { computeCharge, normalize, type Tariff } from '../domain/pricing';
 import type { RequestReport, SettlementResult } from '../domain/reservation';
 
 /**
@@ -11,7 +11,7 @@ export function createLedgerActivities(db: Db) {
     const row = await db('reservations').where({ id: reservationId }).first();
     if (!row) throw new Error(`reservation ${reservationId} not found`);
     if (row.status !== 'held') {
-      return { reservationId, status: row.status, billingSource: row.billing_source, charge: row.charge, applied: false };
+      return { reservationId, status: row.status, billingSource: row.billing_source, charge: normalize(row.charge), applied: false };
     }
     const tariff: Tariff = row;
     const c = computeCharge({
@@ -73,7 +73,7 @@ export function createLedgerActivities(db: Db) {
     const applied = result.rows[0].n === 1;
     if (!applied) {
       const now = await db('reservations').where({ id: reservationId }).first();
-      return { reservationId, status: now.status, billingSource: now.billing_source, charge: now.charge, applied: false };
+      return { reservationId, status: now.status, billingSource: now.billing_source, charge: normalize(now.charge), applied: false };
     }
     return { reservationId, status, billingSource: c.billing_source, charge: c.charge, applied };
   }

@@ -45,7 +45,8 @@ export class Catalog {
   }
 
   private async fresh(): Promise<void> {
-    if (this.stale) {
+    // Callers during a load wait for it: the first load starts from an empty catalog.
+    if (this.stale || this.loading) {
       this.loading ??= this.load().finally(() => (this.loading = null));
       await this.loading;
     }

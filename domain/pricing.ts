@@ -100,6 +100,8 @@ export function convertProviderCost(cost: string | number, creditsPerUnit: Credi
   return fix(new D(cost).mul(creditsPerUnit));
 }
 
+/** The canonical form of an amount read from the database (numeric keeps trailing zeros). */
+export const normalize = (a: Credits): Credits => fix(new D(a));
 export const sub = (a: Credits, b: Credits): Credits => fix(new D(a).sub(b));
 export const add = (a: Credits, b: Credits): Credits => fix(new D(a).add(b));
 export const lt = (a: Credits, b: Credits): boolean => new D(a).lt(b);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { createAccount } from '../admin/operations';
 import { env } from './setup/env';
 
 // The operator CLI (admin/cli.ts) as a real process against the test database.
@@ -138,15 +139,19 @@ describe('admin CLI (real process)', function () {
   describe('failures: non-zero exit and one JSON error object on stdout', function () {
     const badName = `cli-bad-${Date.now()}`;
     let runs: Record<string, Run>;
+    let target: string;
 
     before(async function () {
-      const [unknown, noName, badTier, badCredits] = await Promise.all([
+      target = (await createAccount(env.db, { name: `cli-target-${Date.now()}`, tier: 'pro', credits: '1' })).id;
+      const [unknown, noName, badTier, badCredits, badAdd, badFlag] = await Promise.all([
         cli('account', 'frobnicate'),
         cli('account', 'create', '--tier', 'pro'),
         cli('account', 'create', '--name', badName, '--tier', 'platinum'),
         cli('account', 'create', '--name', badName, '--credits', 'abc'),
+        cli('credits', 'add', '--account', target, '--credits', 'abc'),
+        cli('account', 'create', '--name', badName, '--bogus', '1'),
       ]);
-      runs = { unknown, noName, badTier, badCredits };
+      runs = { unknown, noName, badTier, badCredits, badAdd, badFlag };
     });
 
     function failure(r: Run, pattern: RegExp) {
@@ -168,13 +173,25 @@ describe('admin CLI (real process)', function () {
 
     it('bad --tier', function () {
       failure(runs.badTier, /tier/);
+      assert.equal(runs.badTier.json.error.type, 'usage_error');
     });
 
     it('bad --credits value', async function () {
       failure(runs.badCredits, /credits/);
+      assert.equal(runs.badCredits.json.error.type, 'usage_error');
+      // credits add with a bad amount changes nothing.
+      failure(runs.badAdd, /decimal/);
+      const acct = await env.db('accounts').where({ id: target }).first();
+      assert.equal(Number(acct.total_credits), 1);
+      const grants = await env.db('ledger').where({ account_id: target, kind: 'grant' });
+      assert.equal(grants.length, 1);
       // Nothing was created by the failed invocations.
       const rows = await env.db('accounts').where({ name: badName });
       assert.equal(rows.length, 0);
+    });
+
+    it('unknown flag', function () {
+      failure(runs.badFlag, /--bogus/);
     });
   });
 });

@@ -316,7 +316,8 @@ describe('chat completions', function () {
 
   describe('authentication', () => {
     it('accepts Bearer, x-api-key and api-key, and legacy rk_live_ keys', async () => {
-      for (const headers of [{ authorization: `Bearer ${acct.key}` }, { 'x-api-key': acct.key }, { 'api-key': acct.key }]) {
+      const variants: Array<Record<string, string>> = [{ authorization: `Bearer ${acct.key}` }, { 'x-api-key': acct.key }, { 'api-key': acct.key }];
+      for (const headers of variants) {
         assert.equal((await call(base, '/v1/credits', { headers })).status, 200);
       }
       const legacy = await createKey(env.db, { accountId: acct.accountId, format: 'rk_live' });
