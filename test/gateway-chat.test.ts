@@ -261,7 +261,7 @@ describe('chat completions', function () {
   });
 
   describe('rejections deduct nothing', () => {
-    const rejected = async (r: { status: number; json: any }, status: number, code: string, param?: string) => {
+    const rejected = async (r: Awaited<ReturnType<typeof call>>, status: number, code: string, param?: string) => {
       assert.equal(r.status, status, JSON.stringify(r.json));
       assert.equal(r.json.error.code, code);
       assert.equal(typeof r.json.error.message, 'string');
