@@ -4,7 +4,7 @@ import type { KeyFormat } from '../platform/api-keys';
 import { loadConfig } from '../platform/config';
 import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
-import { addCredits, createAccount, createKey, deactivateAccount, revokeKey } from './operations';
+import { addCredits, createAccount, createKey, deactivateAccount, listModels, modelInput, providerInput, revokeKey, setModel, setProvider } from './operations';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on
 // stdout; failures print {"error": …} and exit non-zero.
@@ -38,6 +38,9 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
     },
   },
   'key revoke': { flags: ['id'], run: (db, f) => revokeKey(db, need(f, 'id')) },
+  'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
+  'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
+  'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
 };
 
 async function main(argv: string[]): Promise<number> {

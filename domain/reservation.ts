@@ -38,3 +38,15 @@ export interface SettlementResult {
   /** false when an earlier attempt had already settled it */
   applied: boolean;
 }
+
+/** What the reservation workflow (or the sweeper) settles when the API never reported. */
+export const ABANDONED_REPORT: RequestReport = {
+  outcome: 'abandoned',
+  billable: false,
+  usage: null,
+  providerCost: null,
+  httpStatus: 0,
+  error: 'the API process did not report the outcome of this request in time',
+};
+
+export const HOLD_SWEEPER_SCHEDULE_ID = 'hold-sweeper';

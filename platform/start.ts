@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createAccount, createKey, seedSimulatorCatalog } from '../admin/operations';
 import { startGatewayApi } from '../api/runtime';
 import { RESERVATION_TASK_QUEUE } from '../domain/reservation';
 import { startSimulator } from '../simulator/server';
 import { createBillingWorker } from '../workers/billing';
+import { ensureHoldSweeperSchedule } from '../workers/schedules';
 import { hashKey } from './api-keys';
 import { ConfigError, loadConfig } from './config';
 import { databaseUrl, EMBEDDED_DATABASE } from './database-url';
@@ -61,7 +63,12 @@ async function main() {
   const demoKey = await demoAccountKey(db, config.dataDir);
 
   const connection = await NativeConnection.connect({ address: temporalAddress });
-  const worker = await createBillingWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: RESERVATION_TASK_QUEUE, db });
+  const clientConnection = await Connection.connect({ address: temporalAddress });
+  stops.push(() => clientConnection.close());
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const worker = await createBillingWorker({ connection, temporal, namespace: config.TEMPORAL_NAMESPACE, taskQueue: RESERVATION_TASK_QUEUE, db });
+  // A hold older than the longest a reservation workflow may keep it, plus a margin.
+  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE, config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000);
   const running = worker.run();
   stops.push(async () => {
     // The SDK also stops workers on SIGINT/SIGTERM by itself.

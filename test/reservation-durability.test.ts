@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createLedgerActivities } from '../activities/ledger';
 import { Reservations } from '../api/reservations';
+import { sweepHoldsWorkflow } from '../workflows/sweeper';
 import { env } from './setup/env';
 import { call, checkInvariants, newAccount, settled, startStack, type Stack } from './helpers/stack';
 
@@ -78,5 +80,33 @@ describe('reservation durability', function () {
     await handle.result();
     const history = await handle.fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: env.workflowBundle }, history, `reservation-${id}`);
+  });
+
+  it('the sweeper releases a hold whose workflow never started, and leaves running ones alone', async () => {
+    const acct = await newAccount();
+    // An API process whose Temporal connection is gone: the hold is taken, the workflow never starts.
+    const deadConnection = await Connection.connect({ address: env.temporalAddress });
+    const deadClient = new Client({ connection: deadConnection });
+    await deadConnection.close();
+    const orphanId = randomUUID();
+    const orphanRes = new Reservations(env.db, deadClient, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    await orphanRes.hold({ reservationId: orphanId, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '2', complimentary: false });
+    // A hold with a live workflow waiting for its report.
+    const liveId = randomUUID();
+    const live = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    await live.hold({ reservationId: liveId, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '3', complimentary: false });
+    await new Promise((r) => setTimeout(r, 300));
+
+    const result = await stack.temporal.workflow.execute(sweepHoldsWorkflow, { taskQueue: stack.taskQueue, workflowId: `sweep-${randomUUID()}`, args: [0] });
+    assert.ok(result.released.includes(orphanId));
+    assert.ok(!result.released.includes(liveId));
+    const orphan = await env.db('reservations').where({ id: orphanId }).first();
+    assert.equal(orphan.status, 'released');
+    assert.equal(orphan.outcome, 'abandoned');
+    assert.equal((await env.db('reservations').where({ id: liveId }).first()).status, 'held');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.reserved_credits, '3.000000000000');
+    assert.equal(inv.account.pending_requests, 1);
+    await stack.temporal.workflow.getHandle(`reservation-${liveId}`).terminate('test cleanup');
   });
 });

@@ -1,9 +1,13 @@
+import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createLedgerActivities } from '../activities/ledger';
+import { createSweeperActivities } from '../activities/sweeper';
 import type { Db } from '../platform/db';
 
 export interface WorkerDeps {
   connection: NativeConnection;
+  /** for activities that look at workflows (the hold sweeper) */
+  temporal: Client;
   namespace: string;
   taskQueue: string;
   db: Db;
@@ -11,14 +15,14 @@ export interface WorkerDeps {
   workflowBundle?: WorkflowBundleOption;
 }
 
-/** Registers the reservation workflow and the ledger activities on the billing task queue. */
+/** Registers the reservation and sweeper workflows and their activities on the billing task queue. */
 export function createBillingWorker(deps: WorkerDeps): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createLedgerActivities(deps.db),
+    activities: { ...createLedgerActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal) },
     maxConcurrentActivityTaskExecutions: 200,
     maxConcurrentWorkflowTaskExecutions: 200,
   });

@@ -1,1 +1,2 @@
 export * from './reservation';
+export * from './sweeper';

@@ -1,7 +1,7 @@
 import { condition, defineSignal, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import { SA } from '../domain/search-attributes';
 import type { LedgerActivities } from '../activities/ledger';
-import type { RequestReport, ReservationInput, SettlementResult } from '../domain/reservation';
+import { ABANDONED_REPORT, type RequestReport, type ReservationInput, type SettlementResult } from '../domain/reservation';
 
 const { settleReservation } = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30 seconds',
@@ -10,15 +10,6 @@ const { settleReservation } = proxyActivities<LedgerActivities>({
 
 export const reportSignal = defineSignal<[RequestReport]>('report');
 
-const ABANDONED: RequestReport = {
-  outcome: 'abandoned',
-  billable: false,
-  usage: null,
-  providerCost: null,
-  httpStatus: 0,
-  error: 'the API process did not report the outcome of this request in time',
-};
-
 /** One per billable request: waits for the API's report, then settles the hold exactly once. */
 export async function reservationWorkflow(input: ReservationInput): Promise<SettlementResult> {
   let report: RequestReport | undefined;
@@ -26,7 +17,7 @@ export async function reservationWorkflow(input: ReservationInput): Promise<Sett
     report ??= r;
   });
   const reported = await condition(() => report !== undefined, input.holdTimeoutMs);
-  if (!reported) report = ABANDONED;
+  if (!reported) report = ABANDONED_REPORT;
   // The provider may still be working: keep the hold until that outcome is certain.
   if (report!.uncertain) await sleep(input.uncertainGraceMs);
   const result = await settleReservation(input.reservationId, report!);

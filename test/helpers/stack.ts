@@ -41,7 +41,7 @@ export async function startStack(opts: { holdTimeoutMs?: number; uncertainGraceM
       keyCacheTtlMs: 60_000,
     }),
     async startWorker() {
-      stack.worker = await createBillingWorker({ connection: nativeConnection, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });
+      stack.worker = await createBillingWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });
       running = stack.worker.run();
     },
     async stopWorker() {

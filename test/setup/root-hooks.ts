@@ -32,7 +32,7 @@ let tmp: string | undefined;
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(180_000);
-    const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+    const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'error');
     Runtime.install({ logger: new DefaultLogger('WARN') });
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-'));
     fs.chmodSync(tmp, 0o755);
