@@ -4,7 +4,9 @@ import type { RequestReport, SettlementResult } from '../domain/reservation';
 
 /**
  * Ledger activities. Settlement is one statement guarded by `status = 'held'`, so however often
- * Temporal retries it, the hold resolves exactly once.
+ * Temporal retries it, the hold resolves exactly once. A hold that also raised its key's spend
+ * (keyed variant) has the key's spend corrected from the hold to the charge in that statement;
+ * `a` joins `k` so the key row is locked before the account row, the order the hold uses.
  */
 export function createLedgerActivities(db: Db) {
   async function settleReservation(reservationId: string, report: RequestReport): Promise<SettlementResult> {
@@ -35,11 +37,15 @@ export function createLedgerActivities(db: Db) {
            output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
            is_estimate = :is_estimate, settled_at = now()
          WHERE id = :id AND status = 'held'
-         RETURNING account_id, held_credits, charge
+         RETURNING account_id, key_id, key_spend_tracked, held_credits, charge
+       ), k AS (
+         UPDATE api_keys SET spend = spend - r.held_credits + r.charge
+         FROM r WHERE api_keys.id = r.key_id AND r.key_spend_tracked
+         RETURNING api_keys.id
        ), a AS (
          UPDATE accounts SET total_usage = total_usage - r.held_credits + r.charge,
            reserved_credits = reserved_credits - r.held_credits, pending_requests = pending_requests - 1
-         FROM r WHERE accounts.id = r.account_id
+         FROM r LEFT JOIN k ON true WHERE accounts.id = r.account_id
        ), l AS (
          INSERT INTO ledger (account_id, reservation_id, kind, amount)
          SELECT account_id, :id::uuid, 'release', held_credits FROM r

@@ -4,7 +4,24 @@ import type { KeyFormat } from '../platform/api-keys';
 import { loadConfig } from '../platform/config';
 import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
-import { addCredits, createAccount, createKey, deactivateAccount, listModels, modelInput, providerInput, revokeKey, setModel, setProvider } from './operations';
+import { InvalidInput, type KeySettingsInput } from './keys';
+import {
+  addCredits,
+  createAccount,
+  createKey,
+  deactivateAccount,
+  getKey,
+  listKeyRequests,
+  listKeys,
+  listModels,
+  modelInput,
+  providerInput,
+  revokeKey,
+  setModel,
+  setProvider,
+  updateKey,
+} from './operations';
+import { TESTRUN_COMMANDS } from './testrun-commands';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on
 // stdout; failures print {"error": …} and exit non-zero.
@@ -20,6 +37,13 @@ const need = (f: Flags, name: string): string => {
 
 class UsageError extends Error {}
 
+// Per-key settings of mt keys; on `key update` the word `none` removes a setting.
+const KEY_SETTING_FLAGS = ['spend-limit', 'rpm', 'expires-at', 'models'];
+function keySettings(f: Flags): KeySettingsInput {
+  const v = (name: string) => (f[name] === 'none' ? null : f[name]);
+  return { spend_limit: v('spend-limit'), rpm: v('rpm'), expires_at: v('expires-at'), models: v('models') };
+}
+
 const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'account create': {
     flags: ['name', 'tier', 'credits', 'plan-expires-at'],
@@ -28,19 +52,21 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'account deactivate': { flags: ['account'], run: (db, f) => deactivateAccount(db, need(f, 'account')) },
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
-    flags: ['account', 'label', 'format', 'spend-limit', 'rpm', 'expires-at', 'models'],
-    run: (db, f) => {
-      const format = z.enum(['gw_ai', 'rk_live', 'mt']).parse(f.format ?? 'gw_ai') as KeyFormat;
-      for (const keyed of ['spend-limit', 'rpm', 'expires-at', 'models']) {
-        if (f[keyed] !== undefined) throw new UsageError(`--${keyed} belongs to keyed-variant keys, which this version does not manage yet`);
-      }
-      return createKey(db, { accountId: need(f, 'account'), label: f.label, format });
-    },
+    flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],
+    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f) }),
   },
+  'key update': {
+    flags: ['id', 'label', ...KEY_SETTING_FLAGS],
+    run: (db, f) => updateKey(db, need(f, 'id'), { label: f.label, ...keySettings(f) }),
+  },
+  'key show': { flags: ['id'], run: (db, f) => getKey(db, need(f, 'id')) },
+  'key list': { flags: ['account'], run: async (db, f) => ({ keys: await listKeys(db, need(f, 'account')) }) },
+  'key requests': { flags: ['id', 'limit', 'before'], run: (db, f) => listKeyRequests(db, need(f, 'id'), { limit: f.limit, before: f.before }) },
   'key revoke': { flags: ['id'], run: (db, f) => revokeKey(db, need(f, 'id')) },
   'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
   'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
+  ...TESTRUN_COMMANDS,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -68,7 +94,8 @@ main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
     const message = err instanceof z.ZodError ? err.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : err instanceof Error ? err.message : String(err);
-    process.stdout.write(JSON.stringify({ error: { message, type: err instanceof UsageError || err instanceof z.ZodError ? 'usage_error' : 'operation_failed' } }) + '\n');
-    process.exitCode = err instanceof UsageError || err instanceof z.ZodError ? 2 : 1;
+    const usage = err instanceof UsageError || err instanceof z.ZodError || err instanceof InvalidInput;
+    process.stdout.write(JSON.stringify({ error: { message, type: usage ? 'usage_error' : 'operation_failed' } }) + '\n');
+    process.exitCode = usage ? 2 : 1;
   },
 );

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { generateKey, hashKey, keyPrefix, type KeyFormat } from '../platform/api-keys';
 import type { Db } from '../platform/db';
 import { SIMULATOR_MODELS } from '../simulator/catalog';
 
-// Operator actions, shared by the admin CLI, `npm start` seeding and the tests.
+// Operator actions, shared by the admin CLI, `npm start` seeding and the tests. Keys and their
+// per-key settings live in ./keys (also used by the admin HTTP API).
+export { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from './keys';
 
 export const TIERS = ['free_trial', 'starter', 'pro', 'business', 'user'] as const;
 const credits = z.string().regex(/^\d{1,24}(\.\d{1,12})?$/, 'must be a non-negative decimal with at most 12 decimals');
@@ -42,21 +43,6 @@ export async function addCredits(db: Db, accountId: string, amount: string) {
 export async function deactivateAccount(db: Db, accountId: string) {
   const [row] = await db('accounts').where({ id: accountId }).update({ active: false }).returning(['id', 'active']);
   if (!row) throw new Error(`account ${accountId} not found`);
-  return row;
-}
-
-export async function createKey(db: Db, input: { accountId: string; label?: string; format?: KeyFormat }) {
-  const format = input.format ?? 'gw_ai';
-  const key = generateKey(format);
-  const [row] = await db('api_keys')
-    .insert({ account_id: input.accountId, key_hash: hashKey(key), key_prefix: keyPrefix(key), format, label: input.label ?? '' })
-    .returning(['id', 'account_id', 'key_prefix', 'label', 'format', 'created_at']);
-  return { ...row, key };
-}
-
-export async function revokeKey(db: Db, id: string) {
-  const [row] = await db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() }).returning(['id', 'revoked_at']);
-  if (!row) throw new Error(`active key ${id} not found`);
   return row;
 }
 
@@ -119,15 +105,19 @@ export async function setProvider(db: Db, input: z.input<typeof providerInput>) 
 
 /** Registers the simulator as a provider and its models in the catalog (idempotent). */
 export async function seedSimulatorCatalog(db: Db, simulatorUrl: string) {
-  await db('providers')
-    .insert({ id: 'simulator', kind: 'openai', base_url: simulatorUrl.replace(/\/?$/, '/'), api_keys: ['sim-upstream-key'], credits_per_cost_unit: '1' })
-    .onConflict('id')
-    .merge(['base_url', 'kind']);
-  for (const m of SIMULATOR_MODELS) {
+  // One provider per wire format the simulator speaks.
+  const providerOf = { openai: 'simulator', anthropic: 'simulator-anthropic' } as const;
+  for (const [kind, id] of Object.entries(providerOf)) {
+    await db('providers')
+      .insert({ id, kind, base_url: simulatorUrl.replace(/\/?$/, '/'), api_keys: ['sim-upstream-key'], credits_per_cost_unit: '1' })
+      .onConflict('id')
+      .merge(['base_url', 'kind']);
+  }
+  for (const { wire, ...m } of SIMULATOR_MODELS) {
     await db('models')
-      .insert({ ...m, provider_id: 'simulator' })
+      .insert({ ...m, provider_id: providerOf[wire] })
       .onConflict('id')
       .merge();
   }
-  return { provider: 'simulator', models: SIMULATOR_MODELS.map((m) => m.id) };
+  return { providers: Object.values(providerOf), models: SIMULATOR_MODELS.map((m) => m.id) };
 }

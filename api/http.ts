@@ -22,8 +22,9 @@ export function requestContext(logger: Logger, requestIdHeader: string | null) {
     if (requestIdHeader) ctx.set(requestIdHeader, requestId);
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
-        throw new GatewayError('route_not_found', { method: ctx.method, path: ctx.path });
+      if (ctx.body === undefined && ctx.respond !== false) {
+        if (ctx.status === 404) throw new GatewayError('route_not_found', { method: ctx.method, path: ctx.path });
+        if (ctx.status === 405) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
       }
     } catch (err) {
       sendError(ctx, err);
@@ -46,7 +47,9 @@ export function sendError(ctx: Context, err: unknown): void {
   }
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
-  ctx.body = e.toEnvelope();
+  // Each dialect answers errors in its vendor's shape (set by the route); the default is spec 2.10.
+  const render = ctx.state.errorBody as ((e: GatewayError) => unknown) | undefined;
+  ctx.body = render ? render(e) : e.toEnvelope();
 }
 
 /** Reads a JSON object body with a size limit; errors are the envelope's. */

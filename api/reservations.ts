@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { GatewayError } from '../domain/errors';
-import type { Credits, Tariff } from '../domain/pricing';
+import { normalize, type Credits, type Tariff } from '../domain/pricing';
 import { RESERVATION_TASK_QUEUE, reservationWorkflowId, type RequestReport, type ReservationInput } from '../domain/reservation';
 import { SA } from '../domain/search-attributes';
 import type { Db } from '../platform/db';
@@ -17,6 +17,11 @@ export interface HoldRequest {
   tariff: Tariff;
   held: Credits;
   complimentary: boolean;
+  /**
+   * Also add the hold to the key's spend, conditional on its spend limit, in the same statement
+   * (keyed variant, spec 3 A). Defaults to the Reservations option of the same name.
+   */
+  trackKeySpend?: boolean;
 }
 
 export interface Hold {
@@ -29,6 +34,56 @@ export interface Hold {
   report(r: RequestReport): Promise<void>;
 }
 
+// The hold: the balance check, the account update, the reservation row and the ledger row in
+// one statement.
+const HOLD = `WITH a AS (
+   UPDATE accounts SET total_usage = total_usage + :held, reserved_credits = reserved_credits + :held,
+     pending_requests = pending_requests + 1
+   WHERE id = :account_id AND total_credits - total_usage >= :held
+   RETURNING id, total_credits - total_usage + :held AS balance_before
+ ), r AS (
+   INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary)
+   SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
+     :im, :om, :cm, :ccm, :complimentary FROM a
+   RETURNING id
+ ), l AS (
+   INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
+ )
+ SELECT a.balance_before, (SELECT total_credits - total_usage FROM accounts WHERE id = :account_id) AS balance FROM (SELECT 1) one LEFT JOIN a ON true`;
+
+// The same hold with the key's spend limit taking part (spec 3 A). k0 locks the key row and
+// checks the limit against its latest committed spend (a row lock re-reads the row), and only
+// then is the account updated; the key's spend is raised only if the account update happened.
+// Lock order key → account, as in settlement, so the two never deadlock. A key whose spend has
+// reached its limit refuses even a hold of 0.
+const HOLD_WITH_KEY_SPEND = `WITH k0 AS (
+   SELECT id FROM api_keys
+   WHERE id = :key_id AND (spend_limit IS NULL OR (spend < spend_limit AND spend + :held <= spend_limit))
+   FOR NO KEY UPDATE
+ ), a AS (
+   UPDATE accounts SET total_usage = total_usage + :held, reserved_credits = reserved_credits + :held,
+     pending_requests = pending_requests + 1
+   FROM k0
+   WHERE accounts.id = :account_id AND total_credits - total_usage >= :held
+   RETURNING accounts.id, total_credits - total_usage + :held AS balance_before
+ ), k AS (
+   UPDATE api_keys SET spend = spend + :held FROM a WHERE api_keys.id = :key_id RETURNING api_keys.id
+ ), r AS (
+   INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, key_spend_tracked)
+   SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
+     :im, :om, :cm, :ccm, :complimentary, true FROM a
+   RETURNING id
+ ), l AS (
+   INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
+ )
+ SELECT a.balance_before, (SELECT total_credits - total_usage FROM accounts WHERE id = :account_id) AS balance,
+   EXISTS (SELECT 1 FROM k0) AS key_ok,
+   (SELECT spend_limit FROM api_keys WHERE id = :key_id) AS spend_limit,
+   (SELECT GREATEST(spend_limit - spend, 0) FROM api_keys WHERE id = :key_id) AS key_remaining
+ FROM (SELECT 1) one LEFT JOIN a ON true`;
+
 /**
  * Takes holds (one conditional statement: the balance check, the account update, the
  * reservation row and the ledger row together) and hands each to its reservation workflow.
@@ -37,43 +92,30 @@ export class Reservations {
   constructor(
     private readonly db: Db,
     private readonly temporal: Client,
-    private readonly opts: { taskQueue?: string; holdTimeoutMs: number; uncertainGraceMs: number; logger: Logger },
+    private readonly opts: { taskQueue?: string; holdTimeoutMs: number; uncertainGraceMs: number; logger: Logger; trackKeySpend?: boolean },
   ) {}
 
   async hold(h: HoldRequest): Promise<Hold> {
-    const res = await this.db.raw(
-      `WITH a AS (
-         UPDATE accounts SET total_usage = total_usage + :held, reserved_credits = reserved_credits + :held,
-           pending_requests = pending_requests + 1
-         WHERE id = :account_id AND total_credits - total_usage >= :held
-         RETURNING id, total_credits - total_usage + :held AS balance_before
-       ), r AS (
-         INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
-           input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary)
-         SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-           :im, :om, :cm, :ccm, :complimentary FROM a
-         RETURNING id
-       ), l AS (
-         INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
-       )
-       SELECT a.balance_before, (SELECT total_credits - total_usage FROM accounts WHERE id = :account_id) AS balance FROM (SELECT 1) one LEFT JOIN a ON true`,
-      {
-        id: h.reservationId,
-        account_id: h.accountId,
-        key_id: h.keyId,
-        model: h.model,
-        provider: h.provider,
-        endpoint: h.endpoint,
-        held: h.held,
-        im: h.tariff.input_multiplier,
-        om: h.tariff.output_multiplier,
-        cm: h.tariff.cache_multiplier,
-        ccm: h.tariff.cache_creation_multiplier,
-        complimentary: h.complimentary,
-      },
-    );
+    const trackKeySpend = h.trackKeySpend ?? this.opts.trackKeySpend ?? false;
+    const res = await this.db.raw(trackKeySpend ? HOLD_WITH_KEY_SPEND : HOLD, {
+      id: h.reservationId,
+      account_id: h.accountId,
+      key_id: h.keyId,
+      model: h.model,
+      provider: h.provider,
+      endpoint: h.endpoint,
+      held: h.held,
+      im: h.tariff.input_multiplier,
+      om: h.tariff.output_multiplier,
+      cm: h.tariff.cache_multiplier,
+      ccm: h.tariff.cache_creation_multiplier,
+      complimentary: h.complimentary,
+    });
     const row = res.rows[0];
     if (row.balance_before === null) {
+      if (trackKeySpend && !row.key_ok) {
+        throw new GatewayError('key_spend_limit_exceeded', { limit: normalize(row.spend_limit ?? '0'), needed: h.held, remaining: normalize(row.key_remaining ?? '0') });
+      }
       throw new GatewayError('insufficient_quota', { needed: h.held, balance: row.balance });
     }
     const started = this.startWorkflow(h);

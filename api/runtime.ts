@@ -3,10 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
+import { adminRoutes } from './admin/routes';
 import { AuthStore } from './auth-store';
 import { CacheInvalidation } from './cache';
 import { Catalog } from './catalog';
 import { createGatewayApp } from './gateway/app';
+import { KEYED_DEFAULTS, startKeyedVariant, type KeyedSettings, type KeyedVariant } from './keyed/variant';
 import { Reservations } from './reservations';
 
 export interface GatewayRuntimeOptions {
@@ -22,6 +24,12 @@ export interface GatewayRuntimeOptions {
   uncertainGraceMs: number;
   upstreamTimeoutMs: number;
   keyCacheTtlMs: number;
+  /** GATEWAY_VARIANT: `credits` (spec 1, default) or `keyed` (spec 3 A) */
+  variant?: 'credits' | 'keyed';
+  /** ADMIN_TOKEN of the admin HTTP API; absent: it answers 401 to everything */
+  adminToken?: string | null;
+  /** settings of the keyed variant; defaults in KEYED_DEFAULTS */
+  keyed?: Partial<KeyedSettings>;
 }
 
 export interface GatewayRuntime {
@@ -38,13 +46,20 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   await invalidation.start();
   const catalog = new Catalog(o.db, invalidation);
   const authStore = new AuthStore(o.db, invalidation, o.keyCacheTtlMs);
+  const isKeyed = o.variant === 'keyed';
   const reservations = new Reservations(o.db, temporal, {
     taskQueue: o.taskQueue,
     holdTimeoutMs: o.holdTimeoutMs,
     uncertainGraceMs: o.uncertainGraceMs,
     logger: o.logger,
+    // Keyed variant: every hold also takes part in its key's spend limit.
+    trackKeySpend: isKeyed,
   });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs });
+  const keyed: KeyedVariant | undefined = isKeyed
+    ? await startKeyedVariant({ db: o.db, logger: o.logger, authStore, invalidation, settings: { ...KEYED_DEFAULTS, ...o.keyed } })
+    : undefined;
+  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', invalidation });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -60,6 +75,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await keyed?.close();
       await invalidation.stop();
       await connection.close();
     },

@@ -8,4 +8,5 @@ export const SA = {
   BillingSource: defineSearchAttributeKey('BillingSource', SearchAttributeType.KEYWORD),
   Kind: defineSearchAttributeKey('Kind', SearchAttributeType.KEYWORD),
   Status: defineSearchAttributeKey('Status', SearchAttributeType.KEYWORD),
+  ProjectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
 };

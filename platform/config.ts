@@ -1,7 +1,23 @@
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const positive = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** An IP address or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+export function isIpOrCidr(s: string): boolean {
+  const [addr, bits, extra] = s.split('/');
+  const family = net.isIP(addr);
+  if (!family || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+const ipList = z
+  .string()
+  .default('')
+  .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(z.string().refine(isIpOrCidr, 'must be a comma-separated list of IP addresses or CIDR blocks')));
 
 // Every environment variable the system reads, with its default. A wrong value stops
 // startup with a message that names the variable.
@@ -24,6 +40,15 @@ const schema = z.object({
   HOLD_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(900),
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+  // Admin HTTP API (/admin/…): unset means every admin request gets 401.
+  ADMIN_TOKEN: z.string().min(1).optional(),
+  // Keyed variant: wrong-key attempts per client IP before a lockout, counted over a window.
+  AUTH_FAILURE_LIMIT: positive(20),
+  AUTH_FAILURE_WINDOW_SECONDS: positive(60),
+  AUTH_LOCKOUT_SECONDS: positive(300),
+  // Proxies whose X-Forwarded-For is believed; otherwise the client IP is the socket's.
+  TRUSTED_PROXIES: ipList,
+  REQUEST_LOG_FLUSH_MS: positive(250),
 });
 
 export type Config = z.infer<typeof schema> & { dataDir: string };

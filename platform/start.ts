@@ -8,7 +8,8 @@ import { RESERVATION_TASK_QUEUE } from '../domain/reservation';
 import { startSimulator } from '../simulator/server';
 import { createBillingWorker } from '../workers/billing';
 import { ensureHoldSweeperSchedule } from '../workers/schedules';
-import { hashKey } from './api-keys';
+import { startTestRunWorker } from '../workers/testruns';
+import { hashKey, keyFormatOf, type KeyFormat } from './api-keys';
 import { ConfigError, loadConfig } from './config';
 import { databaseUrl, EMBEDDED_DATABASE } from './database-url';
 import { createDb, migrate, type Db } from './db';
@@ -60,7 +61,7 @@ async function main() {
   const sim = await startSimulator({ port: config.SIMULATOR_PORT });
   stops.push(sim.close);
   await seedSimulatorCatalog(db, sim.url);
-  const demoKey = await demoAccountKey(db, config.dataDir);
+  const demoKey = await demoAccountKey(db, config.dataDir, config.GATEWAY_VARIANT === 'keyed' ? 'mt' : 'gw_ai');
 
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const clientConnection = await Connection.connect({ address: temporalAddress });
@@ -76,6 +77,8 @@ async function main() {
     await running;
     await connection.close();
   });
+  // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
+  stops.push((await startTestRunWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, db, gatewayUrl: `http://127.0.0.1:${config.GATEWAY_PORT}` })).stop);
 
   const gateway = await startGatewayApi({
     db,
@@ -89,6 +92,15 @@ async function main() {
     uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    variant: config.GATEWAY_VARIANT,
+    adminToken: config.ADMIN_TOKEN ?? null,
+    keyed: {
+      authFailureLimit: config.AUTH_FAILURE_LIMIT,
+      authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      authLockoutMs: config.AUTH_LOCKOUT_SECONDS * 1000,
+      trustedProxies: config.TRUSTED_PROXIES,
+      requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS,
+    },
   });
   stops.push(gateway.close);
 
@@ -112,17 +124,18 @@ async function main() {
 }
 
 /**
- * The demo account and key. Only a hash of a key is stored in the database, so the demo key
+ * The demo account and key (an `mt-` key in the keyed variant). Only a hash of a key is stored in the database, so the demo key
  * itself is kept in DATA_DIR (mode 600) to be printed again by the next start.
  */
-async function demoAccountKey(db: Db, dataDir: string): Promise<string> {
+async function demoAccountKey(db: Db, dataDir: string, format: KeyFormat): Promise<string> {
   const file = path.join(dataDir, 'demo-key');
   if (fs.existsSync(file)) {
     const key = fs.readFileSync(file, 'utf8').trim();
-    if (await db('api_keys').where({ key_hash: hashKey(key) }).whereNull('revoked_at').first('id')) return key;
+    const usable = keyFormatOf(key) === format && (await db('api_keys').where({ key_hash: hashKey(key) }).whereNull('revoked_at').first('id'));
+    if (usable) return key;
   }
   const account = await createAccount(db, { name: 'demo', tier: 'pro', credits: '100' });
-  const { key } = await createKey(db, { accountId: account.id, label: 'demo' });
+  const { key } = await createKey(db, { accountId: account.id, label: 'demo', format });
   fs.writeFileSync(file, key + '\n', { mode: 0o600 });
   return key;
 }

@@ -28,7 +28,7 @@ export async function postUpstream(
   provider: Provider,
   path: string,
   body: unknown,
-  opts: { timeoutMs: number; signal?: AbortSignal; headers?: Record<string, string> },
+  opts: { timeoutMs: number; signal?: AbortSignal; authHeaders: (key: string) => Record<string, string> },
 ): Promise<UpstreamResponse> {
   const keys = provider.api_keys.length ? provider.api_keys : [''];
   const payload = JSON.stringify(body);
@@ -40,8 +40,7 @@ export async function postUpstream(
         dispatcher: agent,
         headers: {
           'content-type': 'application/json',
-          ...(keys[i] ? { authorization: `Bearer ${keys[i]}` } : {}),
-          ...opts.headers,
+          ...(keys[i] ? opts.authHeaders(keys[i]) : {}),
         },
         body: payload,
         headersTimeout: opts.timeoutMs,

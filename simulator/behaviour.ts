@@ -5,15 +5,18 @@
 // Invalid or unknown controls are reported, never ignored: a typo in a fault test should
 // fail loudly instead of quietly testing the happy path.
 
-const INVALID = Symbol('invalid');
-type Invalid = typeof INVALID;
-type Parser<T> = (raw: unknown) => T | Invalid;
+export const INVALID = Symbol('invalid');
+export type Invalid = typeof INVALID;
+export type Parser<T> = (raw: unknown) => T | Invalid;
+/** A set of controls: name → value parser. The completion endpoints use PARSERS; media ones a superset. */
+export type ParserTable = Record<string, Parser<unknown>>;
+export type Controls<T extends ParserTable> = { [K in keyof T]?: Exclude<ReturnType<T[K]>, Invalid> };
 
 // Caps keep a hostile or mistyped value from exhausting memory or overflowing setTimeout.
-const MAX_MS = 3_600_000;
+export const MAX_MS = 3_600_000;
 const MAX_TOKENS = 1_000_000;
 
-function int(min: number, max: number): Parser<number> {
+export function int(min: number, max: number): Parser<number> {
   return (raw) => {
     const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
     return Number.isInteger(n) && n >= min && n <= max ? n : INVALID;
@@ -21,15 +24,15 @@ function int(min: number, max: number): Parser<number> {
 }
 
 // A bare flag (`[sim hang]`) arrives as `true`.
-const flag: Parser<boolean> = (raw) => {
+export const flag: Parser<boolean> = (raw) => {
   if (raw === true || raw === 'true' || raw === '1') return true;
   if (raw === false || raw === 'false' || raw === '0') return false;
   return INVALID;
 };
 
-const text: Parser<string> = (raw) => (typeof raw === 'string' && raw.length > 0 ? raw : INVALID);
+export const text: Parser<string> = (raw) => (typeof raw === 'string' && raw.length > 0 ? raw : INVALID);
 
-const cost: Parser<number | 'auto'> = (raw) => {
+export const cost: Parser<number | 'auto'> = (raw) => {
   if (raw === 'auto') return 'auto';
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+(\.\d+)?([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : NaN;
   return Number.isFinite(n) && n >= 0 ? n : INVALID;
@@ -43,7 +46,7 @@ const keys: Parser<string[]> = (raw) => {
   return out.length > 0 ? out : INVALID;
 };
 
-const PARSERS = {
+export const PARSERS = {
   latency: int(0, MAX_MS),
   chunk_delay: int(0, MAX_MS),
   status: int(400, 599), // errors only; unset the control for a normal answer
@@ -57,92 +60,108 @@ const PARSERS = {
   cache_write: int(0, MAX_TOKENS * 100),
   reasoning: int(0, MAX_TOKENS),
   reject_keys: keys,
+  tool_call: text, // answer with a call to this (declared) tool
 };
 
 export type ControlName = keyof typeof PARSERS;
-export type Behaviour = { [K in ControlName]?: Exclude<ReturnType<(typeof PARSERS)[K]>, Invalid> };
+export type Behaviour = Controls<typeof PARSERS>;
 export type ParseResult = { ok: true; behaviour: Behaviour } | { ok: false; error: string };
+export type ParseResultIn<T extends ParserTable> = { ok: true; behaviour: Controls<T> } | { ok: false; error: string };
 
 export const CONTROL_NAMES = Object.keys(PARSERS) as ControlName[];
 
-function isControl(name: string): name is ControlName {
-  return Object.prototype.hasOwnProperty.call(PARSERS, name);
+function isControlIn<T extends ParserTable>(table: T, name: string): name is Extract<keyof T, string> {
+  return Object.prototype.hasOwnProperty.call(table, name);
 }
 
-function setControl<K extends ControlName>(target: Behaviour, name: K, raw: unknown): boolean {
-  const value = PARSERS[name](raw);
+function setControl<T extends ParserTable>(table: T, target: Controls<T>, name: Extract<keyof T, string>, raw: unknown): boolean {
+  const parser = table[name];
+  const value = parser ? parser(raw) : INVALID;
   if (value === INVALID) return false;
-  target[name] = value as Behaviour[K];
+  (target as Record<string, unknown>)[name] = value;
   return true;
 }
 
-/** Parses `key=value` / bare-flag words; `source` only feeds the error message. */
-export function parseWords(words: readonly string[], source: string): ParseResult {
-  const behaviour: Behaviour = {};
+/** Parses `key=value` / bare-flag words against a control table; `source` only feeds the error message. */
+export function parseWordsIn<T extends ParserTable>(table: T, words: readonly string[], source: string): ParseResultIn<T> {
+  const behaviour: Controls<T> = {};
   for (const word of words) {
     if (word.length === 0) continue;
     const eq = word.indexOf('=');
     const name = eq === -1 ? word : word.slice(0, eq);
     const raw: unknown = eq === -1 ? true : word.slice(eq + 1);
-    if (!isControl(name)) return { ok: false, error: `unknown simulator control '${name}' in ${source}` };
-    if (!setControl(behaviour, name, raw)) {
+    if (!isControlIn(table, name)) return { ok: false, error: `unknown simulator control '${name}' in ${source}` };
+    if (!setControl(table, behaviour, name, raw)) {
       return { ok: false, error: `invalid value for simulator control '${name}' in ${source}` };
     }
   }
   return { ok: true, behaviour };
 }
 
+/** Parses `key=value` / bare-flag words; `source` only feeds the error message. */
+export function parseWords(words: readonly string[], source: string): ParseResult {
+  return parseWordsIn(PARSERS, words, source);
+}
+
 const DIRECTIVE = /\[sim(?:\s+([^\]]*))?\]/g;
 
 /** Every `[sim ...]` directive in the text, later ones overriding earlier ones. */
-export function parseDirectives(content: string): ParseResult {
+export function parseDirectivesIn<T extends ParserTable>(table: T, content: string): ParseResultIn<T> {
   if (!content.includes('[sim')) return { ok: true, behaviour: {} };
   const words: string[] = [];
   for (const match of content.matchAll(DIRECTIVE)) {
     if (match[1]) words.push(...match[1].split(/\s+/));
   }
-  return parseWords(words, 'message directive');
+  return parseWordsIn(table, words, 'message directive');
+}
+
+export function parseDirectives(content: string): ParseResult {
+  return parseDirectivesIn(PARSERS, content);
 }
 
 /** `x-sim-behaviour: key=value,key2=value2,flag` (spaces also separate). */
-export function parseHeader(value: string | undefined): ParseResult {
+export function parseHeaderIn<T extends ParserTable>(table: T, value: string | undefined): ParseResultIn<T> {
   if (!value) return { ok: true, behaviour: {} };
-  return parseWords(value.split(/[\s,]+/), 'x-sim-behaviour header');
+  return parseWordsIn(table, value.split(/[\s,]+/), 'x-sim-behaviour header');
 }
 
-export type DefaultsUpdate =
-  | { ok: true; model: string | null; set: Behaviour; unset: ControlName[] }
+export function parseHeader(value: string | undefined): ParseResult {
+  return parseHeaderIn(PARSERS, value);
+}
+
+export type DefaultsUpdate<T extends ParserTable> =
+  | { ok: true; model: string | null; set: Controls<T>; unset: Extract<keyof T, string>[] }
   | { ok: false; error: string };
 
 /** Body of `POST /_sim/behaviour`: `{ model?, ...controls }`; a control set to null is removed. */
-export function parseDefaultsUpdate(body: unknown): DefaultsUpdate {
+export function parseDefaultsUpdate<T extends ParserTable>(body: unknown, table: T): DefaultsUpdate<T> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { ok: false, error: 'body must be a JSON object' };
   }
   let model: string | null = null;
-  const set: Behaviour = {};
-  const unset: ControlName[] = [];
+  const set: Controls<T> = {};
+  const unset: Extract<keyof T, string>[] = [];
   for (const [name, raw] of Object.entries(body)) {
     if (name === 'model') {
       if (typeof raw !== 'string' || raw.length === 0) return { ok: false, error: "'model' must be a non-empty string" };
       model = raw;
-    } else if (!isControl(name)) {
+    } else if (!isControlIn(table, name)) {
       return { ok: false, error: `unknown simulator control '${name}'` };
     } else if (raw === null) {
       unset.push(name);
-    } else if (!setControl(set, name, raw)) {
+    } else if (!setControl(table, set, name, raw)) {
       return { ok: false, error: `invalid value for simulator control '${name}'` };
     }
   }
   return { ok: true, model, set, unset };
 }
 
-export function applyUpdate(current: Behaviour, set: Behaviour, unset: readonly ControlName[]): Behaviour {
-  const next: Behaviour = { ...current, ...set };
+export function applyUpdate<B extends object>(current: B, set: B, unset: readonly string[]): B {
+  const next = { ...current, ...set } as Record<string, unknown>;
   for (const name of unset) delete next[name];
-  return next;
+  return next as B;
 }
 
-export function mergeBehaviour(...layers: readonly Behaviour[]): Behaviour {
-  return Object.assign({}, ...layers) as Behaviour;
+export function mergeBehaviour<B extends object = Behaviour>(...layers: readonly B[]): B {
+  return Object.assign({}, ...layers) as B;
 }

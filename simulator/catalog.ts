@@ -4,6 +4,8 @@
 
 export interface SimulatorModel {
   id: string;
+  /** the wire format the gateway uses to call it (its provider kind) */
+  wire: 'openai' | 'anthropic';
   upstream_model: string;
   capabilities: string[];
   tiers: string[];
@@ -21,6 +23,7 @@ const PAID_TIERS = ['starter', 'pro', 'business'];
 export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   {
     id: 'sim-gpt-mini',
+    wire: 'openai',
     upstream_model: 'sim-gpt-mini-2026-01-15',
     capabilities: ['text'],
     tiers: ALL_TIERS,
@@ -33,6 +36,7 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   },
   {
     id: 'sim-gpt',
+    wire: 'openai',
     upstream_model: 'sim-gpt-2026-01-15',
     capabilities: ['text'],
     tiers: PAID_TIERS,
@@ -46,6 +50,7 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   {
     // The simulator reports reasoning tokens for any model whose name contains "reasoner".
     id: 'sim-reasoner',
+    wire: 'openai',
     upstream_model: 'sim-reasoner-2026-01-15',
     capabilities: ['text'],
     tiers: ['pro', 'business'],
@@ -58,6 +63,7 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   },
   {
     id: 'sim-claude',
+    wire: 'anthropic',
     upstream_model: 'sim-claude-2026-01-15',
     capabilities: ['text'],
     tiers: PAID_TIERS,
@@ -71,6 +77,7 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   {
     // Not served by the simulator yet; exists so the gateway can test unsupported_capability.
     id: 'sim-image-1',
+    wire: 'openai',
     upstream_model: 'sim-image-1-2026-01-15',
     capabilities: ['image_generation'],
     tiers: ALL_TIERS,

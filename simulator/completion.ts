@@ -1,17 +1,29 @@
-// Pure part of chat completions: request validation and the deterministic answer plan.
-// Streaming and non-streaming share the plan, so the same request always yields the same
-// token numbers in both modes.
+// Pure part of every completion endpoint: the format-neutral request, chat-completions request
+// validation, and the deterministic answer plan. Streaming and non-streaming share the plan,
+// so the same request always yields the same token numbers in both modes, in every format.
 import type { Behaviour } from './behaviour';
+import { cycle, firstWords, isRecord, partsText, stripDirectives } from './text';
 
-export interface ChatRequest {
+/** What every wire format's parser extracts; the plan depends on nothing else. */
+export interface GenRequest {
   model: string;
-  stream: boolean;
-  includeUsage: boolean;
+  /** Cap on visible completion tokens (max_tokens and its per-format equivalents). */
   maxTokens: number | undefined;
   /** Text of every message joined by newlines; where `[sim ...]` directives are looked for. */
   allText: string;
   lastUserText: string;
   promptTokens: number;
+  /** Text of the tool result(s) ending the conversation, or null when it does not end with one. */
+  toolResult: string | null;
+  /** Names of the declared function tools. */
+  tools: string[];
+  /** Stop strings (empty ones already removed). */
+  stop: string[];
+}
+
+export interface ChatRequest extends GenRequest {
+  stream: boolean;
+  includeUsage: boolean;
 }
 
 export type ChatParse = { ok: true; request: ChatRequest } | { ok: false; message: string; param: string };
@@ -25,10 +37,25 @@ export interface Usage {
   cost?: number;
 }
 
+export interface PlannedToolCall {
+  name: string;
+  /** JSON text `{"input":"..."}`. */
+  arguments: string;
+  /** The arguments cut after each whitespace run; one fragment is one completion token. */
+  fragments: string[];
+}
+
 export interface Plan {
   /** One entry per visible completion token; joined with single spaces they form the reply. */
   pieces: string[];
-  finishReason: 'stop' | 'length';
+  /** Set instead of text when the answer is a tool call (then `pieces` is empty). */
+  toolCall: PlannedToolCall | null;
+  finishReason: 'stop' | 'length' | 'tool_calls';
+  /** The stop string that cut the text, if one did. */
+  stopSequence: string | null;
+  /** Reasoning tokens (0 when the model does not reason); `usage` reports them the chat way. */
+  reasoningTokens: number;
+  /** Chat-completions usage; the other formats derive theirs from it. */
   usage: Usage;
 }
 
@@ -36,20 +63,12 @@ const DEFAULT_TOKENS = 16;
 const DEFAULT_MAX_TOKENS = 64;
 const DEFAULT_REASONING = 8;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Text of a message's content: a string, or the `text` parts of an array (images etc. count zero). */
 function contentText(content: unknown): string | null {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
   if (!Array.isArray(content)) return null;
-  let out = '';
-  for (const part of content) {
-    if (isRecord(part) && typeof part.text === 'string') out += part.text;
-  }
-  return out;
+  return partsText(content);
 }
 
 function tokenLimit(body: Record<string, unknown>): number | undefined | string {
@@ -73,6 +92,22 @@ export function describeBody(body: unknown): { model: string | null; stream: boo
   };
 }
 
+/** Chat `stop`: a string or an array of strings. Anything else is ignored, as it always was. */
+function chatStop(value: unknown): string[] {
+  const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
+  return list.filter((s): s is string => typeof s === 'string' && s.length > 0);
+}
+
+/** Names of `tools: [{ type: 'function', function: { name } }]`; malformed entries are ignored. */
+function chatTools(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  const names: string[] = [];
+  for (const tool of value) {
+    if (isRecord(tool) && isRecord(tool.function) && typeof tool.function.name === 'string') names.push(tool.function.name);
+  }
+  return names;
+}
+
 export function parseChatRequest(body: unknown): ChatParse {
   if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.', param: 'body' };
   const { model, messages } = body;
@@ -85,6 +120,8 @@ export function parseChatRequest(body: unknown): ChatParse {
   const texts: string[] = [];
   let lastUserText: string | undefined;
   let chars = 0;
+  // Text of the trailing run of role 'tool' messages.
+  let toolResults: string[] = [];
   for (let i = 0; i < messages.length; i++) {
     const message: unknown = messages[i];
     const text = isRecord(message) ? contentText(message.content) : null;
@@ -92,6 +129,8 @@ export function parseChatRequest(body: unknown): ChatParse {
     texts.push(text);
     chars += text.length;
     if (isRecord(message) && message.role === 'user') lastUserText = text;
+    if (isRecord(message) && message.role === 'tool') toolResults.push(text);
+    else if (toolResults.length > 0) toolResults = [];
   }
   const limit = tokenLimit(body);
   if (typeof limit === 'string') {
@@ -109,16 +148,11 @@ export function parseChatRequest(body: unknown): ChatParse {
       lastUserText: lastUserText ?? texts[texts.length - 1] ?? '',
       // Deterministic stand-in for a tokenizer: ~4 characters a token plus 4 per message.
       promptTokens: Math.ceil(chars / 4) + 4 * messages.length,
+      toolResult: toolResults.length > 0 ? toolResults.join('\n') : null,
+      tools: chatTools(body.tools),
+      stop: chatStop(body.stop),
     },
   };
-}
-
-function firstWords(text: string, max: number): string[] {
-  const words: string[] = [];
-  const re = /\S+/g;
-  let match: RegExpExecArray | null;
-  while (words.length < max && (match = re.exec(text)) !== null) words.push(match[0]);
-  return words;
 }
 
 /** cost=auto: $1 per million prompt tokens, $2 per million completion tokens, in exact nano-dollars. */
@@ -126,15 +160,77 @@ export function autoCost(promptTokens: number, completionTokens: number): number
   return (promptTokens * 1000 + completionTokens * 2000) / 1e9;
 }
 
-export function planCompletion(request: ChatRequest, behaviour: Behaviour): Plan {
-  const wanted = behaviour.tokens ?? DEFAULT_TOKENS;
-  const limit = request.maxTokens ?? DEFAULT_MAX_TOKENS;
-  const visible = Math.min(wanted, limit);
+/** The tool `tool_call` asks for, or null when the answer is text. A tool result always gets text. */
+function wantedTool(request: GenRequest, behaviour: Behaviour): string | null {
+  return behaviour.tool_call !== undefined && request.toolResult === null ? behaviour.tool_call : null;
+}
 
-  // "Echo:" followed by the words of the last user message, cycled until long enough.
-  const base = ['Echo:', ...firstWords(request.lastUserText, visible - 1)];
-  const pieces: string[] = new Array<string>(visible);
-  for (let i = 0; i < visible; i++) pieces[i] = base[i % base.length] ?? '';
+/** Error message when `tool_call` names a tool the request does not declare, else null. */
+export function toolCallError(request: GenRequest, behaviour: Behaviour): string | null {
+  const name = wantedTool(request, behaviour);
+  if (name === null || request.tools.includes(name)) return null;
+  return `simulator control tool_call='${name}' names a tool the request does not declare`;
+}
+
+/** Cuts the text before the earliest stop string, if any occurs. */
+function applyStop(pieces: string[], stop: readonly string[]): { pieces: string[]; sequence: string } | null {
+  if (stop.length === 0) return null;
+  const text = pieces.join(' ');
+  let at = -1;
+  let sequence = '';
+  for (const s of stop) {
+    const i = text.indexOf(s);
+    if (i !== -1 && (at === -1 || i < at)) {
+      at = i;
+      sequence = s;
+    }
+  }
+  if (at === -1) return null;
+  return { pieces: text.slice(0, at).split(' ').filter((w) => w.length > 0), sequence };
+}
+
+/** `count` words of reasoning text: "Thinking:" and the last user message's words, cycled. */
+export function reasoningWords(request: GenRequest, count: number): string[] {
+  return cycle(['Thinking:', ...firstWords(request.lastUserText, count - 1)], count);
+}
+
+function planToolCall(request: GenRequest, name: string): PlannedToolCall {
+  const args = JSON.stringify({ input: stripDirectives(request.lastUserText) });
+  return { name, arguments: args, fragments: args.match(/\S+\s*/g) ?? [args] };
+}
+
+export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan {
+  const toolName = wantedTool(request, behaviour);
+  let pieces: string[] = [];
+  let toolCall: PlannedToolCall | null = null;
+  let finishReason: Plan['finishReason'];
+  let stopSequence: string | null = null;
+  let visible: number;
+  if (toolName !== null) {
+    // A tool call ignores tokens/max_tokens: one token per word of the arguments JSON.
+    toolCall = planToolCall(request, toolName);
+    finishReason = 'tool_calls';
+    visible = toolCall.fragments.length;
+  } else {
+    const wanted = behaviour.tokens ?? DEFAULT_TOKENS;
+    const limit = request.maxTokens ?? DEFAULT_MAX_TOKENS;
+    visible = Math.min(wanted, limit);
+    // "Echo:" followed by the words of the last user message (or "Tool said:" and the tool
+    // result when the conversation ends with one), cycled until long enough.
+    const base =
+      request.toolResult !== null
+        ? ['Tool', 'said:', ...firstWords(request.toolResult, visible - 2)]
+        : ['Echo:', ...firstWords(request.lastUserText, visible - 1)];
+    pieces = cycle(base, visible);
+    finishReason = wanted > limit ? 'length' : 'stop';
+    const cut = applyStop(pieces, request.stop);
+    if (cut) {
+      pieces = cut.pieces;
+      visible = pieces.length;
+      finishReason = 'stop';
+      stopSequence = cut.sequence;
+    }
+  }
 
   // Reasoner models always think; other models only when the control asks for it.
   const reasoning = request.model.includes('reasoner') ? (behaviour.reasoning ?? DEFAULT_REASONING) : behaviour.reasoning;
@@ -149,5 +245,5 @@ export function planCompletion(request: ChatRequest, behaviour: Behaviour): Plan
   if (behaviour.cost !== undefined) {
     usage.cost = behaviour.cost === 'auto' ? autoCost(request.promptTokens, completion) : behaviour.cost;
   }
-  return { pieces, finishReason: wanted > limit ? 'length' : 'stop', usage };
+  return { pieces, toolCall, finishReason, stopSequence, reasoningTokens: reasoning ?? 0, usage };
 }

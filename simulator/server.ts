@@ -1,13 +1,23 @@
-// Provider simulator: a plain node:http server speaking OpenAI's chat-completions format,
-// with fault injection and request stats for tests. No framework and no per-request logging,
-// so benchmarks measure the gateway rather than the simulator.
+// Provider simulator: a plain node:http server speaking OpenAI's chat-completions and
+// Responses formats and Anthropic's Messages format, with fault injection and request stats for tests. No framework and no per-request logging,
+// so benchmarks measure the gateway rather than the simulator. Media (OpenAI style): images,
+// speech, transcription with late costs, and asynchronous video jobs.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseDefaultsUpdate } from './behaviour';
 import { SIMULATOR_MODELS } from './catalog';
+import { serveMessages } from './anthropic';
 import { serveChat } from './chat';
-import { readBody, sendError, sendJson } from './http';
+import { Generations } from './generations';
+import { bearerKey, readBody, sendError, sendJson } from './http';
+import { serveImageEdits, serveImageGenerations } from './images';
+import { MEDIA_PARSERS } from './media-behaviour';
+import { serveResponses } from './responses';
+import { serveSpeech } from './speech';
 import { BehaviourDefaults, Stats, type SimState } from './state';
+import { serveTranscriptions } from './transcription';
+import { serveSimVideos, serveVideo, serveVideoContent, serveVideoCreate } from './video';
+import { VideoJobs } from './video-jobs';
 
 export interface SimulatorOptions {
   port: number;
@@ -38,7 +48,7 @@ async function updateDefaults(req: IncomingMessage, res: ServerResponse, state: 
   } catch {
     return sendError(res, 400, 'Body must be JSON.', { param: 'body' });
   }
-  const update = parseDefaultsUpdate(body);
+  const update = parseDefaultsUpdate(body, MEDIA_PARSERS);
   if (!update.ok) return sendError(res, 400, update.error, { code: 'invalid_sim_control' });
   state.defaults.update(update.model, update.set, update.unset);
   sendJson(res, 200, state.defaults);
@@ -53,6 +63,10 @@ async function route(req: IncomingMessage, res: ServerResponse, state: SimState)
   switch (path) {
     case '/v1/chat/completions':
       return method === 'POST' ? serveChat(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/messages':
+      return method === 'POST' ? serveMessages(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/responses':
+      return method === 'POST' ? serveResponses(req, res, state) : methodNotAllowed(res, 'POST');
     case '/v1/models':
       return method === 'GET' ? sendJson(res, 200, MODELS_LIST) : methodNotAllowed(res, 'GET');
     case '/healthz':
@@ -72,14 +86,59 @@ async function route(req: IncomingMessage, res: ServerResponse, state: SimState)
         return sendJson(res, 200, state.stats);
       }
       return methodNotAllowed(res, 'GET, DELETE');
+    case '/v1/images/generations':
+      return method === 'POST' ? serveImageGenerations(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/images/edits':
+      return method === 'POST' ? serveImageEdits(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/audio/speech':
+      return method === 'POST' ? serveSpeech(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/audio/transcriptions':
+      return method === 'POST' ? serveTranscriptions(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/v1/videos':
+      return method === 'POST' ? serveVideoCreate(req, res, state) : methodNotAllowed(res, 'POST');
+    case '/_sim/videos':
+      return method === 'GET' || method === 'DELETE' ? serveSimVideos(req, res, state, null) : methodNotAllowed(res, 'GET, DELETE');
     default:
+      if (await routeMedia(req, res, state, path, query === -1 ? '' : url.slice(query + 1))) return;
       return sendError(res, 404, `Unknown path: ${method} ${path}`, { code: 'unknown_url' });
   }
 }
 
+const SEGMENT = '([A-Za-z0-9_.:-]{1,200})';
+const VIDEO = new RegExp(`^/v1/videos/${SEGMENT}$`);
+const VIDEO_CONTENT = new RegExp(`^/v1/videos/${SEGMENT}/content$`);
+const GENERATION = new RegExp(`^/v1/generations/${SEGMENT}$`);
+const SIM_VIDEO = new RegExp(`^/_sim/videos/${SEGMENT}$`);
+
+/** Paths with an id in them; false when none matches. */
+async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimState, path: string, query: string): Promise<boolean> {
+  const method = req.method ?? 'GET';
+  const key = bearerKey(req);
+  let m: RegExpExecArray | null;
+  if ((m = VIDEO_CONTENT.exec(path)) && m[1]) {
+    if (method !== 'GET' && method !== 'HEAD') methodNotAllowed(res, 'GET, HEAD');
+    else await serveVideoContent(req, res, state, m[1], new URLSearchParams(query), key);
+  } else if ((m = VIDEO.exec(path)) && m[1]) {
+    if (method !== 'GET' && method !== 'DELETE') methodNotAllowed(res, 'GET, DELETE');
+    else await serveVideo(req, res, state, m[1], key);
+  } else if ((m = GENERATION.exec(path)) && m[1]) {
+    if (method !== 'GET') methodNotAllowed(res, 'GET');
+    else {
+      state.stats.count('GET /v1/generations/{id}', key);
+      state.generations.serve(res, m[1]);
+    }
+  } else if ((m = SIM_VIDEO.exec(path)) && m[1]) {
+    if (method !== 'GET') methodNotAllowed(res, 'GET');
+    else serveSimVideos(req, res, state, m[1]);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 export async function startSimulator(opts: SimulatorOptions): Promise<SimulatorHandle> {
   const host = opts.host ?? '127.0.0.1';
-  const state: SimState = { stats: new Stats(), defaults: new BehaviourDefaults() };
+  const state: SimState = { stats: new Stats(), defaults: new BehaviourDefaults(), videos: new VideoJobs(), generations: new Generations() };
 
   const server = createServer((req, res) => {
     // Whatever a client sends or does, the process must survive it.

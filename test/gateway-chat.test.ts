@@ -325,6 +325,13 @@ describe('chat completions', function () {
       assert.equal((await chat({ model: 'sim-gpt', messages: user('legacy') }, legacy.key)).status, 200);
     });
 
+    it('a known path with another method is 405 in the envelope, with Allow', async () => {
+      const r = await call(base, '/v1/credits', { key: acct.key, body: {} });
+      assert.equal(r.status, 405);
+      assert.equal(r.json.error.code, 'method_not_allowed');
+      assert.match(r.headers.get('allow') ?? '', /GET/);
+    });
+
     it('rejects missing, unknown and malformed keys with 401', async () => {
       assert.equal((await call(base, '/v1/credits')).status, 401);
       const unknown = await call(base, '/v1/credits', { key: 'gw_ai_' + 'x'.repeat(43) });

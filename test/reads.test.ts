@@ -467,6 +467,9 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
         ['date=20260101', 'date'],
         ['from=not-a-date', 'from'],
         ['to=2026-99-99', 'to'],
+        ['date=2026-02-30', 'date'],
+        ['to=March 7', 'to'],
+        ['from=2026-11-01T00:00:00&to=2026-11-02', 'from'],
       ]) {
         const res = await call(base, `/v1/usage?${q}`, { key: acct.key });
         assertEnvelope(res, 400, 'invalid_parameter', param);

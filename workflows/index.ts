@@ -1,2 +1,3 @@
 export * from './reservation';
 export * from './sweeper';
+export * from './test-run';

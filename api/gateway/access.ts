@@ -20,10 +20,13 @@ export interface Access {
 }
 
 /**
- * The checks every inference endpoint makes before holding credits: plan, model, capability,
- * tier. Throws the error of spec 1 section 7; nothing is deducted.
+ * The checks every inference endpoint makes before holding credits: the key's allowed models
+ * (keyed variant), plan, model, capability, tier. Throws the error of spec 1 section 7 (spec 3 A
+ * section 7 for the key's list); nothing is deducted.
  */
 export async function checkAccess(catalog: Catalog, auth: AuthRecord, modelId: string, capability: string, endpoint: string): Promise<Access> {
+  auth.noteModel?.(modelId);
+  if (auth.allowedModels && !auth.allowedModels.includes(modelId)) throw new GatewayError('model_not_allowed', { model: modelId, param: 'model' });
   if (isExpired(auth)) throw new GatewayError('plan_expired', { expires_at: auth.planExpiresAt!.toISOString() });
   const model = await catalog.model(modelId);
   if (!model || !model.active) throw new GatewayError('model_not_found', { model: modelId, param: 'model' });

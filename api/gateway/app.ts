@@ -6,9 +6,14 @@ import type { Logger } from '../../platform/logger';
 import { authenticate } from '../auth';
 import type { AuthStore } from '../auth-store';
 import type { Catalog } from '../catalog';
+import type { KeyedVariant } from '../keyed/variant';
 import { requestContext } from '../http';
 import type { Reservations } from '../reservations';
-import { chatCompletions } from './chat';
+import { testRunRoutes } from '../testruns/routes';
+import { chatDialect } from './dialects/chat';
+import { messagesDialect } from './dialects/messages';
+import { responsesDialect } from './dialects/responses';
+import { inference } from './inference';
 import { credits, generation, keyInfo, models, usage } from './reads';
 
 export interface GatewayDeps {
@@ -19,34 +24,56 @@ export interface GatewayDeps {
   catalog: Catalog;
   reservations: Reservations;
   upstreamTimeoutMs: number;
+  /** the key-authenticated variant (GATEWAY_VARIANT=keyed, spec 3 A); absent: the credits variant */
+  keyed?: KeyedVariant;
+  /** the admin HTTP API under /admin */
+  admin?: Router;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
-  app.use(requestContext(deps.logger, null));
+  app.use(requestContext(deps.logger, deps.keyed ? 'x-request-id' : null));
+  if (deps.keyed) app.use(deps.keyed.requestLogging);
 
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
   app.use(health.routes());
+  if (deps.admin) app.use(deps.admin.routes());
+  app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)
 
   const v1 = new Router({ prefix: '/v1' });
-  v1.use(authenticate(deps.authStore));
-  v1.post('/chat/completions', chatCompletions(deps));
+  // Messages-dialect clients get errors, authentication ones included, in Anthropic's shape.
+  v1.use('/messages', (ctx, next) => {
+    ctx.state.errorBody = messagesDialect.errorBody;
+    return next();
+  });
+  v1.use(deps.keyed ? deps.keyed.guard : authenticate(deps.authStore));
+  v1.post('/chat/completions', inference(deps, chatDialect));
+  v1.post('/messages', inference(deps, messagesDialect));
+  v1.post('/responses', inference(deps, responsesDialect));
   v1.get('/credits', credits(deps.db));
   v1.get('/key', keyInfo(deps.db));
   v1.get('/generation', generation(deps.db));
   v1.get('/usage', usage(deps.db));
   v1.get('/models', models(deps.catalog));
   app.use(v1.routes());
+  app.use(v1.allowedMethods()); // 405 with Allow; the envelope is added by requestContext
   return app;
 }
 
 /** 200 only when PostgreSQL and Temporal both answer. */
 export function healthCheck(deps: { db: Db; temporal: Client }) {
   return async (ctx: Koa.Context) => {
-    const timeout = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), 2000))]);
+    const timeout = async <T>(p: Promise<T>) => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        return await Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), 2000)))]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
     const [pg, temporal] = await Promise.allSettled([
       timeout(deps.db.raw('SELECT 1')),
       timeout(deps.temporal.workflowService.getSystemInfo({})),

@@ -133,12 +133,19 @@ export function generation(db: Db) {
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const instant = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'must be ISO 8601 or YYYY-MM-DD');
+// ISO 8601 instants must name their zone: a bare local time would depend on the server's.
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+const realDay = (s: string) => {
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return DAY.test(s) && !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === s;
+};
+const day = z.string().refine(realDay, 'must be a calendar day YYYY-MM-DD');
+const instant = z.string().refine((s) => realDay(s) || (INSTANT.test(s) && realDay(s.slice(0, 10)) && !Number.isNaN(Date.parse(s))), 'must be YYYY-MM-DD or ISO 8601 with Z or an offset');
 const usageQuery = z
   .object({
     from: instant.optional(),
     to: instant.optional(),
-    date: z.string().regex(DAY, 'must be YYYY-MM-DD').refine((s) => !Number.isNaN(Date.parse(s)), 'not a date').optional(),
+    date: day.optional(),
     model: z.string().min(1).optional(),
     provider: z.string().min(1).optional(),
     api_key: z.string().regex(UUID, 'must be a key id (UUID)').optional(),
@@ -211,11 +218,12 @@ export function usage(db: Db) {
   };
 }
 
-/** GET /v1/models: every model the key may call, with capabilities. */
+/** GET /v1/models: every model the key may call (its allowed list, when it has one), with capabilities. */
 export function models(catalog: Catalog) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const list = (await catalog.allModels()).filter((m) => m.active && m.tiers.includes(auth.tier));
+    const allowed = auth.allowedModels;
+    const list = (await catalog.allModels()).filter((m) => m.active && m.tiers.includes(auth.tier) && (!allowed || allowed.includes(m.id)));
     ctx.body = {
       object: 'list',
       data: list

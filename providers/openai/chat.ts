@@ -1,15 +1,7 @@
 import type { TokenUsage } from '../../domain/pricing';
+import type { CanonicalRequest, FinishReason, Message, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../canonical';
 
-// OpenAI-compatible chat completions: request transform, usage extraction, stream chunk reading.
-
-export const CHAT_PATH = 'v1/chat/completions';
-
-export function chatRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...body, model: upstreamModel };
-  // The gateway turns usage reporting on itself (spec 4.7 item 3).
-  if (stream) out.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
-  return out;
-}
+// OpenAI-compatible chat completions upstream: request, response and stream transforms, usage.
 
 interface OpenAIUsage {
   prompt_tokens?: number;
@@ -19,33 +11,159 @@ interface OpenAIUsage {
   cost?: number | string;
 }
 
+interface ChatChoice {
+  index?: number;
+  finish_reason?: string | null;
+  message?: { content?: string | null; reasoning?: string | null; reasoning_content?: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> };
+  delta?: {
+    content?: string | null;
+    reasoning?: string | null;
+    reasoning_content?: string | null;
+    tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>;
+  };
+}
+
+interface ChatBody {
+  id?: string;
+  model?: string;
+  created?: number;
+  choices?: ChatChoice[];
+  usage?: OpenAIUsage | null;
+}
+
 const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
 
 /** Token usage and provider cost as reported; null when the provider reported no usage. */
-export function extractUsage(u: unknown): { usage: TokenUsage; cost: string | null } | null {
+export function extractUsage(u: unknown): UpstreamUsage | null {
   if (!u || typeof u !== 'object') return null;
   const x = u as OpenAIUsage;
   if (typeof x.prompt_tokens !== 'number' && typeof x.completion_tokens !== 'number') return null;
   const reasoning = x.completion_tokens_details?.reasoning_tokens;
-  const cost = x.cost;
-  return {
-    usage: {
-      prompt_tokens: count(x.prompt_tokens),
-      completion_tokens: count(x.completion_tokens),
-      cached_tokens: count(x.prompt_tokens_details?.cached_tokens),
-      cache_write_tokens: count(x.prompt_tokens_details?.cache_write_tokens),
-      reasoning_tokens: typeof reasoning === 'number' ? count(reasoning) : null,
-    },
-    cost: (typeof cost === 'number' && Number.isFinite(cost) && cost >= 0) || (typeof cost === 'string' && /^\d+(\.\d+)?$/.test(cost)) ? String(cost) : null,
+  const tokens: TokenUsage = {
+    prompt_tokens: count(x.prompt_tokens),
+    completion_tokens: count(x.completion_tokens),
+    cached_tokens: count(x.prompt_tokens_details?.cached_tokens),
+    cache_write_tokens: count(x.prompt_tokens_details?.cache_write_tokens),
+    reasoning_tokens: typeof reasoning === 'number' ? count(reasoning) : null,
   };
+  return { tokens, cost: parseCost(x.cost), raw: x as Record<string, unknown> };
 }
 
-/** Text of a chat chunk's first choice delta (content, reasoning, tool arguments). */
-export function deltaText(chunk: { choices?: Array<{ delta?: Record<string, unknown> }> }): string {
-  const d = chunk.choices?.[0]?.delta;
-  if (!d) return '';
-  let s = typeof d.content === 'string' ? d.content : '';
-  if (typeof d.reasoning === 'string') s += d.reasoning;
-  if (Array.isArray(d.tool_calls)) s += JSON.stringify(d.tool_calls);
-  return s;
+export function parseCost(cost: unknown): string | null {
+  if (typeof cost === 'number' && Number.isFinite(cost) && cost >= 0) return String(cost);
+  if (typeof cost === 'string' && /^\d+(\.\d+)?$/.test(cost)) return cost;
+  return null;
 }
+
+export const FINISH_FROM_OPENAI: Record<string, FinishReason> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' };
+
+/** Canonical messages in the chat-completions shape. */
+export function chatMessages(messages: Message[]): Array<Record<string, unknown>> {
+  return messages.map((m) => {
+    switch (m.role) {
+      case 'system':
+        return { role: 'system', content: m.text };
+      case 'tool':
+        return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+      case 'user':
+      case 'assistant': {
+        const simple = m.parts.every((p) => p.type === 'text');
+        const content = simple
+          ? m.parts.map((p) => (p.type === 'text' ? p.text : '')).join('')
+          : m.parts.map((p) =>
+              p.type === 'text'
+                ? { type: 'text', text: p.text }
+                : p.type === 'image'
+                  ? { type: 'image_url', image_url: { url: p.url } }
+                  : { type: 'input_audio', input_audio: { data: p.data, format: p.format } },
+            );
+        if (m.role === 'user') return { role: 'user', content };
+        const out: Record<string, unknown> = { role: 'assistant', content: simple && content === '' && m.toolCalls.length ? null : content };
+        if (m.toolCalls.length) out.tool_calls = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+        return out;
+      }
+    }
+  });
+}
+
+export const openaiChat: UpstreamAdapter = {
+  native: 'chat',
+  path: 'v1/chat/completions',
+  authHeaders: (key) => ({ authorization: `Bearer ${key}` }),
+
+  nativeRequest(body, upstreamModel, stream) {
+    const out: Record<string, unknown> = { ...body, model: upstreamModel };
+    // The gateway turns usage reporting on itself (spec 1 section 4.7 item 3).
+    if (stream) out.stream_options = { ...(body.stream_options as object | undefined), include_usage: true };
+    return out;
+  },
+
+  request(req: CanonicalRequest, upstreamModel, stream) {
+    const out: Record<string, unknown> = { model: upstreamModel, messages: chatMessages(req.messages) };
+    if (req.maxTokens !== null) out.max_tokens = req.maxTokens;
+    if (req.temperature !== undefined) out.temperature = req.temperature;
+    if (req.topP !== undefined) out.top_p = req.topP;
+    if (req.stop.length) out.stop = req.stop;
+    if (req.tools.length) out.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+    if (req.toolChoice) out.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+    if (req.reasoningEffort) out.reasoning_effort = req.reasoningEffort;
+    if (req.jsonSchema) out.response_format = { type: 'json_schema', json_schema: req.jsonSchema };
+    if (req.user) out.user = req.user;
+    if (stream) Object.assign(out, { stream: true, stream_options: { include_usage: true } });
+    return out;
+  },
+
+  response(json) {
+    const b = json as ChatBody;
+    const choice = b.choices?.[0];
+    const msg = choice?.message;
+    return {
+      id: b.id ?? '',
+      model: b.model ?? '',
+      created: b.created ?? Math.floor(Date.now() / 1000),
+      text: msg?.content ?? '',
+      reasoning: msg?.reasoning ?? msg?.reasoning_content ?? '',
+      toolCalls: (msg?.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
+      finish: FINISH_FROM_OPENAI[choice?.finish_reason ?? 'stop'] ?? 'stop',
+      stopSequence: null,
+      usage: extractUsage(b.usage),
+    };
+  },
+
+  usage: (json) => extractUsage((json as ChatBody).usage),
+
+  streamParser() {
+    let started = false;
+    return (ev) => {
+      if (ev.data === null || ev.data === '[DONE]') return [];
+      let chunk: ChatBody;
+      try {
+        chunk = JSON.parse(ev.data);
+      } catch {
+        return [];
+      }
+      const out: StreamEvent[] = [];
+      if (!started) {
+        started = true;
+        out.push({ type: 'start', id: chunk.id ?? '', model: chunk.model ?? '' });
+      }
+      const choice = chunk.choices?.[0];
+      const d = choice?.delta;
+      if (d) {
+        const reasoning = d.reasoning ?? d.reasoning_content;
+        if (reasoning) out.push({ type: 'reasoning', text: reasoning });
+        if (d.content) out.push({ type: 'text', text: d.content });
+        for (const t of d.tool_calls ?? []) {
+          if (t.id) out.push({ type: 'tool_call', index: t.index, id: t.id, name: t.function?.name ?? '' });
+          if (t.function?.arguments) out.push({ type: 'tool_args', index: t.index, fragment: t.function.arguments });
+        }
+      }
+      if (choice?.finish_reason) out.push({ type: 'finish', reason: FINISH_FROM_OPENAI[choice.finish_reason] ?? 'stop', stopSequence: null });
+      const usage = extractUsage(chunk.usage);
+      if (usage) out.push({ type: 'usage', usage });
+      return out;
+    };
+  },
+
+  errorMessage: (json) => (json as { error?: { message?: string } })?.error?.message ?? null,
+};

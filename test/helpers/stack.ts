@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createAccount, createKey } from '../../admin/operations';
+import type { KeyedSettings } from '../../api/keyed/variant';
 import { startGatewayApi, type GatewayRuntime } from '../../api/runtime';
 import { createBillingWorker } from '../../workers/billing';
 import { env } from '../setup/env';
@@ -17,7 +18,19 @@ export interface Stack {
 }
 
 /** A gateway API and a billing worker on a task queue of their own, over real Temporal and PostgreSQL. */
-export async function startStack(opts: { holdTimeoutMs?: number; uncertainGraceMs?: number; upstreamTimeoutMs?: number } = {}): Promise<Stack> {
+export interface StackOptions {
+  holdTimeoutMs?: number;
+  uncertainGraceMs?: number;
+  upstreamTimeoutMs?: number;
+  /** GATEWAY_VARIANT; default credits */
+  variant?: 'credits' | 'keyed';
+  /** ADMIN_TOKEN */
+  adminToken?: string;
+  /** keyed-variant settings (AUTH_FAILURE_*, TRUSTED_PROXIES, …) */
+  keyed?: Partial<KeyedSettings>;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const taskQueue = `test-${randomUUID()}`;
   const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
   const clientConnection = await Connection.connect({ address: env.temporalAddress });
@@ -39,6 +52,9 @@ export async function startStack(opts: { holdTimeoutMs?: number; uncertainGraceM
       uncertainGraceMs: opts.uncertainGraceMs ?? 200,
       upstreamTimeoutMs: opts.upstreamTimeoutMs ?? 10_000,
       keyCacheTtlMs: 60_000,
+      variant: opts.variant,
+      adminToken: opts.adminToken,
+      keyed: opts.keyed,
     }),
     async startWorker() {
       stack.worker = await createBillingWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });

@@ -1,0 +1,208 @@
+import type { Context } from 'koa';
+import { errors as undiciErrors } from 'undici';
+import { GatewayError } from '../../domain/errors';
+import { convertProviderCost, holdForText } from '../../domain/pricing';
+import type { RequestReport } from '../../domain/reservation';
+import type { CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../providers/canonical';
+import { ADAPTERS } from '../../providers';
+import { sseEvents } from '../../providers/sse';
+import { postUpstream, UpstreamFailure, type UpstreamResponse } from '../../providers/upstream';
+import type { AuthRecord } from '../auth-store';
+import type { Catalog, Provider } from '../catalog';
+import { readJsonObject } from '../http';
+import type { Hold, Reservations } from '../reservations';
+import { validate } from '../validate';
+import { checkAccess } from './access';
+import type { Billing, ClientDialect, RenderContext } from './dialects/types';
+import { chargeFor } from './usage-view';
+
+export interface InferenceDeps {
+  catalog: Catalog;
+  reservations: Reservations;
+  upstreamTimeoutMs: number;
+}
+
+type Report = (r: Omit<RequestReport, 'latencyMs'>) => void;
+
+/**
+ * The one path of every text request, whatever its dialect: validate, check access, hold,
+ * forward (natively or translated), answer, and report the outcome to the reservation workflow.
+ */
+export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>) {
+  return async (ctx: Context) => {
+    ctx.state.dialect = dialect;
+    const started = Date.now();
+    const body = await readJsonObject(ctx);
+    const req = validate(dialect.schema, body);
+    const auth: AuthRecord = ctx.state.auth;
+    const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
+    dialect.check?.(req, model);
+    const asked = dialect.maxTokens(req);
+    if (asked !== null && asked > model.max_output_tokens) {
+      throw new GatewayError('invalid_parameter', { param: dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens', detail: `at most ${model.max_output_tokens} for ${model.id}` });
+    }
+    const adapter = ADAPTERS[provider.kind];
+    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const native = adapter.native === dialect.name;
+    const stream = dialect.stream(req);
+    // Translate before holding: a request the upstream cannot take is refused without a hold.
+    const canonical = native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
+    const upstreamBody = canonical ? adapter.request(canonical, model.upstream_model, stream) : adapter.nativeRequest(body, model.upstream_model, stream);
+
+    const hold = await deps.reservations.hold({
+      reservationId: ctx.state.requestId,
+      accountId: auth.accountId,
+      keyId: auth.keyId,
+      model: model.id,
+      provider: provider.id,
+      endpoint: dialect.endpoint,
+      tariff: model,
+      held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req), asked ?? model.max_output_tokens),
+      complimentary,
+    });
+    const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started });
+    const abort = new AbortController();
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await postUpstream(provider, adapter.path, upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
+    } catch (err) {
+      throw failure(err, report, deps.upstreamTimeoutMs, model.id);
+    }
+    if (upstream.statusCode !== 200) throw await upstreamError(upstream, adapter, report, model.id);
+    ctx.set('x-gateway-request-id', hold.reservationId);
+    const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
+    const billingOf = (usage: UpstreamUsage | null): Billing => {
+      const cost = usage?.cost ? convertProviderCost(usage.cost, provider.credits_per_cost_unit) : null;
+      return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
+    };
+
+    if (stream) {
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req) });
+    }
+    let json: Record<string, unknown>;
+    try {
+      json = (await upstream.body.json()) as Record<string, unknown>;
+    } catch (err) {
+      throw failure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
+    }
+    let canonicalAnswer: CanonicalResponse | null = null;
+    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json)).usage;
+    const billing = billingOf(usage);
+    const out = canonicalAnswer ? dialect.render(canonicalAnswer, billing, rc) : dialect.renderNative(json, billing);
+    reportCompleted(report, billing, out.id);
+    ctx.set('x-gateway-cost', billing.charge.charge);
+    ctx.body = out.body;
+  };
+}
+
+/** The workflow recomputes the charge from the same inputs the answer showed. */
+function reportCompleted(report: Report, b: Billing, bodyId: string | null) {
+  report({ outcome: 'completed', billable: true, usage: b.usage?.tokens ?? null, providerCost: b.providerCost, httpStatus: 200, bodyId });
+}
+
+/** Maps a failed upstream call to the client's error and reports it; nothing is billed. */
+function failure(err: unknown, report: Report, timeoutMs: number, model: string, code: 'generation_failed' | null = null): GatewayError {
+  const base = { billable: false, usage: null, providerCost: null } as const;
+  if (err instanceof GatewayError) {
+    report({ ...base, outcome: 'failed', httpStatus: err.status, error: err.message });
+    return err;
+  }
+  if (err instanceof UpstreamFailure) {
+    report({ ...base, outcome: 'failed', uncertain: err.maySent, httpStatus: err.kind === 'timeout' ? 504 : 502, error: err.message });
+    if (err.kind === 'timeout') return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
+    return err.maySent ? new GatewayError('provider_error', { detail: err.message }) : new GatewayError('provider_unavailable', { model });
+  }
+  report({ ...base, outcome: 'failed', uncertain: true, httpStatus: 502, error: String(err) });
+  if (err instanceof undiciErrors.BodyTimeoutError) return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
+  return code ? new GatewayError(code) : new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' });
+}
+
+async function upstreamError(res: UpstreamResponse, adapter: UpstreamAdapter, report: Report, model: string): Promise<GatewayError> {
+  let detail = `HTTP ${res.statusCode}`;
+  try {
+    detail = adapter.errorMessage(await res.body.json()) ?? detail;
+  } catch {
+    // not JSON: keep the status line
+  }
+  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: res.statusCode, error: detail });
+  const s = res.statusCode;
+  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
+  if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
+  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
+  return new GatewayError('provider_error', { detail });
+}
+
+interface RelayContext {
+  dialect: Pick<ClientDialect, 'streamWriter'>;
+  adapter: UpstreamAdapter;
+  native: boolean;
+  hold: Hold;
+  provider: Provider;
+  rc: RenderContext;
+  abort: AbortController;
+  report: Report;
+  billingOf: (u: UpstreamUsage | null) => Billing;
+  promptEstimate: number;
+}
+
+/**
+ * Relays the upstream stream as it arrives: natively (events forwarded unchanged) or translated
+ * event by event. A client that goes away is settled from what was already sent.
+ */
+async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
+  ctx.respond = false;
+  const res = ctx.res;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-gateway-request-id': r.hold.reservationId,
+  });
+  res.flushHeaders();
+  let clientGone = false;
+  res.once('close', () => {
+    if (!res.writableFinished) {
+      clientGone = true;
+      r.abort.abort();
+    }
+  });
+  const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
+  const parse = r.adapter.streamParser();
+  let sentChars = 0;
+  let finished = false;
+  let usage: UpstreamUsage | null = null;
+  let bodyId: string | null = null;
+  const broken = (error: string) => {
+    r.report({ outcome: 'failed', billable: false, uncertain: true, usage: null, providerCost: null, httpStatus: 502, bodyId, error });
+    writer.fail(new GatewayError('provider_error', { detail: error }));
+    res.end();
+  };
+  try {
+    for await (const ev of sseEvents(upstream.body)) {
+      const events: StreamEvent[] = parse(ev);
+      for (const e of events) {
+        if (e.type === 'text' || e.type === 'reasoning') sentChars += e.text.length;
+        else if (e.type === 'tool_args') sentChars += e.fragment.length;
+        else if (e.type === 'finish') finished = true;
+        else if (e.type === 'usage') usage = e.usage;
+        else if (e.type === 'start') bodyId = e.id || null;
+      }
+      if (r.native) writer.native(ev.raw, events);
+      else for (const e of events) writer.event(e);
+    }
+  } catch (err) {
+    if (!clientGone) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (clientGone) {
+    // Settled from what was already sent; no usage goes out.
+    const tokens = { prompt_tokens: r.promptEstimate, completion_tokens: Math.ceil(sentChars / 4), cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null };
+    r.report({ outcome: 'cancelled', billable: true, usage: tokens, providerCost: null, httpStatus: 499, bodyId });
+    return;
+  }
+  if (!finished) return broken('the provider stream ended early');
+  const billing = r.billingOf(usage);
+  reportCompleted(r.report, billing, bodyId);
+  writer.end(billing);
+  res.end();
+}

@@ -1,0 +1,144 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+// Child processes of the benchmark: each runs in its own process group (detached), is asked to
+// stop with SIGTERM and waited for; whatever is left of its group after a grace period is killed.
+//
+// The children are `tsx <script>` (what `npx tsx <script>` runs). SIGTERM goes to the node
+// process tsx started, not to tsx itself: tsx relays a signal it receives and, when the child
+// does not acknowledge within 30 ms (a busy event loop, e.g. the gateway right after a load
+// phase), SIGKILLs it, which would skip the system's orderly shutdown and orphan its children.
+
+export const TSX_BIN = path.resolve(__dirname, '../node_modules/.bin/tsx');
+
+export interface Child {
+  name: string;
+  pid: number;
+  /** the last few KB of stdout + stderr, for error messages */
+  output(): string;
+  exited(): boolean;
+  /** Resolves with the exit code (or signal) when the child exits. */
+  exit: Promise<string>;
+  /** Stops the child; resolves with a one-line account of how it went. */
+  stop(graceMs?: number): Promise<string>;
+}
+
+const running = new Set<Child>();
+
+export function spawnChild(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Child {
+  const proc: ChildProcess = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-8000);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  let done = false;
+  const exit = new Promise<string>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      done = true;
+      resolve(signal ? `signal ${signal}` : `code ${code}`);
+    });
+    proc.once('error', (err) => {
+      done = true;
+      resolve(`spawn error ${err.message}`);
+    });
+  });
+  const pid = proc.pid;
+  const child: Child = {
+    name,
+    pid,
+    output: () => out,
+    exited: () => done,
+    exit,
+    async stop(graceMs = 30_000) {
+      const started = Date.now();
+      const notes: string[] = [];
+      if (!done) {
+        const scripts = childPids(pid);
+        if (scripts.length) for (const p of scripts) signal(p, 'SIGTERM');
+        else signal(pid, 'SIGTERM');
+        const timedOut = await Promise.race([exit.then(() => false), sleep(graceMs).then(() => true)]);
+        if (timedOut) {
+          notes.push(`no exit within ${graceMs} ms of SIGTERM: process group killed`);
+          signal(-pid, 'SIGKILL');
+          await Promise.race([exit, sleep(5000)]);
+        }
+      }
+      // Anything left in the child's process group (its own children) goes too.
+      if (groupAlive(pid)) {
+        notes.push('processes left in its group after it exited were stopped');
+        signal(-pid, 'SIGTERM');
+        for (let i = 0; i < 50 && groupAlive(pid); i++) await sleep(100);
+        if (groupAlive(pid)) signal(-pid, 'SIGKILL');
+      }
+      running.delete(child);
+      const how = done ? await exit : 'still running?';
+      return `${name}: ${how} after ${((Date.now() - started) / 1000).toFixed(1)} s${notes.length ? `; ${notes.join('; ')}` : ''}`;
+    },
+  };
+  running.add(child);
+  return child;
+}
+
+/** Stops every child still running, in reverse start order. */
+export async function stopAll(): Promise<string[]> {
+  const out: string[] = [];
+  for (const c of [...running].reverse()) out.push(await c.stop().catch((err) => `${c.name}: ${String(err)}`));
+  return out;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** Direct children of a process (Linux /proc), empty when unknown. */
+function childPids(pid: number): number[] {
+  try {
+    return fs
+      .readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Distinct free ports (a port just released could otherwise be handed out twice). */
+export async function freePorts(n: number): Promise<number[]> {
+  const ports = new Set<number>();
+  for (let i = 0; ports.size < n && i < n * 10; i++) ports.add(await freePort());
+  if (ports.size < n) throw new Error('could not find free ports');
+  return [...ports];
+}

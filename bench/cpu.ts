@@ -1,0 +1,82 @@
+import fs from 'node:fs';
+
+// CPU time per process group of the benchmark, read from /proc (Linux only; elsewhere the
+// sampler reports nothing). Shows where the two cores went during a phase, including what
+// other programs on the machine took.
+
+const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every mainstream Linux
+
+interface ProcStat {
+  pid: number;
+  comm: string;
+  ppid: number;
+  pgrp: number;
+  ticks: number;
+}
+
+function readAll(): ProcStat[] {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: ProcStat[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    let s: string;
+    try {
+      s = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const close = s.lastIndexOf(')');
+    const comm = s.slice(s.indexOf('(') + 1, close);
+    const f = s.slice(close + 2).split(' '); // f[0] = state (field 3)
+    out.push({ pid: Number(e), comm, ppid: Number(f[1]), pgrp: Number(f[2]), ticks: Number(f[11]) + Number(f[12]) });
+  }
+  return out;
+}
+
+export interface CpuGroups {
+  /** process group id of the `platform/start.ts` child (tsx + node: gateway, worker, simulator; Temporal CLI; postmaster) */
+  systemPgid: number;
+  barePgid: number | null;
+}
+
+export type CpuSnapshot = { at: number; procs: Map<number, { category: string; ticks: number }> };
+
+function categorize(list: ProcStat[], g: CpuGroups): CpuSnapshot['procs'] {
+  const postmasters = new Set(list.filter((p) => p.pgrp === g.systemPgid && p.comm === 'postgres').map((p) => p.pid));
+  const procs: CpuSnapshot['procs'] = new Map();
+  for (const p of list) {
+    let category: string;
+    if (p.pid === process.pid) category = 'bench client';
+    else if (p.comm === 'postgres' && (postmasters.has(p.pid) || postmasters.has(p.ppid))) category = 'postgres';
+    else if (p.pgrp === g.systemPgid && p.comm === 'temporal') category = 'temporal dev server';
+    else if (p.pgrp === g.systemPgid) category = 'system node (gateway+worker+sim)';
+    else if (g.barePgid !== null && p.pgrp === g.barePgid) category = 'bare proxy';
+    else category = 'other processes';
+    procs.set(p.pid, { category, ticks: p.ticks });
+  }
+  return procs;
+}
+
+export function cpuSnapshot(g: CpuGroups): CpuSnapshot {
+  return { at: Date.now(), procs: categorize(readAll(), g) };
+}
+
+/**
+ * Cores used per category between two snapshots, per process; a process that ended in between
+ * is not counted (the measured phases start and end none of their own).
+ */
+export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): Array<[string, number]> {
+  const seconds = (b.at - a.at) / 1000;
+  if (seconds <= 0) return [];
+  const totals = new Map<string, number>();
+  for (const [pid, p] of b.procs) {
+    const delta = Math.max(0, p.ticks - (a.procs.get(pid)?.ticks ?? 0));
+    totals.set(p.category, (totals.get(p.category) ?? 0) + delta);
+  }
+  return [...totals].map(([k, v]): [string, number] => [k, v / TICKS_PER_SECOND / seconds]).sort((x, y) => y[1] - x[1]);
+}

@@ -1,0 +1,104 @@
+import type { TokenUsage } from '../domain/pricing';
+
+// The gateway's own shape of a text request, answer and stream. Client dialects translate into
+// and out of it; upstream adapters translate it to and from their wire format.
+
+export type Dialect = 'chat' | 'messages' | 'responses';
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'stop_sequence';
+
+export type Part = { type: 'text'; text: string } | { type: 'image'; url: string } | { type: 'audio'; data: string; format: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text, as the model produced it */
+  arguments: string;
+}
+
+export type Message =
+  | { role: 'system'; text: string }
+  | { role: 'user'; parts: Part[] }
+  | { role: 'assistant'; parts: Part[]; toolCalls: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export interface Tool {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+export interface CanonicalRequest {
+  messages: Message[];
+  maxTokens: number | null;
+  temperature?: number;
+  topP?: number;
+  stop: string[];
+  tools: Tool[];
+  toolChoice?: ToolChoice;
+  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
+  /** JSON-schema output constraint, when the client asked for one */
+  jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
+  user?: string;
+}
+
+export interface UpstreamUsage {
+  tokens: TokenUsage;
+  /** provider cost in its currency, as reported */
+  cost: string | null;
+  /** the provider's own usage object, shown as is when the client speaks the provider's dialect */
+  raw: Record<string, unknown>;
+}
+
+export interface CanonicalResponse {
+  id: string;
+  model: string;
+  created: number;
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCall[];
+  finish: FinishReason;
+  stopSequence: string | null;
+  usage: UpstreamUsage | null;
+}
+
+export type StreamEvent =
+  | { type: 'start'; id: string; model: string }
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string }
+  | { type: 'tool_call'; index: number; id: string; name: string }
+  | { type: 'tool_args'; index: number; fragment: string }
+  | { type: 'finish'; reason: FinishReason; stopSequence: string | null }
+  | { type: 'usage'; usage: UpstreamUsage };
+
+export interface SseEvent {
+  raw: string;
+  data: string | null;
+  event: string | null;
+}
+
+/** One folder per upstream wire format implements this (providers/openai, providers/anthropic). */
+export interface UpstreamAdapter {
+  /** the client dialect this upstream speaks natively: such requests pass through untranslated */
+  native: Dialect;
+  path: string;
+  authHeaders(key: string): Record<string, string>;
+  /** the client's own body, for the native dialect: model id mapped, usage reporting turned on */
+  nativeRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
+  request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;
+  response(json: unknown): CanonicalResponse;
+  /** usage and provider cost of a native response body; null when none was reported */
+  usage(json: unknown): UpstreamUsage | null;
+  /** a fresh incremental parser of the upstream's stream events */
+  streamParser(): (ev: SseEvent) => StreamEvent[];
+  /** the provider's error message from an error body */
+  errorMessage(json: unknown): string | null;
+}
+
+export const textOf = (parts: Part[]): string =>
+  parts
+    .filter((p): p is { type: 'text'; text: string } => p.type === 'text')
+    .map((p) => p.text)
+    .join('');

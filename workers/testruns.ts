@@ -1,0 +1,73 @@
+import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { z } from 'zod';
+import { createTestRunActivities } from '../activities/test-run';
+import { TEST_RUN_TASK_QUEUE } from '../domain/test-runs';
+import type { Db } from '../platform/db';
+import { loadSealingKey } from '../platform/secret-box';
+
+export interface TestRunWorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** `testruns` (TEST_RUN_TASK_QUEUE), or a project's own queue (test_projects.task_queue) */
+  taskQueue: string;
+  db: Db;
+  /** the gateway the cases call */
+  gatewayUrl: string;
+  sealingKey: Buffer;
+  /** concurrency gate over every project and worker (TESTRUN_MAX_CONCURRENCY) */
+  globalConcurrency: number;
+  leaseTtlMs?: number;
+  /** Pre-built bundle (tests build it once); otherwise bundled from workflows/. */
+  workflowBundle?: WorkflowBundleOption;
+  /** extra worker options (tests: a short sticky-queue timeout) */
+  workerOptions?: Partial<Pick<WorkerOptions, 'stickyQueueScheduleToStartTimeout' | 'maxConcurrentActivityTaskExecutions' | 'identity'>>;
+}
+
+/** Registers the test-run workflow and its activities on a test-run task queue. */
+export function createTestRunWorker(deps: TestRunWorkerDeps): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    activities: createTestRunActivities({
+      db: deps.db,
+      gatewayUrl: deps.gatewayUrl,
+      sealingKey: deps.sealingKey,
+      globalConcurrency: deps.globalConcurrency,
+      leaseTtlMs: deps.leaseTtlMs,
+    }),
+    // Cases waiting at the gate hold an activity slot each (waitForCaseSlot heartbeats in it).
+    maxConcurrentActivityTaskExecutions: 200,
+    ...deps.workerOptions,
+  });
+}
+
+const settingsSchema = z.object({
+  TESTRUN_MAX_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  TESTRUN_LEASE_TTL_SECONDS: z.coerce.number().positive().default(30),
+});
+
+/**
+ * The worker's settings from the environment: TESTRUN_MAX_CONCURRENCY (case executions at once
+ * over every project, default 16; set the same value on every worker), TESTRUN_LEASE_TTL_SECONDS
+ * (default 30) and the sealing key (TESTRUN_SECRET, else DATA_DIR/testrun-secret).
+ */
+export function testRunSettingsFromEnv(env: NodeJS.ProcessEnv = process.env) {
+  const s = settingsSchema.parse(env);
+  return { globalConcurrency: s.TESTRUN_MAX_CONCURRENCY, leaseTtlMs: s.TESTRUN_LEASE_TTL_SECONDS * 1000, sealingKey: loadSealingKey(env) };
+}
+
+/** `npm start`: the test-run worker on the `testruns` queue, with its settings from the environment. */
+export async function startTestRunWorker(
+  deps: Omit<TestRunWorkerDeps, 'sealingKey' | 'globalConcurrency' | 'leaseTtlMs' | 'taskQueue'> & { taskQueue?: string },
+): Promise<{ stop(): Promise<void> }> {
+  const worker = await createTestRunWorker({ taskQueue: TEST_RUN_TASK_QUEUE, ...deps, ...testRunSettingsFromEnv() });
+  const running = worker.run();
+  return {
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  };
+}
