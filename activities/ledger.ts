@@ -23,6 +23,7 @@ export function createLedgerActivities(db: Db) {
       usage: report.usage,
       providerCost: report.providerCost,
       billable: report.billable,
+      media: report.media,
     });
     const status = report.outcome === 'cancelled' ? 'cancelled' : c.billing_source === 'not_billed' ? 'released' : 'settled';
     const u = report.usage;
@@ -32,6 +33,7 @@ export function createLedgerActivities(db: Db) {
            http_status = :http_status, body_id = COALESCE(:body_id, body_id), latency_ms = :latency_ms, error = :error,
            prompt_tokens = :prompt_tokens, completion_tokens = :completion_tokens, cached_tokens = :cached_tokens,
            cache_write_tokens = :cache_write_tokens, reasoning_tokens = :reasoning_tokens,
+           usage_details = COALESCE(:usage_details::jsonb, usage_details),
            provider_cost = :provider_cost, charge = :charge, input_credits = :input_credits,
            cache_write_credits = :cache_write_credits, cache_read_credits = :cache_read_credits,
            output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
@@ -66,6 +68,7 @@ export function createLedgerActivities(db: Db) {
         cached_tokens: u?.cached_tokens ?? null,
         cache_write_tokens: u?.cache_write_tokens ?? null,
         reasoning_tokens: u?.reasoning_tokens ?? null,
+        usage_details: report.usageDetails ? JSON.stringify(report.usageDetails) : null,
         provider_cost: report.providerCost,
         charge: c.charge,
         input_credits: c.input_credits,

@@ -11,6 +11,8 @@ export interface CatalogModel extends Tariff {
   free_trial: boolean;
   active: boolean;
   max_output_tokens: number;
+  /** media attributes and unit pricing (migrations/…_media_billing.ts) */
+  details: Record<string, unknown>;
 }
 
 export interface Provider {

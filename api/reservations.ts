@@ -22,6 +22,13 @@ export interface HoldRequest {
    * (keyed variant, spec 3 A). Defaults to the Reservations option of the same name.
    */
   trackKeySpend?: boolean;
+  /** text (default), image, audio or video */
+  modality?: string;
+  /**
+   * The workflow that resolves this hold when it is not the reservation workflow (a video job's
+   * own workflow): then no reservation workflow starts and `report` must not be used.
+   */
+  ownerWorkflowId?: string;
 }
 
 export interface Hold {
@@ -43,9 +50,9 @@ const HOLD = `WITH a AS (
    RETURNING id, total_credits - total_usage + :held AS balance_before
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
-     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary)
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, owner_workflow_id, modality)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :complimentary FROM a
+     :im, :om, :cm, :ccm, :complimentary, :owner, :modality FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -71,9 +78,9 @@ const HOLD_WITH_KEY_SPEND = `WITH k0 AS (
    UPDATE api_keys SET spend = spend + :held FROM a WHERE api_keys.id = :key_id RETURNING api_keys.id
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
-     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, key_spend_tracked)
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, key_spend_tracked, owner_workflow_id, modality)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :complimentary, true FROM a
+     :im, :om, :cm, :ccm, :complimentary, true, :owner, :modality FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -110,6 +117,8 @@ export class Reservations {
       cm: h.tariff.cache_multiplier,
       ccm: h.tariff.cache_creation_multiplier,
       complimentary: h.complimentary,
+      owner: h.ownerWorkflowId ?? null,
+      modality: h.modality ?? 'text',
     });
     const row = res.rows[0];
     if (row.balance_before === null) {
@@ -118,7 +127,7 @@ export class Reservations {
       }
       throw new GatewayError('insufficient_quota', { needed: h.held, balance: row.balance });
     }
-    const started = this.startWorkflow(h);
+    const started = h.ownerWorkflowId ? Promise.resolve(true) : this.startWorkflow(h);
     return {
       reservationId: h.reservationId,
       held: h.held,

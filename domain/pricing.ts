@@ -22,7 +22,7 @@ export interface TokenUsage {
   reasoning_tokens: number | null;
 }
 
-export type BillingSource = 'provider_cost' | 'token_fallback' | 'complimentary' | 'not_billed' | 'pending';
+export type BillingSource = 'provider_cost' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending';
 
 export interface Charge {
   billing_source: BillingSource;
@@ -64,7 +64,18 @@ export interface ChargeInput {
   providerCost: Credits | null;
   /** false when the request failed or was rejected without cost */
   billable: boolean;
+  /** media: the charge decided by units (images, seconds, characters) rather than tokens */
+  media?: MediaCharge;
 }
+
+/** A media request's charge: the provider's cost when credible, else the model rate × units. */
+export interface MediaCharge {
+  billingSource: 'provider_cost' | 'estimate';
+  amount: Credits;
+}
+
+/** Model rate × units, e.g. credits per image × images received. */
+export const unitsCharge = (rate: Credits, units: number): Credits => fix(new D(rate).mul(units));
 
 /** The charge of a settled request (spec 2.1 billing_source rules). Never above the hold. */
 export function computeCharge(c: ChargeInput): Charge {
@@ -72,6 +83,10 @@ export function computeCharge(c: ChargeInput): Charge {
   if (!c.billable) return { billing_source: 'not_billed', is_estimate: false, charge: ZERO, ...zero };
   if (c.complimentary) return { billing_source: 'complimentary', is_estimate: false, charge: ZERO, ...zero };
   const held = new D(c.held);
+  if (c.media) {
+    const charge = fix(D.min(new D(c.media.amount), held));
+    return { billing_source: c.media.billingSource, is_estimate: c.media.billingSource === 'estimate', charge, ...zero };
+  }
   if (!c.usage) {
     // No usage reported: bill the reservation estimate, never invent token counts.
     return { billing_source: 'token_fallback', is_estimate: true, charge: fix(held), ...zero };

@@ -1,4 +1,4 @@
-import type { TokenUsage } from './pricing';
+import type { MediaCharge, TokenUsage } from './pricing';
 
 export const RESERVATION_TASK_QUEUE = 'billing';
 
@@ -10,6 +10,8 @@ export interface ReservationInput {
   holdTimeoutMs: number;
   /** After an uncertain upstream failure (timeout, dropped connection), how long to keep the hold. */
   uncertainGraceMs: number;
+  /** how long to await a late provider cost before charging the estimate (default 10 min) */
+  lateCostWaitMs?: number;
 }
 
 export type Outcome = 'completed' | 'cancelled' | 'failed' | 'abandoned';
@@ -28,6 +30,14 @@ export interface RequestReport {
   bodyId?: string | null;
   latencyMs?: number;
   error?: string | null;
+  /** media requests: the charge by units, and what the provider measured */
+  media?: MediaCharge;
+  usageDetails?: Record<string, unknown>;
+  /**
+   * The provider records its cost a while after answering (audio): the workflow fetches it
+   * (billing_source `pending` until then) and charges it; `media` is the fallback estimate.
+   */
+  lateCost?: { providerId: string; generationId: string };
 }
 
 export interface SettlementResult {

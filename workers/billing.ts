@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createLedgerActivities } from '../activities/ledger';
+import { createProviderCostActivities } from '../activities/provider-cost';
 import { createSweeperActivities } from '../activities/sweeper';
 import type { Db } from '../platform/db';
 
@@ -22,7 +23,7 @@ export function createBillingWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: { ...createLedgerActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal) },
+    activities: { ...createLedgerActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal), ...createProviderCostActivities(deps.db) },
     maxConcurrentActivityTaskExecutions: 200,
     maxConcurrentWorkflowTaskExecutions: 200,
   });

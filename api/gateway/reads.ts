@@ -102,6 +102,8 @@ export function generation(db: Db) {
         model: r.model,
         provider: r.provider,
         endpoint: r.endpoint,
+        modality: r.modality,
+        usage_details: r.usage_details,
         status: r.status,
         outcome: r.outcome,
         billing_source: pending ? 'pending' : r.billing_source,
