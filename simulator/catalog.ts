@@ -15,10 +15,14 @@ export interface SimulatorModel {
   output_multiplier: string;
   cache_multiplier: string;
   cache_creation_multiplier: string;
+  /** media attributes and unit pricing in credits (spec 1 section 2.8); {} for text models */
+  details?: Record<string, unknown>;
 }
 
 const ALL_TIERS = ['free_trial', 'starter', 'pro', 'business', 'user'];
 const PAID_TIERS = ['starter', 'pro', 'business'];
+// Media models are priced per unit (details.pricing); their token multipliers are unused.
+const NO_TOKENS = { max_output_tokens: 0, input_multiplier: '0', output_multiplier: '0', cache_multiplier: '0', cache_creation_multiplier: '0' };
 
 export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
   {
@@ -75,17 +79,82 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
     cache_creation_multiplier: '0.00000375',
   },
   {
-    // Not served by the simulator yet; exists so the gateway can test unsupported_capability.
     id: 'sim-image-1',
     wire: 'openai',
     upstream_model: 'sim-image-1-2026-01-15',
-    capabilities: ['image_generation'],
+    capabilities: ['image_generation', 'image_editing', 'streaming'],
     tiers: ALL_TIERS,
     free_trial: true,
-    max_output_tokens: 4096,
-    input_multiplier: '0.000005',
-    output_multiplier: '0.00004',
-    cache_multiplier: '0.00000125',
-    cache_creation_multiplier: '0.000005',
+    ...NO_TOKENS,
+    details: {
+      max_images: 4,
+      max_input_images: 8,
+      supported_parameters: ['n', 'size', 'resolution', 'aspect_ratio', 'quality', 'output_format', 'output_compression', 'background', 'seed', 'input_references', 'stream', 'response_format', 'provider'],
+      qualities: ['auto', 'low', 'medium', 'high'],
+      pricing: { per_image: '0.04', per_input_image: '0.01' },
+    },
+  },
+  {
+    id: 'sim-image-mini',
+    wire: 'openai',
+    upstream_model: 'sim-image-mini-2026-01-15',
+    capabilities: ['image_generation'],
+    tiers: ALL_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    details: {
+      max_images: 10,
+      supported_parameters: ['n', 'size', 'width', 'height', 'output_format', 'seed', 'negative_prompt', 'guidance', 'steps', 'response_format', 'provider'],
+      qualities: ['auto'],
+      pricing: { per_image: '0.01' },
+    },
+  },
+  {
+    id: 'sim-video-1',
+    wire: 'openai',
+    upstream_model: 'sim-video-1-2026-01-15',
+    capabilities: ['video_generation'],
+    tiers: PAID_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    details: {
+      supported_durations: [4, 8, 12],
+      default_duration: 4,
+      supported_resolutions: ['480p', '720p', '1080p'],
+      supported_aspect_ratios: ['16:9', '9:16', '1:1'],
+      generate_audio: true,
+      // credits per second of video, by resolution
+      pricing_skus: { '480p': '0.05', '720p': '0.1', '1080p': '0.2' },
+    },
+  },
+  {
+    id: 'sim-tts-1',
+    wire: 'openai',
+    upstream_model: 'sim-tts-1-2026-01-15',
+    capabilities: ['speech_generation'],
+    tiers: ALL_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    details: { type: 'speech', voices: ['alloy', 'verse', 'sage'], voice_cloning: false, response_formats: ['mp3', 'pcm'], pricing: { per_character: '0.000015' } },
+  },
+  {
+    id: 'sim-tts-clone',
+    wire: 'openai',
+    upstream_model: 'sim-tts-clone-2026-01-15',
+    capabilities: ['speech_generation'],
+    tiers: PAID_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    details: { type: 'speech', voices: [], voice_cloning: true, response_formats: ['mp3', 'pcm'], pricing: { per_character: '0.00003' } },
+  },
+  {
+    id: 'sim-whisper-1',
+    wire: 'openai',
+    upstream_model: 'sim-whisper-1-2026-01-15',
+    capabilities: ['transcription'],
+    tiers: ALL_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    details: { type: 'transcription', input_formats: ['wav', 'mp3', 'flac', 'm4a', 'ogg', 'webm', 'aac'], pricing: { per_second: '0.0001' } },
   },
 ];

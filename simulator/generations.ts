@@ -2,7 +2,7 @@
 // under the id sent in `x-sim-generation-id` and serves it at `GET /v1/generations/{id}`:
 // `pending` until the work finished and `cost_delay` passed, then `completed` with the cost.
 // State is derived from timestamps; the map is capped, oldest first.
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { sendError, sendJson } from './http';
 
@@ -31,7 +31,7 @@ export class Generations {
 
   /** A running generation; `finish` it when the audio is done. */
   start(costDelay: number): string {
-    const id = `gen_${randomBytes(12).toString('hex')}`;
+    const id = `gen_${randomUUID().replace(/-/g, '')}`;
     this.records.set(id, { id, finishedAt: null, costDelay, cost: null, usage: {} });
     if (this.records.size > CAP) {
       const oldest = this.records.keys().next();

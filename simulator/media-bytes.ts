@@ -50,7 +50,7 @@ const CRC_TABLE = ((): Uint32Array => {
 
 export function crc32(buf: Buffer): number {
   let c = 0xffffffff;
-  for (const byte of buf) c = (CRC_TABLE[(c ^ byte) & 0xff] ?? 0) ^ (c >>> 8);
+  for (let i = 0; i < buf.length; i++) c = (CRC_TABLE[(c ^ (buf[i] ?? 0)) & 0xff] ?? 0) ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
 

@@ -40,7 +40,7 @@ function summarise(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return value.length > KEPT_STRING ? `[sim: ${value.length} characters omitted]` : value;
   if (depth > 32 || typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) return value.map((v) => summarise(v, depth + 1));
-  const out: Record<string, unknown> = {};
+  const out = Object.create(null) as Record<string, unknown>; // keeps a `__proto__` key a plain key
   for (const [k, v] of Object.entries(value)) out[k] = summarise(v, depth + 1);
   return out;
 }
@@ -51,7 +51,8 @@ function formBody(fields: Map<string, string[]>, files: FilePart[]): { body: Rec
   for (const [name, values] of fields) body[name] = name.endsWith('[]') ? values : values[values.length - 1];
   const recorded = Object.assign(Object.create(null) as Record<string, unknown>, body);
   for (const f of files) {
-    const list = (recorded[f.field] as unknown[] | undefined) ?? [];
+    const existing = recorded[f.field];
+    const list = Array.isArray(existing) ? (existing as unknown[]) : existing === undefined ? [] : [existing];
     list.push({ filename: f.filename, content_type: f.contentType, bytes: f.data.length });
     recorded[f.field] = list;
   }
@@ -64,7 +65,9 @@ function formBody(fields: Map<string, string[]>, files: FilePart[]): { body: Rec
  */
 export async function readMedia(req: IncomingMessage, res: ServerResponse, state: SimState, endpoint: string, allowMultipart: boolean): Promise<MediaInput | null> {
   const key = bearerKey(req);
-  const boundary = allowMultipart ? multipartBoundary(req.headers['content-type']) : null;
+  const contentType = req.headers['content-type'];
+  const boundary = allowMultipart ? multipartBoundary(contentType) : null;
+  const unbounded = allowMultipart && boundary === null && /^\s*multipart\//i.test(contentType ?? '');
   const read = await readBody(req, boundary !== null ? MULTIPART_LIMIT : undefined).catch(() => null);
   if (read === null) return null;
   if (!read.ok) {
@@ -77,6 +80,11 @@ export async function readMedia(req: IncomingMessage, res: ServerResponse, state
     const stream = b.stream === true || b.stream === 'true';
     state.stats.record({ endpoint, model: typeof b.model === 'string' ? b.model : null, stream, include_usage: stream, key, body });
   };
+  if (unbounded) {
+    record(null);
+    sendError(res, 400, "Invalid multipart body: the content type names no 'boundary' (multipart/form-data is expected).", { param: 'body', code: 'invalid_multipart' });
+    return null;
+  }
   if (boundary !== null) {
     const parsed = parseMultipart(read.body, boundary);
     if (!parsed.ok) {

@@ -1,10 +1,9 @@
 // Asynchronous video jobs. A job is a small record of timestamps and settings; its state at
 // any moment is derived from the clock (no timers per job), so 10,000 jobs in flight cost a
 // Map entry each. The Map is capped: beyond CAP the oldest finished job goes (the oldest job
-// of all when none of the oldest few hundred finished).
-import { randomBytes } from 'node:crypto';
+// of all when none of the oldest 64 finished).
+import { randomUUID } from 'node:crypto';
 import type { MediaCost } from './generations';
-import { crc32 } from './media-bytes';
 import type { VideoOutcome } from './media-behaviour';
 
 export type VideoStatus = 'queued' | 'in_progress' | VideoOutcome;
@@ -44,7 +43,7 @@ export interface JobView {
 }
 
 const CAP = 50_000;
-const EVICTION_SCAN = 500;
+const EVICTION_SCAN = 64;
 const AUTO_COST_PER_SECOND = 0.05;
 
 export type NewJob = Omit<VideoJob, 'id' | 'createdAt' | 'seed' | 'cancelledAt' | 'polls' | 'downloads'>;
@@ -53,8 +52,9 @@ export class VideoJobs {
   private jobs = new Map<string, VideoJob>();
 
   create(settings: NewJob): VideoJob {
-    const id = `video_${randomBytes(16).toString('hex')}`;
-    const job: VideoJob = { ...settings, id, createdAt: Date.now(), seed: crc32(Buffer.from(id)), cancelledAt: null, polls: 0, downloads: 0 };
+    const hex = randomUUID().replace(/-/g, '');
+    const id = `video_${hex}`;
+    const job: VideoJob = { ...settings, id, createdAt: Date.now(), seed: Number.parseInt(hex.slice(0, 8), 16) | 0, cancelledAt: null, polls: 0, downloads: 0 };
     this.jobs.set(id, job);
     if (this.jobs.size > CAP) this.evict();
     return job;
@@ -80,7 +80,7 @@ export class VideoJobs {
     const now = Date.now();
     let scanned = 0;
     for (const job of this.jobs.values()) {
-      if (viewOf(job, now).finishedAt !== null) {
+      if (finished(job, now)) {
         this.jobs.delete(job.id);
         return;
       }
@@ -91,9 +91,13 @@ export class VideoJobs {
   }
 }
 
+function finished(job: VideoJob, now: number): boolean {
+  return job.cancelledAt !== null || now >= job.createdAt + job.renderMs;
+}
+
 /** Ends a running job as `cancelled` (DELETE); a finished job stays as it is. */
 export function cancel(job: VideoJob, now: number): void {
-  if (viewOf(job, now).finishedAt === null) job.cancelledAt = now;
+  if (!finished(job, now)) job.cancelledAt = now;
 }
 
 function chargedCost(job: VideoJob, status: VideoStatus): number | null {
