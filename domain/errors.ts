@@ -38,7 +38,6 @@ export const ERRORS = {
   run_already_final: { status: 409, type: 'invalid_request_error', message: 'Run {run_id} is already {status}.' },
   conflict: { status: 409, type: 'invalid_request_error', message: '{detail}' },
   idempotent_replay: { status: 409, type: 'invalid_request_error', message: 'A request with this Idempotency-Key and the same content was already processed; its output is not stored. Use a new key for a new output.' },
-  idempotency_key_reused: { status: 409, type: 'invalid_request_error', message: 'This Idempotency-Key was used for a request with different content.' },
   idempotent_request_in_progress: { status: 409, type: 'invalid_request_error', message: 'The request with this Idempotency-Key is still being processed; retry after {retry_after} seconds.' },
   request_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is larger than {limit}.' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error', message: '{detail}' },
