@@ -127,14 +127,13 @@ export class Reservations {
       }
       throw new GatewayError('insufficient_quota', { needed: h.held, balance: row.balance });
     }
-    const started = h.ownerWorkflowId ? Promise.resolve(true) : this.startWorkflow(h);
     return {
       reservationId: h.reservationId,
       held: h.held,
       balanceBefore: row.balance_before,
       tariff: h.tariff,
       complimentary: h.complimentary,
-      report: (r) => this.report(h, started, r),
+      report: (r) => this.report(h, r),
     };
   }
 
@@ -157,33 +156,22 @@ export class Reservations {
     };
   }
 
-  /** Started right after the hold, without delaying the forward to the provider. */
-  private startWorkflow(h: HoldRequest): Promise<boolean> {
-    return this.temporal.workflow.start(reservationWorkflow, this.workflowOptions(h)).then(
-      () => true,
-      (err) => {
-        this.opts.logger.warn({ err, reservation: h.reservationId }, 'reservation workflow start failed; report will signal-with-start');
-        return false;
-      },
-    );
-  }
-
-  private async report(h: HoldRequest, started: Promise<boolean>, r: RequestReport): Promise<void> {
+  /**
+   * Starts the reservation workflow with the outcome in one call (signal-with-start): one
+   * Temporal round trip per request, off the client's path. A hold whose process died before
+   * this call is released by the hold sweeper (workflows/sweeper.ts).
+   */
+  private async report(h: HoldRequest, r: RequestReport): Promise<void> {
+    if (h.ownerWorkflowId) throw new Error(`hold ${h.reservationId} is resolved by ${h.ownerWorkflowId}, not by a report`);
     for (let attempt = 0; ; attempt++) {
       try {
-        if (await started) {
-          await this.temporal.workflow.getHandle(reservationWorkflowId(h.reservationId)).signal(reportSignal, r);
-        } else {
-          await this.temporal.workflow.signalWithStart(reservationWorkflow, { ...this.workflowOptions(h), signal: reportSignal, signalArgs: [r] });
-        }
+        await this.temporal.workflow.signalWithStart(reservationWorkflow, { ...this.workflowOptions(h), signal: reportSignal, signalArgs: [r] });
         return;
       } catch (err) {
-        // The workflow times out and resolves the hold by itself if every attempt fails.
         if (attempt >= 5) {
-          this.opts.logger.error({ err, reservation: h.reservationId }, 'could not report to reservation workflow');
+          this.opts.logger.error({ err, reservation: h.reservationId }, 'could not report to the reservation workflow; the hold sweeper will release the hold');
           return;
         }
-        started = Promise.resolve(false);
         await new Promise((res) => setTimeout(res, 100 * 2 ** attempt));
       }
     }

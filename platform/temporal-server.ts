@@ -36,7 +36,9 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   args.push('--dynamic-config-value', 'frontend.rps=100000', '--dynamic-config-value', 'frontend.namespaceRPS=100000');
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-    args.push('--db-filename', opts.dbFile);
+    // WAL with normal sync: still crash-safe for the file, without an fsync per write (the
+    // default journal costs about 70 fsyncs per reservation workflow on this kind of disk).
+    args.push('--db-filename', opts.dbFile, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal');
   }
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createLedgerActivities } from '../activities/ledger';
 import { Reservations } from '../api/reservations';
+import { reservationWorkflow } from '../workflows/reservation';
 import { sweepHoldsWorkflow } from '../workflows/sweeper';
 import { env } from './setup/env';
 import { call, checkInvariants, newAccount, settled, startStack, type Stack } from './helpers/stack';
@@ -39,22 +39,6 @@ describe('reservation durability', function () {
     assert.equal(inv.ledger.usage, inv.account.total_usage);
   });
 
-  it('a hold whose API process died before reporting is released by its workflow after the hold timeout', async () => {
-    const acct = await newAccount();
-    // An API instance that takes a hold and then "dies": it never reports.
-    const dying = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 1500, uncertainGraceMs: 100, logger: env.logger });
-    const id = randomUUID();
-    const hold = await dying.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.5', complimentary: false });
-    assert.equal(hold.balanceBefore, '100.000000000000');
-    assert.equal((await checkInvariants(acct.accountId)).account.reserved_credits, '0.500000000000');
-    const row = await settled(id, 15_000);
-    assert.equal(row.status, 'released');
-    assert.equal(row.outcome, 'abandoned');
-    const inv = await checkInvariants(acct.accountId);
-    assert.equal(Number(inv.account.total_usage), 0);
-    assert.equal(inv.account.pending_requests, 0);
-  });
-
   it('settlement applied twice (an activity retry) changes the balance once', async () => {
     const acct = await newAccount();
     const id = randomUUID();
@@ -69,33 +53,36 @@ describe('reservation durability', function () {
     assert.equal(inv.account.total_usage, '0.000060000000');
     assert.equal(inv.ledger.usage, inv.account.total_usage);
     assert.equal((await env.db('ledger').where({ reservation_id: id })).length, 3);
-    await stack.temporal.workflow.getHandle(`reservation-${id}`).terminate('test cleanup');
   });
 
   it('replays the history of a finished reservation workflow without non-determinism', async () => {
     const acct = await newAccount();
     const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'replay me' }] } });
     const id = r.headers.get('x-gateway-request-id')!;
+    await settled(id);
     const handle = stack.temporal.workflow.getHandle(`reservation-${id}`);
     await handle.result();
     const history = await handle.fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: env.workflowBundle }, history, `reservation-${id}`);
   });
 
-  it('the sweeper releases a hold whose workflow never started, and leaves running ones alone', async () => {
+  it('the sweeper releases a hold whose API process died before reporting, and leaves holds with a running workflow alone', async () => {
     const acct = await newAccount();
-    // An API process whose Temporal connection is gone: the hold is taken, the workflow never starts.
-    const deadConnection = await Connection.connect({ address: env.temporalAddress });
-    const deadClient = new Client({ connection: deadConnection });
-    await deadConnection.close();
+    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    const hold = (id: string, held: string) =>
+      res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held, complimentary: false });
+    // An API process that took a hold and died before reporting: no workflow exists.
     const orphanId = randomUUID();
-    const orphanRes = new Reservations(env.db, deadClient, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
-    await orphanRes.hold({ reservationId: orphanId, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '2', complimentary: false });
-    // A hold with a live workflow waiting for its report.
+    await hold(orphanId, '2');
+    // A hold whose reservation workflow is running (waiting for its report).
     const liveId = randomUUID();
-    const live = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
-    await live.hold({ reservationId: liveId, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '3', complimentary: false });
-    await new Promise((r) => setTimeout(r, 300));
+    await hold(liveId, '3');
+    await stack.temporal.workflow.start(reservationWorkflow, {
+      taskQueue: stack.taskQueue,
+      workflowId: `reservation-${liveId}`,
+      args: [{ reservationId: liveId, holdTimeoutMs: 60_000, uncertainGraceMs: 100 }],
+    });
+    assert.equal((await checkInvariants(acct.accountId)).account.reserved_credits, '5.000000000000');
 
     const result = await stack.temporal.workflow.execute(sweepHoldsWorkflow, { taskQueue: stack.taskQueue, workflowId: `sweep-${randomUUID()}`, args: [0] });
     assert.ok(result.released.includes(orphanId));
@@ -107,6 +94,19 @@ describe('reservation durability', function () {
     const inv = await checkInvariants(acct.accountId);
     assert.equal(inv.account.reserved_credits, '3.000000000000');
     assert.equal(inv.account.pending_requests, 1);
+    assert.equal(inv.ledger.usage, inv.account.total_usage);
     await stack.temporal.workflow.getHandle(`reservation-${liveId}`).terminate('test cleanup');
+  });
+
+  it('a reservation workflow that never hears from its API process releases the hold after the hold timeout', async () => {
+    const acct = await newAccount();
+    const id = randomUUID();
+    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 1500, uncertainGraceMs: 100, logger: env.logger });
+    await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.5', complimentary: false });
+    await stack.temporal.workflow.start(reservationWorkflow, { taskQueue: stack.taskQueue, workflowId: `reservation-${id}`, args: [{ reservationId: id, holdTimeoutMs: 1500, uncertainGraceMs: 100 }] });
+    const row = await settled(id, 15_000);
+    assert.equal(row.status, 'released');
+    assert.equal(row.outcome, 'abandoned');
+    assert.equal(Number((await checkInvariants(acct.accountId)).account.total_usage), 0);
   });
 });

@@ -1,10 +1,12 @@
-import { condition, defineSignal, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import { SA } from '../domain/search-attributes';
 import type { LedgerActivities } from '../activities/ledger';
 import type { ProviderCostActivities } from '../activities/provider-cost';
 import { ABANDONED_REPORT, type RequestReport, type ReservationInput, type SettlementResult } from '../domain/reservation';
 
-const { settleReservation } = proxyActivities<LedgerActivities>({
+// A local activity: settled inside the workflow task, without a round trip through the task
+// queue (one reservation per request makes that round trip the dominant cost).
+const { settleReservation } = proxyLocalActivities<LedgerActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
