@@ -18,6 +18,8 @@ export interface Child {
   pid: number;
   /** the last few KB of stdout + stderr, for error messages */
   output(): string;
+  /** pino lines at warn (40) and above seen on its output, and the last such message */
+  logProblems(): { warn: number; error: number; last: string };
   exited(): boolean;
   /** Resolves with the exit code (or signal) when the child exits. */
   exit: Promise<string>;
@@ -31,8 +33,22 @@ export function spawnChild(name: string, command: string, args: string[], env: N
   const proc: ChildProcess = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
   let out = '';
+  const problems = { warn: 0, error: 0, last: '' };
+  let partial = '';
   const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-8000);
+    const text = d.toString();
+    out = (out + text).slice(-8000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!.slice(-100_000);
+    for (const line of lines) {
+      const m = /"level":(\d+)/.exec(line);
+      if (!m || Number(m[1]) < 40) continue;
+      if (Number(m[1]) >= 50) problems.error++;
+      else problems.warn++;
+      const msg = /"msg":"((?:[^"\\]|\\.)*)"/.exec(line)?.[1] ?? line.slice(0, 200);
+      const err = /"message":"((?:[^"\\]|\\.)*)"/.exec(line)?.[1];
+      problems.last = err ? `${msg}: ${err.slice(0, 200)}` : msg;
+    }
   };
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);
@@ -52,6 +68,7 @@ export function spawnChild(name: string, command: string, args: string[], env: N
     name,
     pid,
     output: () => out,
+    logProblems: () => ({ ...problems }),
     exited: () => done,
     exit,
     async stop(graceMs = 30_000) {
