@@ -13,6 +13,7 @@ import { testRunRoutes } from '../testruns/routes';
 import { chatDialect } from './dialects/chat';
 import { messagesDialect } from './dialects/messages';
 import { responsesDialect } from './dialects/responses';
+import { imageRoutes } from './images/routes';
 import { inference } from './inference';
 import { credits, generation, keyInfo, models, usage } from './reads';
 
@@ -58,6 +59,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   v1.get('/generation', generation(deps.db));
   v1.get('/usage', usage(deps.db));
   v1.get('/models', models(deps.catalog));
+  v1.use(imageRoutes(deps).routes()); // /v1/images, /v1/images/generations, /v1/images/edits, /v1/images/models
   app.use(v1.routes());
   app.use(v1.allowedMethods()); // 405 with Allow; the envelope is added by requestContext
   return app;
