@@ -14,6 +14,7 @@ import type { Hold, Reservations } from '../reservations';
 import { validate } from '../validate';
 import { checkAccess } from './access';
 import type { Billing, ClientDialect, RenderContext } from './dialects/types';
+import { openEventStream } from './event-stream';
 import { chargeFor } from './usage-view';
 
 export interface InferenceDeps {
@@ -150,23 +151,7 @@ interface RelayContext {
  * event by event. A client that goes away is settled from what was already sent.
  */
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
-  ctx.respond = false;
-  const res = ctx.res;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-gateway-request-id': r.hold.reservationId,
-  });
-  res.flushHeaders();
-  let clientGone = false;
-  res.once('close', () => {
-    if (!res.writableFinished) {
-      clientGone = true;
-      r.abort.abort();
-    }
-  });
+  const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.abort);
   const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
   const parse = r.adapter.streamParser();
   let sentChars = 0;
@@ -192,9 +177,9 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
       else for (const e of events) writer.event(e);
     }
   } catch (err) {
-    if (!clientGone) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
+    if (!clientGone()) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (clientGone) {
+  if (clientGone()) {
     // Settled from what was already sent; no usage goes out.
     const tokens = { prompt_tokens: r.promptEstimate, completion_tokens: Math.ceil(sentChars / 4), cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null };
     r.report({ outcome: 'cancelled', billable: true, usage: tokens, providerCost: null, httpStatus: 499, bodyId });

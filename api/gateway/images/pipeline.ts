@@ -20,6 +20,7 @@ import type { Db } from '../../../platform/db';
 import { claimIdempotencyKey, recordIdempotentResult, releaseIdempotencyKey } from '../idempotency';
 import { chargeOf, holdFor, imageUsage, mediaCharge, outputPixels, type ImageRates } from './billing';
 import { IMAGE_MEDIA_TYPE, sniffImage } from './image-kind';
+import { openEventStream } from '../event-stream';
 import type { ImageRequest } from './schema';
 
 // The one path of every image request once it is valid: claim the idempotency key, hold,
@@ -196,23 +197,7 @@ interface StreamParts {
  * A stream that breaks after some images still delivers and bills those.
  */
 async function relayImageStream(ctx: Context, upstream: UpstreamResponse, s: StreamParts): Promise<void> {
-  ctx.respond = false;
-  const res = ctx.res;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-gateway-request-id': s.hold.reservationId,
-  });
-  res.flushHeaders();
-  let clientGone = false;
-  res.once('close', () => {
-    if (!res.writableFinished) {
-      clientGone = true;
-      s.abort.abort();
-    }
-  });
+  const { res, clientGone } = openEventStream(ctx, s.hold.reservationId, s.abort);
   const created = Math.floor(Date.now() / 1000);
   const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const completedEvent = (b64: string, imageIndex: number) => ({ type: 'image_generation.completed', b64_json: b64, media_type: mediaType(b64), image_index: imageIndex, created_at: created });
@@ -242,7 +227,7 @@ async function relayImageStream(ctx: Context, upstream: UpstreamResponse, s: Str
   } catch {
     broken = true;
   }
-  if (clientGone) {
+  if (clientGone()) {
     // Only what reached the client is billed, at the model rate.
     if (delivered > 0) s.finish(delivered, null, undefined, 'cancelled');
     else await s.failed({ httpStatus: 499, error: 'the client closed the stream before an image arrived' }, new GatewayError('generation_failed'));
