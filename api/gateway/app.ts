@@ -10,6 +10,7 @@ import type { KeyedVariant } from '../keyed/variant';
 import { requestContext } from '../http';
 import type { Reservations } from '../reservations';
 import { testRunRoutes } from '../testruns/routes';
+import { audioRoutes } from './audio/routes';
 import { chatDialect } from './dialects/chat';
 import { messagesDialect } from './dialects/messages';
 import { responsesDialect } from './dialects/responses';
@@ -59,6 +60,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   v1.get('/generation', generation(deps.db));
   v1.get('/usage', usage(deps.db));
   v1.get('/models', models(deps.catalog));
+  v1.use(audioRoutes(deps).routes()); // /v1/audio/speech, /v1/audio/transcriptions, /v1/audio/models
   v1.use(imageRoutes(deps).routes()); // /v1/images, /v1/images/generations, /v1/images/edits, /v1/images/models
   app.use(v1.routes());
   app.use(v1.allowedMethods()); // 405 with Allow; the envelope is added by requestContext
