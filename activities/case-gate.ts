@@ -1,3 +1,4 @@
+import { FINAL_STATUSES } from '../domain/test-runs';
 import type { Db } from '../platform/db';
 
 /**
@@ -17,6 +18,7 @@ export interface GateLimits {
 }
 
 const GATE_LOCK = 'test-run-case-gate';
+const FINAL = new Set<string>(FINAL_STATUSES);
 
 export class CaseGate {
   constructor(
@@ -24,8 +26,11 @@ export class CaseGate {
     private readonly limits: GateLimits,
   ) {}
 
-  /** Takes (or keeps) the slot of this case if its project and the whole system have room. */
-  async claim(runId: string, caseId: string): Promise<boolean> {
+  /**
+   * Takes (or keeps) the slot of this case if its project and the whole system have room.
+   * `final`: the run has ended; it gets no slot and its case will not execute.
+   */
+  async claim(runId: string, caseId: string): Promise<'granted' | 'busy' | 'final'> {
     return this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [GATE_LOCK]);
       const ttl = `${this.limits.leaseTtlMs} milliseconds`;
@@ -33,9 +38,9 @@ export class CaseGate {
         .where({ run_id: runId, case_id: caseId })
         .andWhere('expires_at', '>', trx.fn.now())
         .update({ expires_at: trx.raw('now() + ?::interval', [ttl]) });
-      if (kept > 0) return true;
+      if (kept > 0) return 'granted';
       const r = await trx.raw(
-        `SELECT p.id AS project_id, p.max_concurrency,
+        `SELECT p.id AS project_id, p.max_concurrency, r.status,
            (SELECT count(*)::int FROM test_case_leases l WHERE l.project_id = p.id AND l.expires_at > now()) AS project_busy,
            (SELECT count(*)::int FROM test_case_leases l WHERE l.expires_at > now()) AS global_busy
          FROM test_runs r JOIN test_projects p ON p.id = r.project_id WHERE r.id = ?`,
@@ -43,7 +48,9 @@ export class CaseGate {
       );
       const g = r.rows[0];
       if (!g) throw new Error(`run ${runId} not found`);
-      if (g.project_busy >= g.max_concurrency || g.global_busy >= this.limits.globalLimit) return false;
+      // A finished run holds no slot, even if a straggling activity of it asks for one.
+      if (FINAL.has(g.status)) return 'final';
+      if (g.project_busy >= g.max_concurrency || g.global_busy >= this.limits.globalLimit) return 'busy';
       await trx.raw(
         `INSERT INTO test_case_leases (run_id, case_id, project_id, acquired_at, expires_at)
          VALUES (?, ?, ?, now(), now() + ?::interval)
@@ -52,7 +59,7 @@ export class CaseGate {
       );
       // Long-expired leases of runs that never released them.
       await trx('test_case_leases').where('expires_at', '<', trx.raw("now() - interval '1 hour'")).delete();
-      return true;
+      return 'granted';
     });
   }
 
@@ -62,7 +69,7 @@ export class CaseGate {
       .where({ run_id: runId, case_id: caseId })
       .andWhere('expires_at', '>', this.db.fn.now())
       .update({ expires_at: this.db.raw('now() + ?::interval', [`${this.limits.leaseTtlMs} milliseconds`]) });
-    return n > 0 || this.claim(runId, caseId);
+    return n > 0 || (await this.claim(runId, caseId)) === 'granted';
   }
 
   async release(runId: string, caseId: string): Promise<void> {

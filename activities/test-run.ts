@@ -1,4 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import { evaluateAssertions, parseHostRule, type CaseOutput } from '../domain/test-run-assertions';
 import {
   DIALECT_PATHS,
@@ -145,6 +146,8 @@ export async function finalizeRun(
       (status === 'error' ? `${counts.errored + counts.not_run} of ${counts.total} cases have no result (infrastructure errors after every attempt)` : null) ??
       (status === 'timed_out' ? notRun : status === 'canceled' ? 'canceled on request' : null);
     await trx('test_runs').where({ id: runId }).update({ status, reason: why, finished_at: trx.fn.now() });
+    // Normally the lanes released their slots already; a run ended from outside (terminated) frees them here.
+    await trx('test_case_leases').where({ run_id: runId }).delete();
     return { runId, status, counts };
   });
 }
@@ -165,19 +168,19 @@ export function createTestRunActivities(deps: TestRunActivityDeps) {
       .update({ status, [`${status}_at`]: db.raw('COALESCE(??, now())', [`${status}_at`]) });
   }
 
-  /** One try at the concurrency gate. */
+  /** One try at the concurrency gate; true when the case may go on (a slot, or a run already ended: executeCase then does nothing). */
   async function claimCaseSlot(runId: string, caseId: string): Promise<boolean> {
-    return gate.claim(runId, caseId);
+    return (await gate.claim(runId, caseId)) !== 'busy';
   }
 
-  /** Waits at the gate until the slot is taken; heartbeats, so cancellation reaches it. */
+  /** Waits at the gate until the slot is taken (or the run has ended); heartbeats, so cancellation reaches it. */
   async function waitForCaseSlot(runId: string, caseId: string): Promise<void> {
     const ctx = Context.current();
     let delay = 100;
-    while (!(await gate.claim(runId, caseId))) {
+    while ((await gate.claim(runId, caseId)) === 'busy') {
       ctx.heartbeat();
       await ctx.sleep(delay);
-      delay = Math.min(Math.round(delay * 1.5), 1000);
+      delay = Math.min(Math.round(delay * 1.5), 500);
     }
   }
 
@@ -195,7 +198,8 @@ export function createTestRunActivities(deps: TestRunActivityDeps) {
   }
 
   const failed = (reasons: string[]) =>
-    ApplicationFailure.create({ message: `assertions failed: ${reasons.join('; ')}`, type: ASSERTION_FAILED, nonRetryable: true, details: [reasons] });
+    // BENIGN: an expected outcome of a test, not a worker problem (logged at debug, no failure metrics).
+    ApplicationFailure.create({ message: `assertions failed: ${reasons.join('; ')}`, type: ASSERTION_FAILED, nonRetryable: true, details: [reasons], category: ApplicationFailureCategory.BENIGN });
 
   /** A stored result as this activity's outcome: a failed case throws, whichever attempt stored it. */
   function outcomeOf(r: CaseResult): CaseResult {
@@ -231,7 +235,16 @@ export function createTestRunActivities(deps: TestRunActivityDeps) {
     const toGateway = url.origin === gateway.origin;
     const headers: Record<string, string> = { ...def.request.headers };
     // The project's key goes to this gateway only, never to another host.
-    if (toGateway) headers.authorization = `Bearer ${open(deps.sealingKey, row.gateway_key_sealed)}`;
+    if (toGateway) {
+      let key: string;
+      try {
+        key = open(deps.sealingKey, row.gateway_key_sealed);
+      } catch (err) {
+        // A configuration error: retrying cannot help (the case errors at once).
+        throw ApplicationFailure.nonRetryable(`the project's gateway key cannot be used: ${(err as Error).message}`, 'ProjectKeyUnavailable');
+      }
+      headers.authorization = `Bearer ${key}`;
+    }
     if (def.request.dialect === 'messages' && !Object.keys(headers).some((h) => h.toLowerCase() === 'anthropic-version')) headers['anthropic-version'] = '2023-06-01';
 
     // Heartbeats (throttled by the SDK) carry cancellation in; the gate lease is renewed at a third of its lifetime.

@@ -16,7 +16,7 @@ const USAGE = `usage: npm run -s testrun -- --project ID (--cases id1,id2 | --ta
   --timeout: seconds to wait for a terminal result (default 3600); then the run is canceled
   exit: 0 passed, 1 failed, 2 error or unusable answer, 3 timed_out / canceled / lost sight, 4 wrong usage`;
 
-class Usage extends Error {}
+export class UsageError extends Error {}
 /** An answer the CLI cannot use: exit 2. */
 class Unusable extends Error {}
 /** The run cannot be followed any more: exit 3. */
@@ -66,27 +66,27 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
       },
     }));
   } catch (err) {
-    throw new Usage((err as Error).message);
+    throw new UsageError((err as Error).message);
   }
-  if (values.help) throw new Usage('');
-  if (!values.project) throw new Usage('--project is required');
+  if (values.help) throw new UsageError('');
+  if (!values.project) throw new UsageError('--project is required');
   const cases = list(values.cases);
   const tags = list(values.tags);
-  if (!values.run && !cases?.length && !tags?.length) throw new Usage('select cases with --cases id1,id2 or --tags t1,t2');
+  if (!values.run && !cases?.length && !tags?.length) throw new UsageError('select cases with --cases id1,id2 or --tags t1,t2');
   const token = values.token ?? env.TESTRUN_TOKEN;
-  if (!token) throw new Usage('no CI token: give --token or set TESTRUN_TOKEN');
+  if (!token) throw new UsageError('no CI token: give --token or set TESTRUN_TOKEN');
   const baseUrl = (values['base-url'] ?? env.TESTRUN_BASE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new Usage(`--base-url ${baseUrl} is not an http(s) URL`);
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new UsageError(`--base-url ${baseUrl} is not an http(s) URL`);
   const timeout = values.timeout === undefined ? 3600 : Number(values.timeout);
-  if (!Number.isFinite(timeout) || timeout <= 0) throw new Usage('--timeout must be a positive number of seconds');
+  if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError('--timeout must be a positive number of seconds');
   let configJson: Record<string, unknown> | undefined;
   if (values['config-json'] !== undefined) {
     try {
       configJson = JSON.parse(values['config-json']);
     } catch {
-      throw new Usage('--config-json is not valid JSON');
+      throw new UsageError('--config-json is not valid JSON');
     }
-    if (!configJson || typeof configJson !== 'object' || Array.isArray(configJson)) throw new Usage('--config-json must be a JSON object');
+    if (!configJson || typeof configJson !== 'object' || Array.isArray(configJson)) throw new UsageError('--config-json must be a JSON object');
   }
   return {
     project: values.project,
@@ -209,7 +209,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
   try {
     o = parseOptions(argv, env);
   } catch (err) {
-    if (err instanceof Usage) {
+    if (err instanceof UsageError) {
       process.stderr.write(`${err.message ? `testrun: ${err.message}\n` : ''}${USAGE}\n`);
       return EXIT.usage;
     }

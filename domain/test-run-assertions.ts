@@ -130,6 +130,33 @@ export function errorMessageOf(body: unknown): string | null {
 
 const quote = (s: string, max = 80) => JSON.stringify(s.length > max ? s.slice(0, max) + '…' : s);
 
+const SUBSCHEMA = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems'];
+const SUBSCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
+const SUBSCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+
+/**
+ * The schema as zod's converter (z.fromJSONSchema) needs it: that converter ignores a `required`
+ * name that is not among `properties`, so each such name gets an unconstrained property.
+ */
+export function normalizeJsonSchema(schema: unknown): unknown {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  const out: Record<string, unknown> = { ...(schema as Obj) };
+  for (const k of SUBSCHEMA) if (k in out) out[k] = normalizeJsonSchema(out[k]);
+  for (const k of SUBSCHEMA_LISTS) if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(normalizeJsonSchema);
+  for (const k of SUBSCHEMA_MAPS) {
+    if (out[k] && typeof out[k] === 'object') out[k] = Object.fromEntries(Object.entries(out[k] as Obj).map(([n, v]) => [n, normalizeJsonSchema(v)]));
+  }
+  if (Array.isArray(out.required)) {
+    const props = { ...obj(out.properties) };
+    for (const name of out.required) if (typeof name === 'string' && !(name in props)) props[name] = {};
+    out.properties = props;
+  }
+  return out;
+}
+
+/** The zod schema of a case's json_schema assertion (throws when it cannot be converted). */
+export const jsonSchemaValidator = (schema: unknown) => z.fromJSONSchema(normalizeJsonSchema(schema) as never);
+
 /** The JSON the json_schema assertion looks at: the text if it is JSON, else the first tool call's arguments. */
 function outputJson(a: CaseAnswer): { ok: true; value: unknown } | { ok: false } {
   for (const candidate of [a.text.trim(), a.toolCalls[0]?.arguments]) {
@@ -165,7 +192,7 @@ export function evaluateAssertions(as: Assertions, a: CaseAnswer): string[] {
     const json = outputJson(a);
     if (!json.ok) reasons.push('json_schema: the output is not JSON (neither the text nor a tool call’s arguments)');
     else {
-      const r = z.fromJSONSchema(as.json_schema as never).safeParse(json.value);
+      const r = jsonSchemaValidator(as.json_schema).safeParse(json.value);
       if (!r.success) {
         const i = r.error.issues[0];
         reasons.push(`json_schema: at $${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`);

@@ -105,12 +105,20 @@ export async function testRunWorkflow(input: TestRunInput): Promise<TestRunSumma
   }
 
   const cases = new CancellationScope();
-  const work = cases.run(async () => {
-    const writer = statusWriter();
-    await Promise.all(Array.from({ length: Math.min(input.concurrency, input.caseIds.length) }, lane));
-    lanesDone = true;
-    await writer;
-  });
+  // Settles only once every lane has really stopped (its slot released), even when one fails.
+  const settleAll = async (ps: Array<Promise<unknown>>) => {
+    const failed = (await Promise.allSettled(ps)).find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  };
+  const lanes = Math.min(input.concurrency, input.caseIds.length);
+  const work = cases.run(() =>
+    settleAll([
+      statusWriter(),
+      settleAll(Array.from({ length: lanes }, lane)).finally(() => {
+        lanesDone = true;
+      }),
+    ]),
+  );
   const timer = new CancellationScope();
   const deadline = timer.run(() => sleep(Math.max(input.deadlineAt - Date.now(), 1)));
 

@@ -13,6 +13,7 @@ import {
   findCase,
   findConfiguration,
   getProject,
+  isUuid,
   listCases,
   listConfigurations,
   replaceCase,
@@ -151,7 +152,8 @@ export function testRunRoutes(deps: TestRunRouteDeps): { routes(): Middleware } 
   r.put('/projects/:id/configurations/:cfg', async (ctx) => {
     const p = ownProject(ctx);
     const body = validate(z.object({ settings: configurationSchema }).strict(), await readJsonObject(ctx));
-    ctx.body = await setConfiguration(db, p.id, { name: ctx.params.cfg, settings: body.settings }, { replace: true });
+    const name = isUuid(ctx.params.cfg) ? (await findConfiguration(db, p.id, ctx.params.cfg)).name : ctx.params.cfg;
+    ctx.body = await setConfiguration(db, p.id, { name, settings: body.settings }, { replace: true });
   });
 
   // ---- runs ----

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { finalizeRun } from '../../activities/test-run';
 import { findConfiguration, isUuid } from '../../admin/testruns';
 import { NotFound } from '../../admin/keys';
@@ -49,7 +49,7 @@ const isUniqueViolation = (err: unknown) => (err as { code?: string }).code === 
 async function replay(db: Db, projectId: string, key: string, hash: string): Promise<string | null> {
   const prior = await db('test_runs').where({ project_id: projectId, idempotency_key: key }).first('id', 'request_hash');
   if (!prior) return null;
-  if (prior.request_hash !== hash) throw new GatewayError('idempotency_key_reused', { key: JSON.stringify(key) });
+  if (prior.request_hash !== hash) throw new GatewayError('idempotency_key_reused', { key });
   return prior.id;
 }
 
@@ -245,6 +245,8 @@ export async function executeRun(db: Db, temporal: Client, project: Project, run
         taskQueue: project.task_queue,
         args: [input],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        // Never a second execution of a run whose workflow has closed (GET finishes such a run).
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         // A workflow that never got a worker does not wait forever: past this the API reports the run timed_out.
         workflowExecutionTimeout: Math.round(cfg.deadline_seconds * 1000) + 10 * 60_000,
         typedSearchAttributes: [
