@@ -42,6 +42,11 @@ const schema = z.object({
   DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   // Admin HTTP API (/admin/…): unset means every admin request gets 401.
   ADMIN_TOKEN: z.string().min(1).optional(),
+  // Test runs (spec 3 B): case executions at once over every project and worker, the lease of a
+  // gate slot, and the secret sealing projects' gateway keys (else DATA_DIR/testrun-secret).
+  TESTRUN_MAX_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  TESTRUN_LEASE_TTL_SECONDS: z.coerce.number().positive().default(30),
+  TESTRUN_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   // Keyed variant: wrong-key attempts per client IP before a lockout, counted over a window.
   AUTH_FAILURE_LIMIT: positive(20),
   AUTH_FAILURE_WINDOW_SECONDS: positive(60),

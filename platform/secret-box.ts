@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { loadConfig } from './config';
 
 // Secrets kept server-side (the gateway key of a test-run project) are stored sealed with
 // AES-256-GCM under a key derived from TESTRUN_SECRET. Without TESTRUN_SECRET (development),
@@ -9,16 +9,11 @@ import { z } from 'zod';
 // CLI and `npm start`; production sets TESTRUN_SECRET on the workers and wherever the admin
 // CLI runs. Losing the secret only means re-creating the projects' keys (`project update`).
 
-const env = z.object({
-  TESTRUN_SECRET: z.string().min(16, 'TESTRUN_SECRET must be at least 16 characters').optional(),
-  DATA_DIR: z.string().min(1).default('.data'),
-});
-
 /** The 32-byte sealing key: SHA-256 of TESTRUN_SECRET, or of the DATA_DIR secret file. */
 export function loadSealingKey(e: NodeJS.ProcessEnv = process.env): Buffer {
-  const c = env.parse(e);
+  const c = loadConfig(e);
   if (c.TESTRUN_SECRET) return deriveKey(c.TESTRUN_SECRET);
-  const file = path.resolve(c.DATA_DIR, 'testrun-secret');
+  const file = path.join(c.dataDir, 'testrun-secret');
   fs.mkdirSync(path.dirname(file), { recursive: true });
   try {
     fs.writeFileSync(file, randomBytes(32).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' });

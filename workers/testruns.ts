@@ -1,8 +1,8 @@
 import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
-import { z } from 'zod';
 import { createTestRunActivities } from '../activities/test-run';
 import { TEST_RUN_TASK_QUEUE } from '../domain/test-runs';
 import type { Db } from '../platform/db';
+import { loadConfig } from '../platform/config';
 import { loadSealingKey } from '../platform/secret-box';
 
 export interface TestRunWorkerDeps {
@@ -43,18 +43,13 @@ export function createTestRunWorker(deps: TestRunWorkerDeps): Promise<Worker> {
   });
 }
 
-const settingsSchema = z.object({
-  TESTRUN_MAX_CONCURRENCY: z.coerce.number().int().positive().default(16),
-  TESTRUN_LEASE_TTL_SECONDS: z.coerce.number().positive().default(30),
-});
-
 /**
  * The worker's settings from the environment: TESTRUN_MAX_CONCURRENCY (case executions at once
  * over every project, default 16; set the same value on every worker), TESTRUN_LEASE_TTL_SECONDS
  * (default 30) and the sealing key (TESTRUN_SECRET, else DATA_DIR/testrun-secret).
  */
 export function testRunSettingsFromEnv(env: NodeJS.ProcessEnv = process.env) {
-  const s = settingsSchema.parse(env);
+  const s = loadConfig(env);
   return { globalConcurrency: s.TESTRUN_MAX_CONCURRENCY, leaseTtlMs: s.TESTRUN_LEASE_TTL_SECONDS * 1000, sealingKey: loadSealingKey(env) };
 }
 
