@@ -5,8 +5,10 @@ import { NativeConnection } from '@temporalio/worker';
 import { createAccount, createKey, seedSimulatorCatalog } from '../admin/operations';
 import { startGatewayApi } from '../api/runtime';
 import { RESERVATION_TASK_QUEUE } from '../domain/reservation';
+import { MEDIA_TASK_QUEUE } from '../domain/video';
 import { startSimulator } from '../simulator/server';
 import { createBillingWorker } from '../workers/billing';
+import { createMediaWorker } from '../workers/media';
 import { ensureHoldSweeperSchedule } from '../workers/schedules';
 import { startTestRunWorker } from '../workers/testruns';
 import { hashKey, keyFormatOf, type KeyFormat } from './api-keys';
@@ -76,6 +78,13 @@ async function main() {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
     await connection.close();
+  });
+  // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
+  const mediaWorker = await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db });
+  const mediaRunning = mediaWorker.run();
+  stops.push(async () => {
+    if (mediaWorker.getState() === 'RUNNING') mediaWorker.shutdown();
+    await mediaRunning;
   });
   // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
   stops.push((await startTestRunWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, db, gatewayUrl: `http://127.0.0.1:${config.GATEWAY_PORT}` })).stop);

@@ -1,3 +1,4 @@
 export * from './reservation';
 export * from './sweeper';
 export * from './test-run';
+export * from './video';

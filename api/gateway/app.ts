@@ -14,9 +14,10 @@ import { audioRoutes } from './audio/routes';
 import { chatDialect } from './dialects/chat';
 import { messagesDialect } from './dialects/messages';
 import { responsesDialect } from './dialects/responses';
-import { imageRoutes } from './images/routes';
 import { inference } from './inference';
+import { imageRoutes } from './images/routes';
 import { credits, generation, keyInfo, models, usage } from './reads';
+import { videoRoutes } from './videos/routes';
 
 export interface GatewayDeps {
   db: Db;
@@ -60,7 +61,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   v1.get('/generation', generation(deps.db));
   v1.get('/usage', usage(deps.db));
   v1.get('/models', models(deps.catalog));
-  v1.use(audioRoutes(deps).routes()); // /v1/audio/speech, /v1/audio/transcriptions, /v1/audio/models
+  videoRoutes(v1, deps); // /v1/videos, /v1/videos/models, /v1/videos/{id}, /v1/videos/{id}/content
+  v1.use(audioRoutes(deps).routes());
   v1.use(imageRoutes(deps).routes()); // /v1/images, /v1/images/generations, /v1/images/edits, /v1/images/models
   app.use(v1.routes());
   app.use(v1.allowedMethods()); // 405 with Allow; the envelope is added by requestContext
