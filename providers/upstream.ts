@@ -1,4 +1,4 @@
-import { Agent, errors, request, type Dispatcher } from 'undici';
+import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
 import type { Provider } from '../api/catalog';
 
 // One keep-alive pool per upstream origin, shared by every request of the process.
@@ -17,32 +17,64 @@ export class UpstreamFailure extends Error {
   }
 }
 
+export interface UpstreamOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  authHeaders: (key: string) => Record<string, string>;
+}
+
+export interface FormPart {
+  name: string;
+  value: string | { data: Buffer; filename: string; contentType: string };
+}
+
 // Statuses by which a provider refuses the whole request for this key, before processing it.
 const KEY_REJECTED = new Set([401, 403]);
 
+/** POSTs JSON to the provider (see `send` for the failover rule). */
+export function postUpstream(provider: Provider, path: string, body: unknown, opts: UpstreamOptions): Promise<UpstreamResponse> {
+  const payload = JSON.stringify(body);
+  return send(provider, path, () => ({ body: payload, headers: { 'content-type': 'application/json' } }), opts);
+}
+
+/** POSTs multipart/form-data to the provider (audio files). */
+export function postUpstreamForm(provider: Provider, path: string, parts: FormPart[], opts: UpstreamOptions): Promise<UpstreamResponse> {
+  // A FormData body is consumed by sending: built anew for every attempt.
+  return send(
+    provider,
+    path,
+    () => {
+      const form = new FormData();
+      for (const p of parts) {
+        if (typeof p.value === 'string') form.append(p.name, p.value);
+        else form.append(p.name, new Blob([p.value.data], { type: p.value.contentType }), p.value.filename);
+      }
+      return { body: form, headers: {} };
+    },
+    opts,
+  );
+}
+
 /**
- * POSTs JSON to the provider, trying the next upstream key only when the provider rejected the
- * key itself. A connection dropped after sending is never retried.
+ * Sends with the next upstream key only when the provider rejected the key itself. A connection
+ * dropped after sending is never retried.
  */
-export async function postUpstream(
+async function send(
   provider: Provider,
   path: string,
-  body: unknown,
-  opts: { timeoutMs: number; signal?: AbortSignal; authHeaders: (key: string) => Record<string, string> },
+  payload: () => { body: string | FormData; headers: Record<string, string> },
+  opts: UpstreamOptions,
 ): Promise<UpstreamResponse> {
   const keys = provider.api_keys.length ? provider.api_keys : [''];
-  const payload = JSON.stringify(body);
   for (let i = 0; ; i++) {
+    const { body, headers } = payload();
     let res: UpstreamResponse;
     try {
       res = await request(new URL(path, provider.base_url), {
         method: 'POST',
         dispatcher: agent,
-        headers: {
-          'content-type': 'application/json',
-          ...(keys[i] ? opts.authHeaders(keys[i]) : {}),
-        },
-        body: payload,
+        headers: { ...headers, ...(keys[i] ? opts.authHeaders(keys[i]) : {}) },
+        body,
         headersTimeout: opts.timeoutMs,
         bodyTimeout: opts.timeoutMs,
         signal: opts.signal,

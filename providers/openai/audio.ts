@@ -1,4 +1,4 @@
-import type { FormPart } from '../upstream-form';
+import type { FormPart } from '../upstream';
 
 // OpenAI audio wire format: speech (`/v1/audio/speech`, raw bytes back) and transcription
 // (`/v1/audio/transcriptions`). The provider's cost is recorded late, under the id of the

@@ -4,7 +4,7 @@ import { lt, unitsCharge } from '../../../domain/pricing';
 import { ADAPTERS } from '../../../providers';
 import { GENERATION_ID_HEADER, TRANSCRIPTION_PATH, transcriptionRequest, transcriptionResult } from '../../../providers/openai/audio';
 import type { UpstreamResponse } from '../../../providers/upstream';
-import { postUpstreamForm } from '../../../providers/upstream-form';
+import { postUpstreamForm } from '../../../providers/upstream';
 import type { AuthRecord } from '../../auth-store';
 import { checkAccess } from '../access';
 import { contentHash } from '../idempotency';
