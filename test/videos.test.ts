@@ -107,8 +107,14 @@ describe('video jobs', function () {
       assert.equal(first.json.usage, undefined);
       assert.equal((await simJob(res.json.id)).seconds, 8);
       await jobReaches(res.json.id, ['completed']);
-      const after = await stack.temporal.workflow.getHandle(videoWorkflowId(res.json.id)).describe();
-      assert.equal(after.typedSearchAttributes.get(SA.Status), 'completed');
+      // The job row is written by an activity; the workflow upserts Status right after it.
+      const handle = stack.temporal.workflow.getHandle(videoWorkflowId(res.json.id));
+      let status: unknown;
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        status = (await handle.describe()).typedSearchAttributes.get(SA.Status);
+        if (status === 'completed') break;
+      }
+      assert.equal(status, 'completed');
     });
 
     it('refuses invalid requests with a 400 naming the parameter, holding nothing', async () => {
