@@ -1,12 +1,10 @@
 import type { Context } from 'koa';
-import { errors as undiciErrors } from 'undici';
 import { GatewayError } from '../../domain/errors';
 import { convertProviderCost, holdForText } from '../../domain/pricing';
-import type { RequestReport } from '../../domain/reservation';
 import type { CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../providers/canonical';
 import { ADAPTERS } from '../../providers';
 import { sseEvents } from '../../providers/sse';
-import { postUpstream, UpstreamFailure, type UpstreamResponse } from '../../providers/upstream';
+import { postUpstream, type UpstreamResponse } from '../../providers/upstream';
 import type { AuthRecord } from '../auth-store';
 import type { Catalog, Provider } from '../catalog';
 import { readJsonObject } from '../http';
@@ -15,6 +13,7 @@ import { validate } from '../validate';
 import { checkAccess } from './access';
 import type { Billing, ClientDialect, RenderContext } from './dialects/types';
 import { openEventStream } from './event-stream';
+import { upstreamFailure, type Report } from './upstream-failure';
 import { chargeFor } from './usage-view';
 
 export interface InferenceDeps {
@@ -23,7 +22,6 @@ export interface InferenceDeps {
   upstreamTimeoutMs: number;
 }
 
-type Report = (r: Omit<RequestReport, 'latencyMs'>) => void;
 
 /**
  * The one path of every text request, whatever its dialect: validate, check access, hold,
@@ -67,7 +65,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     try {
       upstream = await postUpstream(provider, adapter.path, upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
     } catch (err) {
-      throw failure(err, report, deps.upstreamTimeoutMs, model.id);
+      throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (upstream.statusCode !== 200) throw await upstreamError(upstream, adapter, report, model.id);
     ctx.set('x-gateway-request-id', hold.reservationId);
@@ -84,7 +82,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     try {
       json = (await upstream.body.json()) as Record<string, unknown>;
     } catch (err) {
-      throw failure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
+      throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
     let canonicalAnswer: CanonicalResponse | null = null;
     const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json)).usage;
@@ -99,23 +97,6 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
 /** The workflow recomputes the charge from the same inputs the answer showed. */
 function reportCompleted(report: Report, b: Billing, bodyId: string | null) {
   report({ outcome: 'completed', billable: true, usage: b.usage?.tokens ?? null, providerCost: b.providerCost, httpStatus: 200, bodyId });
-}
-
-/** Maps a failed upstream call to the client's error and reports it; nothing is billed. */
-function failure(err: unknown, report: Report, timeoutMs: number, model: string, code: 'generation_failed' | null = null): GatewayError {
-  const base = { billable: false, usage: null, providerCost: null } as const;
-  if (err instanceof GatewayError) {
-    report({ ...base, outcome: 'failed', httpStatus: err.status, error: err.message });
-    return err;
-  }
-  if (err instanceof UpstreamFailure) {
-    report({ ...base, outcome: 'failed', uncertain: err.maySent, httpStatus: err.kind === 'timeout' ? 504 : 502, error: err.message });
-    if (err.kind === 'timeout') return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
-    return err.maySent ? new GatewayError('provider_error', { detail: err.message }) : new GatewayError('provider_unavailable', { model });
-  }
-  report({ ...base, outcome: 'failed', uncertain: true, httpStatus: 502, error: String(err) });
-  if (err instanceof undiciErrors.BodyTimeoutError) return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
-  return code ? new GatewayError(code) : new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' });
 }
 
 async function upstreamError(res: UpstreamResponse, adapter: UpstreamAdapter, report: Report, model: string): Promise<GatewayError> {

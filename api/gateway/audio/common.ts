@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
-import { errors as undiciErrors } from 'undici';
 import { GatewayError } from '../../../domain/errors';
 import { sub, toNumber, type Credits } from '../../../domain/pricing';
-import type { RequestReport } from '../../../domain/reservation';
-import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
+import type { UpstreamResponse } from '../../../providers/upstream';
 import type { Db } from '../../../platform/db';
 import type { AuthRecord } from '../../auth-store';
 import type { Catalog } from '../../catalog';
 import type { Hold, Reservations } from '../../reservations';
+import type { Report } from '../upstream-failure';
+export { upstreamFailure, type Report } from '../upstream-failure';
 import { claimIdempotencyKey, idempotencyKey, releaseIdempotencyKey } from '../idempotency';
 
 export interface AudioDeps {
@@ -17,7 +17,6 @@ export interface AudioDeps {
   upstreamTimeoutMs: number;
 }
 
-export type Report = (r: Omit<RequestReport, 'latencyMs'>) => void;
 
 /** Keys a client may send that the table of the endpoint does not know: 400 naming the first. */
 export function rejectUnknown(body: Record<string, unknown>, known: readonly string[]): void {
@@ -57,23 +56,6 @@ export function mediaUsage(hold: Hold, cost: Credits, billingSource: string) {
     cost_details: { billing_source: hold.complimentary ? 'complimentary' : billingSource, is_estimate: billingSource === 'estimate' || billingSource === 'pending', reserved_credits: toNumber(hold.held) },
     balance: { before: toNumber(hold.balanceBefore), after: toNumber(sub(hold.balanceBefore, shown)), reserved_credits: toNumber(hold.held) },
   };
-}
-
-/** A failed call to the provider: reported (nothing billed) and mapped to the client's error. */
-export function upstreamFailure(err: unknown, report: Report, timeoutMs: number, model: string): GatewayError {
-  const base = { billable: false, usage: null, providerCost: null } as const;
-  if (err instanceof GatewayError) {
-    report({ ...base, outcome: 'failed', httpStatus: err.status, error: err.message });
-    return err;
-  }
-  if (err instanceof UpstreamFailure) {
-    report({ ...base, outcome: 'failed', uncertain: err.maySent, httpStatus: err.kind === 'timeout' ? 504 : 502, error: err.message });
-    if (err.kind === 'timeout') return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
-    return err.maySent ? new GatewayError('provider_error', { detail: err.message }) : new GatewayError('provider_unavailable', { model });
-  }
-  report({ ...base, outcome: 'failed', uncertain: true, httpStatus: 502, error: String(err) });
-  if (err instanceof undiciErrors.BodyTimeoutError) return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
-  return new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' });
 }
 
 /** A non-200 answer of the provider: reported (not billed) and mapped to spec 1 section 7. */
