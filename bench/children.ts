@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from '../platform/ports';
 
 // Child processes of the benchmark: each runs in its own process group (detached), is asked to
 // stop with SIGTERM and waited for; whatever is left of its group after a grace period is killed.
@@ -141,16 +141,6 @@ function groupAlive(pgid: number): boolean {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Distinct free ports (a port just released could otherwise be handed out twice). */
 export async function freePorts(n: number): Promise<number[]> {

@@ -9,9 +9,9 @@
 // Everything runs on embedded defaults in a temporary directory (PostgreSQL, Temporal dev
 // server, simulator, gateway); the workflows use the production polling defaults.
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../platform/ports';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createAccount, createKey, seedSimulatorCatalog } from '../admin/operations';
@@ -40,16 +40,6 @@ const MAX_CACHED = arg('max-cached', 2000);
 const HISTORY_SAMPLE = arg('history-sample', 100);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 // Event types that Temporal Cloud bills as actions (approximation: start, timers, activities,
 // local activities (markers), signals, search-attribute upserts, continue-as-new).

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { seedSimulatorCatalog } from '../../admin/operations';
 import { createDb, migrate } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
+import { freePort } from '../../platform/ports';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';
 import { startTemporalDevServer, type DevServer } from '../../platform/temporal-server';
 import { startSimulator } from '../../simulator/server';
@@ -14,16 +14,8 @@ import { env } from './env';
 // One PostgreSQL, one Temporal dev server and one simulator for the whole run, on free ports.
 // Torn down even when tests fail.
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+
+export { freePort };
 
 let pg: EmbeddedDatabase | undefined;
 let temporal: DevServer | undefined;
