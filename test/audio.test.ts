@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { aac, aiff, flac, m4a, mp3, oggFlac, oggOpus, oggVorbis, png, wav, webm } from './helpers/audio-fixtures';
+import { fixture, png, wav } from './helpers/audio-fixtures';
 import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from './helpers/stack';
 import { env } from './setup/env';
 
@@ -276,15 +276,15 @@ describe('audio endpoints', function () {
 
     it('detects every supported format by content, whatever the label says', async () => {
       const files: Array<[string, Buffer]> = [
+        ['wav', fixture('tone.wav')],
         ['wav', wav(0.5)],
-        ['mp3', mp3()],
-        ['mp3', Buffer.concat([Buffer.from('ID3\x04\x00\x00\x00\x00\x00\x00', 'latin1'), mp3()])],
-        ['flac', flac()],
-        ['m4a', m4a()],
-        ['ogg', oggOpus()],
-        ['ogg', oggVorbis()],
-        ['webm', webm()],
-        ['aac', aac()],
+        ['mp3', fixture('tone.mp3')],
+        ['flac', fixture('tone.flac')],
+        ['m4a', fixture('tone.m4a')],
+        ['ogg', fixture('tone.opus.ogg')],
+        ['ogg', fixture('tone.vorbis.ogg')],
+        ['webm', fixture('tone.webm')],
+        ['aac', fixture('tone.aac')],
       ];
       const ids: string[] = [];
       for (const [format, bytes] of files) {
@@ -295,7 +295,7 @@ describe('audio endpoints', function () {
       }
       await Promise.all(ids.map((id) => settled(id)));
       // A data URI with a misleading media type is read by content too.
-      const uri = await transcribeJson(acct.key, { input_audio: { data: `data:audio/wav;base64,${mp3().toString('base64')}`, format: 'wav' } });
+      const uri = await transcribeJson(acct.key, { input_audio: { data: `data:audio/wav;base64,${fixture('tone.mp3').toString('base64')}`, format: 'wav' } });
       assert.equal(uri.status, 200);
       assert.equal(forwardedFormat(await lastSimRequest('/v1/audio/transcriptions')).name, 'audio.mp3');
       await settled(uri.headers.get('x-gateway-request-id')!);
@@ -313,11 +313,20 @@ describe('audio endpoints', function () {
       assert.equal(bad.status, 400);
       assert.equal(bad.json.error.code, 'invalid_audio');
       assert.equal(bad.json.error.param, 'input_audio.data');
-      const aif = await transcribeFile(a.key, aiff(), {}, { name: 'a.wav', type: 'audio/wav' });
+      // Recognised audio the provider does not take: AIFF, FLAC in Ogg, MPEG layer II, Matroska.
+      const aif = await transcribeFile(a.key, fixture('tone.aiff'), {}, { name: 'a.wav', type: 'audio/wav' });
       assert.equal(aif.status, 400);
       assert.equal(aif.json.error.code, 'unsupported_audio_format');
-      const oflac = await transcribeJson(a.key, { input_audio: { data: oggFlac().toString('base64'), format: 'ogg' } });
-      assert.equal(oflac.json.error.code, 'unsupported_audio_format');
+      assert.match(aif.json.error.message, /aiff/i);
+      for (const name of ['tone.flac.ogg', 'tone.mp2', 'tone.mka']) {
+        const res = await transcribeJson(a.key, { input_audio: { data: fixture(name).toString('base64'), format: 'ogg' } });
+        assert.equal(res.status, 400, name);
+        assert.equal(res.json.error.code, 'unsupported_audio_format', name);
+        assert.equal(res.json.error.param, 'input_audio', name);
+      }
+      // A text file named and typed as MP3 is still not audio.
+      const named = await transcribeFile(a.key, Buffer.from('RIFF? no. just words in a file called voice.mp3'), {}, { name: 'voice.mp3', type: 'audio/mpeg' });
+      assert.equal(named.json.error.code, 'invalid_audio');
       const empty = await transcribeFile(a.key, Buffer.alloc(0));
       assert.equal(empty.json.error.code, 'invalid_audio');
       assert.equal((await reservations(a.accountId)).length, 0);
@@ -408,12 +417,15 @@ describe('audio endpoints', function () {
         await settled(id);
         return { held: Number(row.held_credits), reserved: res.json.usage.cost_details.reserved_credits };
       };
-      const short = await heldFor(wav(1));
-      assert.equal(short.held, 10 * PER_SECOND, 'a 1-second file holds 10 seconds');
+      const short = await heldFor(fixture('tone.mp3'));
+      assert.equal(short.held, 10 * PER_SECOND, 'a 2-second file holds 10 seconds');
       assert.equal(short.reserved, short.held);
       // 8 kHz 8-bit: 20 s in 160 kB, more than the size bound (10 s): the header's duration counts.
       const longHeader = await heldFor(wav(20, { rate: 8000, bits: 8 }));
       assert.ok(close(longHeader.held, 20 * PER_SECOND), `held ${longHeader.held}`);
+      // An MP3 of 14.2 s in 14 kB: the duration read from its frames counts, not the size.
+      const longMp3 = await heldFor(fixture('long-14s.mp3'));
+      assert.ok(close(longMp3.held, 15 * PER_SECOND), `held ${longMp3.held}`);
       // The header claims 1 s but 800 kB follow: held for the size bound, not the header.
       const lying = wav(25, { claimSeconds: 1 });
       const big = await heldFor(lying);

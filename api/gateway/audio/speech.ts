@@ -10,7 +10,7 @@ import { readJsonObject } from '../../http';
 import { checkAccess } from '../access';
 import { contentHash } from '../idempotency';
 import { claimAudioKey, decodeBase64, rejectUnknown, unitRate, upstreamFailure, upstreamRefusal, type AudioDeps, type Report } from './common';
-import { detectAudio } from './format';
+import { inspectAudio } from './format';
 
 const MAX_INPUT = 10_000;
 const MAX_SAMPLE_BYTES = 15 * 1024 * 1024;
@@ -38,13 +38,16 @@ function parse(body: Record<string, unknown>): SpeechParams & { model: string } 
 }
 
 /** Voice cloning parts: one voice sample (≤ 15 MB, audio by its content) and at most one transcript. */
-function checkReferences(refs: unknown): unknown[] {
+async function checkReferences(refs: unknown): Promise<unknown[]> {
   if (!Array.isArray(refs) || refs.length === 0) throw new GatewayError('invalid_parameter', { param: 'input_references', detail: 'an array of one input_audio part and at most one text part' });
   let audio = 0;
   let text = 0;
-  refs.forEach((r, i) => {
+  for (const [i, r] of refs.entries()) {
     const param = `input_references[${i}]`;
-    if (isObject(r) && r.type === 'text' && typeof r.text === 'string') return void text++;
+    if (isObject(r) && r.type === 'text' && typeof r.text === 'string') {
+      text++;
+      continue;
+    }
     if (!isObject(r) || r.type !== 'input_audio' || !isObject(r.input_audio) || typeof r.input_audio.data !== 'string') {
       throw new GatewayError('invalid_parameter', { param, detail: "{ type: 'input_audio', input_audio: { data } } or { type: 'text', text }" });
     }
@@ -52,8 +55,8 @@ function checkReferences(refs: unknown): unknown[] {
     const bytes = decodeBase64(r.input_audio.data);
     if (!bytes || bytes.length === 0) throw new GatewayError('invalid_audio', { param: `${param}.input_audio.data`, detail: 'not valid base64' });
     if (bytes.length > MAX_SAMPLE_BYTES) throw new GatewayError('request_too_large', { limit: '15 MB (voice sample)', param: `${param}.input_audio.data` });
-    if (detectAudio(bytes).kind === 'unknown') throw new GatewayError('invalid_audio', { param: `${param}.input_audio.data`, detail: 'the voice sample is not recognised audio' });
-  });
+    if ((await inspectAudio(bytes)).kind === 'unknown') throw new GatewayError('invalid_audio', { param: `${param}.input_audio.data`, detail: 'the voice sample is not recognised audio' });
+  }
   if (audio !== 1) throw new GatewayError('invalid_parameter', { param: 'input_references', detail: 'exactly one input_audio part (the voice sample)' });
   if (text > 1) throw new GatewayError('invalid_parameter', { param: 'input_references', detail: 'at most one text part (the transcript of the sample)' });
   return refs;
@@ -90,7 +93,7 @@ export function speech(deps: AudioDeps) {
     const auth: AuthRecord = ctx.state.auth;
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, p.model, 'speech_generation', 'POST /v1/audio/speech');
     checkModel(p, model, body);
-    const params: SpeechParams = { ...p, input_references: body.input_references === undefined ? undefined : checkReferences(body.input_references), options: providerOptions(body.provider, provider.id) };
+    const params: SpeechParams = { ...p, input_references: body.input_references === undefined ? undefined : await checkReferences(body.input_references), options: providerOptions(body.provider, provider.id) };
     const adapter = ADAPTERS[provider.kind];
     if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
     const estimate = unitsCharge(unitRate(model.details, 'per_character', model.id), p.input.length);

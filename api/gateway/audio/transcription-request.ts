@@ -3,7 +3,7 @@ import getRawBody from 'raw-body';
 import { GatewayError } from '../../../domain/errors';
 import { readJsonObject } from '../../http';
 import { decodeBase64, rejectUnknown } from './common';
-import { detectAudio, type AcceptedFormat } from './format';
+import { inspectAudio, type AcceptedFormat } from './format';
 
 // Reading and validating a transcription request (spec 4.5): multipart with `file`, or JSON with
 // `input_audio`. Everything here happens before the hold and changes nothing.
@@ -102,7 +102,7 @@ function providerOptionsOf(provider: unknown): Record<string, Record<string, unk
   return provider.options as Record<string, Record<string, unknown>>;
 }
 
-function build(fields: Record<string, unknown>, audio: Buffer, audioParam: string, providerOptions: TranscriptionInput['providerOptions']): TranscriptionInput {
+async function build(fields: Record<string, unknown>, audio: Buffer, audioParam: string, providerOptions: TranscriptionInput['providerOptions']): Promise<TranscriptionInput> {
   const { model, language, temperature, response_format: format, timestamp_granularities: granularities, prompt, stream } = fields;
   if (model === undefined || model === '') throw new GatewayError('missing_required_parameter', { param: 'model' });
   if (typeof model !== 'string') throw new GatewayError('invalid_parameter', { param: 'model', detail: 'must be a string' });
@@ -125,7 +125,7 @@ function build(fields: Record<string, unknown>, audio: Buffer, audioParam: strin
   }
   if (prompt !== undefined && typeof prompt !== 'string') throw new GatewayError('invalid_parameter', { param: 'prompt', detail: 'must be a string' });
   if (audio.length === 0) throw new GatewayError('invalid_audio', { param: audioParam, detail: 'the audio is empty' });
-  const found = detectAudio(audio);
+  const found = await inspectAudio(audio);
   if (found.kind === 'unknown') throw new GatewayError('invalid_audio', { param: audioParam, detail: 'the content is not recognised audio' });
   if (found.kind === 'unsupported') throw new GatewayError('unsupported_audio_format', { format: found.format, param: audioParam });
   return {
