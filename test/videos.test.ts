@@ -427,6 +427,25 @@ describe('video jobs', function () {
       assert.equal((await env.db('video_jobs').where({ account_id: acct.accountId })).length, 1);
     });
 
+    it('a claim left without a job by a process that died is taken over once it is stale', async () => {
+      const key = `orphan-${Date.now()}`;
+      const claim = { account_id: acct.accountId, scope: 'video', key, body_hash: 'from-a-dead-process' };
+      // Fresh, it still stands: this other content is refused as a reused key.
+      await env.db('idempotency_keys').insert(claim);
+      const waiting = await create(job('render_ms=100'), acct, { 'idempotency-key': key });
+      assert.equal(waiting.status, 409);
+      assert.equal(waiting.json.error.code, 'idempotency_key_reused');
+      // Older than the provider timeout plus slack: the next request creates the job.
+      await env.db('idempotency_keys').where({ account_id: acct.accountId, key }).update({ created_at: env.db.raw("now() - interval '1 hour'") });
+      const taken = await create(job('render_ms=100'), acct, { 'idempotency-key': key });
+      assert.equal(taken.status, 202, JSON.stringify(taken.json));
+      const row = await env.db('idempotency_keys').where({ account_id: acct.accountId, key }).first();
+      assert.equal(row.result_id, taken.json.id);
+      const again = await create(job('render_ms=100'), acct, { 'idempotency-key': key });
+      assert.equal(again.json.id, taken.json.id);
+      await finalObject(taken.json.id);
+    });
+
     it('same key, different content: 409 idempotency_key_reused, nothing held', async () => {
       const headers = { 'idempotency-key': `reuse-${Date.now()}` };
       assert.equal((await create(job('render_ms=100'), acct, headers)).status, 202);

@@ -30,14 +30,19 @@ export const contentHash = (...parts: Array<string | Buffer>): string => {
 /**
  * Claims a key atomically: the first request gets `new`; a repeat with the same content gets
  * `replay` (with the result id once recorded); other content under the same key gets `reused`.
+ * With `staleAfterMs`, a claim that never recorded a result within that time belonged to a process
+ * that died mid-request: the next request takes it over instead of waiting on it forever.
  */
-export async function claimIdempotencyKey(db: Db, s: IdempotencyScope): Promise<Claim> {
-  const inserted = await db('idempotency_keys')
-    .insert({ account_id: s.accountId, scope: s.scope, key: s.key, body_hash: s.bodyHash })
-    .onConflict(['account_id', 'scope', 'key'])
-    .ignore()
-    .returning('key');
-  if (inserted.length) return { status: 'new' };
+export async function claimIdempotencyKey(db: Db, s: IdempotencyScope & { staleAfterMs?: number }): Promise<Claim> {
+  const { rows } = await db.raw(
+    `INSERT INTO idempotency_keys (account_id, scope, key, body_hash) VALUES (:accountId, :scope, :key, :bodyHash)
+     ON CONFLICT (account_id, scope, key) DO UPDATE SET body_hash = EXCLUDED.body_hash, created_at = now()
+       WHERE idempotency_keys.result_id IS NULL AND :stale::float8 IS NOT NULL
+         AND idempotency_keys.created_at < now() - make_interval(secs => :stale::float8 / 1000)
+     RETURNING key`,
+    { accountId: s.accountId, scope: s.scope, key: s.key, bodyHash: s.bodyHash, stale: s.staleAfterMs ?? null },
+  );
+  if (rows.length) return { status: 'new' };
   const row = await db('idempotency_keys').where({ account_id: s.accountId, scope: s.scope, key: s.key }).first('body_hash', 'result_id');
   return row.body_hash === s.bodyHash ? { status: 'replay', resultId: row.result_id } : { status: 'reused' };
 }

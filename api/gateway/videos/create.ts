@@ -61,7 +61,9 @@ export function createVideo(deps: VideoDeps) {
     const key = idempotencyKey(ctx);
     const scope = key ? { accountId: auth.accountId, scope: 'video' as const, key } : null;
     if (scope) {
-      const claim = await claimIdempotencyKey(deps.db, { ...scope, bodyHash: contentHash(stable(body)) });
+      // Creation ends with the provider's answer or its timeout; a claim older than that (plus
+      // slack for the hold and the workflow start) was left by a process that died.
+      const claim = await claimIdempotencyKey(deps.db, { ...scope, bodyHash: contentHash(stable(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
       if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key: key! });
       if (claim.status === 'replay') {
         if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
