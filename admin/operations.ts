@@ -59,6 +59,9 @@ export const modelInput = z.object({
   output: credits,
   cache: credits,
   'cache-write': credits,
+  // chat audio tokens; absent: billed at the text rate of the same direction
+  'audio-input': credits.optional(),
+  'audio-output': credits.optional(),
   'max-output-tokens': z.coerce.number().int().positive().default(4096),
   'free-trial': bool.default(false),
   active: bool.default(true),
@@ -77,6 +80,8 @@ export async function setModel(db: Db, input: z.input<typeof modelInput>) {
     output_multiplier: m.output,
     cache_multiplier: m.cache,
     cache_creation_multiplier: m['cache-write'],
+    audio_input_multiplier: m['audio-input'] ?? null,
+    audio_output_multiplier: m['audio-output'] ?? null,
     max_output_tokens: m['max-output-tokens'],
     free_trial: m['free-trial'],
     active: m.active,
@@ -115,7 +120,7 @@ export async function seedSimulatorCatalog(db: Db, simulatorUrl: string) {
   }
   for (const { wire, ...m } of SIMULATOR_MODELS) {
     await db('models')
-      .insert({ ...m, provider_id: providerOf[wire] })
+      .insert({ audio_input_multiplier: null, audio_output_multiplier: null, ...m, provider_id: providerOf[wire] })
       .onConflict('id')
       .merge();
   }

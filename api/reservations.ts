@@ -50,9 +50,10 @@ const HOLD = `WITH a AS (
    RETURNING id, total_credits - total_usage + :held AS balance_before
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
-     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, owner_workflow_id, modality)
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, audio_input_multiplier, audio_output_multiplier,
+     complimentary, owner_workflow_id, modality)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :complimentary, :owner, :modality FROM a
+     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, :owner, :modality FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -78,9 +79,10 @@ const HOLD_WITH_KEY_SPEND = `WITH k0 AS (
    UPDATE api_keys SET spend = spend + :held FROM a WHERE api_keys.id = :key_id RETURNING api_keys.id
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
-     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, complimentary, key_spend_tracked, owner_workflow_id, modality)
+     input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, audio_input_multiplier, audio_output_multiplier,
+     complimentary, key_spend_tracked, owner_workflow_id, modality)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :complimentary, true, :owner, :modality FROM a
+     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, true, :owner, :modality FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -116,6 +118,8 @@ export class Reservations {
       om: h.tariff.output_multiplier,
       cm: h.tariff.cache_multiplier,
       ccm: h.tariff.cache_creation_multiplier,
+      aim: h.tariff.audio_input_multiplier ?? null,
+      aom: h.tariff.audio_output_multiplier ?? null,
       complimentary: h.complimentary,
       owner: h.ownerWorkflowId ?? null,
       modality: h.modality ?? 'text',

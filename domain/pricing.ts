@@ -12,6 +12,9 @@ export interface Tariff {
   output_multiplier: Credits;
   cache_multiplier: Credits;
   cache_creation_multiplier: Credits;
+  /** credits per chat audio token; null or absent: the text rate of the same direction */
+  audio_input_multiplier?: Credits | null;
+  audio_output_multiplier?: Credits | null;
 }
 
 export interface TokenUsage {
@@ -20,6 +23,12 @@ export interface TokenUsage {
   cached_tokens: number;
   cache_write_tokens: number;
   reasoning_tokens: number | null;
+  /**
+   * Audio tokens, part of prompt_tokens / completion_tokens. Absent in reports signalled before
+   * audio billing existed (they may still wait in a reservation workflow): read as 0.
+   */
+  audio_input_tokens?: number;
+  audio_output_tokens?: number;
 }
 
 export type BillingSource = 'provider_cost' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending';
@@ -38,19 +47,36 @@ export interface Charge {
 const fix = (d: Decimal): Credits => d.toDecimalPlaces(SCALE).toFixed();
 const ZERO = '0';
 
-/** Upper bound of what a text request can cost: every prompt token at the dearest input rate. */
-export function holdForText(t: Tariff, promptTokenBound: number, maxOutputTokens: number): Credits {
-  const dearestInput = D.max(t.input_multiplier, t.cache_creation_multiplier, t.cache_multiplier);
-  return fix(dearestInput.mul(promptTokenBound).add(new D(t.output_multiplier).mul(maxOutputTokens)));
+const audioInputRate = (t: Tariff): Credits => t.audio_input_multiplier ?? t.input_multiplier;
+const audioOutputRate = (t: Tariff): Credits => t.audio_output_multiplier ?? t.output_multiplier;
+
+/** Which audio a chat request holds (input_audio parts) or asks for (modalities). */
+export interface AudioUse {
+  input: boolean;
+  output: boolean;
+}
+const NO_AUDIO: AudioUse = { input: false, output: false };
+
+/**
+ * Upper bound of what a text request can cost: every prompt token at the dearest input rate, every
+ * output token at the dearer output rate (audio output tokens count in the output limit).
+ */
+export function holdForText(t: Tariff, promptTokenBound: number, maxOutputTokens: number, audio: AudioUse = NO_AUDIO): Credits {
+  const inputRates = [t.input_multiplier, t.cache_creation_multiplier, t.cache_multiplier, ...(audio.input ? [audioInputRate(t)] : [])];
+  const outputRate = audio.output ? D.max(t.output_multiplier, audioOutputRate(t)) : new D(t.output_multiplier);
+  return fix(D.max(...inputRates).mul(promptTokenBound).add(outputRate.mul(maxOutputTokens)));
 }
 
-/** Table price of spec 2.1, split per token class. */
+/** Table price of spec 2.1, split per token class; audio tokens count in the input and output classes. */
 export function tablePrice(t: Tariff, u: TokenUsage) {
-  const newInput = Math.max(0, u.prompt_tokens - u.cached_tokens - u.cache_write_tokens);
-  const input = new D(t.input_multiplier).mul(newInput);
+  const audioIn = u.audio_input_tokens ?? 0;
+  const audioOut = u.audio_output_tokens ?? 0;
+  const newText = Math.max(0, u.prompt_tokens - u.cached_tokens - u.cache_write_tokens - audioIn);
+  const input = new D(t.input_multiplier).mul(newText).add(new D(audioInputRate(t)).mul(audioIn));
   const cacheWrite = new D(t.cache_creation_multiplier).mul(u.cache_write_tokens);
   const cacheRead = new D(t.cache_multiplier).mul(u.cached_tokens);
-  const output = new D(t.output_multiplier).mul(u.completion_tokens);
+  const textOut = Math.max(0, u.completion_tokens - audioOut);
+  const output = new D(t.output_multiplier).mul(textOut).add(new D(audioOutputRate(t)).mul(audioOut));
   return { input, cacheWrite, cacheRead, output, total: input.add(cacheWrite).add(cacheRead).add(output) };
 }
 

@@ -70,6 +70,8 @@ export type StreamEvent =
   | { type: 'reasoning'; text: string }
   | { type: 'tool_call'; index: number; id: string; name: string }
   | { type: 'tool_args'; index: number; fragment: string }
+  /** spoken answer (chat audio output): a piece of the transcript and/or audio bytes */
+  | { type: 'audio'; transcript: string; bytes: number }
   | { type: 'finish'; reason: FinishReason; stopSequence: string | null }
   | { type: 'usage'; usage: UpstreamUsage };
 

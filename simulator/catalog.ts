@@ -15,6 +15,9 @@ export interface SimulatorModel {
   output_multiplier: string;
   cache_multiplier: string;
   cache_creation_multiplier: string;
+  /** chat audio tokens (spec 1 section 4.7); absent: billed at the text rate of the same direction */
+  audio_input_multiplier?: string;
+  audio_output_multiplier?: string;
   /** media attributes and unit pricing in credits (spec 1 section 2.8); {} for text models */
   details?: Record<string, unknown>;
 }
@@ -91,7 +94,9 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
     output_multiplier: '0.00001',
     cache_multiplier: '0.00000125',
     cache_creation_multiplier: '0.0000025',
-    details: { audio_input_multiplier: '0.00004', audio_output_multiplier: '0.00008' },
+    audio_input_multiplier: '0.00004',
+    audio_output_multiplier: '0.00008',
+    details: { voices: ['alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse'] },
   },
   {
     id: 'sim-image-1',

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeBody, parseChatRequest, type ChatRequest, type Plan } from './completion';
 import { admit, sendPlain, type Dialect } from './endpoint';
 import { bearerKey, sendError, sendJson } from './http';
+import { spokenWord } from './media-bytes';
 import { dataFrame, writeStream, type Frame } from './sse';
 import type { SimState } from './state';
 
@@ -41,7 +42,16 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, state
   );
 }
 
+/** Spoken answers expire from the provider's store after an hour, as OpenAI's do. */
+const AUDIO_TTL_SECONDS = 3600;
+
 function chatMessage(plan: Plan): object {
+  if (plan.spoken) {
+    const format = plan.spoken;
+    const data = Buffer.concat(plan.pieces.map((_, i) => spokenWord(format, i, plan.pieces.length))).toString('base64');
+    const audio = { id: audioId(), data, transcript: plan.pieces.join(' '), expires_at: nowSeconds() + AUDIO_TTL_SECONDS };
+    return { role: 'assistant', content: null, refusal: null, audio };
+  }
   if (!plan.toolCall) return { role: 'assistant', content: plan.pieces.join(' ') };
   const { name, arguments: args } = plan.toolCall;
   return { role: 'assistant', content: null, tool_calls: [{ id: toolCallId(), type: 'function', function: { name, arguments: args } }] };
@@ -55,13 +65,18 @@ function toolCallId(): string {
   return `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
 }
 
+function audioId(): string {
+  return `audio_${randomUUID().replace(/-/g, '')}`;
+}
+
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
 
 /**
  * Role chunk, one chunk per token (text, or tool-argument fragments after a first chunk that
- * names the tool), the finish chunk, the usage chunk when asked for, then `[DONE]`.
+ * names the tool; spoken: a transcript chunk and an audio data chunk per word, then a chunk with
+ * `expires_at`), the finish chunk, the usage chunk when asked for, then `[DONE]`.
  */
 function* chatFrames(request: ChatRequest, plan: Plan, withUsage: boolean): Generator<Frame> {
   const head = { id: completionId(), object: 'chat.completion.chunk', created: nowSeconds(), model: request.model };
@@ -76,6 +91,17 @@ function* chatFrames(request: ChatRequest, plan: Plan, withUsage: boolean): Gene
     for (const fragment of plan.toolCall.fragments) {
       yield chunk({ tool_calls: [{ index: 0, function: { arguments: fragment } }] }, null, true);
     }
+  } else if (plan.spoken) {
+    const format = plan.spoken;
+    const id = audioId();
+    const words = plan.pieces.length;
+    yield chunk({ role: 'assistant', content: null, refusal: null }, null);
+    for (let i = 0; i < words; i++) {
+      const piece = plan.pieces[i] ?? '';
+      yield chunk({ audio: { ...(i === 0 ? { id } : {}), transcript: i === 0 ? piece : ` ${piece}` } }, null);
+      yield chunk({ audio: { data: spokenWord(format, i, words).toString('base64') } }, null, true);
+    }
+    yield chunk({ audio: { id, expires_at: nowSeconds() + AUDIO_TTL_SECONDS } }, null);
   } else {
     yield chunk({ role: 'assistant', content: '' }, null);
     for (let i = 0; i < plan.pieces.length; i++) {

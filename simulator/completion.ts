@@ -2,6 +2,7 @@
 // validation, and the deterministic answer plan. Streaming and non-streaming share the plan,
 // so the same request always yields the same token numbers in both modes, in every format.
 import type { Behaviour } from './behaviour';
+import { base64Bytes, type SpokenFormat } from './media-bytes';
 import { cycle, firstWords, isRecord, partsText, stripDirectives } from './text';
 
 /** What every wire format's parser extracts; the plan depends on nothing else. */
@@ -19,6 +20,15 @@ export interface GenRequest {
   tools: string[];
   /** Stop strings (empty ones already removed). */
   stop: string[];
+  /** Chat with a model whose name contains `audio`: its audio in and out; absent otherwise. */
+  audio?: ChatAudio;
+}
+
+export interface ChatAudio {
+  /** Audio tokens of the input_audio clips. */
+  inputTokens: number;
+  /** The format of the spoken answer asked for with `modalities` holding `audio`, else null. */
+  output: SpokenFormat | null;
 }
 
 export interface ChatRequest extends GenRequest {
@@ -32,8 +42,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details: { cached_tokens: number; cache_write_tokens: number };
-  completion_tokens_details?: { reasoning_tokens: number };
+  prompt_tokens_details: { cached_tokens: number; cache_write_tokens: number; audio_tokens?: number; text_tokens?: number };
+  completion_tokens_details?: { reasoning_tokens: number; audio_tokens?: number; text_tokens?: number };
   cost?: number;
 }
 
@@ -55,6 +65,8 @@ export interface Plan {
   stopSequence: string | null;
   /** Reasoning tokens (0 when the model does not reason); `usage` reports them the chat way. */
   reasoningTokens: number;
+  /** Chat audio output: `pieces` are the transcript, each word spoken in this format. */
+  spoken: SpokenFormat | null;
   /** Chat-completions usage; the other formats derive theirs from it. */
   usage: Usage;
 }
@@ -62,6 +74,13 @@ export interface Plan {
 const DEFAULT_TOKENS = 16;
 const DEFAULT_MAX_TOKENS = 64;
 const DEFAULT_REASONING = 8;
+/** Input audio: seconds = bytes / 16,000 (as transcription), 10 tokens a second. */
+const AUDIO_BYTES_PER_SECOND = 16_000;
+const AUDIO_INPUT_TOKENS_PER_SECOND = 10;
+/** Output audio: 3 tokens a spoken word (240 ms, so 12.5 a second). */
+const AUDIO_TOKENS_PER_WORD = 3;
+const AUDIO_FORMATS = ['wav', 'mp3', 'flac', 'opus', 'aac', 'pcm16'];
+const SPOKEN_FORMATS: readonly string[] = ['wav', 'mp3', 'pcm16'] satisfies SpokenFormat[];
 
 /** Text of a message's content: a string, or the `text` parts of an array (images etc. count zero). */
 function contentText(content: unknown): string | null {
@@ -108,6 +127,48 @@ function chatTools(value: unknown): string[] {
   return names;
 }
 
+type AudioParse = { ok: true; audio: ChatAudio } | { ok: false; message: string; param: string };
+
+/**
+ * Audio of a chat request. Only models whose name contains `audio` take it (as only OpenAI's
+ * audio models do); the clips are counted, the spoken answer's format checked.
+ */
+function chatAudio(body: Record<string, unknown>, messages: unknown[], model: string): AudioParse | null {
+  const audioModel = model.includes('audio');
+  let inputTokens = 0;
+  for (const [i, message] of messages.entries()) {
+    const parts = isRecord(message) && Array.isArray(message.content) ? message.content : [];
+    for (const [j, part] of parts.entries()) {
+      if (!isRecord(part) || part.type !== 'input_audio') continue;
+      const param = `messages[${i}].content[${j}].input_audio`;
+      if (!audioModel) return { ok: false, message: `Invalid content type: 'input_audio' is not supported by model '${model}'.`, param: `messages[${i}].content[${j}].type` };
+      const audio = part.input_audio;
+      if (!isRecord(audio) || typeof audio.data !== 'string' || typeof audio.format !== 'string') {
+        return { ok: false, message: `Missing required parameter: '${param}' ({ data, format }).`, param };
+      }
+      const bytes = base64Bytes(audio.data);
+      if (!bytes) return { ok: false, message: `Invalid '${param}.data': the audio is empty or not base64.`, param: `${param}.data` };
+      inputTokens += Math.ceil((bytes / AUDIO_BYTES_PER_SECOND) * AUDIO_INPUT_TOKENS_PER_SECOND);
+    }
+  }
+  const modalities = body.modalities;
+  const spoken = Array.isArray(modalities) && modalities.includes('audio');
+  if (spoken && !audioModel) return { ok: false, message: `Model '${model}' does not support audio output.`, param: 'modalities' };
+  if (!audioModel) return null;
+  if (!spoken) return { ok: true, audio: { inputTokens, output: null } };
+  const audio = body.audio;
+  if (!isRecord(audio)) return { ok: false, message: "Missing required parameter: 'audio' (needed with modalities ['text', 'audio']).", param: 'audio' };
+  if (typeof audio.voice !== 'string') return { ok: false, message: "Missing required parameter: 'audio.voice'.", param: 'audio.voice' };
+  const format = audio.format;
+  if (typeof format !== 'string' || !AUDIO_FORMATS.includes(format)) {
+    return { ok: false, message: `Invalid value for 'audio.format': one of ${AUDIO_FORMATS.join(', ')}.`, param: 'audio.format' };
+  }
+  if (!SPOKEN_FORMATS.includes(format)) {
+    return { ok: false, message: `Unsupported value: 'audio.format' does not support '${format}'. Supported values are: 'wav', 'mp3' and 'pcm16'.`, param: 'audio.format' };
+  }
+  return { ok: true, audio: { inputTokens, output: format as SpokenFormat } };
+}
+
 export function parseChatRequest(body: unknown): ChatParse {
   if (!isRecord(body)) return { ok: false, message: 'Request body must be a JSON object.', param: 'body' };
   const { model, messages } = body;
@@ -136,10 +197,13 @@ export function parseChatRequest(body: unknown): ChatParse {
   if (typeof limit === 'string') {
     return { ok: false, message: `'${limit}' must be a positive integer.`, param: limit };
   }
+  const audio = chatAudio(body, messages, model);
+  if (audio && !audio.ok) return audio;
   const described = describeBody(body);
   return {
     ok: true,
     request: {
+      ...(audio ? { audio: audio.audio } : {}),
       model,
       stream: described.stream,
       includeUsage: described.include_usage,
@@ -147,7 +211,7 @@ export function parseChatRequest(body: unknown): ChatParse {
       allText: texts.join('\n'),
       lastUserText: lastUserText ?? texts[texts.length - 1] ?? '',
       // Deterministic stand-in for a tokenizer: ~4 characters a token plus 4 per message.
-      promptTokens: Math.ceil(chars / 4) + 4 * messages.length,
+      promptTokens: Math.ceil(chars / 4) + 4 * messages.length + (audio ? audio.audio.inputTokens : 0),
       toolResult: toolResults.length > 0 ? toolResults.join('\n') : null,
       tools: chatTools(body.tools),
       stop: chatStop(body.stop),
@@ -206,6 +270,8 @@ export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan 
   let finishReason: Plan['finishReason'];
   let stopSequence: string | null = null;
   let visible: number;
+  // A tool call is never spoken (as OpenAI answers it without audio).
+  const spoken = toolName === null ? (request.audio?.output ?? null) : null;
   if (toolName !== null) {
     // A tool call ignores tokens/max_tokens: one token per word of the arguments JSON.
     toolCall = planToolCall(request, toolName);
@@ -213,7 +279,8 @@ export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan 
     visible = toolCall.fragments.length;
   } else {
     const wanted = behaviour.tokens ?? DEFAULT_TOKENS;
-    const limit = request.maxTokens ?? DEFAULT_MAX_TOKENS;
+    // Spoken, the limit covers every word's text token and its audio tokens.
+    const limit = Math.floor((request.maxTokens ?? DEFAULT_MAX_TOKENS) / (spoken ? 1 + AUDIO_TOKENS_PER_WORD : 1));
     visible = Math.min(wanted, limit);
     // "Echo:" followed by the words of the last user message (or "Tool said:" and the tool
     // result when the conversation ends with one), cycled until long enough.
@@ -234,7 +301,8 @@ export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan 
 
   // Reasoner models always think; other models only when the control asks for it.
   const reasoning = request.model.includes('reasoner') ? (behaviour.reasoning ?? DEFAULT_REASONING) : behaviour.reasoning;
-  const completion = visible + (reasoning ?? 0);
+  const audioOut = spoken ? AUDIO_TOKENS_PER_WORD * visible : 0;
+  const completion = visible + audioOut + (reasoning ?? 0);
   const usage: Usage = {
     prompt_tokens: request.promptTokens,
     completion_tokens: completion,
@@ -242,8 +310,14 @@ export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan 
     prompt_tokens_details: { cached_tokens: behaviour.cached ?? 0, cache_write_tokens: behaviour.cache_write ?? 0 },
   };
   if (reasoning !== undefined) usage.completion_tokens_details = { reasoning_tokens: reasoning };
+  if (request.audio) {
+    // Audio models split both counts into audio and text, as OpenAI's do.
+    const audioIn = request.audio.inputTokens;
+    usage.prompt_tokens_details = { ...usage.prompt_tokens_details, audio_tokens: audioIn, text_tokens: request.promptTokens - audioIn };
+    usage.completion_tokens_details = { reasoning_tokens: reasoning ?? 0, audio_tokens: audioOut, text_tokens: visible };
+  }
   if (behaviour.cost !== undefined) {
     usage.cost = behaviour.cost === 'auto' ? autoCost(request.promptTokens, completion) : behaviour.cost;
   }
-  return { pieces, toolCall, finishReason, stopSequence, reasoningTokens: reasoning ?? 0, usage };
+  return { pieces, toolCall, finishReason, stopSequence, reasoningTokens: reasoning ?? 0, spoken, usage };
 }

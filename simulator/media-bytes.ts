@@ -1,5 +1,5 @@
-// Real, small media bytes: solid-colour 8x8 PNG / baseline JPEG / lossless WebP images, PCM
-// and MP3 audio, and an MP4-looking video blob. Everything is generated (no fixtures), is
+// Real, small media bytes: solid-colour 8x8 PNG / baseline JPEG / lossless WebP images, PCM,
+// WAV and MP3 audio, and an MP4-looking video blob. Everything is generated (no fixtures), is
 // deterministic for its inputs, and decodes with standard decoders (libpng, libjpeg, libwebp).
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
@@ -218,7 +218,50 @@ export const MP3_FRAME = ((): Buffer => {
   frame.set([0xff, 0xf3, 0x44, 0xc4]); // sync, MPEG-2, layer III, no CRC | 32 kbit/s, 24 kHz | mono, original
   return frame;
 })();
-export const MP3_FRAME_SECONDS = 576 / PCM_RATE;
+const MP3_FRAME_SAMPLES = 576;
+export const MP3_FRAME_SECONDS = MP3_FRAME_SAMPLES / PCM_RATE;
+
+/** Bytes of base64 audio (a data URI too), or null when it is not base64. */
+export function base64Bytes(data: string): number | null {
+  const comma = data.startsWith('data:') ? data.indexOf(',') : -1;
+  const payload = (comma === -1 ? data : data.slice(comma + 1)).replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(payload) || payload.length % 4 === 1) return null;
+  return Buffer.byteLength(payload, 'base64');
+}
+
+/** A 44-byte WAV header for `dataBytes` of 16-bit mono PCM at 24 kHz. */
+function wavHeader(dataBytes: number): Buffer {
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + dataBytes, 4);
+  h.write('WAVEfmt ', 8, 'latin1');
+  h.writeUInt32LE(16, 16); // fmt chunk size
+  h.writeUInt16LE(1, 20); // PCM
+  h.writeUInt16LE(1, 22); // mono
+  h.writeUInt32LE(PCM_RATE, 24);
+  h.writeUInt32LE(PCM_RATE * 2, 28); // byte rate
+  h.writeUInt16LE(2, 32); // block align
+  h.writeUInt16LE(16, 34); // bits per sample
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(dataBytes, 40);
+  return h;
+}
+
+/** Formats of a spoken chat answer: raw PCM (24 kHz 16-bit LE mono), WAV, MP3. */
+export type SpokenFormat = 'pcm16' | 'wav' | 'mp3';
+/** Each word of a spoken answer is 240 ms: 5,760 samples, exactly 10 MP3 frames. */
+const WORD_SAMPLES = 5760;
+export const WORD_SECONDS = WORD_SAMPLES / PCM_RATE;
+
+/**
+ * The audio of word `i` of a `words`-word spoken answer. The words in order make one valid file:
+ * WAV's header comes with the first word, the tone stays phase-continuous.
+ */
+export function spokenWord(format: SpokenFormat, i: number, words: number): Buffer {
+  if (format === 'mp3') return Buffer.concat(new Array<Buffer>(WORD_SAMPLES / MP3_FRAME_SAMPLES).fill(MP3_FRAME));
+  const pcm = pcmSamples(i * WORD_SAMPLES, WORD_SAMPLES);
+  return format === 'wav' && i === 0 ? Buffer.concat([wavHeader(words * WORD_SAMPLES * 2), pcm]) : pcm;
+}
 
 // --- Video -----------------------------------------------------------------------------------
 

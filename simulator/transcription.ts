@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_COST_DELAY, usd } from './generations';
 import { sendError, sendJson } from './http';
+import { base64Bytes } from './media-bytes';
 import type { MediaBehaviour } from './media-behaviour';
 import { invalid, isInvalid, mediaFaults, need, read, readMedia, sendInvalid, sendMediaPlain, validate, type Invalid, type MediaInput } from './media-endpoint';
 import type { SimState } from './state';
@@ -26,13 +27,6 @@ interface TranscriptionRequest {
   verbose: boolean;
   granularities: string[];
   prompt: string;
-}
-
-function base64Bytes(data: string): number | null {
-  const comma = data.startsWith('data:') ? data.indexOf(',') : -1;
-  const payload = (comma === -1 ? data : data.slice(comma + 1)).replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(payload) || payload.length % 4 === 1) return null;
-  return Buffer.byteLength(payload, 'base64');
 }
 
 function audioBytes(input: MediaInput): number | Invalid {

@@ -3,8 +3,9 @@ import { fixture, png, wav } from './helpers/audio-fixtures';
 import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from './helpers/stack';
 import { env } from './setup/env';
 
-// Audio endpoints (spec 1 sections 4.4, 4.5, 4.7, 4.8, 4.9) over real HTTP, with the simulator as
-// provider and the reservation workflow settling late provider costs.
+// Audio endpoints (spec 1 sections 4.4, 4.5, 4.8, 4.9) over real HTTP, with the simulator as
+// provider and the reservation workflow settling late provider costs. Chat audio (4.7):
+// chat-audio.test.ts.
 
 const PER_CHAR = 0.000015; // sim-tts-1 details.pricing.per_character
 const PER_SECOND = 0.0001; // sim-whisper-1 details.pricing.per_second
@@ -518,52 +519,6 @@ describe('audio endpoints', function () {
       assert.deepEqual(listed, ['sim-tts-1'], 'the cloning model is outside the free-trial tier');
       const caps = (await call(base(), '/v1/models', { key: acct.key })).json.data.find((m: { id: string }) => m.id === 'sim-gpt-audio').capabilities;
       assert.deepEqual(caps, ['text', 'audio_input', 'audio_output']);
-    });
-  });
-
-  describe('chat audio', () => {
-    const chat = (key: string, body: Record<string, unknown>) => call(base(), '/v1/chat/completions', { key, body });
-    it('audio output needs a model with audio_output and stream: true', async () => {
-      const a = await newAccount({ credits: '5' });
-      const ask = { messages: [{ role: 'user', content: 'Say hi' }], modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } };
-      const noCap = await chat(a.key, { model: 'sim-gpt', stream: true, ...ask });
-      assert.equal(noCap.status, 400);
-      assert.equal(noCap.json.error.code, 'unsupported_capability');
-      const noStream = await chat(a.key, { model: 'sim-gpt-audio', ...ask });
-      assert.equal(noStream.status, 400);
-      assert.equal(noStream.json.error.code, 'invalid_parameter');
-      assert.equal(noStream.json.error.param, 'stream');
-      const badFormat = await chat(a.key, { model: 'sim-gpt-audio', stream: true, ...ask, audio: { voice: 'alloy', format: 'ogg' } });
-      assert.equal(badFormat.status, 400);
-      assert.equal((await reservations(a.accountId)).length, 0);
-    });
-
-    it('an audio output request on an audio_output model is forwarded with its modalities and voice', async () => {
-      const res = await chat(acct.key, { model: 'sim-gpt-audio', stream: true, messages: [{ role: 'user', content: 'Say hi' }], modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'pcm16' } });
-      assert.equal(res.status, 200, res.text);
-      const forwarded = await lastSimRequest('/v1/chat/completions');
-      assert.deepEqual(forwarded.body.modalities, ['text', 'audio']);
-      assert.deepEqual(forwarded.body.audio, { voice: 'alloy', format: 'pcm16' });
-      assert.equal(forwarded.body.model, 'sim-gpt-audio-2026-01-15');
-      assert.match(res.text, /data: \[DONE\]/);
-      await settled(res.headers.get('x-gateway-request-id')!);
-    });
-
-    it('an input_audio part reaches the provider unchanged and the stream is billed', async () => {
-      const data = wav(0.2).toString('base64');
-      const res = await call(base(), '/v1/chat/completions', {
-        key: acct.key,
-        body: { model: 'sim-gpt-audio', stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is said?' }, { type: 'input_audio', input_audio: { data, format: 'wav' } }] }] },
-      });
-      assert.equal(res.status, 200, res.text);
-      const forwarded = await lastSimRequest('/v1/chat/completions');
-      const parts = (forwarded.body.messages as Array<{ content: Array<Record<string, unknown>> }>)[0].content;
-      assert.deepEqual(parts[1], { type: 'input_audio', input_audio: { data, format: 'wav' } });
-      const chunks = res.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
-      const last = chunks[chunks.length - 1];
-      assert.ok(last.usage.cost > 0);
-      const row = await settled(res.headers.get('x-gateway-request-id')!);
-      assert.ok(close(Number(row.charge), last.usage.cost));
     });
   });
 

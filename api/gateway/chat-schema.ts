@@ -45,14 +45,23 @@ export const chatRequestSchema = z
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
-/** Upper bound of prompt tokens: a token is at least one byte; images count a fixed budget. */
+/**
+ * Upper bound of prompt tokens besides audio: a token is at least one byte; images count a fixed
+ * budget. Audio clips are bounded by their duration (dialects/chat-audio.ts), so their base64
+ * bytes are left out.
+ */
 export function promptTokenBound(req: ChatRequest): number {
   let images = 0;
+  let audioData = 0;
   for (const m of req.messages) {
-    if (Array.isArray(m.content)) images += m.content.filter((p) => p.type === 'image_url').length;
+    if (!Array.isArray(m.content)) continue;
+    for (const p of m.content) {
+      if (p.type === 'image_url') images++;
+      else if (p.type === 'input_audio') audioData += Buffer.byteLength(JSON.stringify((p.input_audio as { data?: unknown } | undefined)?.data ?? ''));
+    }
   }
   const text = JSON.stringify(req.messages) + (req.tools ? JSON.stringify(req.tools) : '');
-  return Buffer.byteLength(text) + images * 2000;
+  return Buffer.byteLength(text) - audioData + images * 2000;
 }
 
 /** A plausible prompt size for a cancelled stream, where the provider never said. */

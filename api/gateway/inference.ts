@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../domain/errors';
-import { convertProviderCost, holdForText } from '../../domain/pricing';
+import { convertProviderCost, holdForText, type TokenUsage } from '../../domain/pricing';
 import type { CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../providers/canonical';
 import { ADAPTERS } from '../../providers';
 import { sseEvents } from '../../providers/sse';
@@ -11,7 +11,7 @@ import { readJsonObject } from '../http';
 import type { Hold, Reservations } from '../reservations';
 import { validate } from '../validate';
 import { checkAccess } from './access';
-import type { Billing, ClientDialect, RenderContext } from './dialects/types';
+import { NO_AUDIO, type Billing, type ClientDialect, type RenderContext, type RequestAudio } from './dialects/types';
 import { openEventStream } from './event-stream';
 import { upstreamFailure, type Report } from './upstream-failure';
 import { chargeFor } from './usage-view';
@@ -35,7 +35,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const req = validate(dialect.schema, body);
     const auth: AuthRecord = ctx.state.auth;
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
-    dialect.check?.(req, model);
+    const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     const asked = dialect.maxTokens(req);
     if (asked !== null && asked > model.max_output_tokens) {
       throw new GatewayError('invalid_parameter', { param: dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens', detail: `at most ${model.max_output_tokens} for ${model.id}` });
@@ -56,10 +56,12 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       provider: provider.id,
       endpoint: dialect.endpoint,
       tariff: model,
-      held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req), asked ?? model.max_output_tokens),
+      held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
       complimentary,
+      modality: audio.input || audio.output ? 'audio' : 'text',
     });
-    const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started });
+    // Audio requests show their audio tokens at GET /v1/generation (spec 2.9).
+    const report: Report = (r) => void hold.report({ ...r, ...audioDetails(audio, r.usage), latencyMs: Date.now() - started });
     const abort = new AbortController();
     let upstream: UpstreamResponse;
     try {
@@ -76,7 +78,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req) });
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio });
     }
     let json: Record<string, unknown>;
     try {
@@ -92,6 +94,11 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     ctx.set('x-gateway-cost', billing.charge.charge);
     ctx.body = out.body;
   };
+}
+
+function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
+  if (!usage || (!audio.input && !audio.output)) return {};
+  return { usageDetails: { input_audio_tokens: usage.audio_input_tokens ?? 0, output_audio_tokens: usage.audio_output_tokens ?? 0 } };
 }
 
 /** The workflow recomputes the charge from the same inputs the answer showed. */
@@ -125,6 +132,7 @@ interface RelayContext {
   report: Report;
   billingOf: (u: UpstreamUsage | null) => Billing;
   promptEstimate: number;
+  audio: RequestAudio;
 }
 
 /**
@@ -136,6 +144,7 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
   const parse = r.adapter.streamParser();
   let sentChars = 0;
+  let sentAudioBytes = 0;
   let finished = false;
   let usage: UpstreamUsage | null = null;
   let bodyId: string | null = null;
@@ -153,6 +162,10 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
         else if (e.type === 'finish') finished = true;
         else if (e.type === 'usage') usage = e.usage;
         else if (e.type === 'start') bodyId = e.id || null;
+        if (e.type === 'audio') {
+          sentChars += e.transcript.length;
+          sentAudioBytes += e.bytes;
+        }
       }
       if (r.native) writer.native(ev.raw, events);
       else for (const e of events) writer.event(e);
@@ -162,7 +175,17 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   }
   if (clientGone()) {
     // Settled from what was already sent; no usage goes out.
-    const tokens = { prompt_tokens: r.promptEstimate, completion_tokens: Math.ceil(sentChars / 4), cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null };
+    const audioIn = r.audio.input?.tokenEstimate ?? 0;
+    const audioOut = r.audio.output?.tokensOf(sentAudioBytes) ?? 0;
+    const tokens: TokenUsage = {
+      prompt_tokens: r.promptEstimate + audioIn,
+      completion_tokens: Math.ceil(sentChars / 4) + audioOut,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: null,
+      audio_input_tokens: audioIn,
+      audio_output_tokens: audioOut,
+    };
     r.report({ outcome: 'cancelled', billable: true, usage: tokens, providerCost: null, httpStatus: 499, bodyId });
     return;
   }

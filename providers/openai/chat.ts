@@ -6,8 +6,8 @@ import type { CanonicalRequest, FinishReason, Message, StreamEvent, UpstreamAdap
 interface OpenAIUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null;
-  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; audio_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number } | null;
   cost?: number | string;
 }
 
@@ -20,6 +20,8 @@ interface ChatChoice {
     reasoning?: string | null;
     reasoning_content?: string | null;
     tool_calls?: Array<{ index: number; id?: string; function?: { name?: string; arguments?: string } }>;
+    /** audio output: base64 `data` and `transcript` pieces (plus `id`, `expires_at`) */
+    audio?: { data?: string; transcript?: string } | null;
   };
 }
 
@@ -45,6 +47,8 @@ export function extractUsage(u: unknown): UpstreamUsage | null {
     cached_tokens: count(x.prompt_tokens_details?.cached_tokens),
     cache_write_tokens: count(x.prompt_tokens_details?.cache_write_tokens),
     reasoning_tokens: typeof reasoning === 'number' ? count(reasoning) : null,
+    audio_input_tokens: count(x.prompt_tokens_details?.audio_tokens),
+    audio_output_tokens: count(x.completion_tokens_details?.audio_tokens),
   };
   return { tokens, cost: parseCost(x.cost), raw: x as Record<string, unknown> };
 }
@@ -153,6 +157,7 @@ export const openaiChat: UpstreamAdapter = {
         const reasoning = d.reasoning ?? d.reasoning_content;
         if (reasoning) out.push({ type: 'reasoning', text: reasoning });
         if (d.content) out.push({ type: 'text', text: d.content });
+        if (d.audio?.data || d.audio?.transcript) out.push({ type: 'audio', transcript: d.audio.transcript ?? '', bytes: d.audio.data ? Buffer.byteLength(d.audio.data, 'base64') : 0 });
         for (const t of d.tool_calls ?? []) {
           if (t.id) out.push({ type: 'tool_call', index: t.index, id: t.id, name: t.function?.name ?? '' });
           if (t.function?.arguments) out.push({ type: 'tool_args', index: t.index, fragment: t.function.arguments });

@@ -2,6 +2,7 @@ import { GatewayError } from '../../../domain/errors';
 import type { CanonicalRequest, FinishReason, Message, Part, ToolCall } from '../../../providers/canonical';
 import { chatRequestSchema, promptTokenBound, promptTokenEstimate, type ChatRequest } from '../chat-schema';
 import { chatUsage } from '../usage-view';
+import { inspectChatAudio } from './chat-audio';
 import { vendorId, type Billing, type ClientDialect } from './types';
 
 // Chat completions (OpenAI): the client dialect, translated from and to the canonical form.
@@ -85,14 +86,7 @@ export const chatDialect: ClientDialect<ChatRequest> = {
   model: (req) => req.model,
   stream: (req) => req.stream === true,
   maxTokens: (req) => req.max_completion_tokens ?? req.max_tokens ?? null,
-  check(req, model) {
-    if (!req.modalities?.includes('audio')) return;
-    if (!model.capabilities.includes('audio_output')) {
-      throw new GatewayError('unsupported_capability', { model: req.model, endpoint: 'audio output', param: 'modalities', detail: 'choose a model with the audio_output capability.' });
-    }
-    if (req.stream !== true) throw new GatewayError('invalid_parameter', { param: 'stream', detail: 'audio output needs stream: true' });
-    if (!req.audio) throw new GatewayError('missing_required_parameter', { param: 'audio' });
-  },
+  inspect: inspectChatAudio,
   toCanonical,
   promptTokenBound,
   promptTokenEstimate,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../domain/errors';
 import type { CanonicalRequest, FinishReason, Message, Part } from '../../../providers/canonical';
-import { vendorId, type Billing, type ClientDialect } from './types';
+import { NO_AUDIO, vendorId, type Billing, type ClientDialect } from './types';
 
 // Messages (Anthropic): the client dialect, translated from and to the canonical form.
 
@@ -96,6 +96,14 @@ export const messagesDialect: ClientDialect<MessagesRequest> = {
   model: (req) => req.model,
   stream: (req) => req.stream === true,
   maxTokens: (req) => req.max_tokens,
+  async inspect(req) {
+    // Passed through natively, an audio block would reach the provider after the hold.
+    for (const [i, m] of req.messages.entries()) {
+      const j = Array.isArray(m.content) ? m.content.findIndex((b) => b.type === 'input_audio' || b.type === 'audio') : -1;
+      if (j !== -1) throw new GatewayError('unsupported_parameter', { param: `messages[${i}].content[${j}]`, detail: 'audio input is served by /v1/chat/completions only' });
+    }
+    return NO_AUDIO;
+  },
   toCanonical,
   promptTokenBound: (req) => Buffer.byteLength(JSON.stringify([req.system ?? '', req.messages, req.tools ?? []])) + 2000 * JSON.stringify(req.messages).split('"type":"image"').length,
   promptTokenEstimate: (req) => Math.ceil((textOfContent(req.system) + req.messages.map((m) => textOfContent(m.content)).join('')).length / 4) + 4 * req.messages.length,

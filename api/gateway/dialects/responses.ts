@@ -6,7 +6,8 @@ import { vendorId, type Billing, type ClientDialect, type RenderContext } from '
 // Responses (OpenAI): the client dialect, translated from and to the canonical form. The gateway
 // stores nothing, so conversation state (previous_response_id, store) is not offered.
 
-const contentPart = z.object({ type: z.enum(['input_text', 'output_text', 'input_image', 'refusal']) }).passthrough();
+// input_audio is known only to be refused clearly (audio input is chat only).
+const contentPart = z.object({ type: z.enum(['input_text', 'output_text', 'input_image', 'input_audio', 'refusal']) }).passthrough();
 const item = z.union([
   z.object({ type: z.literal('message').optional(), id: z.string().optional(), status: z.string().optional(), role: z.enum(['user', 'assistant', 'system', 'developer']), content: z.union([z.string(), z.array(contentPart)]) }).strict(),
   z.object({ type: z.literal('function_call'), id: z.string().optional(), call_id: z.string(), name: z.string(), arguments: z.string(), status: z.string().optional() }).strict(),
@@ -46,6 +47,7 @@ type ContentPart = z.infer<typeof contentPart> & Record<string, unknown>;
 function parts(content: string | ContentPart[]): Part[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   return content.map((p): Part => {
+    if (p.type === 'input_audio') throw new GatewayError('unsupported_parameter', { param: 'input', detail: 'audio input is served by /v1/chat/completions only' });
     if (p.type === 'input_image') {
       if (typeof p.image_url !== 'string') throw new GatewayError('unsupported_parameter', { param: 'input', detail: 'input_image needs image_url (file ids are not supported)' });
       return { type: 'image', url: p.image_url };

@@ -25,6 +25,16 @@ export interface StreamWriter {
   fail(e: GatewayError): void;
 }
 
+/** The audio of a chat request, as far as the hold and a cut stream need it. */
+export interface RequestAudio {
+  /** input_audio parts: their audio tokens at most, and a plausible count */
+  input: { tokenBound: number; tokenEstimate: number } | null;
+  /** audio output asked for: plausible audio tokens of the audio bytes already sent */
+  output: { tokensOf(bytes: number): number } | null;
+}
+
+export const NO_AUDIO: RequestAudio = { input: null, output: null };
+
 /** A client-facing request dialect: chat completions, messages or responses. */
 export interface ClientDialect<Req = unknown> {
   name: Dialect;
@@ -34,8 +44,8 @@ export interface ClientDialect<Req = unknown> {
   stream(req: Req): boolean;
   /** output tokens asked for; null = the model's limit */
   maxTokens(req: Req): number | null;
-  /** checks beyond the schema that need the model (e.g. audio output) */
-  check?(req: Req, model: CatalogModel): void;
+  /** checks beyond the schema that need the model, reading the request's audio (chat) */
+  inspect?(req: Req, model: CatalogModel): Promise<RequestAudio>;
   toCanonical(req: Req, model: CatalogModel): CanonicalRequest;
   /** upper bound of prompt tokens (a token is at least one byte) */
   promptTokenBound(req: Req): number;
