@@ -54,6 +54,7 @@ const schema = z.object({
   // Proxies whose X-Forwarded-For is believed; otherwise the client IP is the socket's.
   TRUSTED_PROXIES: ipList,
   REQUEST_LOG_FLUSH_MS: positive(250),
+  REQUEST_LOG_RETENTION_DAYS: positive(90),
 });
 
 export type Config = z.infer<typeof schema> & { dataDir: string };

@@ -109,6 +109,7 @@ async function main() {
       authLockoutMs: config.AUTH_LOCKOUT_SECONDS * 1000,
       trustedProxies: config.TRUSTED_PROXIES,
       requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS,
+      requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS,
     },
   });
   stops.push(gateway.close);

@@ -7,6 +7,7 @@ import { Agent, request } from 'undici';
 import { createAccount, createKey } from '../admin/operations';
 import type { KeySettingsInput } from '../admin/keys';
 import { clientIpResolver } from '../api/keyed/client-ip';
+import { RequestLog } from '../api/keyed/request-log';
 import { startGatewayApi } from '../api/runtime';
 import { ConfigError, loadConfig } from '../platform/config';
 import { createLogger } from '../platform/logger';
@@ -409,6 +410,27 @@ describe('keyed gateway variant (spec 3 A)', function () {
   });
 
   describe('request log and admin HTTP API', () => {
+    it('entries older than the retention are pruned on start and in batches; newer ones stay', async () => {
+      const old = (days: number, n: number) =>
+        Array.from({ length: n }, () => ({ id: randomUUID(), method: 'GET', path: '/v1/models', status: 200, latency_ms: 1, created_at: new Date(Date.now() - days * 86_400_000).toISOString() }));
+      const aged = old(31, 5_200); // more than one delete batch
+      const kept = old(29, 3);
+      for (let i = 0; i < aged.length; i += 1000) await env.db('request_log').insert(aged.slice(i, i + 1000));
+      await env.db('request_log').insert(kept);
+      const log = new RequestLog(env.db, env.logger, 50, 30);
+      log.startPruning();
+      try {
+        const agedLeft = async () => Number((await env.db('request_log').whereIn('id', aged.map((r) => r.id)).count({ n: '*' }).first())!.n);
+        await eventually(async () => (await agedLeft()) === 0, 10_000);
+        const left = await env.db('request_log').whereIn('id', [...aged, ...kept].map((r) => r.id)).select('id');
+        assert.deepEqual(left.map((r) => r.id).sort(), kept.map((r) => r.id).sort());
+        assert.equal(await log.prune(), 0);
+      } finally {
+        await log.close();
+        await env.db('request_log').whereIn('id', kept.map((r) => r.id)).delete();
+      }
+    });
+
     it('records every request (401 and 429 included) with x-request-id, key, model, status, latency and cost; listed per key', async () => {
       await awayFromMinuteBoundary();
       const k = await keyedKey({ rpm: 4, models: ['sim-gpt'] });

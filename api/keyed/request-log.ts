@@ -27,6 +27,9 @@ function preciseNow(): string {
 }
 
 const MAX_BATCH = 1000;
+/** Rows deleted per statement when pruning: short locks, however far behind the prune is. */
+const PRUNE_BATCH = 5000;
+const PRUNE_EVERY_MS = 60 * 60_000;
 const DECIMAL = /^\d{1,24}(\.\d{1,12})?$/;
 
 /**
@@ -39,12 +42,46 @@ export class RequestLog {
   private buffer: RequestLogEntry[] = [];
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
+  private pruner: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
     private readonly flushMs: number,
+    private readonly retentionDays: number,
   ) {}
+
+  /** Prunes now and then hourly; every API process does it, and the deletes do not conflict. */
+  startPruning(): void {
+    const run = () =>
+      void this.prune().catch((err) => this.logger.warn({ err }, 'could not prune the request log'));
+    run();
+    this.pruner = setInterval(run, PRUNE_EVERY_MS).unref();
+  }
+
+  /** Stops pruning and writes what is buffered. */
+  close(): Promise<void> {
+    if (this.pruner) clearInterval(this.pruner);
+    this.pruner = null;
+    return this.flush();
+  }
+
+  /** Deletes entries older than the retention, in batches; returns how many went. */
+  async prune(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const n: number = await this.db('request_log')
+        .whereIn(
+          'id',
+          this.db('request_log').select('id').where('created_at', '<', this.db.raw("now() - ? * interval '1 day'", [this.retentionDays])).limit(PRUNE_BATCH),
+        )
+        .delete();
+      deleted += n;
+      if (n < PRUNE_BATCH) break;
+    }
+    if (deleted > 0) this.logger.info({ deleted, retention_days: this.retentionDays }, 'request log pruned');
+    return deleted;
+  }
 
   record(e: RequestLogEntry): void {
     this.buffer.push(e);

@@ -17,6 +17,8 @@ export interface KeyedSettings {
   /** proxies (IPs or CIDR blocks) whose X-Forwarded-For is believed */
   trustedProxies: string[];
   requestLogFlushMs: number;
+  /** entries older than this are deleted (hourly) */
+  requestLogRetentionDays: number;
 }
 
 export const KEYED_DEFAULTS: KeyedSettings = {
@@ -25,6 +27,7 @@ export const KEYED_DEFAULTS: KeyedSettings = {
   authLockoutMs: 300_000,
   trustedProxies: [],
   requestLogFlushMs: 250,
+  requestLogRetentionDays: 90,
 };
 
 export interface KeyedVariant {
@@ -42,7 +45,8 @@ export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: 
   const clientIp = clientIpResolver(s.trustedProxies);
   const lockout = new IpLockout(o.db, o.invalidation, { limit: s.authFailureLimit, windowMs: s.authFailureWindowMs, lockoutMs: s.authLockoutMs }, o.logger);
   await lockout.start();
-  const requestLog = new RequestLog(o.db, o.logger, s.requestLogFlushMs);
+  const requestLog = new RequestLog(o.db, o.logger, s.requestLogFlushMs, s.requestLogRetentionDays);
+  requestLog.startPruning();
   const authenticate = authenticateKeyed({ store: o.authStore, lockout, rateLimiter: new KeyRateLimiter(o.db), clientIp });
   return {
     requestLogging: requestLogging(requestLog, clientIp),
@@ -50,7 +54,7 @@ export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: 
     requestLog,
     async close() {
       lockout.stop();
-      await requestLog.flush();
+      await requestLog.close();
     },
   };
 }
