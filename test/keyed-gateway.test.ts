@@ -179,6 +179,21 @@ describe('keyed gateway variant (spec 3 A)', function () {
       assert.equal(row.spend, '0.000000000000', 'a refused hold leaves the key spend alone');
     });
 
+    it('GET /v1/key shows the key spend limit and what is left of it, or the balance when that is smaller', async () => {
+      const info = async (key: string) => (await call(a.gateway.url, '/v1/key', { key })).json.data;
+      const k = await keyedKey({ spend_limit: '2.5' }, '100');
+      await env.db('api_keys').where({ id: k.keyId }).update({ spend: '0.75' });
+      assert.deepEqual((({ limit, limit_reset, limit_remaining }) => ({ limit, limit_reset, limit_remaining }))(await info(k.key)), { limit: 2.5, limit_reset: null, limit_remaining: 1.75 });
+      const poor = await keyedKey({ spend_limit: '1000' }, '0.125');
+      assert.equal((await info(poor.key)).limit_remaining, 0.125);
+      const spent = await keyedKey({ spend_limit: '1' });
+      await env.db('api_keys').where({ id: spent.keyId }).update({ spend: '1' });
+      assert.equal((await info(spent.key)).limit_remaining, 0);
+      const open = await info((await keyedKey({}, '42')).key);
+      assert.equal(open.limit, null);
+      assert.equal(open.limit_remaining, 42);
+    });
+
     it('403 model_not_allowed for other models; GET /v1/models lists only the allowed ones', async () => {
       const k = await keyedKey({ models: ['sim-gpt-mini'] });
       refused(await chat(a.gateway.url, k.key), 403, 'model_not_allowed');

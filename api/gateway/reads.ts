@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { GatewayError } from '../../domain/errors';
-import { sub, toNumber } from '../../domain/pricing';
+import { lt, sub, toNumber } from '../../domain/pricing';
 import type { Db } from '../../platform/db';
 import type { AuthRecord } from '../auth-store';
 import { isExpired } from '../auth';
@@ -37,8 +37,10 @@ export function credits(db: Db) {
 export function keyInfo(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const [a, stats] = await Promise.all([
+    const [a, key, stats] = await Promise.all([
       db('accounts').where({ id: auth.accountId }).first('total_credits', 'total_usage'),
+      // A per-key spend limit exists only in the keyed variant (spec 3 A); spend counts held + charged.
+      auth.spendLimit === null ? null : db('api_keys').where({ id: auth.keyId }).first('spend', 'spend_limit'),
       db.raw(
         `SELECT
            COALESCE(sum(charge), 0) AS usage, count(*)::int AS requests,
@@ -55,16 +57,20 @@ export function keyInfo(db: Db) {
     ]);
     const s = stats.rows[0];
     const expired = isExpired(auth);
-    const balance = toNumber(sub(a.total_credits, a.total_usage));
+    const balanceCredits = sub(a.total_credits, a.total_usage);
+    const balance = toNumber(balanceCredits);
+    // Without a key limit the balance is the limit (spec 1 section 2.5); with one, the smaller.
+    const keyLeft = key?.spend_limit == null ? null : sub(key.spend_limit, key.spend);
+    const remaining = keyLeft !== null && lt(keyLeft, balanceCredits) ? keyLeft : balanceCredits;
     ctx.body = {
       data: {
         id: auth.keyId,
         label: auth.label,
         key_prefix: auth.keyPrefix,
         created_at: iso(auth.keyCreatedAt),
-        limit: null,
+        limit: key?.spend_limit == null ? null : toNumber(key.spend_limit),
         limit_reset: null,
-        limit_remaining: expired ? 0 : balance,
+        limit_remaining: expired || lt(remaining, '0') ? 0 : toNumber(remaining),
         usage: toNumber(s.usage),
         usage_daily: toNumber(s.usage_daily),
         usage_weekly: toNumber(s.usage_weekly),
