@@ -8,6 +8,7 @@
 //
 // Everything runs on embedded defaults in a temporary directory (PostgreSQL, Temporal dev
 // server, simulator, gateway); the workflows use the production polling defaults.
+import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -182,8 +183,8 @@ async function main() {
     const tl = summarize(timerLate);
     const ww = summarize(wftWait);
     const wa = summarize(wftWaitAfterCreates);
-    console.log(`
-## Video jobs benchmark (${new Date().toISOString()})
+    const report = `
+## Video jobs benchmark (${new Date().toISOString()}) · commit ${execSync('git rev-parse --short HEAD').toString().trim()}
 
 N = ${created.length} jobs, render ${RENDER_MIN}–${RENDER_MAX} ms, created at ${fixed(created.length / createSecs)} /s by ${CONCURRENCY} clients;
 polling defaults (first poll 2 s, ×1.5, at most 15 s); worker maxCachedWorkflows ${MAX_CACHED}; ${os.cpus().length} CPUs.
@@ -202,7 +203,9 @@ polling defaults (first poll 2 s, ×1.5, at most 15 s); worker maxCachedWorkflow
 | the same, for tasks after the last create | p50 ${fixed(wa.p50, 0)} ms, p90 ${fixed(wa.p90, 0)} ms, p99 ${fixed(wa.p99, 0)} ms |
 
 Load average at the end: ${os.loadavg().map((v) => v.toFixed(1)).join(' ')} (the figures include whatever else ran on the machine).
-`);
+`;
+    console.log(report);
+    fs.appendFileSync(path.join(__dirname, 'results.md'), report);
   } finally {
     for (const stop of stops.reverse()) await stop().catch((err) => console.error('stop failed', err));
     fs.rmSync(tmp, { recursive: true, force: true });
