@@ -8,7 +8,8 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.infe
   const issue = r.error.issues[0];
   const path = issue.path.map(String);
   if (issue.code === 'unrecognized_keys') {
-    throw new GatewayError('unknown_parameter', { param: [...path, issue.keys[0]].join('.') });
+    // Spec 1 section 7: an unknown parameter is `unsupported_parameter`, `param` naming it.
+    throw new GatewayError('unsupported_parameter', { param: [...path, issue.keys[0]].join('.'), detail: 'not accepted by this endpoint' });
   }
   const param = path.join('.') || undefined;
   if (issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined) {

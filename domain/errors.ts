@@ -3,7 +3,6 @@
 export const ERRORS = {
   invalid_request: { status: 400, type: 'invalid_request_error', message: 'Invalid request: {detail}' },
   invalid_json: { status: 400, type: 'invalid_request_error', message: 'The request body is not valid JSON.' },
-  unknown_parameter: { status: 400, type: 'invalid_request_error', message: "Unknown parameter '{param}'." },
   unsupported_parameter: { status: 400, type: 'invalid_request_error', message: "Unsupported parameter '{param}': {detail}" },
   no_cases_selected: { status: 400, type: 'invalid_request_error', message: 'No active case matches {detail}.' },
   invalid_parameter: { status: 400, type: 'invalid_request_error', message: "Invalid value for '{param}': {detail}" },

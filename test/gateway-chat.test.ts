@@ -273,7 +273,7 @@ describe('chat completions', function () {
     };
 
     it('unknown parameters, wrong types, missing fields and bad JSON get 400 naming the parameter', async () => {
-      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), frobnicate: 1 }), 400, 'unknown_parameter', 'frobnicate');
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), frobnicate: 1 }), 400, 'unsupported_parameter', 'frobnicate');
       await rejected(await chat({ model: 'sim-gpt', messages: user('x'), temperature: 'hot' }), 400, 'invalid_parameter', 'temperature');
       await rejected(await chat({ messages: user('x') }), 400, 'missing_required_parameter', 'model');
       await rejected(await chat({ model: 'sim-gpt', messages: [{ role: 'wizard', content: 'x' }] }), 400, 'invalid_parameter', 'messages.0.role');

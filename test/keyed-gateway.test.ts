@@ -251,6 +251,20 @@ describe('keyed gateway variant (spec 3 A)', function () {
       await settled(id);
     });
 
+    it('every path under /v1 is authenticated, routed or not: a wrong key counts there too', async () => {
+      const k = await keyedKey();
+      for (const [method, p] of [['GET', '/v1/nope'], ['POST', '/v1/nope/deeper'], ['GET', '/v1'], ['GET', '/v1/chat/completions']]) {
+        refused(await call(a.gateway.url, p, { method }), 401, 'missing_api_key');
+        refused(await call(a.gateway.url, p, { method, headers: { 'x-api-key': 'mt-bad' } }), 401, 'invalid_api_key');
+        refused(await call(a.gateway.url, p, { method, headers: { 'x-api-key': unknownKey() } }), 401, 'invalid_api_key');
+      }
+      // With a good key the router answers: 404 for no route, 405 with Allow for a wrong method.
+      refused(await call(a.gateway.url, '/v1/nope', { key: k.key }), 404, 'route_not_found');
+      const wrongMethod = await call(a.gateway.url, '/v1/chat/completions', { key: k.key });
+      assert.equal(wrongMethod.status, 405);
+      assert.equal(wrongMethod.headers.get('allow'), 'POST');
+    });
+
     it('x-request-id on every response: errors, unknown routes, health', async () => {
       const k = await keyedKey();
       const ids = new Set<string>();
@@ -564,7 +578,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
         refused(r, 400, 'invalid_parameter');
         assert.equal(r.json.error.param, param, r.text);
       }
-      refused(await admin(a.gateway.url, '/admin/keys', { body: { account_id: acct.id, colour: 'red' } }), 400, 'unknown_parameter');
+      refused(await admin(a.gateway.url, '/admin/keys', { body: { account_id: acct.id, colour: 'red' } }), 400, 'unsupported_parameter');
       refused(await admin(a.gateway.url, '/admin/keys', { body: { account_id: randomUUID() } }), 404, 'not_found');
       refused(await admin(a.gateway.url, `/admin/keys/${randomUUID()}`), 404, 'not_found');
 

@@ -306,9 +306,9 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       assert.equal(res.json.error.type, 'invalid_request_error');
     });
 
-    it('an unknown query parameter answers 400 unknown_parameter naming it', async function () {
+    it('an unknown query parameter answers 400 unsupported_parameter naming it', async function () {
       const res = await call(base, `/v1/generation?id=${g.requestId}&verbose=1`, { key: acct.key });
-      assertEnvelope(res, 400, 'unknown_parameter', 'verbose');
+      assertEnvelope(res, 400, 'unsupported_parameter', 'verbose');
       assert.match(res.json.error.message, /verbose/);
     });
 
@@ -476,9 +476,9 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       }
     });
 
-    it('an unknown query parameter is 400 unknown_parameter', async function () {
+    it('an unknown query parameter is 400 unsupported_parameter', async function () {
       const res = await call(base, '/v1/usage?key=abc', { key: acct.key });
-      assertEnvelope(res, 400, 'unknown_parameter', 'key');
+      assertEnvelope(res, 400, 'unsupported_parameter', 'key');
     });
 
     it('api_key=<own key id> filters to that key', async function () {

@@ -125,7 +125,7 @@ describe('video jobs', function () {
         [job('', { resolution: '4K' }), 400, 'invalid_parameter', 'resolution'],
         [job('', { aspect_ratio: '4:3' }), 400, 'invalid_parameter', 'aspect_ratio'],
         [job('', { size: '7680x4320' }), 400, 'invalid_parameter', 'size'],
-        [job('', { seconds: 4 }), 400, 'unknown_parameter', 'seconds'],
+        [job('', { seconds: 4 }), 400, 'unsupported_parameter', 'seconds'],
         [
           {
             model: MODEL,

@@ -46,13 +46,17 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   if (deps.admin) app.use(deps.admin.routes());
   app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)
 
-  const v1 = new Router({ prefix: '/v1' });
   // Messages-dialect clients get errors, authentication ones included, in Anthropic's shape.
-  v1.use('/messages', (ctx, next) => {
-    ctx.state.errorBody = messagesDialect.errorBody;
+  app.use((ctx, next) => {
+    if (ctx.path === '/v1/messages') ctx.state.errorBody = messagesDialect.errorBody;
     return next();
   });
-  v1.use(deps.keyed ? deps.keyed.guard : authenticate(deps.authStore));
+  // The keyed variant authenticates every path under /v1, routed or not (spec 3 A 1), so a wrong
+  // key counts towards the IP lockout wherever it is sent.
+  if (deps.keyed) app.use(deps.keyed.guard);
+
+  const v1 = new Router({ prefix: '/v1' });
+  if (!deps.keyed) v1.use(authenticate(deps.authStore));
   v1.post('/chat/completions', inference(deps, chatDialect));
   v1.post('/messages', inference(deps, messagesDialect));
   v1.post('/responses', inference(deps, responsesDialect));
