@@ -573,6 +573,24 @@ describe('images: gateway', function () {
       await assertInvariants(a);
     });
 
+    it('a client that leaves before the first image: outcome cancelled, not billed, the hold returns', async () => {
+      const a = await newAccount();
+      const ac = new AbortController();
+      const res = await fetch(`${base}/v1/images`, {
+        method: 'POST',
+        signal: ac.signal,
+        headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-image-1', prompt: 'slow [sim chunk_delay=400]', n: 2, stream: true }),
+      });
+      const id = res.headers.get('x-gateway-request-id')!;
+      ac.abort();
+      const row = await settled(id);
+      assert.equal(row.outcome, 'cancelled');
+      assert.equal(row.billing_source, 'not_billed');
+      assert.equal(normalize(row.charge), '0');
+      await assertInvariants(a);
+    });
+
     it('a model without streaming answers normally', async () => {
       const a = await newAccount();
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-mini', prompt: 'no stream', stream: true } });

@@ -83,7 +83,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
   }
   const usageDetails = { images_requested: req.n, input_images: job.inputs.length, size: sizeLabel(req) };
   const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started, usageDetails: { ...usageDetails, ...r.usageDetails } });
-  const failed = async (r: Omit<RequestReport, 'latencyMs' | 'outcome' | 'billable' | 'usage' | 'providerCost'>, err: GatewayError) => {
+  const failed = async (r: Omit<RequestReport, 'latencyMs' | 'outcome' | 'billable' | 'usage' | 'providerCost'> & { outcome?: 'cancelled' }, err: GatewayError) => {
     report({ ...NOT_BILLED, outcome: 'failed', ...r });
     if (!r.uncertain) await release();
     return err;
@@ -188,7 +188,7 @@ interface StreamParts {
   hold: Hold;
   abort: AbortController;
   finish: (received: number, tokens: UpstreamImageUsage | null, cost: number | undefined, outcome?: 'completed' | 'cancelled') => { usage: ReturnType<typeof imageUsage> };
-  failed: (r: { httpStatus: number; error: string; uncertain?: boolean }, err: GatewayError) => Promise<GatewayError>;
+  failed: (r: { httpStatus: number; error: string; uncertain?: boolean; outcome?: 'cancelled' }, err: GatewayError) => Promise<GatewayError>;
 }
 
 /**
@@ -230,7 +230,8 @@ async function relayImageStream(ctx: Context, upstream: UpstreamResponse, s: Str
   if (clientGone()) {
     // Only what reached the client is billed, at the model rate.
     if (delivered > 0) s.finish(delivered, null, undefined, 'cancelled');
-    else await s.failed({ httpStatus: 499, error: 'the client closed the stream before an image arrived' }, new GatewayError('generation_failed'));
+    // Nothing reached the client: not billed, and still an early close (spec 1 section 2.9).
+    else await s.failed({ outcome: 'cancelled', httpStatus: 499, error: 'the client closed the stream before an image arrived' }, new GatewayError('generation_failed'));
     return;
   }
   if (!pending) {
