@@ -15,6 +15,8 @@ import { env } from './setup/env';
 
 const MODEL = 'sim-video-1';
 const NO_AUDIO_MODEL = 'sim-video-noaudio-test';
+/** offers 1080p but has no 1080p price yet */
+const UNPRICED_MODEL = 'sim-video-unpriced-test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A create body whose prompt carries simulator controls. */
@@ -50,7 +52,10 @@ describe('video jobs', function () {
   before(async () => {
     const base = await env.db('models').where({ id: MODEL }).first();
     await env.db('models')
-      .insert({ ...base, id: NO_AUDIO_MODEL, details: { ...base.details, generate_audio: false } })
+      .insert([
+        { ...base, id: NO_AUDIO_MODEL, details: { ...base.details, generate_audio: false } },
+        { ...base, id: UNPRICED_MODEL, details: { ...base.details, pricing_skus: { '480p': '0.05', '720p': '0.1' } } },
+      ])
       .onConflict('id')
       .merge();
     stack = await startVideoStack({
@@ -59,7 +64,7 @@ describe('video jobs', function () {
   });
   after(async () => {
     await stack?.close();
-    await env.db('models').where({ id: NO_AUDIO_MODEL }).delete();
+    await env.db('models').whereIn('id', [NO_AUDIO_MODEL, UNPRICED_MODEL]).delete();
   });
   beforeEach(async () => {
     acct = await newAccount({ credits: '10' });
@@ -141,6 +146,7 @@ describe('video jobs', function () {
         [{ ...job(''), model: NO_AUDIO_MODEL, generate_audio: true }, 400, 'unsupported_parameter', 'generate_audio'],
         [job('', { previous_job_id: 'gen-vid-1-nope' }), 400, 'invalid_parameter', 'previous_job_id'],
         [{ model: 'sim-gpt', prompt: 'x' }, 400, 'unsupported_capability', 'model'],
+        [{ ...job(''), model: UNPRICED_MODEL, resolution: '1080p' }, 503, 'model_pricing_unavailable', null],
       ];
       for (const [body, status, code, param] of cases) {
         const res = await create(body);

@@ -70,10 +70,12 @@ export function planVideo(req: VideoCreateRequest, model: CatalogModel): VideoPl
   }
   const fromSize = req.size ? `${Math.min(...req.size.split('x').map(Number))}p` : undefined;
   const resolution = req.resolution ?? fromSize ?? d.default_resolution ?? d.supported_resolutions[0];
-  if (!d.supported_resolutions.includes(resolution) || !d.pricing_skus[resolution]) {
+  if (!d.supported_resolutions.includes(resolution)) {
     const param = req.resolution ? 'resolution' : 'size';
     throw new GatewayError('invalid_parameter', { param, detail: `${model.id} supports ${d.supported_resolutions.join(', ')}` });
   }
+  // A resolution the model offers but whose price is not there yet: the tariff is behind.
+  if (!d.pricing_skus[resolution]) throw new GatewayError('model_pricing_unavailable', { model: model.id });
   if (req.resolution && fromSize && fromSize !== req.resolution) {
     throw new GatewayError('invalid_parameter', { param: 'size', detail: `${req.size} is not ${req.resolution}` });
   }
