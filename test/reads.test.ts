@@ -443,6 +443,16 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       assert.equal(cut.json.data.total.requests, 0);
     });
 
+    it('an ISO 8601 instant without a zone is UTC', async function () {
+      const bare = await call(base, `/v1/usage?from=${day}T00:00:00&to=${day}T23:59:59.999`, { key: acct.key });
+      assert.equal(bare.status, 200, bare.text);
+      assert.equal(bare.json.data.from, `${day}T00:00:00.000Z`);
+      assert.equal(bare.json.data.to, `${day}T23:59:59.999Z`);
+      assert.equal(bare.json.data.total.requests, 3);
+      const offset = await call(base, `/v1/usage?from=${encodeURIComponent(`${day}T00:00:00+01:00`)}&to=${day}`, { key: acct.key });
+      assert.equal(offset.json.data.from, new Date(`${day}T00:00:00+01:00`).toISOString());
+    });
+
     it('a range of 93 days is accepted, over 93 days is 400 invalid_parameter', async function () {
       const ok = await call(base, `/v1/usage?from=${shiftDay(day, -92)}&to=${day}`, { key: acct.key });
       assert.equal(ok.status, 200, ok.text);
@@ -469,7 +479,7 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
         ['to=2026-99-99', 'to'],
         ['date=2026-02-30', 'date'],
         ['to=March 7', 'to'],
-        ['from=2026-11-01T00:00:00&to=2026-11-02', 'from'],
+        ['from=2026-11-01T25:00:00&to=2026-11-02', 'from'],
       ]) {
         const res = await call(base, `/v1/usage?${q}`, { key: acct.key });
         assertEnvelope(res, 400, 'invalid_parameter', param);

@@ -141,14 +141,17 @@ export function generation(db: Db) {
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-// ISO 8601 instants must name their zone: a bare local time would depend on the server's.
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+// ISO 8601 instants; one without a zone is UTC (spec 1 section 4.6), never the server's local time.
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?$/;
+const HAS_ZONE = /(Z|[+-]\d{2}:\d{2})$/;
+/** A validated `from`/`to` value as an instant: a bare day is its 00:00 UTC. */
+const instantOf = (s: string): Date => new Date(DAY.test(s) ? `${s}T00:00:00Z` : HAS_ZONE.test(s) ? s : `${s}Z`);
 const realDay = (s: string) => {
   const t = Date.parse(`${s}T00:00:00Z`);
   return DAY.test(s) && !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === s;
 };
 const day = z.string().refine(realDay, 'must be a calendar day YYYY-MM-DD');
-const instant = z.string().refine((s) => realDay(s) || (INSTANT.test(s) && realDay(s.slice(0, 10)) && !Number.isNaN(Date.parse(s))), 'must be YYYY-MM-DD or ISO 8601 with Z or an offset');
+const instant = z.string().refine((s) => realDay(s) || (INSTANT.test(s) && realDay(s.slice(0, 10)) && !Number.isNaN(instantOf(s).getTime())), 'must be YYYY-MM-DD or ISO 8601');
 const usageQuery = z
   .object({
     from: instant.optional(),
@@ -174,8 +177,8 @@ export function usage(db: Db) {
       to = new Date(from.getTime() + 86_400_000);
     } else {
       // A bare day as `to` includes that whole day.
-      to = q.to ? (DAY.test(q.to) ? new Date(Date.parse(`${q.to}T00:00:00Z`) + 86_400_000) : new Date(q.to)) : new Date();
-      from = q.from ? new Date(DAY.test(q.from) ? `${q.from}T00:00:00Z` : q.from) : new Date(to.getTime() - 30 * 86_400_000);
+      to = q.to ? (DAY.test(q.to) ? new Date(instantOf(q.to).getTime() + 86_400_000) : instantOf(q.to)) : new Date();
+      from = q.from ? instantOf(q.from) : new Date(to.getTime() - 30 * 86_400_000);
     }
     if (from >= to) throw new GatewayError('invalid_parameter', { param: 'from', detail: 'must be before to' });
     if (to.getTime() - from.getTime() > MAX_RANGE_MS) throw new GatewayError('invalid_parameter', { param: 'to', detail: 'the range is at most 93 days' });
