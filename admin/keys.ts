@@ -38,13 +38,16 @@ export const keySettingsSchema = z.object({
     .optional(),
   /** requests per minute */
   rpm: z.coerce.number().int('must be a whole number').min(1).max(1_000_000).nullable().optional(),
-  /** a date (00:00 UTC of that day) or an ISO 8601 instant with offset; from then on the key is rejected */
+  /**
+   * A date, valid through that whole UTC day ("after it the key is rejected", spec 3 A 2: stored
+   * as 00:00 UTC of the next day), or an ISO 8601 instant with offset; from then on it is rejected.
+   */
   expires_at: z
     .string()
     .refine((s) => (DATE.test(s) || z.string().datetime({ offset: true }).safeParse(s).success) && !Number.isNaN(Date.parse(DATE.test(s) ? `${s}T00:00:00Z` : s)), {
       message: 'must be YYYY-MM-DD or an ISO 8601 date-time with offset',
     })
-    .transform((s) => new Date(DATE.test(s) ? `${s}T00:00:00Z` : s).toISOString())
+    .transform((s) => (DATE.test(s) ? new Date(Date.parse(`${s}T00:00:00Z`) + 86_400_000) : new Date(s)).toISOString())
     .nullable()
     .optional(),
   /** model ids; a comma-separated string is accepted too (the CLI's --models) */

@@ -115,6 +115,11 @@ describe('keyed gateway variant (spec 3 A)', function () {
       refused(await chat(a.gateway.url, expired.key), 401, 'invalid_api_key');
       const dated = await keyedKey({ expires_at: '2999-01-01' });
       assert.equal((await chat(a.gateway.url, dated.key)).status, 200);
+      // A date is the last day the key works: today still answers, yesterday's does not.
+      const today = new Date().toISOString().slice(0, 10);
+      const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+      assert.equal((await chat(a.gateway.url, (await keyedKey({ expires_at: today })).key)).status, 200);
+      refused(await chat(a.gateway.url, (await keyedKey({ expires_at: yesterday })).key), 401, 'invalid_api_key');
 
       const r = await chat(a.gateway.url, ok.key);
       assert.equal(r.status, 200, r.text);
@@ -544,7 +549,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       assert.match(c.key, /^mt-[A-Za-z0-9_-]{43}$/, 'an mt- key by default in the keyed variant');
       assert.deepEqual(
         { spend_limit: c.spend_limit, spend: c.spend, rpm: c.rpm, expires_at: c.expires_at, models: c.models, label: c.label, format: c.format, account_id: c.account_id },
-        { spend_limit: '1500.5', spend: '0', rpm: 60, expires_at: '2999-01-01T00:00:00.000Z', models: ['sim-gpt', 'sim-gpt-mini'], label: 'ci', format: 'mt', account_id: acct.id },
+        { spend_limit: '1500.5', spend: '0', rpm: 60, expires_at: '2999-01-02T00:00:00.000Z', models: ['sim-gpt', 'sim-gpt-mini'], label: 'ci', format: 'mt', account_id: acct.id },
       );
       const row = await env.db('api_keys').where({ id: c.id }).first();
       assert.equal(row.spend_limit, '1500.500000000000');
@@ -609,7 +614,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       const row = await env.db('api_keys').where({ id: r.json.id }).first();
       assert.equal(row.spend_limit, '1500.500000000000');
       assert.equal(row.rpm, 60);
-      assert.equal(row.expires_at.toISOString(), '2027-01-01T00:00:00.000Z');
+      assert.equal(row.expires_at.toISOString(), '2027-01-02T00:00:00.000Z', 'valid through 2027-01-01');
       assert.deepEqual(row.allowed_models, ['sim-gpt', 'sim-gpt-mini']);
 
       const u = await cli('key', 'update', '--id', r.json.id, '--rpm', 'none', '--spend-limit', '2000');
