@@ -109,7 +109,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       refused(await chat(a.gateway.url, unknownKey()), 401, 'invalid_api_key');
       refused(await call(a.gateway.url, '/v1/models', { headers: { 'x-api-key': unknownKey() } }), 401, 'invalid_api_key');
       refused(await call(a.gateway.url, '/v1/models', { headers: { authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'invalid_api_key');
-      refused(await call(a.gateway.url, '/v1/models'), 401, 'missing_api_key');
+      refused(await call(a.gateway.url, '/v1/models'), 401, 'invalid_api_key');
 
       const expired = await keyedKey({ expires_at: new Date(Date.now() - 1000).toISOString() });
       refused(await chat(a.gateway.url, expired.key), 401, 'invalid_api_key');
@@ -259,7 +259,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
     it('every path under /v1 is authenticated, routed or not: a wrong key counts there too', async () => {
       const k = await keyedKey();
       for (const [method, p] of [['GET', '/v1/nope'], ['POST', '/v1/nope/deeper'], ['GET', '/v1'], ['GET', '/v1/chat/completions']]) {
-        refused(await call(a.gateway.url, p, { method }), 401, 'missing_api_key');
+        refused(await call(a.gateway.url, p, { method }), 401, 'invalid_api_key');
         refused(await call(a.gateway.url, p, { method, headers: { 'x-api-key': 'mt-bad' } }), 401, 'invalid_api_key');
         refused(await call(a.gateway.url, p, { method, headers: { 'x-api-key': unknownKey() } }), 401, 'invalid_api_key');
       }

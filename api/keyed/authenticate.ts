@@ -48,7 +48,9 @@ export function authenticateKeyed(deps: KeyedAuthDeps) {
       throw new GatewayError('rate_limit_exceeded', { retry_after: retryAfter }, { 'retry-after': retryAfter });
     }
     const key = keyedKey(ctx);
-    if (key === null) throw new GatewayError('missing_api_key');
+    // Spec 3 has one 401 code: no key is a key not matching the format. It is no guess, so it
+    // does not count towards the IP lockout.
+    if (key === null) throw new GatewayError('invalid_api_key');
     if (!MT_KEY.test(key)) throw wrongKey(ctx, ip);
 
     const rec = await deps.store.byHash(hashKey(key));
