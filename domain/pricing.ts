@@ -103,6 +103,16 @@ export interface MediaCharge {
 /** Model rate × units, e.g. credits per image × images received. */
 export const unitsCharge = (rate: Credits, units: number): Credits => fix(new D(rate).mul(units));
 
+/** Credits per token of a media model priced by tokens (audio `details.pricing`). */
+export interface TokenRates {
+  per_input_token: Credits;
+  per_output_token: Credits;
+}
+
+/** Input tokens × input rate + output tokens × output rate. */
+export const tokensCharge = (r: TokenRates, input: number, output: number): Credits =>
+  fix(new D(r.per_input_token).mul(input).add(new D(r.per_output_token).mul(output)));
+
 /** The charge of a settled request (spec 2.1 billing_source rules). Never above the hold. */
 export function computeCharge(c: ChargeInput): Charge {
   const zero = { input_credits: ZERO, cache_write_credits: ZERO, cache_read_credits: ZERO, output_credits: ZERO, pricing_adjustment_credits: ZERO };

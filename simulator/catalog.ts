@@ -22,9 +22,15 @@ export interface SimulatorModel {
   details?: Record<string, unknown>;
 }
 
+/**
+ * The simulator meters speech and transcription of a model whose name contains `tokens` in tokens,
+ * as OpenAI's gpt-4o-mini-tts and gpt-4o-transcribe (others: characters, seconds as tts-1, whisper-1).
+ */
+export const meteredInTokens = (model: string): boolean => model.includes('tokens');
+
 const ALL_TIERS = ['free_trial', 'starter', 'pro', 'business', 'user'];
 const PAID_TIERS = ['starter', 'pro', 'business'];
-// Media models are priced per unit (details.pricing); their token multipliers are unused.
+// Media models are priced by details.pricing (per unit, or audio per token); the chat multipliers are unused.
 const NO_TOKENS = { max_output_tokens: 0, input_multiplier: '0', output_multiplier: '0', cache_multiplier: '0', cache_creation_multiplier: '0' };
 
 export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
@@ -179,5 +185,26 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
     free_trial: false,
     ...NO_TOKENS,
     details: { type: 'transcription', input_formats: ['wav', 'mp3', 'flac', 'm4a', 'ogg', 'webm', 'aac'], pricing: { per_second: '0.0001' } },
+  },
+  // Priced per token (credits per input / output token), like gpt-4o-mini-tts and gpt-4o-transcribe.
+  {
+    id: 'sim-tts-tokens',
+    wire: 'openai',
+    upstream_model: 'sim-tts-tokens-2026-01-15',
+    capabilities: ['speech_generation'],
+    tiers: ['business'],
+    free_trial: false,
+    ...NO_TOKENS,
+    details: { type: 'speech', voices: ['alloy', 'verse', 'sage'], voice_cloning: false, response_formats: ['mp3', 'pcm'], pricing: { per_input_token: '0.0000006', per_output_token: '0.000012' } },
+  },
+  {
+    id: 'sim-transcribe-tokens',
+    wire: 'openai',
+    upstream_model: 'sim-transcribe-tokens-2026-01-15',
+    capabilities: ['transcription'],
+    tiers: ['business'],
+    free_trial: false,
+    ...NO_TOKENS,
+    details: { type: 'transcription', input_formats: ['wav', 'mp3', 'flac', 'm4a', 'ogg', 'webm', 'aac'], pricing: { per_input_token: '0.000006', per_output_token: '0.00001' } },
   },
 ];

@@ -1,7 +1,9 @@
 // POST /v1/audio/speech: streams real audio bytes (PCM: 16-bit LE mono 24 kHz 440 Hz tone;
 // MP3: silent MPEG-2 Layer III frames) chunk by chunk as they are "produced". The answer
-// carries no cost; the cost of the audio actually sent is recorded for /v1/generations/{id}.
+// carries no cost; the cost of the audio actually sent is recorded for /v1/generations/{id}
+// (with text and audio tokens for token-metered models).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { meteredInTokens } from './catalog';
 import { usd, DEFAULT_COST_DELAY } from './generations';
 import { drained, pause, sendError } from './http';
 import { MP3_FRAME, MP3_FRAME_SECONDS, PCM_RATE, pcmSamples } from './media-bytes';
@@ -15,6 +17,10 @@ const SECONDS_PER_CHAR = 0.06;
 const MAX_SECONDS = 120;
 /** cost=auto: USD per input character ($15 per million). */
 const AUTO_COST_PER_CHAR = 0.000015;
+/** Token-metered models (as gpt-4o-mini-tts): an audio token per 50 ms; USD per text input and audio output token. */
+const AUDIO_TOKENS_PER_SECOND = 20;
+const AUTO_COST_PER_INPUT_TOKEN = 0.0000006;
+const AUTO_COST_PER_OUTPUT_TOKEN = 0.000012;
 /** One chunk: 100 ms of PCM (2,400 samples, 4,800 bytes) or 5 MP3 frames (120 ms, 480 bytes). */
 const PCM_CHUNK_SAMPLES = 2400;
 const MP3_CHUNK_FRAMES = 5;
@@ -65,11 +71,15 @@ function audioFor(format: 'mp3' | 'pcm', seconds: number): Audio {
   };
 }
 
-function recordedCost(behaviour: MediaBehaviour, characters: number, fraction: number): number | null {
+/** What was made: characters spoken and seconds sent, and for token-metered models the tokens. */
+type Made = { characters: number; seconds: number } | { characters: number; seconds: number; input_tokens: number; output_tokens: number };
+
+function recordedCost(behaviour: MediaBehaviour, made: Made, fraction: number): number | null {
   const cost = behaviour.cost;
   if (cost === 'none') return null;
-  if (cost === undefined || cost === 'auto') return usd(characters * AUTO_COST_PER_CHAR);
-  return usd(cost * fraction);
+  if (cost !== undefined && cost !== 'auto') return usd(cost * fraction);
+  if ('input_tokens' in made) return usd(made.input_tokens * AUTO_COST_PER_INPUT_TOKEN + made.output_tokens * AUTO_COST_PER_OUTPUT_TOKEN);
+  return usd(made.characters * AUTO_COST_PER_CHAR);
 }
 
 /** Streams the chunks; resolves the seconds of audio handed to the socket. */
@@ -119,5 +129,8 @@ export async function serveSpeech(req: IncomingMessage, res: ServerResponse, sta
   const { sent, complete } = await stream(res, audio, behaviour);
   const fraction = complete ? 1 : audio.seconds > 0 ? Math.min(1, sent / audio.seconds) : 0;
   const spoken = Math.round(characters * fraction);
-  state.generations.finish(id, recordedCost(behaviour, spoken, fraction), { characters: spoken, seconds: Math.round(sent * 1000) / 1000 });
+  const made: Made = { characters: spoken, seconds: Math.round(sent * 1000) / 1000 };
+  // Text tokens of what was spoken (4 characters a token), audio tokens of what was sent.
+  const metered = meteredInTokens(request.model) ? { ...made, input_tokens: Math.ceil(spoken / 4), output_tokens: Math.round(sent * AUDIO_TOKENS_PER_SECOND) } : made;
+  state.generations.finish(id, recordedCost(behaviour, metered, fraction), metered);
 }

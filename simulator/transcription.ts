@@ -1,7 +1,9 @@
 // POST /v1/audio/transcriptions: multipart (`file`) or JSON (`input_audio`). The duration is
 // derived from the audio's size (16,000 bytes a second) unless `seconds=N` sets it; the text
-// is deterministic (2.5 words a second). The cost is recorded late, as for speech.
+// is deterministic (2.5 words a second); usage in seconds, or tokens for token-metered models.
+// The cost is recorded late, as for speech.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { meteredInTokens } from './catalog';
 import { DEFAULT_COST_DELAY, usd } from './generations';
 import { sendError, sendJson } from './http';
 import { base64Bytes } from './media-bytes';
@@ -17,6 +19,14 @@ const WORDS_PER_SEGMENT = 25;
 const VOCABULARY = ['the', 'quick', 'brown', 'fox', 'jumps', 'over', 'the', 'lazy', 'dog'];
 /** cost=auto: USD per started second ($0.006 a minute). */
 const AUTO_COST_PER_SECOND = 0.0001;
+/**
+ * Token-metered models (as gpt-4o-transcribe): an audio token per 100 ms, one token per word;
+ * cost=auto: USD per audio input, text input (prompt) and text output token.
+ */
+const AUDIO_TOKENS_PER_SECOND = 10;
+const AUTO_COST_PER_AUDIO_TOKEN = 0.000006;
+const AUTO_COST_PER_TEXT_INPUT_TOKEN = 0.0000025;
+const AUTO_COST_PER_OUTPUT_TOKEN = 0.00001;
 const GRANULARITIES = ['word', 'segment'] as const;
 
 interface TranscriptionRequest {
@@ -70,8 +80,10 @@ function parse(input: MediaInput): TranscriptionRequest | Invalid {
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 
+const wordCount = (duration: number): number => Math.min(MAX_WORDS, Math.floor(duration * WORDS_PER_SECOND));
+
 function transcript(request: TranscriptionRequest, duration: number): Record<string, unknown> {
-  const count = Math.min(MAX_WORDS, Math.floor(duration * WORDS_PER_SECOND));
+  const count = wordCount(duration);
   const words = Array.from({ length: count }, (_, i) => ({
     word: VOCABULARY[i % VOCABULARY.length] ?? 'the',
     start: r2((i * duration) / count),
@@ -106,10 +118,24 @@ function transcript(request: TranscriptionRequest, duration: number): Record<str
   };
 }
 
-function recordedCost(behaviour: MediaBehaviour, seconds: number): number | null {
+/** OpenAI's usage forms: `duration` (whisper-1) or `tokens` (gpt-4o-transcribe), with what auto costs. */
+function metering(request: TranscriptionRequest, duration: number, seconds: number) {
+  if (!meteredInTokens(request.model)) return { usage: { type: 'duration', seconds }, record: { seconds }, autoCost: seconds * AUTO_COST_PER_SECOND };
+  const audio = Math.ceil(duration * AUDIO_TOKENS_PER_SECOND - 1e-9);
+  const text = Math.ceil(request.prompt.length / 4);
+  const output = wordCount(duration);
+  const tokens = { input_tokens: audio + text, output_tokens: output, total_tokens: audio + text + output };
+  return {
+    usage: { type: 'tokens', ...tokens, input_token_details: { audio_tokens: audio, text_tokens: text } },
+    record: tokens,
+    autoCost: audio * AUTO_COST_PER_AUDIO_TOKEN + text * AUTO_COST_PER_TEXT_INPUT_TOKEN + output * AUTO_COST_PER_OUTPUT_TOKEN,
+  };
+}
+
+function recordedCost(behaviour: MediaBehaviour, autoCost: number): number | null {
   const cost = behaviour.cost;
   if (cost === 'none') return null;
-  return cost === undefined || cost === 'auto' ? usd(seconds * AUTO_COST_PER_SECOND) : cost;
+  return cost === undefined || cost === 'auto' ? usd(autoCost) : cost;
 }
 
 export async function serveTranscriptions(req: IncomingMessage, res: ServerResponse, state: SimState): Promise<void> {
@@ -125,10 +151,11 @@ export async function serveTranscriptions(req: IncomingMessage, res: ServerRespo
   }
   const duration = behaviour.seconds ?? request.bytes / BYTES_PER_SECOND;
   const seconds = Math.max(0, Math.ceil(duration - 1e-9));
+  const metered = metering(request, duration, seconds);
   sendMediaPlain(res, behaviour, () => {
     const id = state.generations.start(behaviour.cost_delay ?? DEFAULT_COST_DELAY);
-    state.generations.finish(id, recordedCost(behaviour, seconds), { seconds });
-    const usage = behaviour.no_usage ? {} : { usage: { type: 'duration', seconds } };
+    state.generations.finish(id, recordedCost(behaviour, metered.autoCost), metered.record);
+    const usage = behaviour.no_usage ? {} : { usage: metered.usage };
     sendJson(res, 200, { ...transcript(request, duration), ...usage }, { 'x-sim-generation-id': id });
   });
 }

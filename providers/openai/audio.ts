@@ -60,7 +60,11 @@ export function transcriptionRequest(p: TranscriptionParams, upstreamModel: stri
   return parts;
 }
 
-/** The transcript fields to show, and the provider's measured usage (seconds or tokens). */
+/**
+ * The transcript fields to show, and the provider's measured usage without its `type`:
+ * `duration` → `{ seconds }` (whisper-1), `tokens` → `{ input_tokens, input_token_details,
+ * output_tokens, total_tokens }` (gpt-4o-transcribe).
+ */
 export function transcriptionResult(json: Record<string, unknown>): { body: Record<string, unknown>; usage: Record<string, unknown> | null } {
   const { usage, cost: _cost, ...body } = json;
   void _cost;

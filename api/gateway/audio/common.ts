@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/errors';
-import { sub, toNumber, type Credits } from '../../../domain/pricing';
+import { sub, toNumber, type Credits, type TokenRates } from '../../../domain/pricing';
 import type { UpstreamResponse } from '../../../providers/upstream';
 import type { Db } from '../../../platform/db';
 import type { AuthRecord } from '../../auth-store';
@@ -78,9 +78,23 @@ export async function upstreamRefusal(res: UpstreamResponse, report: Report, mod
   return new GatewayError('provider_error', { detail });
 }
 
-/** The model's unit rate from `details.pricing`, or 503 when the tariff lacks it. */
-export function unitRate(details: Record<string, unknown>, unit: string, model: string): Credits {
-  const rate = (details.pricing as Record<string, unknown> | undefined)?.[unit];
-  if (typeof rate !== 'string' && typeof rate !== 'number') throw new GatewayError('model_pricing_unavailable', { model });
-  return String(rate);
+/**
+ * How an audio model is priced (`details.pricing`, credits per unit): by its unit (`per_character`
+ * for speech, `per_second` for transcription) or by tokens (`per_input_token` and
+ * `per_output_token`). The unit rate wins when both are present; neither is 503.
+ */
+export type AudioPricing = { kind: 'unit'; rate: Credits } | { kind: 'tokens'; rates: TokenRates };
+
+export function audioPricing(details: Record<string, unknown>, unit: 'per_character' | 'per_second', model: string): AudioPricing {
+  const pricing = (details.pricing as Record<string, unknown> | undefined) ?? {};
+  const rate = (name: string): Credits | null => {
+    const v = pricing[name];
+    return typeof v === 'string' || typeof v === 'number' ? String(v) : null;
+  };
+  const perUnit = rate(unit);
+  if (perUnit !== null) return { kind: 'unit', rate: perUnit };
+  const input = rate('per_input_token');
+  const output = rate('per_output_token');
+  if (input !== null && output !== null) return { kind: 'tokens', rates: { per_input_token: input, per_output_token: output } };
+  throw new GatewayError('model_pricing_unavailable', { model });
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/errors';
-import { unitsCharge } from '../../../domain/pricing';
+import { tokensCharge, unitsCharge, type Credits } from '../../../domain/pricing';
 import { ADAPTERS } from '../../../providers';
 import { GENERATION_ID_HEADER, SPEECH_CONTENT_TYPE, SPEECH_PATH, speechRequest, type SpeechParams } from '../../../providers/openai/audio';
 import { postUpstream, type UpstreamResponse } from '../../../providers/upstream';
@@ -9,7 +9,7 @@ import type { CatalogModel } from '../../catalog';
 import { readJsonObject } from '../../http';
 import { checkAccess } from '../access';
 import { contentHash } from '../idempotency';
-import { claimAudioKey, decodeBase64, rejectUnknown, unitRate, upstreamFailure, upstreamRefusal, type AudioDeps, type Report } from './common';
+import { audioPricing, claimAudioKey, decodeBase64, rejectUnknown, upstreamFailure, upstreamRefusal, type AudioPricing, type AudioDeps, type Report } from './common';
 import { inspectAudio } from './format';
 
 const MAX_INPUT = 10_000;
@@ -18,6 +18,14 @@ const MAX_OPTIONS_BYTES = 8 * 1024;
 // A 15 MB sample in base64 plus the rest of the body.
 const BODY_LIMIT = Math.ceil((MAX_SAMPLE_BYTES * 4) / 3) + 1024 * 1024;
 const KNOWN = ['model', 'input', 'voice', 'response_format', 'speed', 'input_references', 'provider'];
+/**
+ * Audio output tokens a byte of input text may become, at most (token pricing). OpenAI counts an
+ * audio token per 50 ms of speech, and voices speak ~15 characters a second: ~1.3 tokens a
+ * character; 4 leaves room for voices down to 5 characters a second. The simulator makes 60 ms of
+ * audio a character at 20 tokens a second: 1.2. Per UTF-8 byte, so scripts spoken longer per
+ * character (CJK: 3 bytes) get more room.
+ */
+const AUDIO_TOKENS_PER_BYTE_BOUND = 4;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -84,6 +92,17 @@ function checkModel(p: SpeechParams, model: CatalogModel, body: Record<string, u
   }
 }
 
+/**
+ * The hold (spec 4.8): characters × rate, or an upper bound of the tokens. A byte-level token holds
+ * at least one UTF-8 byte, so input tokens ≤ bytes; audio output is bounded from the same bytes,
+ * and a slower speed makes longer audio.
+ */
+function speechHold(pricing: AudioPricing, p: SpeechParams): Credits {
+  if (pricing.kind === 'unit') return unitsCharge(pricing.rate, p.input.length);
+  const bytes = Buffer.byteLength(p.input);
+  return tokensCharge(pricing.rates, bytes, Math.ceil((bytes * AUDIO_TOKENS_PER_BYTE_BOUND) / Math.min(1, p.speed ?? 1)));
+}
+
 /** POST /v1/audio/speech (spec 4.4): the provider's bytes streamed as they arrive; its late cost is charged. */
 export function speech(deps: AudioDeps) {
   return async (ctx: Context) => {
@@ -96,7 +115,8 @@ export function speech(deps: AudioDeps) {
     const params: SpeechParams = { ...p, input_references: body.input_references === undefined ? undefined : await checkReferences(body.input_references), options: providerOptions(body.provider, provider.id) };
     const adapter = ADAPTERS[provider.kind];
     if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
-    const estimate = unitsCharge(unitRate(model.details, 'per_character', model.id), p.input.length);
+    // The answer reports no usage, so the hold is also the estimate should the provider record no cost.
+    const estimate = speechHold(audioPricing(model.details, 'per_character', model.id), p);
     const release = await claimAudioKey(ctx, deps.db, contentHash('speech', JSON.stringify(body)));
 
     let hold;

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/errors';
-import { lt, unitsCharge } from '../../../domain/pricing';
+import { lt, tokensCharge, unitsCharge, type Credits } from '../../../domain/pricing';
 import { ADAPTERS } from '../../../providers';
 import { GENERATION_ID_HEADER, TRANSCRIPTION_PATH, transcriptionRequest, transcriptionResult } from '../../../providers/openai/audio';
 import type { UpstreamResponse } from '../../../providers/upstream';
@@ -8,9 +8,40 @@ import { postUpstreamForm } from '../../../providers/upstream';
 import type { AuthRecord } from '../../auth-store';
 import { checkAccess } from '../access';
 import { contentHash } from '../idempotency';
-import { claimAudioKey, mediaUsage, unitRate, upstreamFailure, upstreamRefusal, type AudioDeps, type Report } from './common';
+import { audioPricing, claimAudioKey, mediaUsage, upstreamFailure, upstreamRefusal, type AudioPricing, type AudioDeps, type Report } from './common';
 import { holdSeconds } from './format';
 import { readTranscription } from './transcription-request';
+
+/**
+ * Upper bounds a second of held audio, for token pricing. Audio input: OpenAI's transcribe models
+ * count 10–17 audio tokens a second, Gemini 32. Text output: fast speech is ~5 words a second
+ * and a word rarely takes over 3 tokens. The simulator counts 10 audio tokens and 2.5 one-token
+ * words a second.
+ */
+const AUDIO_TOKENS_PER_SECOND_BOUND = 32;
+const TEXT_TOKENS_PER_SECOND_BOUND = 16;
+
+/** The hold (spec 4.8) for the held seconds: seconds × rate, or the token bounds × rates. */
+function transcriptionHold(pricing: AudioPricing, seconds: number): Credits {
+  if (pricing.kind === 'unit') return unitsCharge(pricing.rate, seconds);
+  return tokensCharge(pricing.rates, seconds * AUDIO_TOKENS_PER_SECOND_BOUND, seconds * TEXT_TOKENS_PER_SECOND_BOUND);
+}
+
+const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+
+/**
+ * The estimate from what the provider measured (seconds, or input and output tokens, by how the
+ * model is priced); the hold when it measured nothing usable.
+ */
+function transcriptionEstimate(pricing: AudioPricing, usage: Record<string, unknown> | null, held: Credits): Credits {
+  if (pricing.kind === 'unit') {
+    const seconds = count(usage?.seconds);
+    return seconds === null ? held : unitsCharge(pricing.rate, seconds);
+  }
+  const input = count(usage?.input_tokens);
+  const output = count(usage?.output_tokens);
+  return input === null || output === null ? held : tokensCharge(pricing.rates, input, output);
+}
 
 /**
  * POST /v1/audio/transcriptions (spec 4.5): held for the duration read from the content; the
@@ -25,8 +56,8 @@ export function transcription(deps: AudioDeps) {
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, t.model, 'transcription', 'POST /v1/audio/transcriptions');
     const adapter = ADAPTERS[provider.kind];
     if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
-    const perSecond = unitRate(model.details, 'per_second', model.id);
-    const held = complimentary ? '0' : unitsCharge(perSecond, holdSeconds({ kind: 'accepted', format: t.format, seconds: t.seconds }, t.audio.length));
+    const pricing = audioPricing(model.details, 'per_second', model.id);
+    const held = complimentary ? '0' : transcriptionHold(pricing, holdSeconds({ kind: 'accepted', format: t.format, seconds: t.seconds }, t.audio.length));
     const release = await claimAudioKey(ctx, deps.db, contentHash('transcription', JSON.stringify(t.fields), t.audio));
 
     let hold;
@@ -70,9 +101,7 @@ export function transcription(deps: AudioDeps) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     const { body: transcript, usage } = transcriptionResult(json);
-    const seconds = typeof usage?.seconds === 'number' ? usage.seconds : null;
-    // Without a measured duration the held seconds are the estimate.
-    const estimate = seconds === null ? held : unitsCharge(perSecond, seconds);
+    const estimate = transcriptionEstimate(pricing, usage, held);
     const shown = lt(held, estimate) ? held : estimate;
     const generationId = upstream.headers[GENERATION_ID_HEADER]?.toString();
     report({
@@ -82,7 +111,7 @@ export function transcription(deps: AudioDeps) {
       providerCost: null,
       httpStatus: 200,
       media: { billingSource: 'estimate', amount: estimate },
-      usageDetails: usage ?? { seconds: null },
+      usageDetails: usage ?? (pricing.kind === 'unit' ? { seconds: null } : { input_tokens: null, output_tokens: null }),
       lateCost: generationId ? { providerId: provider.id, generationId } : undefined,
     });
     ctx.set('x-gateway-request-id', hold.reservationId);
