@@ -16,6 +16,7 @@ import { messagesDialect } from './dialects/messages';
 import { responsesDialect } from './dialects/responses';
 import { inference } from './inference';
 import { imageRoutes } from './images/routes';
+import { installerRoutes } from './installer/routes';
 import { credits, generation, keyInfo, models, usage } from './reads';
 import { videoRoutes } from './videos/routes';
 
@@ -43,6 +44,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
   app.use(health.routes());
+  app.use(installerRoutes().routes()); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
   if (deps.admin) app.use(deps.admin.routes());
   app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)
 

@@ -1,0 +1,360 @@
+<#
+.SYNOPSIS
+Gateway installer for Windows PowerShell 5.1+: points Claude Code, the OpenAI Codex CLI and
+PowerShell environment variables (a marked block in $PROFILE) at this gateway.
+
+.DESCRIPTION
+Mirrors install.sh. Every file is copied to <file>.bak-YYYYmmdd-HHMMSS before it is written,
+unless it holds API keys of other providers (then no copy is made and only the gateway entry is
+touched). Re-running replaces the installer's own entries. uninstall.ps1 removes them.
+
+.EXAMPLE
+& ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/install.ps1)))
+.EXAMPLE
+& ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/install.ps1))) -All -DryRun
+.EXAMPLE
+.\install.ps1 -Key gw_ai_... -Apps claude,codex,shell -Models m1,m2 -Yes
+#>
+[CmdletBinding()]
+param(
+    [string]$Key,
+    [string[]]$Apps,
+    [string[]]$Models,
+    [switch]$All,
+    [switch]$DryRun,
+    [switch]$Yes,
+    # Filled in by the gateway that serves this file.
+    [string]$BaseUrl = '__GATEWAY_BASE_URL__'
+)
+
+Set-StrictMode -Version 2.0
+$ErrorActionPreference = 'Stop'
+
+$MarkBegin = '# >>> gateway >>>'
+$MarkEnd = '# <<< gateway <<<'
+# Codex rejects duplicate top-level keys, so the user's own model/model_provider lines are
+# commented out with this prefix while the gateway block is present; uninstall.ps1 restores them.
+$DisabledPrefix = '# [gateway] '
+$AllApps = @('claude', 'codex', 'shell')
+$ClaudeKeys = @('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL')
+$HomeDir = if ($env:USERPROFILE) { $env:USERPROFILE } else { $HOME }
+$Utf8NoBom = New-Object System.Text.UTF8Encoding $false
+
+function Fail([string]$Message) { throw "error: $Message" }
+
+$Summary = New-Object System.Collections.Generic.List[string]
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+function Add-Summary([string]$Status, [string]$Step, [string]$Text) {
+    $line = '{0,-14} {1,-7} {2}' -f "[$Status]", $Step, $Text
+    $Summary.Add($line)
+    Write-Host $line
+}
+
+function Read-Answer([string]$Prompt, [string]$Default = '', [switch]$Secret) {
+    $p = if ($Default) { "$Prompt [$Default]" } else { $Prompt }
+    if ($Secret) {
+        $s = Read-Host -Prompt $p -AsSecureString
+        $ptr = [Runtime.InteropServices.Marshal]::SecureStringToBSTR($s)
+        try { $a = [Runtime.InteropServices.Marshal]::PtrToStringBSTR($ptr) } finally { [Runtime.InteropServices.Marshal]::ZeroFreeBSTR($ptr) }
+    } else {
+        $a = Read-Host -Prompt $p
+    }
+    if ($null -eq $a) { $a = '' }
+    $a = $a.Trim()
+    if (-not $a) { $a = $Default }
+    return $a
+}
+
+function Split-List([string[]]$Values) {
+    return @($Values | ForEach-Object { "$_" -split '[,\s]+' } | Where-Object { $_ })
+}
+
+function Get-Masked([string]$Value) { return $Value.Substring(0, [Math]::Min(10, $Value.Length)) + '...' }
+
+function Get-Tilde([string]$Path) {
+    if ($Path.StartsWith($HomeDir + [IO.Path]::DirectorySeparatorChar)) { return '~' + $Path.Substring($HomeDir.Length) }
+    return $Path
+}
+
+function Read-Text([string]$Path) {
+    if (Test-Path -LiteralPath $Path -PathType Leaf) { return [IO.File]::ReadAllText($Path) }
+    return $null
+}
+
+function Get-Newline([string]$Text) { if ($Text -and $Text.Contains("`r`n")) { return "`r`n" }; return "`n" }
+
+# Literal API keys of other providers (our own entries are removed before this is asked).
+function Test-ForeignKey([string]$Text) {
+    if (-not $Text) { return $false }
+    $q = "[`"']?"
+    return ($Text -cmatch '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})') -or
+        ($Text -cmatch "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY$q\s*[:=]\s*$q[A-Za-z0-9]") -or
+        ($Text -cmatch "ANTHROPIC_AUTH_TOKEN$q\s*[:=]\s*$q[A-Za-z0-9]")
+}
+
+# The text without the gateway blocks (and, with -Restore, with commented-out lines restored).
+# Found: something of ours was there; Broken: a block is not closed (Text is then unchanged).
+function Remove-GatewayBlocks([string]$Text, [switch]$Restore) {
+    if ($null -eq $Text) { return @{ Text = ''; Found = $false; Broken = $false } }
+    $nl = Get-Newline $Text
+    $out = New-Object System.Collections.Generic.List[string]
+    $skip = $false; $found = $false
+    foreach ($line in ($Text -split "`r?`n")) {
+        if ($skip) { if ($line -ceq $MarkEnd) { $skip = $false }; continue }
+        if ($line -ceq $MarkBegin) { $skip = $true; $found = $true; continue }
+        if ($Restore -and $line.StartsWith($DisabledPrefix)) { $out.Add($line.Substring($DisabledPrefix.Length)); $found = $true; continue }
+        $out.Add($line)
+    }
+    if ($skip) { return @{ Text = $Text; Found = $false; Broken = $true } }
+    if (-not $found) { return @{ Text = $Text; Found = $false; Broken = $false } }
+    return @{ Text = ($out -join $nl); Found = $true; Broken = $false }
+}
+
+# Claude Code settings: the gateway entry is env.ANTHROPIC_BASE_URL pointing here (or a gateway
+# key as token) with its token and model. Returns @{ Stripped; New } texts, or @{ Error }.
+function Edit-ClaudeSettings([string]$Raw, [bool]$Set) {
+    if ($Raw -and $Raw.Trim()) {
+        try { $data = $Raw | ConvertFrom-Json } catch { return @{ Error = "not valid JSON: $($_.Exception.Message)" } }
+    } else {
+        $data = [pscustomobject]@{}
+    }
+    if ($data -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = 'not a JSON object' } }
+    $before = ConvertTo-Json $data -Depth 100 -Compress
+    $envProp = $data.PSObject.Properties['env']
+    if ($envProp -and $null -ne $envProp.Value -and $envProp.Value -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = '"env" is not an object' } }
+    if ($envProp -and $envProp.Value) {
+        $e = $envProp.Value
+        $url = $e.PSObject.Properties['ANTHROPIC_BASE_URL']
+        $tok = $e.PSObject.Properties['ANTHROPIC_AUTH_TOKEN']
+        if ($url -and $url.Value -and ($url.Value -eq $BaseUrl -or ($tok -and "$($tok.Value)" -match '^(gw_ai_|rk_live_|mt-)'))) {
+            foreach ($k in $ClaudeKeys) { $e.PSObject.Properties.Remove($k) }
+            if (@($e.PSObject.Properties).Count -eq 0) { $data.PSObject.Properties.Remove('env') }
+        }
+    }
+    $strippedJson = ConvertTo-Json $data -Depth 100 -Compress
+    $stripped = if ($strippedJson -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    if (-not $Set) { return @{ Stripped = $stripped; New = $stripped } }
+    if (-not $data.PSObject.Properties['env']) { $data | Add-Member -NotePropertyName env -NotePropertyValue ([pscustomobject]@{}) }
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_BASE_URL -NotePropertyValue $BaseUrl -Force
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_AUTH_TOKEN -NotePropertyValue $Key -Force
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_MODEL -NotePropertyValue $DefaultModel -Force
+    $new = if ((ConvertTo-Json $data -Depth 100 -Compress) -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    return @{ Stripped = $stripped; New = $new }
+}
+
+# --- the plan: files to write, filled by the Plan-* functions, written by Invoke-Plan ----------
+
+$Plan = New-Object System.Collections.Generic.List[object]
+
+# Queues File := New when it differs; prints the plan. Returns $true when queued.
+# $Old is $null for a missing file, so it is deliberately not typed [string] (that would make it '').
+function Add-PlanFile([string]$App, [string]$File, $Old, [string]$New, [string]$Stripped) {
+    if ($null -ne $Old -and $Old -ceq $New) {
+        Add-Summary 'ok' $App "$(Get-Tilde $File) already configured"
+        return $false
+    }
+    $backup = $false
+    if ($null -eq $Old) { $note = 'new file' }
+    elseif (Test-ForeignKey $Stripped) { $note = 'no backup: it holds API keys of other providers' }
+    else { $backup = $true; $note = 'backup first' }
+    $Plan.Add(@{ App = $App; File = $File; New = $New; Backup = $backup })
+    if ($DryRun) { Add-Summary 'would change' $App "$(Get-Tilde $File) ($note)" }
+    else { Write-Host "  will change $(Get-Tilde $File) ($note)" }
+    return $true
+}
+
+function Show-Block([string]$Text) {
+    $on = $false
+    foreach ($line in ($Text -split "`r?`n")) {
+        if ($line -ceq $MarkBegin) { $on = $true }
+        if ($on) { Write-Host ('      + ' + $line.Replace($Key, (Get-Masked $Key))) }
+        elseif ($line.StartsWith($DisabledPrefix)) { Write-Host ('      ~ comments out: ' + $line.Substring($DisabledPrefix.Length)) }
+        if ($line -ceq $MarkEnd) { $on = $false }
+    }
+}
+
+function Plan-Claude {
+    $file = Join-Path $HomeDir '.claude\settings.json'
+    $old = Read-Text $file
+    $r = Edit-ClaudeSettings $old $true
+    if ($r.ContainsKey('Error')) { Add-Summary 'skipped' 'claude' "$(Get-Tilde $file): $($r.Error)"; return }
+    if (Add-PlanFile 'claude' $file $old $r.New $r.Stripped) {
+        Write-Host "      + env.ANTHROPIC_BASE_URL = $BaseUrl"
+        Write-Host "      + env.ANTHROPIC_AUTH_TOKEN = $(Get-Masked $Key)"
+        Write-Host "      + env.ANTHROPIC_MODEL = $DefaultModel"
+    }
+}
+
+function Plan-Codex {
+    $file = Join-Path $HomeDir '.codex\config.toml'
+    $old = Read-Text $file
+    $s = Remove-GatewayBlocks $old -Restore
+    if ($s.Broken) { Add-Summary 'skipped' 'codex' "$(Get-Tilde $file) has a '$MarkBegin' line without '$MarkEnd'; fix it by hand"; return }
+    if ($s.Text -match '(?m)^\s*\[model_providers\.gateway\]') { Add-Summary 'skipped' 'codex' "$(Get-Tilde $file) already defines its own [model_providers.gateway]; left alone"; return }
+    $nl = Get-Newline $old
+    # Top-level keys must precede every table, so the model lines go first and the provider table last.
+    $lines = New-Object System.Collections.Generic.List[string]
+    $lines.Add($MarkBegin)
+    $lines.Add("# Added by the gateway installer ($BaseUrl); uninstall.ps1 removes it.")
+    $lines.Add("model = `"$DefaultModel`"")
+    $lines.Add('model_provider = "gateway"')
+    $lines.Add($MarkEnd)
+    $bodyLines = @()
+    if ($s.Text) {
+        $bodyLines = @($s.Text -split "`r?`n")
+        if ($s.Text.EndsWith("`n")) { $bodyLines = @($bodyLines[0..($bodyLines.Count - 2)]) }
+    }
+    $inTable = $false
+    foreach ($line in $bodyLines) {
+        if ($line -match '^\s*\[') { $inTable = $true }
+        if (-not $inTable -and $line -match '^\s*(model|model_provider)\s*=') { $lines.Add($DisabledPrefix + $line) } else { $lines.Add($line) }
+    }
+    $lines.Add($MarkBegin)
+    $lines.Add('[model_providers.gateway]')
+    $lines.Add('name = "Gateway"')
+    $lines.Add("base_url = `"$BaseUrl/v1`"")
+    $lines.Add('env_key = "GATEWAY_API_KEY"')
+    $lines.Add('wire_api = "responses"')
+    $lines.Add($MarkEnd)
+    $new = ($lines -join $nl) + $nl
+    if (Add-PlanFile 'codex' $file $old $new $s.Text) { Show-Block $new }
+    if ($script:ChosenApps -notcontains 'shell') { Write-Host '      note: codex reads the key from $env:GATEWAY_API_KEY; add the shell app or set it yourself' }
+}
+
+function Plan-Shell {
+    $file = $PROFILE
+    if (-not $file) { Add-Summary 'skipped' 'shell' 'this PowerShell host has no $PROFILE'; return }
+    $old = Read-Text $file
+    $s = Remove-GatewayBlocks $old
+    if ($s.Broken) { Add-Summary 'skipped' 'shell' "$(Get-Tilde $file) has a '$MarkBegin' line without '$MarkEnd'; fix it by hand"; return }
+    $nl = Get-Newline $old
+    $lines = New-Object System.Collections.Generic.List[string]
+    $lines.Add($MarkBegin)
+    $lines.Add("# Added by the gateway installer ($BaseUrl); uninstall.ps1 removes this block.")
+    $lines.Add("`$env:GATEWAY_BASE_URL = '$BaseUrl'")
+    $lines.Add("`$env:GATEWAY_API_KEY = '$Key'")
+    $lines.Add("`$env:GATEWAY_MODEL = '$DefaultModel'")
+    $lines.Add("`$env:GATEWAY_MODELS = '$($script:ChosenModels -join ',')'")
+    # A key the user sets for OpenAI itself (in the profile or the user environment) stays in charge,
+    # and OpenAI tools keep going to OpenAI with it: pointing them here would send that key to the gateway.
+    $userKey = [Environment]::GetEnvironmentVariable('OPENAI_API_KEY', 'User')
+    if (-not ($s.Text -match '(?im)^\s*\$env:OPENAI_API_KEY\s*=|OPENAI_API_KEY[''"]\s*,') -and -not $userKey) {
+        $lines.Add("`$env:OPENAI_BASE_URL = '$BaseUrl/v1'")
+        $lines.Add('$env:OPENAI_API_KEY = $env:GATEWAY_API_KEY')
+    }
+    $lines.Add($MarkEnd)
+    $body = $s.Text
+    if ($body -and -not $body.EndsWith("`n")) { $body += $nl }
+    $new = $body + ($lines -join $nl) + $nl
+    if (Add-PlanFile 'shell' $file $old $new $s.Text) { Show-Block $new }
+}
+
+function Get-BackupName([string]$File) {
+    $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')"
+    # Never overwrite an earlier backup taken within the same second.
+    while (Test-Path -LiteralPath $b) { Start-Sleep -Seconds 1; $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')" }
+    return $b
+}
+
+function Invoke-Plan {
+    foreach ($p in $Plan) {
+        $dir = Split-Path -Parent $p.File
+        if (-not (Test-Path -LiteralPath $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
+        if ($p.Backup) {
+            $b = Get-BackupName $p.File
+            Copy-Item -LiteralPath $p.File -Destination $b
+            Add-Summary 'ok' 'backup' (Get-Tilde $b)
+        }
+        # No BOM: Node-based tools (Claude Code, Codex) do not expect one.
+        [IO.File]::WriteAllText($p.File, $p.New, $Utf8NoBom)
+        Add-Summary 'ok' $p.App "wrote $(Get-Tilde $p.File)"
+    }
+}
+
+# --- steps ------------------------------------------------------------------------------------
+
+function Step-Key {
+    if (-not $script:Key) { $script:Key = Read-Answer 'Gateway API key (the full key: gw_ai_..., rk_live_... or mt-...)' -Secret }
+    $script:Key = "$script:Key".Trim()
+    if (-not $script:Key) { Fail 'no API key given' }
+    if (-not ($script:Key -cmatch '^(gw_ai_|rk_live_)[A-Za-z0-9_-]{16,}$' -or $script:Key -cmatch '^mt-[A-Za-z0-9_-]{43}$')) {
+        Fail 'this is not a gateway API key: paste the full key, starting with gw_ai_, rk_live_ or mt-'
+    }
+    try {
+        $resp = Invoke-RestMethod -Uri "$BaseUrl/v1/models" -Headers @{ Authorization = "Bearer $script:Key" } -TimeoutSec 30 -UseBasicParsing
+    } catch {
+        $code = $null
+        if ($_.Exception.PSObject.Properties['Response'] -and $_.Exception.Response) { $code = [int]$_.Exception.Response.StatusCode }
+        if ($code -eq 401 -or $code -eq 403) { Fail "the gateway rejected the key (HTTP $code): check that it is the full key and that it is active" }
+        if ($code) { Fail "the gateway answered HTTP $code to GET $BaseUrl/v1/models" }
+        Fail "cannot reach the gateway at $BaseUrl ($($_.Exception.Message))"
+    }
+    $items = @($resp.data)
+    $text = @($items | Where-Object { $_.PSObject.Properties['capabilities'] -and @($_.capabilities) -contains 'text' } | ForEach-Object { $_.id })
+    $script:Available = @(if ($text.Count -gt 0) { $text } else { $items | ForEach-Object { $_.id } })
+    if ($script:Available.Count -eq 0) { Fail 'the key may call no model' }
+    Add-Summary 'ok' 'key' "$(Get-Masked $script:Key) accepted; $($script:Available.Count) models available"
+}
+
+function Step-Apps {
+    if ($All) { $list = $AllApps }
+    elseif ($Apps) { $list = @(Split-List $Apps) }
+    else { $list = @(Split-List @(Read-Answer 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (PowerShell profile); comma-separated or "all"' 'all')) }
+    if ($list -contains 'all') { $list = $AllApps }
+    $out = @()
+    foreach ($a in $list) {
+        if ($AllApps -notcontains $a) { Fail "unknown application '$a' (choose from: $($AllApps -join ', '))" }
+        if ($out -notcontains $a) { $out += $a }
+    }
+    if ($out.Count -eq 0) { Fail 'no application chosen' }
+    $script:ChosenApps = $out
+    Add-Summary 'ok' 'apps' ($out -join ', ')
+}
+
+function Step-Models {
+    if ($Models) { $list = @(Split-List $Models) }
+    else {
+        Write-Host 'Models this key may call:'
+        for ($i = 0; $i -lt $script:Available.Count; $i++) { Write-Host "  $($i + 1)) $($script:Available[$i])" }
+        $list = @(Split-List @(Read-Answer 'Models (names or numbers, comma-separated; the first is the default)' $script:Available[0]))
+    }
+    $out = @()
+    foreach ($m in $list) {
+        if ($m -match '^\d+$' -and [int]$m -ge 1 -and [int]$m -le $script:Available.Count) { $m = $script:Available[[int]$m - 1] }
+        if ($script:Available -cnotcontains $m) { Fail "model '$m' is not available to this key (available: $($script:Available -join ', '))" }
+        if ($out -cnotcontains $m) { $out += $m }
+    }
+    if ($out.Count -eq 0) { Fail 'no model chosen' }
+    $script:ChosenModels = $out
+    $script:DefaultModel = $out[0]
+    Add-Summary 'ok' 'models' ("$($out[0]) (default)" + $(if ($out.Count -gt 1) { ', ' + ($out[1..($out.Count - 1)] -join ', ') } else { '' }))
+}
+
+$BaseUrl = $BaseUrl.TrimEnd('/')
+if ($BaseUrl -notmatch '^https?://[\[\]A-Za-z0-9.:-]+$') { Fail "invalid gateway address '$BaseUrl' (run the script served by the gateway, or pass -BaseUrl)" }
+try { [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12 } catch { Write-Verbose 'TLS 1.2 setting not available' }
+$Available = @(); $ChosenApps = @(); $ChosenModels = @(); $DefaultModel = ''
+Write-Host ("Gateway installer for $BaseUrl" + $(if ($DryRun) { ' (dry run: nothing is written)' } else { '' }))
+
+Step-Key
+Step-Apps
+Step-Models
+foreach ($app in $ChosenApps) {
+    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } }
+}
+
+if ($Plan.Count -eq 0) {
+    Write-Host 'Nothing to change.'
+} elseif ($DryRun) {
+    Write-Host "Dry run: $($Plan.Count) file(s) would change; nothing was written."
+} else {
+    if (-not $Yes) {
+        $answer = Read-Answer "Write $($Plan.Count) file(s)? [Y/n]"
+        if ($answer -and $answer -notmatch '^[Yy]') { Write-Host 'Nothing written.'; return }
+    }
+    Invoke-Plan
+}
+Write-Host ''
+Write-Host 'Summary:'
+foreach ($line in $Summary) { Write-Host "  $line" }
+if (-not $DryRun -and $ChosenApps -contains 'shell') { Write-Host 'Open a new PowerShell window (or run . $PROFILE) to use the variables.' }

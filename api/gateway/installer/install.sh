@@ -1,0 +1,452 @@
+#!/usr/bin/env bash
+# Gateway installer: points Claude Code, the OpenAI Codex CLI and shell variables at this gateway.
+#
+#   curl -fsSL __GATEWAY_BASE_URL__/install.sh | bash
+#   bash install.sh --key KEY --apps claude,codex,shell --models m1,m2 --yes
+#   bash install.sh --all --dry-run          # print every planned change, write nothing
+#
+# Every file is copied to <file>.bak-YYYYmmdd-HHMMSS before it is written, unless it holds API
+# keys of other providers (then no copy is made and only the gateway entry is touched).
+# Re-running replaces the installer's own entries. uninstall.sh removes them.
+set -euo pipefail
+
+# Filled in by the gateway that serves this file.
+BASE_URL='__GATEWAY_BASE_URL__'
+MARK_BEGIN='# >>> gateway >>>'
+MARK_END='# <<< gateway <<<'
+# Codex rejects duplicate top-level keys, so the user's own model/model_provider lines are
+# commented out with this prefix while the gateway block is present; uninstall restores them.
+DISABLED_PREFIX='# [gateway] '
+ALL_APPS='claude codex shell'
+
+usage() {
+  cat <<EOF
+Usage: install.sh [options]
+  --key KEY        gateway API key (gw_ai_..., rk_live_... or mt-...); asked when missing
+  --apps a,b       applications to configure: claude, codex, shell
+  --all            configure every application
+  --models m1,m2   models to offer; the first is the default
+  --dry-run        print every planned change and write nothing
+  --yes            do not ask for confirmation
+  --base-url URL   gateway address (default: $BASE_URL)
+EOF
+}
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+SUMMARY=()
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+summary() { SUMMARY+=("$(printf '%-14s %-7s %s' "[$1]" "$2" "$3")"); printf '%-14s %-7s %s\n' "[$1]" "$2" "$3"; }
+# split_list VAR LIST: LIST (commas or spaces) into the array VAR, without glob expansion.
+split_list() { IFS=', ' read -r -a "$1" <<<"$2"; }
+
+TMPDIR_GW=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_GW"' EXIT
+tmpfile() { mktemp "$TMPDIR_GW/f.XXXXXX"; }
+
+# Prompts come from the terminal; with `curl ... | bash` stdin is the script itself, so /dev/tty
+# is used when it can be opened, else stdin (piped answers, CI).
+setup_input() {
+  if [ -t 0 ]; then
+    exec 3<&0
+  elif (exec </dev/tty) 2>/dev/null; then
+    exec 3</dev/tty
+  else
+    exec 3<&0
+  fi
+}
+
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"}; printf '%s' "$s"; }
+
+# ask VAR PROMPT [DEFAULT] [secret]; end of input means the default.
+ask() {
+  local _var=$1 _prompt=$2 _def=${3-} _secret=${4-} _ans=
+  if [ -n "$_def" ]; then printf '%s [%s]: ' "$_prompt" "$_def"; else printf '%s: ' "$_prompt"; fi
+  if [ -n "$_secret" ] && [ -t 3 ]; then
+    IFS= read -r -s _ans <&3 || _ans=
+  else
+    IFS= read -r _ans <&3 || _ans=
+  fi
+  [ -t 3 ] && [ -z "$_secret" ] || printf '\n'
+  _ans=$(trim "$_ans")
+  [ -n "$_ans" ] || _ans=$_def
+  printf -v "$_var" '%s' "$_ans"
+}
+
+mask() { printf '%s...' "${1:0:10}"; }
+tilde() { case $1 in "$HOME"/*) printf '~/%s' "${1#"$HOME"/}" ;; *) printf '%s' "$1" ;; esac; }
+
+# --- JSON: python3, else node; GATEWAY_JSON_TOOL=python3|node|none overrides (for tests) ------
+
+read -r -d '' PY_JSON <<'EOF' || true
+import json, os, re, sys
+mode, src = sys.argv[1], sys.argv[2]
+if mode == 'models':
+    items = json.load(open(src, encoding='utf-8')).get('data') or []
+    text = [m['id'] for m in items if 'text' in (m.get('capabilities') or [])]
+    print('\n'.join(text or [m['id'] for m in items]))
+    sys.exit(0)
+dst, base = sys.argv[3], os.environ['GW_BASE']
+raw = open(src, encoding='utf-8').read() if os.path.exists(src) else ''
+try:
+    data = json.loads(raw) if raw.strip() else {}
+except ValueError as e:
+    sys.stderr.write('not valid JSON: %s\n' % e); sys.exit(3)
+if not isinstance(data, dict) or not isinstance(data.get('env', {}), dict):
+    sys.stderr.write('not a JSON object with an "env" object\n'); sys.exit(3)
+before = json.loads(json.dumps(data))
+m = re.search(r'^([ \t]+)"', raw, re.M)
+env = data.get('env')
+# The gateway entry: ANTHROPIC_BASE_URL is this gateway, or the token is a gateway key.
+if env and env.get('ANTHROPIC_BASE_URL') and (env.get('ANTHROPIC_BASE_URL') == base or re.match(r'(gw_ai_|rk_live_|mt-)', str(env.get('ANTHROPIC_AUTH_TOKEN', '')))):
+    for k in ('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL'):
+        env.pop(k, None)
+    if not env:
+        del data['env']
+if mode == 'set':
+    env = data.setdefault('env', {})
+    env['ANTHROPIC_BASE_URL'] = base
+    env['ANTHROPIC_AUTH_TOKEN'] = os.environ['GW_KEY']
+    env['ANTHROPIC_MODEL'] = os.environ['GW_MODEL']
+out = raw if data == before else json.dumps(data, indent=m.group(1) if m else '  ', ensure_ascii=False) + '\n'
+open(dst, 'w', encoding='utf-8').write(out)
+EOF
+
+read -r -d '' JS_JSON <<'EOF' || true
+const fs = require('fs');
+const [mode, src, dst] = process.argv.slice(1);
+if (mode === 'models') {
+  const items = JSON.parse(fs.readFileSync(src, 'utf8')).data || [];
+  const text = items.filter((m) => (m.capabilities || []).includes('text')).map((m) => m.id);
+  console.log((text.length ? text : items.map((m) => m.id)).join('\n'));
+  process.exit(0);
+}
+const base = process.env.GW_BASE;
+const raw = fs.existsSync(src) ? fs.readFileSync(src, 'utf8') : '';
+let data;
+try { data = raw.trim() ? JSON.parse(raw) : {}; } catch (e) { console.error('not valid JSON: ' + e.message); process.exit(3); }
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+if (!isObj(data) || (data.env !== undefined && !isObj(data.env))) { console.error('not a JSON object with an "env" object'); process.exit(3); }
+const canon = (v) => Array.isArray(v) ? v.map(canon) : isObj(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])])) : v;
+const before = JSON.stringify(canon(data));
+const m = /^([ \t]+)"/m.exec(raw);
+let env = data.env;
+if (env && env.ANTHROPIC_BASE_URL && (env.ANTHROPIC_BASE_URL === base || /^(gw_ai_|rk_live_|mt-)/.test(String(env.ANTHROPIC_AUTH_TOKEN || '')))) {
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL']) delete env[k];
+  if (!Object.keys(env).length) delete data.env;
+}
+if (mode === 'set') {
+  env = data.env = data.env || {};
+  env.ANTHROPIC_BASE_URL = base;
+  env.ANTHROPIC_AUTH_TOKEN = process.env.GW_KEY;
+  env.ANTHROPIC_MODEL = process.env.GW_MODEL;
+}
+const out = JSON.stringify(canon(data)) === before ? raw : JSON.stringify(data, null, m ? m[1] : '  ') + '\n';
+fs.writeFileSync(dst, out);
+EOF
+
+JSON_TOOL=
+pick_json_tool() {
+  case ${GATEWAY_JSON_TOOL:-} in
+    none) JSON_TOOL= ; return ;;
+    python3|node) JSON_TOOL=$GATEWAY_JSON_TOOL; return ;;
+  esac
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' >/dev/null 2>&1; then JSON_TOOL=python3
+  elif command -v node >/dev/null 2>&1; then JSON_TOOL=node
+  else JSON_TOOL=
+  fi
+}
+
+# json_tool MODE SRC [DST]; GW_BASE/GW_KEY/GW_MODEL come from the environment (not argv, so the
+# key does not show in the process list).
+json_tool() {
+  if [ "$JSON_TOOL" = python3 ]; then python3 -c "$PY_JSON" "$@"; else node -e "$JS_JSON" "$@"; fi
+}
+
+# --- text blocks -------------------------------------------------------------------------------
+
+# strip_blocks IN OUT [restore]: OUT = IN without the gateway blocks (and, with restore, with the
+# lines commented out by the installer restored). Returns 0 when something was removed, 1 when
+# IN had nothing of ours (OUT is then a byte copy), 2 when a block is not closed (OUT = IN).
+strip_blocks() {
+  local rc=0
+  [ -e "$1" ] || { : >"$2"; return 1; }
+  awk -v b="$MARK_BEGIN" -v e="$MARK_END" -v p="$DISABLED_PREFIX" -v restore="${3:-}" '
+    skip { held = held $0 "\n"; if ($0 == e) { skip = 0; held = "" } ; next }
+    $0 == b { skip = 1; found = 1; held = $0 "\n"; next }
+    restore != "" && index($0, p) == 1 { print substr($0, length(p) + 1); found = 1; next }
+    { print }
+    END { if (skip) { printf "%s", held; exit 2 } exit found ? 0 : 1 }' "$1" >"$2" || rc=$?
+  if [ "$rc" = 1 ]; then cp "$1" "$2"; fi
+  if [ "$rc" = 2 ]; then cp "$1" "$2"; fi
+  return "$rc"
+}
+
+# Literal API keys of other providers (our own entries are stripped before this is asked).
+has_foreign_key() {
+  local q="[\"']?"
+  grep -Eq \
+    -e '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})' \
+    -e "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    -e "ANTHROPIC_AUTH_TOKEN${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    "$1"
+}
+
+# --- the plan: files to write, filled by the plan_* functions, written by apply_plan -----------
+
+PLAN_FILE=() PLAN_NEW=() PLAN_BACKUP=() PLAN_APP=()
+PLANNED=0
+
+# plan_file APP FILE NEW STRIPPED: queue FILE := NEW when it differs (PLANNED=1); prints the plan.
+plan_file() {
+  local app=$1 file=$2 new=$3 stripped=$4 backup=0 note
+  PLANNED=0
+  if [ -e "$file" ] && cmp -s "$file" "$new"; then
+    summary ok "$app" "$(tilde "$file") already configured"
+    return
+  fi
+  PLANNED=1
+  if [ -e "$file" ]; then
+    if has_foreign_key "$stripped"; then note='no backup: it holds API keys of other providers'; else backup=1; note='backup first'; fi
+  else
+    note='new file'
+  fi
+  PLAN_FILE+=("$file") PLAN_NEW+=("$new") PLAN_BACKUP+=("$backup") PLAN_APP+=("$app")
+  if [ "$DRY_RUN" = 1 ]; then summary 'would change' "$app" "$(tilde "$file") ($note)"; else say "  will change $(tilde "$file") ($note)"; fi
+}
+
+# Shows what a queued text file gains: the gateway block lines, key masked.
+show_block() {
+  awk -v b="$MARK_BEGIN" -v e="$MARK_END" -v p="$DISABLED_PREFIX" '
+    $0 == b { on = 1 } on { print "      + " $0 } $0 == e { on = 0 }
+    !on && index($0, p) == 1 { print "      ~ comments out: " substr($0, length(p) + 1) }' "$1" |
+    sed "s/$KEY/$(mask "$KEY")/g"
+}
+
+plan_claude() {
+  local file=$HOME/.claude/settings.json stripped new
+  if [ -z "$JSON_TOOL" ]; then
+    summary skipped claude 'neither python3 nor node is installed to edit ~/.claude/settings.json'
+    return
+  fi
+  stripped=$(tmpfile) new=$(tmpfile)
+  if ! GW_BASE=$BASE_URL json_tool strip "$file" "$stripped" 2>"$TMPDIR_GW/err" ||
+     ! GW_BASE=$BASE_URL GW_KEY=$KEY GW_MODEL=$DEFAULT_MODEL json_tool set "$file" "$new" 2>"$TMPDIR_GW/err"; then
+    summary skipped claude "$(tilde "$file"): $(cat "$TMPDIR_GW/err")"
+    return
+  fi
+  plan_file claude "$file" "$new" "$stripped"
+  if [ "$PLANNED" = 1 ]; then
+    say "      + env.ANTHROPIC_BASE_URL = $BASE_URL"
+    say "      + env.ANTHROPIC_AUTH_TOKEN = $(mask "$KEY")"
+    say "      + env.ANTHROPIC_MODEL = $DEFAULT_MODEL"
+  fi
+}
+
+plan_codex() {
+  local file=$HOME/.codex/config.toml stripped new rc=0
+  stripped=$(tmpfile) new=$(tmpfile)
+  strip_blocks "$file" "$stripped" restore || rc=$?
+  if [ "$rc" = 2 ]; then summary skipped codex "$(tilde "$file") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; return; fi
+  if grep -Eq '^[[:space:]]*\[model_providers\.gateway\]' "$stripped"; then
+    summary skipped codex "$(tilde "$file") already defines its own [model_providers.gateway]; left alone"
+    return
+  fi
+  # Top-level keys must precede every table, so the model lines go first and the provider table last.
+  {
+    say "$MARK_BEGIN"
+    say "# Added by the gateway installer ($BASE_URL); uninstall.sh removes it."
+    say "model = \"$DEFAULT_MODEL\""
+    say 'model_provider = "gateway"'
+    say "$MARK_END"
+    awk -v p="$DISABLED_PREFIX" '
+      /^[[:space:]]*\[/ { table = 1 }
+      !table && /^[[:space:]]*(model|model_provider)[[:space:]]*=/ { print p $0; next }
+      { print }' "$stripped"
+    say "$MARK_BEGIN"
+    say '[model_providers.gateway]'
+    say 'name = "Gateway"'
+    say "base_url = \"$BASE_URL/v1\""
+    say 'env_key = "GATEWAY_API_KEY"'
+    say 'wire_api = "responses"'
+    say "$MARK_END"
+  } >"$new"
+  plan_file codex "$file" "$new" "$stripped"
+  if [ "$PLANNED" = 1 ]; then show_block "$new"; fi
+  if [[ ",$APPS," != *,shell,* ]]; then
+    say '      note: codex reads the key from $GATEWAY_API_KEY; add the shell app or export it yourself'
+  fi
+}
+
+plan_shell() {
+  local files=() file stripped new rc
+  for file in "$HOME/.bashrc" "$HOME/.zshrc"; do [ -e "$file" ] && files+=("$file"); done
+  [ "${#files[@]}" -gt 0 ] || files=("$HOME/.profile")
+  for file in "${files[@]}"; do
+    stripped=$(tmpfile) new=$(tmpfile) rc=0
+    strip_blocks "$file" "$stripped" || rc=$?
+    if [ "$rc" = 2 ]; then summary skipped shell "$(tilde "$file") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; continue; fi
+    {
+      cat "$stripped"
+      say "$MARK_BEGIN"
+      say "# Added by the gateway installer ($BASE_URL); uninstall.sh removes this block."
+      say "export GATEWAY_BASE_URL=\"$BASE_URL\""
+      say "export GATEWAY_API_KEY=\"$KEY\""
+      say "export GATEWAY_MODEL=\"$DEFAULT_MODEL\""
+      say "export GATEWAY_MODELS=\"$MODELS\""
+      # A key the user exports for OpenAI itself stays in charge, and OpenAI tools keep going to
+      # OpenAI with it: pointing them here would send that key to the gateway.
+      if ! grep -Eq '^[[:space:]]*(export[[:space:]]+)?OPENAI_API_KEY=' "$stripped"; then
+        say "export OPENAI_BASE_URL=\"$BASE_URL/v1\""
+        say 'export OPENAI_API_KEY="$GATEWAY_API_KEY"'
+      fi
+      say "$MARK_END"
+    } >"$new"
+    plan_file shell "$file" "$new" "$stripped"
+    if [ "$PLANNED" = 1 ]; then show_block "$new"; fi
+  done
+}
+
+backup_name() {
+  local b
+  b="$1.bak-$(date +%Y%m%d-%H%M%S)"
+  # Never overwrite an earlier backup taken within the same second.
+  while [ -e "$b" ]; do sleep 1; b="$1.bak-$(date +%Y%m%d-%H%M%S)"; done
+  printf '%s' "$b"
+}
+
+apply_plan() {
+  local i file b
+  for i in "${!PLAN_FILE[@]}"; do
+    file=${PLAN_FILE[$i]}
+    mkdir -p "$(dirname "$file")"
+    if [ -e "$file" ]; then
+      if [ "${PLAN_BACKUP[$i]}" = 1 ]; then
+        b=$(backup_name "$file")
+        cp -p "$file" "$b"
+        summary ok backup "$(tilde "$b")"
+      fi
+      # Writing through the existing file keeps its mode and any symlink.
+      cat "${PLAN_NEW[$i]}" >"$file"
+    else
+      (umask 077 && cat "${PLAN_NEW[$i]}" >"$file")
+    fi
+    summary ok "${PLAN_APP[$i]}" "wrote $(tilde "$file")"
+  done
+}
+
+# --- steps ------------------------------------------------------------------------------------
+
+KEY= APPS= MODELS= ALL=0 DRY_RUN=0 YES=0 DEFAULT_MODEL=
+AVAILABLE=()
+
+step_key() {
+  local body code
+  [ -n "$KEY" ] || ask KEY 'Gateway API key (the full key: gw_ai_..., rk_live_... or mt-...)' '' secret
+  KEY=$(trim "$KEY")
+  [ -n "$KEY" ] || die 'no API key given'
+  if ! [[ $KEY =~ ^(gw_ai_|rk_live_)[A-Za-z0-9_-]{16,}$ || $KEY =~ ^mt-[A-Za-z0-9_-]{43}$ ]]; then
+    die 'this is not a gateway API key: paste the full key, starting with gw_ai_, rk_live_ or mt-'
+  fi
+  command -v curl >/dev/null 2>&1 || die 'curl is required'
+  body=$(tmpfile)
+  # The key goes to curl on stdin, not on its command line.
+  code=$(printf 'header = "Authorization: Bearer %s"\n' "$KEY" |
+    curl -sS -K - -o "$body" -w '%{http_code}' --connect-timeout 10 --max-time 30 "$BASE_URL/v1/models") ||
+    die "cannot reach the gateway at $BASE_URL"
+  case $code in
+    200) ;;
+    401|403) die "the gateway rejected the key (HTTP $code): check that it is the full key and that it is active" ;;
+    *) die "the gateway answered HTTP $code to GET $BASE_URL/v1/models" ;;
+  esac
+  if [ -n "$JSON_TOOL" ]; then
+    mapfile -t AVAILABLE < <(json_tool models "$body")
+  else
+    mapfile -t AVAILABLE < <(grep -o '"id":"[^"]*"' "$body" | sed 's/^"id":"//; s/"$//')
+  fi
+  [ "${#AVAILABLE[@]}" -gt 0 ] && [ -n "${AVAILABLE[0]}" ] || die 'the key may call no model'
+  summary ok key "$(mask "$KEY") accepted; ${#AVAILABLE[@]} models available"
+}
+
+step_apps() {
+  local a list out=()
+  if [ "$ALL" = 1 ]; then APPS=all; fi
+  [ -n "$APPS" ] || ask APPS 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (environment variables); comma-separated or "all"' all
+  [ "$APPS" != all ] || APPS=$ALL_APPS
+  split_list list "$APPS"
+  for a in "${list[@]}"; do
+    case " $ALL_APPS " in *" $a "*) ;; *) die "unknown application '$a' (choose from: $ALL_APPS)" ;; esac
+    [[ " ${out[*]-} " == *" $a "* ]] || out+=("$a")
+  done
+  [ "${#out[@]}" -gt 0 ] || die 'no application chosen'
+  APPS=$(IFS=,; printf '%s' "${out[*]}")
+  summary ok apps "${APPS//,/, }"
+}
+
+step_models() {
+  local m i list out=()
+  if [ -z "$MODELS" ]; then
+    say 'Models this key may call:'
+    for i in "${!AVAILABLE[@]}"; do say "  $((i + 1))) ${AVAILABLE[$i]}"; done
+    ask MODELS 'Models (names or numbers, comma-separated; the first is the default)' "${AVAILABLE[0]}"
+  fi
+  split_list list "$MODELS"
+  for m in "${list[@]}"; do
+    if [[ $m =~ ^[0-9]+$ ]] && [ "$m" -ge 1 ] && [ "$m" -le "${#AVAILABLE[@]}" ]; then m=${AVAILABLE[$((m - 1))]}; fi
+    [[ " ${AVAILABLE[*]} " == *" $m "* ]] || die "model '$m' is not available to this key (available: ${AVAILABLE[*]})"
+    [[ " ${out[*]-} " == *" $m "* ]] || out+=("$m")
+  done
+  [ "${#out[@]}" -gt 0 ] || die 'no model chosen'
+  DEFAULT_MODEL=${out[0]}
+  MODELS=$(IFS=,; printf '%s' "${out[*]}")
+  summary ok models "$DEFAULT_MODEL (default)${out[1]:+, ${MODELS#*,}}"
+}
+
+main() {
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --key) KEY=${2-}; shift ;;
+      --apps) APPS=${2-}; shift ;;
+      --models) MODELS=${2-}; shift ;;
+      --base-url) BASE_URL=${2-}; shift ;;
+      --all) ALL=1 ;;
+      --dry-run) DRY_RUN=1 ;;
+      --yes|-y) YES=1 ;;
+      -h|--help) usage; exit 0 ;;
+      *) usage >&2; die "unknown option $1" ;;
+    esac
+    shift
+  done
+  BASE_URL=${BASE_URL%/}
+  local url_re='^https?://[][A-Za-z0-9.:-]+$'
+  [[ $BASE_URL =~ $url_re ]] || die "invalid gateway address '$BASE_URL' (run the script served by the gateway, or pass --base-url)"
+  setup_input
+  pick_json_tool
+  say "Gateway installer for $BASE_URL$([ "$DRY_RUN" = 1 ] && printf ' (dry run: nothing is written)')"
+
+  step_key
+  step_apps
+  step_models
+  local app answer apps
+  split_list apps "$APPS"
+  for app in "${apps[@]}"; do "plan_$app"; done
+
+  if [ "${#PLAN_FILE[@]}" -eq 0 ]; then
+    say 'Nothing to change.'
+  elif [ "$DRY_RUN" = 1 ]; then
+    say "Dry run: ${#PLAN_FILE[@]} file(s) would change; nothing was written."
+  else
+    if [ "$YES" != 1 ]; then
+      ask answer "Write ${#PLAN_FILE[@]} file(s)? [Y/n]"
+      case $answer in ''|[Yy]*) ;; *) say 'Nothing written.'; exit 1 ;; esac
+    fi
+    apply_plan
+  fi
+  say ''
+  say 'Summary:'
+  printf '  %s\n' "${SUMMARY[@]}"
+  if [ "$DRY_RUN" != 1 ] && [[ ",$APPS," == *,shell,* ]]; then say 'Open a new terminal (or source your shell profile) to use the variables.'; fi
+}
+
+main "$@"

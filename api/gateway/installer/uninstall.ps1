@@ -1,0 +1,293 @@
+<#
+.SYNOPSIS
+Gateway uninstaller for Windows PowerShell 5.1+: removes what install.ps1 added for this gateway.
+
+.DESCRIPTION
+Mirrors uninstall.sh. Levels: entries removes the gateway entries only (every backup is kept);
+reset also deletes the <file>.bak-YYYYmmdd-HHMMSS backups of those files that existed before this
+run. Before a file is written it is copied to <file>.bak-YYYYmmdd-HHMMSS, unless it holds API keys
+of other providers.
+
+.EXAMPLE
+& ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/uninstall.ps1)))
+.EXAMPLE
+& ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/uninstall.ps1))) -All -DryRun
+.EXAMPLE
+.\uninstall.ps1 -Level reset -All -Yes
+#>
+[CmdletBinding()]
+param(
+    # entries | reset; asked when missing (no ValidateSet: the answer is assigned to it later)
+    [string]$Level = '',
+    [string[]]$Apps,
+    [switch]$All,
+    [switch]$DryRun,
+    [switch]$Yes,
+    # Filled in by the gateway that serves this file.
+    [string]$BaseUrl = '__GATEWAY_BASE_URL__'
+)
+
+Set-StrictMode -Version 2.0
+$ErrorActionPreference = 'Stop'
+
+$MarkBegin = '# >>> gateway >>>'
+$MarkEnd = '# <<< gateway <<<'
+# install.ps1 comments out the user's own codex model lines with this prefix; they are restored.
+$DisabledPrefix = '# [gateway] '
+$AllApps = @('claude', 'codex', 'shell')
+$ClaudeKeys = @('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL')
+$HomeDir = if ($env:USERPROFILE) { $env:USERPROFILE } else { $HOME }
+$Utf8NoBom = New-Object System.Text.UTF8Encoding $false
+# Only used by the shared settings editor when it sets entries, which the uninstaller never does.
+$Key = ''
+$DefaultModel = ''
+
+function Fail([string]$Message) { throw "error: $Message" }
+
+$Summary = New-Object System.Collections.Generic.List[string]
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+function Add-Summary([string]$Status, [string]$Step, [string]$Text) {
+    $line = '{0,-14} {1,-7} {2}' -f "[$Status]", $Step, $Text
+    $Summary.Add($line)
+    Write-Host $line
+}
+
+function Read-Answer([string]$Prompt, [string]$Default = '', [switch]$Secret) {
+    $p = if ($Default) { "$Prompt [$Default]" } else { $Prompt }
+    if ($Secret) {
+        $s = Read-Host -Prompt $p -AsSecureString
+        $ptr = [Runtime.InteropServices.Marshal]::SecureStringToBSTR($s)
+        try { $a = [Runtime.InteropServices.Marshal]::PtrToStringBSTR($ptr) } finally { [Runtime.InteropServices.Marshal]::ZeroFreeBSTR($ptr) }
+    } else {
+        $a = Read-Host -Prompt $p
+    }
+    if ($null -eq $a) { $a = '' }
+    $a = $a.Trim()
+    if (-not $a) { $a = $Default }
+    return $a
+}
+
+function Split-List([string[]]$Values) {
+    return @($Values | ForEach-Object { "$_" -split '[,\s]+' } | Where-Object { $_ })
+}
+
+function Get-Tilde([string]$Path) {
+    if ($Path.StartsWith($HomeDir + [IO.Path]::DirectorySeparatorChar)) { return '~' + $Path.Substring($HomeDir.Length) }
+    return $Path
+}
+
+function Read-Text([string]$Path) {
+    if (Test-Path -LiteralPath $Path -PathType Leaf) { return [IO.File]::ReadAllText($Path) }
+    return $null
+}
+
+function Get-Newline([string]$Text) { if ($Text -and $Text.Contains("`r`n")) { return "`r`n" }; return "`n" }
+
+# Literal API keys of other providers (our own entries are removed before this is asked).
+function Test-ForeignKey([string]$Text) {
+    if (-not $Text) { return $false }
+    $q = "[`"']?"
+    return ($Text -cmatch '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})') -or
+        ($Text -cmatch "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY$q\s*[:=]\s*$q[A-Za-z0-9]") -or
+        ($Text -cmatch "ANTHROPIC_AUTH_TOKEN$q\s*[:=]\s*$q[A-Za-z0-9]")
+}
+
+# The text without the gateway blocks (and, with -Restore, with commented-out lines restored).
+# Found: something of ours was there; Broken: a block is not closed (Text is then unchanged).
+function Remove-GatewayBlocks([string]$Text, [switch]$Restore) {
+    if ($null -eq $Text) { return @{ Text = ''; Found = $false; Broken = $false } }
+    $nl = Get-Newline $Text
+    $out = New-Object System.Collections.Generic.List[string]
+    $skip = $false; $found = $false
+    foreach ($line in ($Text -split "`r?`n")) {
+        if ($skip) { if ($line -ceq $MarkEnd) { $skip = $false }; continue }
+        if ($line -ceq $MarkBegin) { $skip = $true; $found = $true; continue }
+        if ($Restore -and $line.StartsWith($DisabledPrefix)) { $out.Add($line.Substring($DisabledPrefix.Length)); $found = $true; continue }
+        $out.Add($line)
+    }
+    if ($skip) { return @{ Text = $Text; Found = $false; Broken = $true } }
+    if (-not $found) { return @{ Text = $Text; Found = $false; Broken = $false } }
+    return @{ Text = ($out -join $nl); Found = $true; Broken = $false }
+}
+
+# Claude Code settings: the gateway entry is env.ANTHROPIC_BASE_URL pointing here (or a gateway
+# key as token) with its token and model. Returns @{ Stripped; New } texts, or @{ Error }.
+function Edit-ClaudeSettings([string]$Raw, [bool]$Set) {
+    if ($Raw -and $Raw.Trim()) {
+        try { $data = $Raw | ConvertFrom-Json } catch { return @{ Error = "not valid JSON: $($_.Exception.Message)" } }
+    } else {
+        $data = [pscustomobject]@{}
+    }
+    if ($data -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = 'not a JSON object' } }
+    $before = ConvertTo-Json $data -Depth 100 -Compress
+    $envProp = $data.PSObject.Properties['env']
+    if ($envProp -and $null -ne $envProp.Value -and $envProp.Value -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = '"env" is not an object' } }
+    if ($envProp -and $envProp.Value) {
+        $e = $envProp.Value
+        $url = $e.PSObject.Properties['ANTHROPIC_BASE_URL']
+        $tok = $e.PSObject.Properties['ANTHROPIC_AUTH_TOKEN']
+        if ($url -and $url.Value -and ($url.Value -eq $BaseUrl -or ($tok -and "$($tok.Value)" -match '^(gw_ai_|rk_live_|mt-)'))) {
+            foreach ($k in $ClaudeKeys) { $e.PSObject.Properties.Remove($k) }
+            if (@($e.PSObject.Properties).Count -eq 0) { $data.PSObject.Properties.Remove('env') }
+        }
+    }
+    $strippedJson = ConvertTo-Json $data -Depth 100 -Compress
+    $stripped = if ($strippedJson -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    if (-not $Set) { return @{ Stripped = $stripped; New = $stripped } }
+    if (-not $data.PSObject.Properties['env']) { $data | Add-Member -NotePropertyName env -NotePropertyValue ([pscustomobject]@{}) }
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_BASE_URL -NotePropertyValue $BaseUrl -Force
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_AUTH_TOKEN -NotePropertyValue $Key -Force
+    $data.env | Add-Member -NotePropertyName ANTHROPIC_MODEL -NotePropertyValue $DefaultModel -Force
+    $new = if ((ConvertTo-Json $data -Depth 100 -Compress) -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    return @{ Stripped = $stripped; New = $new }
+}
+
+# --- the plan: files to write and old backups to delete, written by Invoke-Plan ---------------
+
+$Plan = New-Object System.Collections.Generic.List[object]
+$OldBackups = New-Object System.Collections.Generic.List[string]
+
+function Hide-GatewayKeys([string]$Line) { return [regex]::Replace($Line, '((gw_ai_|rk_live_|mt-)[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+', '$1...') }
+
+# Queues File := Stripped; prints the plan and the lines that go away (or What).
+function Add-PlanStrip([string]$App, [string]$File, [string]$Old, [string]$Stripped, [string]$What = '') {
+    $backup = $false
+    if (Test-ForeignKey $Stripped) { $note = 'no backup: it holds API keys of other providers' }
+    else { $backup = $true; $note = 'backup first' }
+    $Plan.Add(@{ App = $App; File = $File; New = $Stripped; Backup = $backup })
+    if ($DryRun) { Add-Summary 'would change' $App "$(Get-Tilde $File): remove the gateway entries ($note)" }
+    else { Write-Host "  will remove the gateway entries from $(Get-Tilde $File) ($note)" }
+    if ($What) { Write-Host $What; return }
+    $on = $false
+    foreach ($line in ($Old -split "`r?`n")) {
+        if ($line -ceq $MarkBegin) { $on = $true }
+        if ($on) { Write-Host ('      - ' + (Hide-GatewayKeys $line)) }
+        elseif ($line.StartsWith($DisabledPrefix)) { Write-Host ('      ~ ' + $line.Substring($DisabledPrefix.Length)) }
+        if ($line -ceq $MarkEnd) { $on = $false }
+    }
+}
+
+# Old backups of File (reset level), listed before this run writes anything.
+function Add-PlanBackups([string]$App, [string]$File) {
+    if ($script:Level -ne 'reset') { return }
+    $dir = Split-Path -Parent $File
+    if (-not (Test-Path -LiteralPath $dir -PathType Container)) { return }
+    $name = [regex]::Escape((Split-Path -Leaf $File))
+    foreach ($b in @(Get-ChildItem -LiteralPath $dir -Force -File | Where-Object { $_.Name -match "^$name\.bak-\d{8}-\d{6}$" })) {
+        $OldBackups.Add($b.FullName)
+        if ($DryRun) { Add-Summary 'would change' $App "delete $(Get-Tilde $b.FullName)" }
+        else { Write-Host "  will delete $(Get-Tilde $b.FullName)" }
+    }
+}
+
+function Plan-Claude {
+    $file = Join-Path $HomeDir '.claude\settings.json'
+    Add-PlanBackups 'claude' $file
+    $old = Read-Text $file
+    if ($null -eq $old) { Add-Summary 'ok' 'claude' "$(Get-Tilde $file) does not exist"; return }
+    $r = Edit-ClaudeSettings $old $false
+    if ($r.ContainsKey('Error')) { Add-Summary 'skipped' 'claude' "$(Get-Tilde $file): $($r.Error)"; return }
+    # The editor returns the text unchanged when it holds no gateway entry.
+    if ($r.Stripped -ceq $old) { Add-Summary 'ok' 'claude' "$(Get-Tilde $file): no gateway entry"; return }
+    Add-PlanStrip 'claude' $file $old $r.Stripped '      - env.ANTHROPIC_BASE_URL, env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_MODEL'
+}
+
+function Plan-Text([string]$App, [string]$File, [switch]$Restore) {
+    Add-PlanBackups $App $File
+    $old = Read-Text $File
+    if ($null -eq $old) { Add-Summary 'ok' $App "$(Get-Tilde $File) does not exist"; return }
+    $s = Remove-GatewayBlocks $old -Restore:$Restore
+    if ($s.Broken) { Add-Summary 'skipped' $App "$(Get-Tilde $File) has a '$MarkBegin' line without '$MarkEnd'; fix it by hand"; return }
+    if (-not $s.Found) { Add-Summary 'ok' $App "$(Get-Tilde $File): no gateway entry"; return }
+    Add-PlanStrip $App $File $old $s.Text
+}
+
+function Plan-Codex { Plan-Text 'codex' (Join-Path $HomeDir '.codex\config.toml') -Restore }
+
+function Plan-Shell {
+    if (-not $PROFILE) { Add-Summary 'skipped' 'shell' 'this PowerShell host has no $PROFILE'; return }
+    Plan-Text 'shell' $PROFILE
+}
+
+function Get-BackupName([string]$File) {
+    $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')"
+    # Never overwrite an earlier backup taken within the same second.
+    while (Test-Path -LiteralPath $b) { Start-Sleep -Seconds 1; $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')" }
+    return $b
+}
+
+function Invoke-Plan {
+    foreach ($p in $Plan) {
+        if ($p.Backup) {
+            $b = Get-BackupName $p.File
+            Copy-Item -LiteralPath $p.File -Destination $b
+            Add-Summary 'ok' 'backup' (Get-Tilde $b)
+        }
+        # No BOM: Node-based tools (Claude Code, Codex) do not expect one.
+        [IO.File]::WriteAllText($p.File, $p.New, $Utf8NoBom)
+        Add-Summary 'ok' $p.App "removed the gateway entries from $(Get-Tilde $p.File)"
+    }
+    # Only the backups listed before this run: the one just taken is the way back from the reset.
+    foreach ($b in $OldBackups) {
+        Remove-Item -LiteralPath $b -Force
+        Add-Summary 'ok' 'reset' "deleted $(Get-Tilde $b)"
+    }
+}
+
+# --- steps ------------------------------------------------------------------------------------
+
+function Step-Level {
+    if (-not $script:Level) {
+        Write-Host 'What should be removed?'
+        Write-Host '  1) entries: the gateway entries only; every backup is kept'
+        Write-Host '  2) reset:   the gateway entries and the old .bak-* backups of those files'
+        $script:Level = Read-Answer 'Level (1/entries or 2/reset)' '1'
+    }
+    switch ($script:Level) {
+        { $_ -in '1', 'entries' } { $script:Level = 'entries'; break }
+        { $_ -in '2', 'reset' } { $script:Level = 'reset'; break }
+        default { Fail "unknown level '$($script:Level)' (entries or reset)" }
+    }
+    Add-Summary 'ok' 'level' $script:Level
+}
+
+function Step-Apps {
+    if ($All) { $list = $AllApps }
+    elseif ($Apps) { $list = @(Split-List $Apps) }
+    else { $list = @(Split-List @(Read-Answer 'Applications to clean: claude, codex, shell; comma-separated or "all"' 'all')) }
+    if ($list -contains 'all') { $list = $AllApps }
+    $out = @()
+    foreach ($a in $list) {
+        if ($AllApps -notcontains $a) { Fail "unknown application '$a' (choose from: $($AllApps -join ', '))" }
+        if ($out -notcontains $a) { $out += $a }
+    }
+    if ($out.Count -eq 0) { Fail 'no application chosen' }
+    $script:ChosenApps = $out
+    Add-Summary 'ok' 'apps' ($out -join ', ')
+}
+
+$BaseUrl = $BaseUrl.TrimEnd('/')
+if ($BaseUrl -notmatch '^https?://[\[\]A-Za-z0-9.:-]+$') { Fail "invalid gateway address '$BaseUrl' (run the script served by the gateway, or pass -BaseUrl)" }
+$ChosenApps = @()
+Write-Host ("Gateway uninstaller for $BaseUrl" + $(if ($DryRun) { ' (dry run: nothing is changed)' } else { '' }))
+
+Step-Level
+Step-Apps
+foreach ($app in $ChosenApps) {
+    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } }
+}
+
+if ($Plan.Count + $OldBackups.Count -eq 0) {
+    Write-Host 'Nothing to remove.'
+} elseif ($DryRun) {
+    Write-Host "Dry run: $($Plan.Count) file(s) would change, $($OldBackups.Count) backup(s) would be deleted; nothing was changed."
+} else {
+    if (-not $Yes) {
+        $answer = Read-Answer "Change $($Plan.Count) file(s) and delete $($OldBackups.Count) backup(s)? [Y/n]"
+        if ($answer -and $answer -notmatch '^[Yy]') { Write-Host 'Nothing changed.'; return }
+    }
+    Invoke-Plan
+}
+Write-Host ''
+Write-Host 'Summary:'
+foreach ($line in $Summary) { Write-Host "  $line" }

@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# Gateway uninstaller: removes what install.sh added for this gateway.
+#
+#   curl -fsSL __GATEWAY_BASE_URL__/uninstall.sh | bash
+#   bash uninstall.sh --level entries|reset [--apps claude,codex,shell | --all] [--dry-run] [--yes]
+#
+# Levels: entries removes the gateway entries only (every backup is kept); reset also deletes the
+# <file>.bak-YYYYmmdd-HHMMSS backups of those files that existed before this run. Before a file is
+# written it is copied to <file>.bak-YYYYmmdd-HHMMSS, unless it holds API keys of other providers.
+set -euo pipefail
+
+# Filled in by the gateway that serves this file.
+BASE_URL='__GATEWAY_BASE_URL__'
+MARK_BEGIN='# >>> gateway >>>'
+MARK_END='# <<< gateway <<<'
+# install.sh comments out the user's own codex model lines with this prefix; they are restored.
+DISABLED_PREFIX='# [gateway] '
+ALL_APPS='claude codex shell'
+
+usage() {
+  cat <<EOF
+Usage: uninstall.sh [options]
+  --level entries  remove the gateway entries, keep every backup
+  --level reset    also delete the old .bak-* backups of those files
+  --apps a,b       applications to clean: claude, codex, shell
+  --all            every application
+  --dry-run        print what would be removed and change nothing
+  --yes            do not ask for confirmation
+  --base-url URL   gateway address (default: $BASE_URL)
+EOF
+}
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+SUMMARY=()
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+summary() { SUMMARY+=("$(printf '%-14s %-7s %s' "[$1]" "$2" "$3")"); printf '%-14s %-7s %s\n' "[$1]" "$2" "$3"; }
+# split_list VAR LIST: LIST (commas or spaces) into the array VAR, without glob expansion.
+split_list() { IFS=', ' read -r -a "$1" <<<"$2"; }
+
+TMPDIR_GW=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_GW"' EXIT
+tmpfile() { mktemp "$TMPDIR_GW/f.XXXXXX"; }
+
+# Prompts come from the terminal; with `curl ... | bash` stdin is the script itself, so /dev/tty
+# is used when it can be opened, else stdin (piped answers, CI).
+setup_input() {
+  if [ -t 0 ]; then
+    exec 3<&0
+  elif (exec </dev/tty) 2>/dev/null; then
+    exec 3</dev/tty
+  else
+    exec 3<&0
+  fi
+}
+
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"}; printf '%s' "$s"; }
+
+# ask VAR PROMPT [DEFAULT] [secret]; end of input means the default.
+ask() {
+  local _var=$1 _prompt=$2 _def=${3-} _secret=${4-} _ans=
+  if [ -n "$_def" ]; then printf '%s [%s]: ' "$_prompt" "$_def"; else printf '%s: ' "$_prompt"; fi
+  if [ -n "$_secret" ] && [ -t 3 ]; then
+    IFS= read -r -s _ans <&3 || _ans=
+  else
+    IFS= read -r _ans <&3 || _ans=
+  fi
+  [ -t 3 ] && [ -z "$_secret" ] || printf '\n'
+  _ans=$(trim "$_ans")
+  [ -n "$_ans" ] || _ans=$_def
+  printf -v "$_var" '%s' "$_ans"
+}
+
+tilde() { case $1 in "$HOME"/*) printf '~/%s' "${1#"$HOME"/}" ;; *) printf '%s' "$1" ;; esac; }
+
+# --- JSON: python3, else node; GATEWAY_JSON_TOOL=python3|node|none overrides (for tests) ------
+
+read -r -d '' PY_JSON <<'EOF' || true
+import json, os, re, sys
+mode, src = sys.argv[1], sys.argv[2]
+if mode == 'models':
+    items = json.load(open(src, encoding='utf-8')).get('data') or []
+    text = [m['id'] for m in items if 'text' in (m.get('capabilities') or [])]
+    print('\n'.join(text or [m['id'] for m in items]))
+    sys.exit(0)
+dst, base = sys.argv[3], os.environ['GW_BASE']
+raw = open(src, encoding='utf-8').read() if os.path.exists(src) else ''
+try:
+    data = json.loads(raw) if raw.strip() else {}
+except ValueError as e:
+    sys.stderr.write('not valid JSON: %s\n' % e); sys.exit(3)
+if not isinstance(data, dict) or not isinstance(data.get('env', {}), dict):
+    sys.stderr.write('not a JSON object with an "env" object\n'); sys.exit(3)
+before = json.loads(json.dumps(data))
+m = re.search(r'^([ \t]+)"', raw, re.M)
+env = data.get('env')
+# The gateway entry: ANTHROPIC_BASE_URL is this gateway, or the token is a gateway key.
+if env and env.get('ANTHROPIC_BASE_URL') and (env.get('ANTHROPIC_BASE_URL') == base or re.match(r'(gw_ai_|rk_live_|mt-)', str(env.get('ANTHROPIC_AUTH_TOKEN', '')))):
+    for k in ('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL'):
+        env.pop(k, None)
+    if not env:
+        del data['env']
+if mode == 'set':
+    env = data.setdefault('env', {})
+    env['ANTHROPIC_BASE_URL'] = base
+    env['ANTHROPIC_AUTH_TOKEN'] = os.environ['GW_KEY']
+    env['ANTHROPIC_MODEL'] = os.environ['GW_MODEL']
+out = raw if data == before else json.dumps(data, indent=m.group(1) if m else '  ', ensure_ascii=False) + '\n'
+open(dst, 'w', encoding='utf-8').write(out)
+EOF
+
+read -r -d '' JS_JSON <<'EOF' || true
+const fs = require('fs');
+const [mode, src, dst] = process.argv.slice(1);
+if (mode === 'models') {
+  const items = JSON.parse(fs.readFileSync(src, 'utf8')).data || [];
+  const text = items.filter((m) => (m.capabilities || []).includes('text')).map((m) => m.id);
+  console.log((text.length ? text : items.map((m) => m.id)).join('\n'));
+  process.exit(0);
+}
+const base = process.env.GW_BASE;
+const raw = fs.existsSync(src) ? fs.readFileSync(src, 'utf8') : '';
+let data;
+try { data = raw.trim() ? JSON.parse(raw) : {}; } catch (e) { console.error('not valid JSON: ' + e.message); process.exit(3); }
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+if (!isObj(data) || (data.env !== undefined && !isObj(data.env))) { console.error('not a JSON object with an "env" object'); process.exit(3); }
+const canon = (v) => Array.isArray(v) ? v.map(canon) : isObj(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])])) : v;
+const before = JSON.stringify(canon(data));
+const m = /^([ \t]+)"/m.exec(raw);
+let env = data.env;
+if (env && env.ANTHROPIC_BASE_URL && (env.ANTHROPIC_BASE_URL === base || /^(gw_ai_|rk_live_|mt-)/.test(String(env.ANTHROPIC_AUTH_TOKEN || '')))) {
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL']) delete env[k];
+  if (!Object.keys(env).length) delete data.env;
+}
+if (mode === 'set') {
+  env = data.env = data.env || {};
+  env.ANTHROPIC_BASE_URL = base;
+  env.ANTHROPIC_AUTH_TOKEN = process.env.GW_KEY;
+  env.ANTHROPIC_MODEL = process.env.GW_MODEL;
+}
+const out = JSON.stringify(canon(data)) === before ? raw : JSON.stringify(data, null, m ? m[1] : '  ') + '\n';
+fs.writeFileSync(dst, out);
+EOF
+
+JSON_TOOL=
+pick_json_tool() {
+  case ${GATEWAY_JSON_TOOL:-} in
+    none) JSON_TOOL= ; return ;;
+    python3|node) JSON_TOOL=$GATEWAY_JSON_TOOL; return ;;
+  esac
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' >/dev/null 2>&1; then JSON_TOOL=python3
+  elif command -v node >/dev/null 2>&1; then JSON_TOOL=node
+  else JSON_TOOL=
+  fi
+}
+
+# json_tool MODE SRC [DST]; GW_BASE/GW_KEY/GW_MODEL come from the environment (not argv, so the
+# key does not show in the process list).
+json_tool() {
+  if [ "$JSON_TOOL" = python3 ]; then python3 -c "$PY_JSON" "$@"; else node -e "$JS_JSON" "$@"; fi
+}
+
+# --- text blocks -------------------------------------------------------------------------------
+
+# strip_blocks IN OUT [restore]: OUT = IN without the gateway blocks (and, with restore, with the
+# lines commented out by the installer restored). Returns 0 when something was removed, 1 when
+# IN had nothing of ours (OUT is then a byte copy), 2 when a block is not closed (OUT = IN).
+strip_blocks() {
+  local rc=0
+  [ -e "$1" ] || { : >"$2"; return 1; }
+  awk -v b="$MARK_BEGIN" -v e="$MARK_END" -v p="$DISABLED_PREFIX" -v restore="${3:-}" '
+    skip { held = held $0 "\n"; if ($0 == e) { skip = 0; held = "" } ; next }
+    $0 == b { skip = 1; found = 1; held = $0 "\n"; next }
+    restore != "" && index($0, p) == 1 { print substr($0, length(p) + 1); found = 1; next }
+    { print }
+    END { if (skip) { printf "%s", held; exit 2 } exit found ? 0 : 1 }' "$1" >"$2" || rc=$?
+  if [ "$rc" = 1 ]; then cp "$1" "$2"; fi
+  if [ "$rc" = 2 ]; then cp "$1" "$2"; fi
+  return "$rc"
+}
+
+# Literal API keys of other providers (our own entries are stripped before this is asked).
+has_foreign_key() {
+  local q="[\"']?"
+  grep -Eq \
+    -e '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})' \
+    -e "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    -e "ANTHROPIC_AUTH_TOKEN${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    "$1"
+}
+
+# --- the plan: files to write and old backups to delete, written by apply_plan ----------------
+
+PLAN_FILE=() PLAN_NEW=() PLAN_BACKUP=() PLAN_APP=() OLD_BACKUPS=()
+
+# plan_strip APP FILE STRIPPED RC [WHAT]: queue FILE := STRIPPED when the strip found something
+# (RC 0); WHAT describes the removed entries, else the removed lines are shown.
+plan_strip() {
+  local app=$1 file=$2 stripped=$3 rc=$4 backup=0 note
+  case $rc in
+    1) summary ok "$app" "$(tilde "$file"): no gateway entry"; return ;;
+    2) summary skipped "$app" "$(tilde "$file") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; return ;;
+  esac
+  if has_foreign_key "$stripped"; then note='no backup: it holds API keys of other providers'; else backup=1; note='backup first'; fi
+  PLAN_FILE+=("$file") PLAN_NEW+=("$stripped") PLAN_BACKUP+=("$backup") PLAN_APP+=("$app")
+  if [ "$DRY_RUN" = 1 ]; then
+    summary 'would change' "$app" "$(tilde "$file"): remove the gateway entries ($note)"
+  else
+    say "  will remove the gateway entries from $(tilde "$file") ($note)"
+  fi
+  if [ -n "${5:-}" ]; then
+    say "$5"
+  else
+    # Removed lines as "-", restored ones as "~"; gateway keys masked.
+    { diff "$file" "$stripped" 2>/dev/null || true; } | sed -n 's/^< /      - /p; s/^> /      ~ /p' |
+      sed -E 's/((gw_ai_|rk_live_|mt-)[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+/\1.../g'
+  fi
+}
+
+# Old backups of FILE (reset level), listed before this run writes anything.
+plan_backups() {
+  local app=$1 file=$2 b
+  [ "$LEVEL" = reset ] || return 0
+  for b in "$file".bak-*; do
+    [ -f "$b" ] && [[ $b =~ \.bak-[0-9]{8}-[0-9]{6}$ ]] || continue
+    OLD_BACKUPS+=("$b")
+    if [ "$DRY_RUN" = 1 ]; then summary 'would change' "$app" "delete $(tilde "$b")"; else say "  will delete $(tilde "$b")"; fi
+  done
+}
+
+plan_claude() {
+  local file=$HOME/.claude/settings.json stripped rc=0
+  plan_backups claude "$file"
+  [ -e "$file" ] || { summary ok claude "$(tilde "$file") does not exist"; return; }
+  if [ -z "$JSON_TOOL" ]; then
+    summary skipped claude 'neither python3 nor node is installed to edit ~/.claude/settings.json'
+    return
+  fi
+  stripped=$(tmpfile)
+  if ! GW_BASE=$BASE_URL json_tool strip "$file" "$stripped" 2>"$TMPDIR_GW/err"; then
+    summary skipped claude "$(tilde "$file"): $(cat "$TMPDIR_GW/err")"
+    return
+  fi
+  # The JSON tool copies the file byte for byte when it holds no gateway entry.
+  if cmp -s "$file" "$stripped"; then rc=1; fi
+  plan_strip claude "$file" "$stripped" "$rc" '      - env.ANTHROPIC_BASE_URL, env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_MODEL'
+}
+
+plan_codex() {
+  local file=$HOME/.codex/config.toml stripped rc=0
+  plan_backups codex "$file"
+  [ -e "$file" ] || { summary ok codex "$(tilde "$file") does not exist"; return; }
+  stripped=$(tmpfile)
+  strip_blocks "$file" "$stripped" restore || rc=$?
+  plan_strip codex "$file" "$stripped" "$rc"
+}
+
+plan_shell() {
+  local file stripped rc any=0
+  for file in "$HOME/.bashrc" "$HOME/.zshrc" "$HOME/.profile"; do
+    plan_backups shell "$file"
+    [ -e "$file" ] || continue
+    any=1 stripped=$(tmpfile) rc=0
+    strip_blocks "$file" "$stripped" || rc=$?
+    plan_strip shell "$file" "$stripped" "$rc"
+  done
+  [ "$any" = 1 ] || summary ok shell 'no shell profile exists'
+}
+
+backup_name() {
+  local b
+  b="$1.bak-$(date +%Y%m%d-%H%M%S)"
+  # Never overwrite an earlier backup taken within the same second.
+  while [ -e "$b" ]; do sleep 1; b="$1.bak-$(date +%Y%m%d-%H%M%S)"; done
+  printf '%s' "$b"
+}
+
+apply_plan() {
+  local i file b
+  for i in "${!PLAN_FILE[@]}"; do
+    file=${PLAN_FILE[$i]}
+    if [ "${PLAN_BACKUP[$i]}" = 1 ]; then
+      b=$(backup_name "$file")
+      cp -p "$file" "$b"
+      summary ok backup "$(tilde "$b")"
+    fi
+    # Writing through the existing file keeps its mode and any symlink.
+    cat "${PLAN_NEW[$i]}" >"$file"
+    summary ok "${PLAN_APP[$i]}" "removed the gateway entries from $(tilde "$file")"
+  done
+  # Only the backups listed before this run: the one just taken is the way back from the reset.
+  for b in "${OLD_BACKUPS[@]+"${OLD_BACKUPS[@]}"}"; do
+    rm -f -- "$b"
+    summary ok reset "deleted $(tilde "$b")"
+  done
+}
+
+# --- steps ------------------------------------------------------------------------------------
+
+LEVEL= APPS= ALL=0 DRY_RUN=0 YES=0
+
+step_level() {
+  if [ -z "$LEVEL" ]; then
+    say 'What should be removed?'
+    say '  1) entries: the gateway entries only; every backup is kept'
+    say '  2) reset:   the gateway entries and the old .bak-* backups of those files'
+    ask LEVEL 'Level (1/entries or 2/reset)' 1
+  fi
+  case $LEVEL in
+    1|entries) LEVEL=entries ;;
+    2|reset) LEVEL=reset ;;
+    *) die "unknown level '$LEVEL' (entries or reset)" ;;
+  esac
+  summary ok level "$LEVEL"
+}
+
+step_apps() {
+  local a list out=()
+  if [ "$ALL" = 1 ]; then APPS=all; fi
+  [ -n "$APPS" ] || ask APPS 'Applications to clean: claude, codex, shell; comma-separated or "all"' all
+  [ "$APPS" != all ] || APPS=$ALL_APPS
+  split_list list "$APPS"
+  for a in "${list[@]}"; do
+    case " $ALL_APPS " in *" $a "*) ;; *) die "unknown application '$a' (choose from: $ALL_APPS)" ;; esac
+    [[ " ${out[*]-} " == *" $a "* ]] || out+=("$a")
+  done
+  [ "${#out[@]}" -gt 0 ] || die 'no application chosen'
+  APPS=$(IFS=,; printf '%s' "${out[*]}")
+  summary ok apps "${APPS//,/, }"
+}
+
+main() {
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --level) LEVEL=${2-}; shift ;;
+      --apps) APPS=${2-}; shift ;;
+      --base-url) BASE_URL=${2-}; shift ;;
+      --all) ALL=1 ;;
+      --dry-run) DRY_RUN=1 ;;
+      --yes|-y) YES=1 ;;
+      -h|--help) usage; exit 0 ;;
+      *) usage >&2; die "unknown option $1" ;;
+    esac
+    shift
+  done
+  BASE_URL=${BASE_URL%/}
+  local url_re='^https?://[][A-Za-z0-9.:-]+$'
+  [[ $BASE_URL =~ $url_re ]] || die "invalid gateway address '$BASE_URL' (run the script served by the gateway, or pass --base-url)"
+  setup_input
+  pick_json_tool
+  say "Gateway uninstaller for $BASE_URL$([ "$DRY_RUN" = 1 ] && printf ' (dry run: nothing is changed)')"
+
+  step_level
+  step_apps
+  local app answer apps
+  split_list apps "$APPS"
+  for app in "${apps[@]}"; do "plan_$app"; done
+
+  if [ $(( ${#PLAN_FILE[@]} + ${#OLD_BACKUPS[@]} )) -eq 0 ]; then
+    say 'Nothing to remove.'
+  elif [ "$DRY_RUN" = 1 ]; then
+    say "Dry run: ${#PLAN_FILE[@]} file(s) would change, ${#OLD_BACKUPS[@]} backup(s) would be deleted; nothing was changed."
+  else
+    if [ "$YES" != 1 ]; then
+      ask answer "Change ${#PLAN_FILE[@]} file(s) and delete ${#OLD_BACKUPS[@]} backup(s)? [Y/n]"
+      case $answer in ''|[Yy]*) ;; *) say 'Nothing changed.'; exit 1 ;; esac
+    fi
+    apply_plan
+  fi
+  say ''
+  say 'Summary:'
+  printf '  %s\n' "${SUMMARY[@]}"
+}
+
+main "$@"
