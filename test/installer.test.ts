@@ -134,6 +134,9 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
       assert.equal(s.type, 'text/plain; charset=utf-8', name);
       assert.equal(s.cache, 'no-cache', name);
       assert.ok(!s.text.includes('__GATEWAY_BASE_URL__'), `${name} still holds the placeholder`);
+      // The functions shared per platform are spliced in: each served script stands alone.
+      assert.ok(!s.text.includes('__GATEWAY_COMMON__'), `${name} still holds the common marker`);
+      assert.ok(s.text.includes(name.endsWith('.ps1') ? 'function Get-Tilde(' : 'tilde() {'), `${name} lacks the shared functions`);
     }
     assert.ok(served['install.sh'].text.includes(`BASE_URL='${base}'\n`));
     assert.ok(served['uninstall.sh'].text.includes(`BASE_URL='${base}'\n`));

@@ -71,76 +71,7 @@ function Split-List([string[]]$Values) {
 
 function Get-Masked([string]$Value) { return $Value.Substring(0, [Math]::Min(10, $Value.Length)) + '...' }
 
-function Get-Tilde([string]$Path) {
-    if ($Path.StartsWith($HomeDir + [IO.Path]::DirectorySeparatorChar)) { return '~' + $Path.Substring($HomeDir.Length) }
-    return $Path
-}
-
-function Read-Text([string]$Path) {
-    if (Test-Path -LiteralPath $Path -PathType Leaf) { return [IO.File]::ReadAllText($Path) }
-    return $null
-}
-
-function Get-Newline([string]$Text) { if ($Text -and $Text.Contains("`r`n")) { return "`r`n" }; return "`n" }
-
-# Literal API keys of other providers (our own entries are removed before this is asked).
-function Test-ForeignKey([string]$Text) {
-    if (-not $Text) { return $false }
-    $q = "[`"']?"
-    return ($Text -cmatch '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})') -or
-        ($Text -cmatch "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY$q\s*[:=]\s*$q[A-Za-z0-9]") -or
-        ($Text -cmatch "ANTHROPIC_AUTH_TOKEN$q\s*[:=]\s*$q[A-Za-z0-9]")
-}
-
-# The text without the gateway blocks (and, with -Restore, with commented-out lines restored).
-# Found: something of ours was there; Broken: a block is not closed (Text is then unchanged).
-function Remove-GatewayBlocks([string]$Text, [switch]$Restore) {
-    if ($null -eq $Text) { return @{ Text = ''; Found = $false; Broken = $false } }
-    $nl = Get-Newline $Text
-    $out = New-Object System.Collections.Generic.List[string]
-    $skip = $false; $found = $false
-    foreach ($line in ($Text -split "`r?`n")) {
-        if ($skip) { if ($line -ceq $MarkEnd) { $skip = $false }; continue }
-        if ($line -ceq $MarkBegin) { $skip = $true; $found = $true; continue }
-        if ($Restore -and $line.StartsWith($DisabledPrefix)) { $out.Add($line.Substring($DisabledPrefix.Length)); $found = $true; continue }
-        $out.Add($line)
-    }
-    if ($skip) { return @{ Text = $Text; Found = $false; Broken = $true } }
-    if (-not $found) { return @{ Text = $Text; Found = $false; Broken = $false } }
-    return @{ Text = ($out -join $nl); Found = $true; Broken = $false }
-}
-
-# Claude Code settings: the gateway entry is env.ANTHROPIC_BASE_URL pointing here (or a gateway
-# key as token) with its token and model. Returns @{ Stripped; New } texts, or @{ Error }.
-function Edit-ClaudeSettings([string]$Raw, [bool]$Set) {
-    if ($Raw -and $Raw.Trim()) {
-        try { $data = $Raw | ConvertFrom-Json } catch { return @{ Error = "not valid JSON: $($_.Exception.Message)" } }
-    } else {
-        $data = [pscustomobject]@{}
-    }
-    if ($data -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = 'not a JSON object' } }
-    $before = ConvertTo-Json $data -Depth 100 -Compress
-    $envProp = $data.PSObject.Properties['env']
-    if ($envProp -and $null -ne $envProp.Value -and $envProp.Value -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = '"env" is not an object' } }
-    if ($envProp -and $envProp.Value) {
-        $e = $envProp.Value
-        $url = $e.PSObject.Properties['ANTHROPIC_BASE_URL']
-        $tok = $e.PSObject.Properties['ANTHROPIC_AUTH_TOKEN']
-        if ($url -and $url.Value -and ($url.Value -eq $BaseUrl -or ($tok -and "$($tok.Value)" -match '^(gw_ai_|rk_live_|mt-)'))) {
-            foreach ($k in $ClaudeKeys) { $e.PSObject.Properties.Remove($k) }
-            if (@($e.PSObject.Properties).Count -eq 0) { $data.PSObject.Properties.Remove('env') }
-        }
-    }
-    $strippedJson = ConvertTo-Json $data -Depth 100 -Compress
-    $stripped = if ($strippedJson -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
-    if (-not $Set) { return @{ Stripped = $stripped; New = $stripped } }
-    if (-not $data.PSObject.Properties['env']) { $data | Add-Member -NotePropertyName env -NotePropertyValue ([pscustomobject]@{}) }
-    $data.env | Add-Member -NotePropertyName ANTHROPIC_BASE_URL -NotePropertyValue $BaseUrl -Force
-    $data.env | Add-Member -NotePropertyName ANTHROPIC_AUTH_TOKEN -NotePropertyValue $Key -Force
-    $data.env | Add-Member -NotePropertyName ANTHROPIC_MODEL -NotePropertyValue $DefaultModel -Force
-    $new = if ((ConvertTo-Json $data -Depth 100 -Compress) -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
-    return @{ Stripped = $stripped; New = $new }
-}
+__GATEWAY_COMMON__
 
 # --- the plan: files to write, filled by the Plan-* functions, written by Invoke-Plan ----------
 

@@ -1,0 +1,120 @@
+# Shared by install.sh and uninstall.sh: the gateway splices this file into either script in
+# place of its marker line when it serves it, so each served script stays self-contained.
+
+tilde() { case $1 in "$HOME"/*) printf '~/%s' "${1#"$HOME"/}" ;; *) printf '%s' "$1" ;; esac; }
+
+# --- JSON: python3, else node; GATEWAY_JSON_TOOL=python3|node|none overrides (for tests) ------
+
+read -r -d '' PY_JSON <<'EOF' || true
+import json, os, re, sys
+mode, src = sys.argv[1], sys.argv[2]
+if mode == 'models':
+    items = json.load(open(src, encoding='utf-8')).get('data') or []
+    text = [m['id'] for m in items if 'text' in (m.get('capabilities') or [])]
+    print('\n'.join(text or [m['id'] for m in items]))
+    sys.exit(0)
+dst, base = sys.argv[3], os.environ['GW_BASE']
+raw = open(src, encoding='utf-8').read() if os.path.exists(src) else ''
+try:
+    data = json.loads(raw) if raw.strip() else {}
+except ValueError as e:
+    sys.stderr.write('not valid JSON: %s\n' % e); sys.exit(3)
+if not isinstance(data, dict) or not isinstance(data.get('env', {}), dict):
+    sys.stderr.write('not a JSON object with an "env" object\n'); sys.exit(3)
+before = json.loads(json.dumps(data))
+m = re.search(r'^([ \t]+)"', raw, re.M)
+env = data.get('env')
+# The gateway entry: ANTHROPIC_BASE_URL is this gateway, or the token is a gateway key.
+if env and env.get('ANTHROPIC_BASE_URL') and (env.get('ANTHROPIC_BASE_URL') == base or re.match(r'(gw_ai_|rk_live_|mt-)', str(env.get('ANTHROPIC_AUTH_TOKEN', '')))):
+    for k in ('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL'):
+        env.pop(k, None)
+    if not env:
+        del data['env']
+if mode == 'set':
+    env = data.setdefault('env', {})
+    env['ANTHROPIC_BASE_URL'] = base
+    env['ANTHROPIC_AUTH_TOKEN'] = os.environ['GW_KEY']
+    env['ANTHROPIC_MODEL'] = os.environ['GW_MODEL']
+out = raw if data == before else json.dumps(data, indent=m.group(1) if m else '  ', ensure_ascii=False) + '\n'
+open(dst, 'w', encoding='utf-8').write(out)
+EOF
+
+read -r -d '' JS_JSON <<'EOF' || true
+const fs = require('fs');
+const [mode, src, dst] = process.argv.slice(1);
+if (mode === 'models') {
+  const items = JSON.parse(fs.readFileSync(src, 'utf8')).data || [];
+  const text = items.filter((m) => (m.capabilities || []).includes('text')).map((m) => m.id);
+  console.log((text.length ? text : items.map((m) => m.id)).join('\n'));
+  process.exit(0);
+}
+const base = process.env.GW_BASE;
+const raw = fs.existsSync(src) ? fs.readFileSync(src, 'utf8') : '';
+let data;
+try { data = raw.trim() ? JSON.parse(raw) : {}; } catch (e) { console.error('not valid JSON: ' + e.message); process.exit(3); }
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+if (!isObj(data) || (data.env !== undefined && !isObj(data.env))) { console.error('not a JSON object with an "env" object'); process.exit(3); }
+const canon = (v) => Array.isArray(v) ? v.map(canon) : isObj(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])])) : v;
+const before = JSON.stringify(canon(data));
+const m = /^([ \t]+)"/m.exec(raw);
+let env = data.env;
+if (env && env.ANTHROPIC_BASE_URL && (env.ANTHROPIC_BASE_URL === base || /^(gw_ai_|rk_live_|mt-)/.test(String(env.ANTHROPIC_AUTH_TOKEN || '')))) {
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL']) delete env[k];
+  if (!Object.keys(env).length) delete data.env;
+}
+if (mode === 'set') {
+  env = data.env = data.env || {};
+  env.ANTHROPIC_BASE_URL = base;
+  env.ANTHROPIC_AUTH_TOKEN = process.env.GW_KEY;
+  env.ANTHROPIC_MODEL = process.env.GW_MODEL;
+}
+const out = JSON.stringify(canon(data)) === before ? raw : JSON.stringify(data, null, m ? m[1] : '  ') + '\n';
+fs.writeFileSync(dst, out);
+EOF
+
+JSON_TOOL=
+pick_json_tool() {
+  case ${GATEWAY_JSON_TOOL:-} in
+    none) JSON_TOOL= ; return ;;
+    python3|node) JSON_TOOL=$GATEWAY_JSON_TOOL; return ;;
+  esac
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' >/dev/null 2>&1; then JSON_TOOL=python3
+  elif command -v node >/dev/null 2>&1; then JSON_TOOL=node
+  else JSON_TOOL=
+  fi
+}
+
+# json_tool MODE SRC [DST]; GW_BASE/GW_KEY/GW_MODEL come from the environment (not argv, so the
+# key does not show in the process list).
+json_tool() {
+  if [ "$JSON_TOOL" = python3 ]; then python3 -c "$PY_JSON" "$@"; else node -e "$JS_JSON" "$@"; fi
+}
+
+# --- text blocks -------------------------------------------------------------------------------
+
+# strip_blocks IN OUT [restore]: OUT = IN without the gateway blocks (and, with restore, with the
+# lines commented out by the installer restored). Returns 0 when something was removed, 1 when
+# IN had nothing of ours (OUT is then a byte copy), 2 when a block is not closed (OUT = IN).
+strip_blocks() {
+  local rc=0
+  [ -e "$1" ] || { : >"$2"; return 1; }
+  awk -v b="$MARK_BEGIN" -v e="$MARK_END" -v p="$DISABLED_PREFIX" -v restore="${3:-}" '
+    skip { held = held $0 "\n"; if ($0 == e) { skip = 0; held = "" } ; next }
+    $0 == b { skip = 1; found = 1; held = $0 "\n"; next }
+    restore != "" && index($0, p) == 1 { print substr($0, length(p) + 1); found = 1; next }
+    { print }
+    END { if (skip) { printf "%s", held; exit 2 } exit found ? 0 : 1 }' "$1" >"$2" || rc=$?
+  if [ "$rc" = 1 ]; then cp "$1" "$2"; fi
+  if [ "$rc" = 2 ]; then cp "$1" "$2"; fi
+  return "$rc"
+}
+
+# Literal API keys of other providers (our own entries are stripped before this is asked).
+has_foreign_key() {
+  local q="[\"']?"
+  grep -Eq \
+    -e '(^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,})' \
+    -e "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    -e "ANTHROPIC_AUTH_TOKEN${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
+    "$1"
+}
