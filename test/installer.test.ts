@@ -3,10 +3,26 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Language, Parser, type Node } from 'web-tree-sitter';
 import { newAccount, startStack, type Stack, type TestAccount } from './helpers/stack';
 
 // Installer scripts of spec 1 section 1 item 8, downloaded from a real gateway and run with bash
-// against a temporary HOME. The PowerShell scripts are only checked for being served.
+// against a temporary HOME. PowerShell is not available here: the PowerShell scripts are checked
+// for being served and for parsing with tree-sitter's PowerShell grammar, not run.
+
+/** Syntax errors tree-sitter's PowerShell grammar finds in a script, as "line:col text". */
+async function powershellSyntaxErrors(source: string): Promise<string[]> {
+  await Parser.init();
+  const parser = new Parser();
+  parser.setLanguage(await Language.load(require.resolve('tree-sitter-powershell/tree-sitter-powershell.wasm')));
+  const errors: string[] = [];
+  const visit = (n: Node) => {
+    if (n.isError || n.isMissing) errors.push(`${n.startPosition.row + 1}:${n.startPosition.column + 1} ${source.slice(n.startIndex, n.startIndex + 60)}`);
+    else if (n.hasError) for (const c of n.children) if (c) visit(c);
+  };
+  visit(parser.parse(source)!.rootNode);
+  return errors;
+}
 
 const SCRIPTS = ['install.sh', 'uninstall.sh', 'install.ps1', 'uninstall.ps1'];
 const BAK = /\.bak-\d{8}-\d{6}$/;
@@ -168,6 +184,12 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
       const r = spawnSync('shellcheck', ['-S', 'warning', path.join(dir, 'install.sh'), path.join(dir, 'uninstall.sh')], { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stdout + r.stderr);
     }
+  });
+
+  it('the PowerShell scripts parse (tree-sitter PowerShell grammar), which would catch a broken one', async function () {
+    for (const name of ['install.ps1', 'uninstall.ps1']) assert.deepEqual(await powershellSyntaxErrors(served[name].text), [], name);
+    const broken = served['install.ps1'].text.replace(/\}\s*$/, '').replace('function ', 'function (');
+    assert.notDeepEqual(await powershellSyntaxErrors(broken), []);
   });
 
   it('a wrong key stops with a non-zero exit and changes nothing', async function () {
