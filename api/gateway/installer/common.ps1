@@ -1,6 +1,38 @@
 # Shared by install.ps1 and uninstall.ps1: the gateway splices this file into either script in
 # place of its marker line when it serves it, so each served script stays self-contained.
 
+$HomeDir = if ($env:USERPROFILE) { $env:USERPROFILE } else { $HOME }
+$Utf8NoBom = New-Object System.Text.UTF8Encoding $false
+
+function Fail([string]$Message) { throw "error: $Message" }
+
+$Summary = New-Object System.Collections.Generic.List[string]
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+function Add-Summary([string]$Status, [string]$Step, [string]$Text) {
+    $line = '{0,-14} {1,-7} {2}' -f "[$Status]", $Step, $Text
+    $Summary.Add($line)
+    Write-Host $line
+}
+
+function Read-Answer([string]$Prompt, [string]$Default = '', [switch]$Secret) {
+    $p = if ($Default) { "$Prompt [$Default]" } else { $Prompt }
+    if ($Secret) {
+        $s = Read-Host -Prompt $p -AsSecureString
+        $ptr = [Runtime.InteropServices.Marshal]::SecureStringToBSTR($s)
+        try { $a = [Runtime.InteropServices.Marshal]::PtrToStringBSTR($ptr) } finally { [Runtime.InteropServices.Marshal]::ZeroFreeBSTR($ptr) }
+    } else {
+        $a = Read-Host -Prompt $p
+    }
+    if ($null -eq $a) { $a = '' }
+    $a = $a.Trim()
+    if (-not $a) { $a = $Default }
+    return $a
+}
+
+function Split-List([string[]]$Values) {
+    return @($Values | ForEach-Object { "$_" -split '[,\s]+' } | Where-Object { $_ })
+}
+
 function Get-Tilde([string]$Path) {
     if ($Path.StartsWith($HomeDir + [IO.Path]::DirectorySeparatorChar)) { return '~' + $Path.Substring($HomeDir.Length) }
     return $Path
@@ -70,4 +102,27 @@ function Edit-ClaudeSettings([string]$Raw, [bool]$Set) {
     $data.env | Add-Member -NotePropertyName ANTHROPIC_MODEL -NotePropertyValue $DefaultModel -Force
     $new = if ((ConvertTo-Json $data -Depth 100 -Compress) -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
     return @{ Stripped = $stripped; New = $new }
+}
+
+function Get-BackupName([string]$File) {
+    $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')"
+    # Never overwrite an earlier backup taken within the same second.
+    while (Test-Path -LiteralPath $b) { Start-Sleep -Seconds 1; $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')" }
+    return $b
+}
+
+# The applications to act on, from -Apps/-All or asked.
+function Step-Apps([string]$Prompt) {
+    if ($All) { $list = $AllApps }
+    elseif ($Apps) { $list = @(Split-List $Apps) }
+    else { $list = @(Split-List @(Read-Answer $Prompt 'all')) }
+    if ($list -contains 'all') { $list = $AllApps }
+    $out = @()
+    foreach ($a in $list) {
+        if ($AllApps -notcontains $a) { Fail "unknown application '$a' (choose from: $($AllApps -join ', '))" }
+        if ($out -notcontains $a) { $out += $a }
+    }
+    if ($out.Count -eq 0) { Fail 'no application chosen' }
+    $script:ChosenApps = $out
+    Add-Summary 'ok' 'apps' ($out -join ', ')
 }

@@ -1,6 +1,48 @@
 # Shared by install.sh and uninstall.sh: the gateway splices this file into either script in
 # place of its marker line when it serves it, so each served script stays self-contained.
 
+say() { printf '%s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+SUMMARY=()
+# One line per step, printed now and again at the end; status: ok | skipped | would change.
+summary() { SUMMARY+=("$(printf '%-14s %-7s %s' "[$1]" "$2" "$3")"); printf '%-14s %-7s %s\n' "[$1]" "$2" "$3"; }
+# split_list VAR LIST: LIST (commas or spaces) into the array VAR, without glob expansion.
+split_list() { IFS=', ' read -r -a "$1" <<<"$2"; }
+
+TMPDIR_GW=$(mktemp -d)
+trap 'rm -rf "$TMPDIR_GW"' EXIT
+tmpfile() { mktemp "$TMPDIR_GW/f.XXXXXX"; }
+
+# Prompts come from the terminal; with `curl ... | bash` stdin is the script itself, so /dev/tty
+# is used when it can be opened, else stdin (piped answers, CI).
+setup_input() {
+  if [ -t 0 ]; then
+    exec 3<&0
+  elif (exec </dev/tty) 2>/dev/null; then
+    exec 3</dev/tty
+  else
+    exec 3<&0
+  fi
+}
+
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"}; printf '%s' "$s"; }
+
+# ask VAR PROMPT [DEFAULT] [secret]; end of input means the default.
+ask() {
+  local _var=$1 _prompt=$2 _def=${3-} _secret=${4-} _ans=
+  if [ -n "$_def" ]; then printf '%s [%s]: ' "$_prompt" "$_def"; else printf '%s: ' "$_prompt"; fi
+  if [ -n "$_secret" ] && [ -t 3 ]; then
+    IFS= read -r -s _ans <&3 || _ans=
+  else
+    IFS= read -r _ans <&3 || _ans=
+  fi
+  [ -t 3 ] && [ -z "$_secret" ] || printf '\n'
+  _ans=$(trim "$_ans")
+  [ -n "$_ans" ] || _ans=$_def
+  printf -v "$_var" '%s' "$_ans"
+}
+
 tilde() { case $1 in "$HOME"/*) printf '~/%s' "${1#"$HOME"/}" ;; *) printf '%s' "$1" ;; esac; }
 
 # --- JSON: python3, else node; GATEWAY_JSON_TOOL=python3|node|none overrides (for tests) ------
@@ -117,4 +159,28 @@ has_foreign_key() {
     -e "(OPENAI|ANTHROPIC|GEMINI|GOOGLE|MISTRAL|GROQ|XAI|DEEPSEEK|OPENROUTER|TOGETHER|COHERE|PERPLEXITY|FIREWORKS|AZURE_OPENAI)_API_KEY${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
     -e "ANTHROPIC_AUTH_TOKEN${q}[[:space:]]*[:=][[:space:]]*${q}[A-Za-z0-9]" \
     "$1"
+}
+
+backup_name() {
+  local b
+  b="$1.bak-$(date +%Y%m%d-%H%M%S)"
+  # Never overwrite an earlier backup taken within the same second.
+  while [ -e "$b" ]; do sleep 1; b="$1.bak-$(date +%Y%m%d-%H%M%S)"; done
+  printf '%s' "$b"
+}
+
+# step_apps PROMPT: the applications to act on, from --apps/--all or asked; APPS becomes a,b.
+step_apps() {
+  local a list out=()
+  if [ "$ALL" = 1 ]; then APPS=all; fi
+  [ -n "$APPS" ] || ask APPS "$1" all
+  [ "$APPS" != all ] || APPS=$ALL_APPS
+  split_list list "$APPS"
+  for a in "${list[@]}"; do
+    case " $ALL_APPS " in *" $a "*) ;; *) die "unknown application '$a' (choose from: $ALL_APPS)" ;; esac
+    [[ " ${out[*]-} " == *" $a "* ]] || out+=("$a")
+  done
+  [ "${#out[@]}" -gt 0 ] || die 'no application chosen'
+  APPS=$(IFS=,; printf '%s' "${out[*]}")
+  summary ok apps "${APPS//,/, }"
 }

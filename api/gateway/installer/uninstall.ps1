@@ -36,40 +36,9 @@ $MarkEnd = '# <<< gateway <<<'
 $DisabledPrefix = '# [gateway] '
 $AllApps = @('claude', 'codex', 'shell')
 $ClaudeKeys = @('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL')
-$HomeDir = if ($env:USERPROFILE) { $env:USERPROFILE } else { $HOME }
-$Utf8NoBom = New-Object System.Text.UTF8Encoding $false
 # Only used by the shared settings editor when it sets entries, which the uninstaller never does.
 $Key = ''
 $DefaultModel = ''
-
-function Fail([string]$Message) { throw "error: $Message" }
-
-$Summary = New-Object System.Collections.Generic.List[string]
-# One line per step, printed now and again at the end; status: ok | skipped | would change.
-function Add-Summary([string]$Status, [string]$Step, [string]$Text) {
-    $line = '{0,-14} {1,-7} {2}' -f "[$Status]", $Step, $Text
-    $Summary.Add($line)
-    Write-Host $line
-}
-
-function Read-Answer([string]$Prompt, [string]$Default = '', [switch]$Secret) {
-    $p = if ($Default) { "$Prompt [$Default]" } else { $Prompt }
-    if ($Secret) {
-        $s = Read-Host -Prompt $p -AsSecureString
-        $ptr = [Runtime.InteropServices.Marshal]::SecureStringToBSTR($s)
-        try { $a = [Runtime.InteropServices.Marshal]::PtrToStringBSTR($ptr) } finally { [Runtime.InteropServices.Marshal]::ZeroFreeBSTR($ptr) }
-    } else {
-        $a = Read-Host -Prompt $p
-    }
-    if ($null -eq $a) { $a = '' }
-    $a = $a.Trim()
-    if (-not $a) { $a = $Default }
-    return $a
-}
-
-function Split-List([string[]]$Values) {
-    return @($Values | ForEach-Object { "$_" -split '[,\s]+' } | Where-Object { $_ })
-}
 
 __GATEWAY_COMMON__
 
@@ -140,13 +109,6 @@ function Plan-Shell {
     Plan-Text 'shell' $PROFILE
 }
 
-function Get-BackupName([string]$File) {
-    $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')"
-    # Never overwrite an earlier backup taken within the same second.
-    while (Test-Path -LiteralPath $b) { Start-Sleep -Seconds 1; $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')" }
-    return $b
-}
-
 function Invoke-Plan {
     foreach ($p in $Plan) {
         if ($p.Backup) {
@@ -182,28 +144,13 @@ function Step-Level {
     Add-Summary 'ok' 'level' $script:Level
 }
 
-function Step-Apps {
-    if ($All) { $list = $AllApps }
-    elseif ($Apps) { $list = @(Split-List $Apps) }
-    else { $list = @(Split-List @(Read-Answer 'Applications to clean: claude, codex, shell; comma-separated or "all"' 'all')) }
-    if ($list -contains 'all') { $list = $AllApps }
-    $out = @()
-    foreach ($a in $list) {
-        if ($AllApps -notcontains $a) { Fail "unknown application '$a' (choose from: $($AllApps -join ', '))" }
-        if ($out -notcontains $a) { $out += $a }
-    }
-    if ($out.Count -eq 0) { Fail 'no application chosen' }
-    $script:ChosenApps = $out
-    Add-Summary 'ok' 'apps' ($out -join ', ')
-}
-
 $BaseUrl = $BaseUrl.TrimEnd('/')
 if ($BaseUrl -notmatch '^https?://[\[\]A-Za-z0-9.:-]+$') { Fail "invalid gateway address '$BaseUrl' (run the script served by the gateway, or pass -BaseUrl)" }
 $ChosenApps = @()
 Write-Host ("Gateway uninstaller for $BaseUrl" + $(if ($DryRun) { ' (dry run: nothing is changed)' } else { '' }))
 
 Step-Level
-Step-Apps
+Step-Apps 'Applications to clean: claude, codex, shell; comma-separated or "all"'
 foreach ($app in $ChosenApps) {
     switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } }
 }

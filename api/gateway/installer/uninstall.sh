@@ -30,48 +30,6 @@ Usage: uninstall.sh [options]
 EOF
 }
 
-say() { printf '%s\n' "$*"; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
-
-SUMMARY=()
-# One line per step, printed now and again at the end; status: ok | skipped | would change.
-summary() { SUMMARY+=("$(printf '%-14s %-7s %s' "[$1]" "$2" "$3")"); printf '%-14s %-7s %s\n' "[$1]" "$2" "$3"; }
-# split_list VAR LIST: LIST (commas or spaces) into the array VAR, without glob expansion.
-split_list() { IFS=', ' read -r -a "$1" <<<"$2"; }
-
-TMPDIR_GW=$(mktemp -d)
-trap 'rm -rf "$TMPDIR_GW"' EXIT
-tmpfile() { mktemp "$TMPDIR_GW/f.XXXXXX"; }
-
-# Prompts come from the terminal; with `curl ... | bash` stdin is the script itself, so /dev/tty
-# is used when it can be opened, else stdin (piped answers, CI).
-setup_input() {
-  if [ -t 0 ]; then
-    exec 3<&0
-  elif (exec </dev/tty) 2>/dev/null; then
-    exec 3</dev/tty
-  else
-    exec 3<&0
-  fi
-}
-
-trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; s=${s%"${s##*[![:space:]]}"}; printf '%s' "$s"; }
-
-# ask VAR PROMPT [DEFAULT] [secret]; end of input means the default.
-ask() {
-  local _var=$1 _prompt=$2 _def=${3-} _secret=${4-} _ans=
-  if [ -n "$_def" ]; then printf '%s [%s]: ' "$_prompt" "$_def"; else printf '%s: ' "$_prompt"; fi
-  if [ -n "$_secret" ] && [ -t 3 ]; then
-    IFS= read -r -s _ans <&3 || _ans=
-  else
-    IFS= read -r _ans <&3 || _ans=
-  fi
-  [ -t 3 ] && [ -z "$_secret" ] || printf '\n'
-  _ans=$(trim "$_ans")
-  [ -n "$_ans" ] || _ans=$_def
-  printf -v "$_var" '%s' "$_ans"
-}
-
 __GATEWAY_COMMON__
 
 # --- the plan: files to write and old backups to delete, written by apply_plan ----------------
@@ -152,14 +110,6 @@ plan_shell() {
   [ "$any" = 1 ] || summary ok shell 'no shell profile exists'
 }
 
-backup_name() {
-  local b
-  b="$1.bak-$(date +%Y%m%d-%H%M%S)"
-  # Never overwrite an earlier backup taken within the same second.
-  while [ -e "$b" ]; do sleep 1; b="$1.bak-$(date +%Y%m%d-%H%M%S)"; done
-  printf '%s' "$b"
-}
-
 apply_plan() {
   local i file b
   for i in "${!PLAN_FILE[@]}"; do
@@ -199,21 +149,6 @@ step_level() {
   summary ok level "$LEVEL"
 }
 
-step_apps() {
-  local a list out=()
-  if [ "$ALL" = 1 ]; then APPS=all; fi
-  [ -n "$APPS" ] || ask APPS 'Applications to clean: claude, codex, shell; comma-separated or "all"' all
-  [ "$APPS" != all ] || APPS=$ALL_APPS
-  split_list list "$APPS"
-  for a in "${list[@]}"; do
-    case " $ALL_APPS " in *" $a "*) ;; *) die "unknown application '$a' (choose from: $ALL_APPS)" ;; esac
-    [[ " ${out[*]-} " == *" $a "* ]] || out+=("$a")
-  done
-  [ "${#out[@]}" -gt 0 ] || die 'no application chosen'
-  APPS=$(IFS=,; printf '%s' "${out[*]}")
-  summary ok apps "${APPS//,/, }"
-}
-
 main() {
   while [ $# -gt 0 ]; do
     case $1 in
@@ -236,7 +171,7 @@ main() {
   say "Gateway uninstaller for $BASE_URL$([ "$DRY_RUN" = 1 ] && printf ' (dry run: nothing is changed)')"
 
   step_level
-  step_apps
+  step_apps 'Applications to clean: claude, codex, shell; comma-separated or "all"'
   local app answer apps
   split_list apps "$APPS"
   for app in "${apps[@]}"; do "plan_$app"; done
