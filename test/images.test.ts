@@ -547,16 +547,21 @@ describe('images: gateway', function () {
       await assertInvariants(a);
     });
 
-    it('a client that leaves mid-stream pays only for the images it received (outcome cancelled)', async () => {
-      const a = await newAccount();
+    /** A streaming image request the test can walk away from: the response with headers, its request id, the abort. */
+    async function openImageStream(a: { key: string }, body: Record<string, unknown>) {
       const ac = new AbortController();
       const res = await fetch(`${base}/v1/images`, {
         method: 'POST',
         signal: ac.signal,
         headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'sim-image-1', prompt: 'slow [sim chunk_delay=200]', n: 3, stream: true }),
+        body: JSON.stringify(body),
       });
-      const id = res.headers.get('x-gateway-request-id')!;
+      return { res, id: res.headers.get('x-gateway-request-id')!, ac };
+    }
+
+    it('a client that leaves mid-stream pays only for the images it received (outcome cancelled)', async () => {
+      const a = await newAccount();
+      const { res, id, ac } = await openImageStream(a, { model: 'sim-image-1', prompt: 'slow [sim chunk_delay=200]', n: 3, stream: true });
       const reader = res.body!.getReader();
       let text = '';
       while (!text.includes('event: image_generation.completed')) {
@@ -575,14 +580,7 @@ describe('images: gateway', function () {
 
     it('a client that leaves before the first image: outcome cancelled, not billed, the hold returns', async () => {
       const a = await newAccount();
-      const ac = new AbortController();
-      const res = await fetch(`${base}/v1/images`, {
-        method: 'POST',
-        signal: ac.signal,
-        headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'sim-image-1', prompt: 'slow [sim chunk_delay=400]', n: 2, stream: true }),
-      });
-      const id = res.headers.get('x-gateway-request-id')!;
+      const { id, ac } = await openImageStream(a, { model: 'sim-image-1', prompt: 'slow [sim chunk_delay=400]', n: 2, stream: true });
       ac.abort();
       const row = await settled(id);
       assert.equal(row.outcome, 'cancelled');
