@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { KeyFormat } from '../platform/api-keys';
+import type { KeyFormat } from '../services/keys/key-format';
 import { loadConfig } from '../platform/config';
 import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
-import { InvalidInput, type KeySettingsInput } from './keys';
+import { InvalidInput, type KeySettingsInput } from '../services/keys/keys';
 import {
   addCredits,
   createAccount,
@@ -20,7 +20,7 @@ import {
   setModel,
   setProvider,
   updateKey,
-} from './operations';
+} from '../services/accounts/operations';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on

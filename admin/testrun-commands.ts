@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import type { Db } from '../platform/db';
-import type { KeyFormat } from '../platform/api-keys';
+import type { KeyFormat } from '../services/keys/key-format';
 import { loadSealingKey } from '../platform/secret-box';
-import { InvalidInput } from './keys';
+import { InvalidInput } from '../services/keys/keys';
 import {
   addCase,
   archiveCase,
@@ -18,7 +18,7 @@ import {
   revokeCiToken,
   setConfiguration,
   updateProject,
-} from './testruns';
+} from '../services/testruns/projects';
 
 // Operator commands of the test runs (README "Test runs"), registered in admin/cli.ts.
 

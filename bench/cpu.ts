@@ -39,7 +39,7 @@ function readAll(): ProcStat[] {
 }
 
 export interface CpuGroups {
-  /** process group id of the `platform/start.ts` child (tsx + node: gateway, worker, simulator; Temporal CLI; postmaster) */
+  /** process group id of the `main/start.ts` child (tsx + node: gateway, worker, simulator; Temporal CLI; postmaster) */
   systemPgid: number;
   barePgid: number | null;
 }

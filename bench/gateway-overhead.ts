@@ -3,13 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool, request } from 'undici';
-import { createAccount, createKey } from '../admin/operations';
+import { createAccount, createKey } from '../services/accounts/operations';
 import { createDb, type Db } from '../platform/db';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
 import { cpuBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
 import { fixed, ms3, nsToMs, summarize, table, type Summary } from './stats';
 
-// Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`platform/start.ts`)
+// Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`main/start.ts`)
 // and a bare Koa proxy as child processes on free loopback ports, measures direct-to-simulator
 // vs gateway (and bare proxy) calls, reads settlement times from PostgreSQL, prints a report
 // and appends it to bench/results.md. `npm run bench`. Bounded in time; stops its children on
@@ -363,7 +363,7 @@ async function main(): Promise<number> {
     if (profDir) report.notes.push('CPU profiling of the system process was on (BENCH_CPU_PROF_DIR): figures are slower than normal.');
     // `npx tsx` resolves to this binary; running it directly lets SIGTERM reach tsx, which relays it.
     log(`starting the system (DATA_DIR ${dataDir})`);
-    const system = spawnChild('platform/start.ts', TSX_BIN, [...nodeFlags, 'platform/start.ts'], env, ROOT);
+    const system = spawnChild('main/start.ts', TSX_BIN, [...nodeFlags, 'main/start.ts'], env, ROOT);
     const bare = spawnChild('bench/bare-proxy.ts', TSX_BIN, ['bench/bare-proxy.ts'], { ...process.env, BARE_PORT: String(barePort), UPSTREAM_URL: `http://127.0.0.1:${simPort}` }, ROOT);
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const simUrl = `http://127.0.0.1:${simPort}`;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { execSync } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { SA } from '../domain/search-attributes';
+import { SA } from '../domain/shared/search-attributes';
 import { createLogger } from '../platform/logger';
 import { freePort } from '../platform/ports';
 import { startTemporalDevServer } from '../platform/temporal-server';

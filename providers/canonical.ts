@@ -1,4 +1,4 @@
-import type { TokenUsage } from '../domain/pricing';
+import type { TokenUsage } from '../domain/credits/pricing';
 
 // The gateway's own shape of a text request, answer and stream. Client dialects translate into
 // and out of it; upstream adapters translate it to and from their wire format.

@@ -1,14 +1,15 @@
-import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
-import { createLedgerActivities } from '../activities/ledger';
-import { createVideoActivities } from '../activities/video';
+import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createLedgerActivities } from '../activities/credits/settlement';
+import { createVideoActivities } from '../activities/media/video';
 import type { Db } from '../platform/db';
+import { createDomainWorker } from './base';
 
 export interface MediaWorkerDeps {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   db: Db;
-  /** Pre-built bundle (tests build it once); otherwise bundled from workflows/. */
+  /** Pre-built media bundle (tests build it once); otherwise bundled from workflows/media. */
   workflowBundle?: WorkflowBundleOption;
   /**
    * Workflows kept in memory between tasks. A video job sleeps most of the time, so with
@@ -20,18 +21,15 @@ export interface MediaWorkerDeps {
   workerOptions?: Partial<WorkerOptions>;
 }
 
-/** Registers the video job workflow, its activities and the ledger on the media task queue. */
+/** Registers the video job workflow, its activities and the settlement activity on the media task queue. */
 export function createMediaWorker(deps: MediaWorkerDeps): Promise<Worker> {
-  return Worker.create({
+  return createDomainWorker({
+    domain: 'media',
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    workflowBundle: deps.workflowBundle,
     activities: { ...createVideoActivities({ db: deps.db }), ...createLedgerActivities(deps.db) },
-    maxCachedWorkflows: deps.maxCachedWorkflows ?? 2000,
-    maxConcurrentActivityTaskExecutions: 200,
-    maxConcurrentLocalActivityExecutions: 200,
-    maxConcurrentWorkflowTaskExecutions: 200,
-    ...deps.workerOptions,
+    options: { maxCachedWorkflows: deps.maxCachedWorkflows ?? 2000, ...deps.workerOptions },
   });
 }

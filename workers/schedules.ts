@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { HOLD_SWEEPER_SCHEDULE_ID } from '../domain/reservation';
-import { sweepHoldsWorkflow } from '../workflows/sweeper';
+import { HOLD_SWEEPER_SCHEDULE_ID } from '../domain/credits/reservation';
+import { sweepHoldsWorkflow } from '../workflows/credits/sweeper';
 
 /**
  * The hold sweeper runs every minute and releases holds older than `olderThanMs` whose

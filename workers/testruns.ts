@@ -1,9 +1,10 @@
-import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
-import { createTestRunActivities } from '../activities/test-run';
-import { TEST_RUN_TASK_QUEUE } from '../domain/test-runs';
+import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createTestRunActivities } from '../activities/testruns/run';
+import { TEST_RUN_TASK_QUEUE } from '../domain/testruns/runs';
 import type { Db } from '../platform/db';
 import { loadConfig } from '../platform/config';
 import { loadSealingKey } from '../platform/secret-box';
+import { createDomainWorker, runWorker } from './base';
 
 export interface TestRunWorkerDeps {
   connection: NativeConnection;
@@ -17,7 +18,7 @@ export interface TestRunWorkerDeps {
   /** concurrency gate over every project and worker (TESTRUN_MAX_CONCURRENCY) */
   globalConcurrency: number;
   leaseTtlMs?: number;
-  /** Pre-built bundle (tests build it once); otherwise bundled from workflows/. */
+  /** Pre-built test-run bundle (tests build it once); otherwise bundled from workflows/testruns. */
   workflowBundle?: WorkflowBundleOption;
   /** extra worker options (tests: a short sticky-queue timeout) */
   workerOptions?: Partial<Pick<WorkerOptions, 'stickyQueueScheduleToStartTimeout' | 'maxConcurrentActivityTaskExecutions' | 'identity'>>;
@@ -25,11 +26,12 @@ export interface TestRunWorkerDeps {
 
 /** Registers the test-run workflow and its activities on a test-run task queue. */
 export function createTestRunWorker(deps: TestRunWorkerDeps): Promise<Worker> {
-  return Worker.create({
+  return createDomainWorker({
+    domain: 'testruns',
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    workflowBundle: deps.workflowBundle,
     activities: createTestRunActivities({
       db: deps.db,
       gatewayUrl: deps.gatewayUrl,
@@ -37,9 +39,8 @@ export function createTestRunWorker(deps: TestRunWorkerDeps): Promise<Worker> {
       globalConcurrency: deps.globalConcurrency,
       leaseTtlMs: deps.leaseTtlMs,
     }),
-    // Cases waiting at the gate hold an activity slot each (waitForCaseSlot heartbeats in it).
-    maxConcurrentActivityTaskExecutions: 200,
-    ...deps.workerOptions,
+    // Cases waiting at the gate hold an activity slot each (waitForCaseSlot heartbeats in it): 200 by default.
+    options: deps.workerOptions,
   });
 }
 
@@ -57,12 +58,5 @@ export function testRunSettingsFromEnv(env: NodeJS.ProcessEnv = process.env) {
 export async function startTestRunWorker(
   deps: Omit<TestRunWorkerDeps, 'sealingKey' | 'globalConcurrency' | 'leaseTtlMs' | 'taskQueue'> & { taskQueue?: string },
 ): Promise<{ stop(): Promise<void> }> {
-  const worker = await createTestRunWorker({ taskQueue: TEST_RUN_TASK_QUEUE, ...deps, ...testRunSettingsFromEnv() });
-  const running = worker.run();
-  return {
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-    },
-  };
+  return runWorker(await createTestRunWorker({ taskQueue: TEST_RUN_TASK_QUEUE, ...deps, ...testRunSettingsFromEnv() }));
 }

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Context, Middleware, Next } from 'koa';
 import { z } from 'zod';
-import { InvalidInput, NotFound } from '../../admin/keys';
+import { InvalidInput, NotFound } from '../../services/keys/keys';
 import {
   addCase,
   archiveCase,
@@ -18,13 +18,13 @@ import {
   listConfigurations,
   replaceCase,
   setConfiguration,
-} from '../../admin/testruns';
-import { GatewayError } from '../../domain/errors';
-import { caseInputSchema, configurationInputSchema, configurationSchema, isFinal, RUN_STATUSES, runCreateSchema } from '../../domain/test-runs';
+} from '../../services/testruns/projects';
+import { GatewayError } from '../../domain/shared/errors';
+import { caseInputSchema, configurationInputSchema, configurationSchema, isFinal, RUN_STATUSES, runCreateSchema } from '../../domain/testruns/runs';
 import type { Db } from '../../platform/db';
-import { readJsonObject } from '../http';
-import { validate } from '../validate';
-import { cancelRun, createRun, executeRun, reconcileRun, runView, type Project } from './runs';
+import { readJsonObject } from '../shared/http';
+import { validate } from '../shared/validate';
+import { cancelRun, createRun, executeRun, reconcileRun, runView, type Project } from '../../services/testruns/runs';
 
 export interface TestRunRouteDeps {
   db: Db;

@@ -1,5 +1,5 @@
 import { condition, defineSignal, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { SA } from '../../domain/search-attributes';
+import { SA } from '../../domain/shared/search-attributes';
 
 // The least a reservation workflow can do: wait for the report, settle in a local activity,
 // upsert two search attributes, complete. What the dev server does for this is the ceiling.

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../domain/errors';
+import { GatewayError } from '../../domain/shared/errors';
 import { parseCost } from '../openai/chat';
 import type { CanonicalRequest, FinishReason, Message, Part, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../canonical';
 

@@ -1,4 +1,4 @@
-import type { TokenUsage } from '../../domain/pricing';
+import type { TokenUsage } from '../../domain/credits/pricing';
 import type { CanonicalRequest, FinishReason, Message, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../canonical';
 
 // OpenAI-compatible chat completions upstream: request, response and stream transforms, usage.

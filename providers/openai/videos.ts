@@ -1,6 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici';
-import type { Provider } from '../../api/catalog';
-import type { VideoStatus } from '../../domain/video';
+import type { Provider } from '../../services/catalog/catalog';
+import type { VideoStatus } from '../../domain/media/video';
 import { openaiChat } from './chat';
 
 // OpenAI video jobs (POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content): the

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createAccount, createKey } from '../../admin/operations';
-import type { KeyedSettings } from '../../api/keyed/variant';
-import { startGatewayApi, type GatewayRuntime } from '../../api/runtime';
-import { createBillingWorker } from '../../workers/billing';
+import { createAccount, createKey } from '../../services/accounts/operations';
+import type { KeyedSettings } from '../../api/gateway/keyed/variant';
+import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
+import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
 
 export interface Stack {
@@ -57,7 +57,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       keyed: opts.keyed,
     }),
     async startWorker() {
-      stack.worker = await createBillingWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });
+      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits });
       running = stack.worker.run();
     },
     async stopWorker() {

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { addCase, createCiToken, createProject, setConfiguration } from '../../admin/testruns';
-import { SA } from '../../domain/search-attributes';
-import type { CaseInput, ConfigurationInput } from '../../domain/test-runs';
+import { addCase, createCiToken, createProject, setConfiguration } from '../../services/testruns/projects';
+import { SA } from '../../domain/shared/search-attributes';
+import type { CaseInput, ConfigurationInput } from '../../domain/testruns/runs';
 import { deriveKey } from '../../platform/secret-box';
 import { createTestRunWorker } from '../../workers/testruns';
 import { env } from '../setup/env';
@@ -35,7 +35,7 @@ export async function startTestRunWorker(o: { gatewayUrl: string; taskQueue?: st
     sealingKey: SEALING_KEY,
     globalConcurrency: o.globalConcurrency ?? 50,
     leaseTtlMs: o.leaseTtlMs,
-    workflowBundle: env.workflowBundle,
+    workflowBundle: env.bundles.testruns,
   });
   const running = worker.run();
   return {

@@ -5,13 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { AuthStore } from '../../api/auth-store';
-import { CacheInvalidation } from '../../api/cache';
-import { Catalog } from '../../api/catalog';
+import { AuthStore } from '../../services/keys/auth-store';
+import { CacheInvalidation } from '../../platform/cache-invalidation';
+import { Catalog } from '../../services/catalog/catalog';
 import { createGatewayApp, type GatewayDeps } from '../../api/gateway/app';
-import type { VideoDeps } from '../../api/gateway/videos/deps';
-import { Reservations } from '../../api/reservations';
-import type { VideoPolling } from '../../domain/video';
+import type { VideoDeps } from '../../api/gateway/media/videos/deps';
+import { Reservations } from '../../services/credits/holds';
+import type { VideoPolling } from '../../domain/media/video';
 import { createMediaWorker } from '../../workers/media';
 import { env } from '../setup/env';
 
@@ -56,7 +56,7 @@ export async function startVideoStack(opts: { polling?: Partial<VideoPolling>; p
     temporal,
     worker: null,
     async startWorker() {
-      stack.worker = await createMediaWorker({ connection: nativeConnection, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.workflowBundle });
+      stack.worker = await createMediaWorker({ connection: nativeConnection, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.media });
       running = stack.worker.run();
     },
     async stopWorker() {

@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
-import { seedSimulatorCatalog } from '../../admin/operations';
+import { seedSimulatorCatalog } from '../../services/accounts/operations';
 import { createDb, migrate } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';
 import { startTemporalDevServer, type DevServer } from '../../platform/temporal-server';
 import { startSimulator } from '../../simulator/server';
+import { workflowsPath, type WorkflowDomain } from '../../workers/base';
 import { env } from './env';
 
 // One PostgreSQL, one Temporal dev server and one simulator for the whole run, on free ports.
@@ -29,16 +30,20 @@ export const mochaHooks = {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-'));
     fs.chmodSync(tmp, 0o755);
     const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);
-    const [db, dev, bundle] = await Promise.all([
+    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never;
+    const bundle = (domain: WorkflowDomain) => bundleWorkflowCode({ workflowsPath: workflowsPath(domain), logger: quiet });
+    const [db, dev, credits, media, testruns] = await Promise.all([
       startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }),
       startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }),
-      bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never }),
+      bundle('credits'),
+      bundle('media'),
+      bundle('testruns'),
     ]);
     pg = db;
     temporal = dev;
     env.databaseUrl = db.url;
     env.temporalAddress = dev.address;
-    env.workflowBundle = bundle;
+    env.bundles = { credits, media, testruns };
     env.logger = logger;
     env.db = createDb(db.url, 30);
     await migrate(env.db);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
-import { GatewayError } from '../../../domain/errors';
+import { GatewayError } from '../../../domain/shared/errors';
 
 /** The scripts carry this placeholder where the gateway's own address goes. */
 export const BASE_URL_PLACEHOLDER = '__GATEWAY_BASE_URL__';

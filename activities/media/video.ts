@@ -1,0 +1,67 @@
+import type { Provider } from '../../services/catalog/catalog';
+import { convertProviderCost } from '../../domain/credits/pricing';
+import { isTerminal, type ProviderVideo, type VideoStatus } from '../../domain/media/video';
+import type { Db } from '../../platform/db';
+import { fetchVideo, parseVideoObject } from '../../providers/openai/videos';
+
+export interface VideoActivityDeps {
+  db: Db;
+  /** how long a provider row is reused before it is read again */
+  providerTtlMs?: number;
+}
+
+/**
+ * Activities of the video job workflow: read the provider's view of a job (a pure read, safe to
+ * repeat) and record a state change (a conditional update, so repeats change nothing).
+ */
+export function createVideoActivities(deps: VideoActivityDeps) {
+  const ttl = deps.providerTtlMs ?? 30_000;
+  const providers = new Map<string, { at: number; provider: Provider }>();
+
+  async function providerOf(id: string): Promise<Provider> {
+    const hit = providers.get(id);
+    if (hit && Date.now() - hit.at < ttl) return hit.provider;
+    const provider: Provider | undefined = await deps.db('providers').where({ id }).first();
+    if (!provider) throw new Error(`provider ${id} not found`);
+    providers.set(id, { at: Date.now(), provider });
+    return provider;
+  }
+
+  async function pollVideo(providerId: string, upstreamId: string): Promise<ProviderVideo> {
+    const provider = await providerOf(providerId);
+    const res = await fetchVideo(provider, upstreamId);
+    if (res.statusCode === 404) {
+      // The provider no longer knows the job: it will never finish, and charged nothing we can see.
+      await res.body.dump();
+      return { status: 'expired', error: 'the provider no longer holds this job', cost: null };
+    }
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new Error(`provider answered ${res.statusCode} for video ${upstreamId}`);
+    }
+    const v = parseVideoObject((await res.body.json()) as Record<string, unknown>);
+    const cost = v.cost === null ? null : convertProviderCost(v.cost, provider.credits_per_cost_unit);
+    return { status: v.status, error: v.error, cost };
+  }
+
+  /** Moves the job to `status` unless it is there already or final; one event row per real move. */
+  async function recordVideoStatus(jobId: string, status: VideoStatus, error: string | null): Promise<boolean> {
+    const res = await deps.db.raw(
+      `WITH j AS (
+         UPDATE video_jobs SET status = :status, error = COALESCE(:error, error), updated_at = now(),
+           finished_at = CASE WHEN :terminal THEN now() ELSE finished_at END
+         WHERE id = :id AND status <> :status AND status NOT IN ('completed', 'failed', 'cancelled', 'expired')
+         RETURNING id
+       ), e AS (
+         INSERT INTO video_job_events (job_id, status, error) SELECT id, :status, :error FROM j
+       )
+       SELECT count(*)::int AS n FROM j`,
+      { id: jobId, status, error: status === 'completed' ? null : error, terminal: isTerminal(status) },
+    );
+    return res.rows[0].n === 1;
+  }
+
+  return { pollVideo, recordVideoStatus };
+}
+
+export type VideoActivities = ReturnType<typeof createVideoActivities>;

@@ -1,0 +1,156 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { z } from 'zod';
+import { createKey, getKey, InvalidInput, keySettingsSchema, listKeyRequests, listKeys, NotFound, requestListQuery, revokeKey, updateKey, uuid } from '../../../services/keys/keys';
+import { GatewayError } from '../../../domain/shared/errors';
+import type { KeyFormat } from '../../../services/keys/key-format';
+import type { Db } from '../../../platform/db';
+import { KEY_ACK } from '../../../services/keys/auth-store';
+import type { CacheInvalidation } from '../../../platform/cache-invalidation';
+import { readJsonObject } from '../../shared/http';
+import { validate } from '../../shared/validate';
+
+export interface AdminDeps {
+  db: Db;
+  /** ADMIN_TOKEN; null: the admin API refuses everything */
+  token: string | null;
+  /** format of keys created without one: `mt` in the keyed variant */
+  defaultKeyFormat: KeyFormat;
+  invalidation: CacheInvalidation;
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** Authorization: Bearer <ADMIN_TOKEN> (or x-admin-token), compared in constant time. */
+function adminAuth(token: string | null) {
+  const expected = token === null ? null : digest(token);
+  return async (ctx: Context, next: Next) => {
+    if (expected === null) throw new GatewayError('admin_unauthorized', { detail: ' (ADMIN_TOKEN is not set on this server)' });
+    const presented = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1] ?? ctx.get('x-admin-token');
+    if (!presented || !timingSafeEqual(digest(presented), expected)) throw new GatewayError('admin_unauthorized', { detail: '' });
+    await next();
+  };
+}
+
+/** Operator errors become the envelope's: a bad value 400 naming it, a missing row 404. */
+async function operatorErrors(_ctx: Context, next: Next) {
+  try {
+    await next();
+  } catch (err) {
+    if (err instanceof InvalidInput) throw new GatewayError('invalid_parameter', { param: err.param, detail: err.message });
+    if (err instanceof NotFound) throw new GatewayError('not_found', { detail: err.message });
+    if (err instanceof z.ZodError) {
+      const i = err.issues[0];
+      throw new GatewayError('invalid_parameter', { param: i.path.join('.') || undefined, detail: i.message });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Runs a change of a key and returns once every API process has dropped the key from its cache:
+ * each one acknowledges the NOTIFY (`key_ack:<id>`, see AuthStore) and this waits for as many
+ * acknowledgements as there are listening processes (or at most `timeoutMs`). So a revoked key
+ * is refused by the very next request, on any process.
+ */
+class KeyChangeAcks {
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  constructor(
+    private readonly db: Db,
+    invalidation: CacheInvalidation,
+  ) {
+    invalidation.subscribe((table, id) => {
+      if (table === KEY_ACK && id !== null) this.waiters.get(id)?.forEach((f) => f());
+    });
+  }
+
+  /** API processes listening for cache changes on this database (their listener connections). */
+  private async listeners(): Promise<number> {
+    const r = await this.db.raw(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN cache_invalidation'`,
+    );
+    return r.rows[0].n;
+  }
+
+  async change<T>(id: string, run: () => Promise<T>, timeoutMs = 2000): Promise<T> {
+    const keyId = id.toLowerCase();
+    const expected = Math.max(1, await this.listeners());
+    let acks = 0;
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => (done = resolve));
+    const onAck = () => {
+      if (++acks >= expected) done();
+    };
+    const set = this.waiters.get(keyId) ?? new Set();
+    set.add(onAck);
+    this.waiters.set(keyId, set);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const out = await run();
+      timer = setTimeout(done, timeoutMs);
+      await all;
+      return out;
+    } finally {
+      clearTimeout(timer);
+      set.delete(onAck);
+      if (set.size === 0) this.waiters.delete(keyId);
+    }
+  }
+}
+
+const createBody = keySettingsSchema
+  .extend({
+    account_id: uuid,
+    label: z.string().max(200).optional(),
+    format: z.enum(['gw_ai', 'rk_live', 'mt']).optional(),
+  })
+  .strict();
+
+const updateBody = keySettingsSchema.extend({ label: z.string().max(200).optional() }).strict();
+
+/**
+ * The admin HTTP API under /admin (README "Admin HTTP API"): keys with their per-key settings,
+ * and each key's request log — the data behind the dashboard.
+ */
+export function adminRoutes(deps: AdminDeps): Router {
+  const acks = new KeyChangeAcks(deps.db, deps.invalidation);
+  const r = new Router({ prefix: '/admin' });
+  r.use(adminAuth(deps.token), operatorErrors);
+
+  r.post('/keys', async (ctx) => {
+    const b = validate(createBody, await readJsonObject(ctx));
+    const { account_id, label, format, ...settings } = b;
+    ctx.status = 201;
+    ctx.body = await createKey(deps.db, { accountId: account_id, label, format: format ?? deps.defaultKeyFormat, settings });
+  });
+
+  r.get('/keys/:id', async (ctx) => {
+    ctx.body = await getKey(deps.db, ctx.params.id);
+  });
+
+  r.patch('/keys/:id', async (ctx) => {
+    const b = validate(updateBody, await readJsonObject(ctx));
+    const update = () => updateKey(deps.db, ctx.params.id, b);
+    ctx.body = Object.keys(b).length > 0 ? await acks.change(ctx.params.id, update) : await update();
+  });
+
+  const revoke = async (ctx: Context) => {
+    await acks.change(ctx.params.id, () => revokeKey(deps.db, ctx.params.id));
+    ctx.body = await getKey(deps.db, ctx.params.id);
+  };
+  r.post('/keys/:id/revoke', revoke);
+  r.delete('/keys/:id', revoke);
+
+  r.get('/keys/:id/requests', async (ctx) => {
+    const q = validate(requestListQuery, ctx.query);
+    ctx.body = await listKeyRequests(deps.db, ctx.params.id, q);
+  });
+
+  r.get('/accounts/:id/keys', async (ctx) => {
+    ctx.body = { data: await listKeys(deps.db, ctx.params.id) };
+  });
+
+  return r;
+}

@@ -1,0 +1,60 @@
+import type { Context, Middleware, Next } from 'koa';
+import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import type { AuthStore } from '../../../services/keys/auth-store';
+import type { CacheInvalidation } from '../../../platform/cache-invalidation';
+import { authenticateKeyed } from './authenticate';
+import { clientIpResolver } from './client-ip';
+import { IpLockout } from './lockout';
+import { KeyRateLimiter } from './rate-limit';
+import { RequestLog, requestLogging } from './request-log';
+
+export interface KeyedSettings {
+  /** wrong-key attempts from one IP within the window that lock it out */
+  authFailureLimit: number;
+  authFailureWindowMs: number;
+  authLockoutMs: number;
+  /** proxies (IPs or CIDR blocks) whose X-Forwarded-For is believed */
+  trustedProxies: string[];
+  requestLogFlushMs: number;
+  /** entries older than this are deleted (hourly) */
+  requestLogRetentionDays: number;
+}
+
+export const KEYED_DEFAULTS: KeyedSettings = {
+  authFailureLimit: 20,
+  authFailureWindowMs: 60_000,
+  authLockoutMs: 300_000,
+  trustedProxies: [],
+  requestLogFlushMs: 250,
+  requestLogRetentionDays: 90,
+};
+
+export interface KeyedVariant {
+  /** outermost after requestContext: records every request once answered */
+  requestLogging: Middleware;
+  /** authentication, IP lockout and per-minute limit of every path under /v1/ */
+  guard: Middleware;
+  requestLog: RequestLog;
+  close(): Promise<void>;
+}
+
+/** The parts of the key-authenticated variant (spec 3 A) one API process needs. */
+export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: AuthStore; invalidation: CacheInvalidation; settings: KeyedSettings }): Promise<KeyedVariant> {
+  const s = o.settings;
+  const clientIp = clientIpResolver(s.trustedProxies);
+  const lockout = new IpLockout(o.db, o.invalidation, { limit: s.authFailureLimit, windowMs: s.authFailureWindowMs, lockoutMs: s.authLockoutMs }, o.logger);
+  await lockout.start();
+  const requestLog = new RequestLog(o.db, o.logger, s.requestLogFlushMs, s.requestLogRetentionDays);
+  requestLog.startPruning();
+  const authenticate = authenticateKeyed({ store: o.authStore, lockout, rateLimiter: new KeyRateLimiter(o.db), clientIp });
+  return {
+    requestLogging: requestLogging(requestLog, clientIp),
+    guard: (ctx: Context, next: Next) => (ctx.path === '/v1' || ctx.path.startsWith('/v1/') ? authenticate(ctx, next) : next()),
+    requestLog,
+    async close() {
+      lockout.stop();
+      await requestLog.close();
+    },
+  };
+}

@@ -1,0 +1,217 @@
+import { randomBytes } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, type WorkflowStartOptions } from '@temporalio/client';
+import type { Context } from 'koa';
+import { GatewayError } from '../../../../domain/shared/errors';
+import { SA } from '../../../../domain/shared/search-attributes';
+import { DEFAULT_VIDEO_POLLING, MEDIA_TASK_QUEUE, videoWorkflowId, type CreateOutcome, type VideoJobInput } from '../../../../domain/media/video';
+import { parseVideoObject, VIDEO_CREATE_PATH, videoCreateBody } from '../../../../providers/openai/videos';
+import { ADAPTERS } from '../../../../providers';
+import { postUpstream, UpstreamFailure } from '../../../../providers/upstream';
+import { videoCreatedSignal, videoWorkflow } from '../../../../workflows/media/video';
+import type { AuthRecord } from '../../../../services/keys/auth-store';
+import { readJsonObject } from '../../../shared/http';
+import { validate } from '../../../shared/validate';
+import { checkAccess } from '../../shared/access';
+import { claimIdempotencyKey, contentHash, idempotencyKey, recordIdempotentResult, releaseIdempotencyKey } from '../../../../services/idempotency/claims';
+import type { VideoDeps } from './deps';
+import { planVideo, videoCreateSchema } from './schema';
+import { accepted } from './view';
+
+const ENDPOINT = 'POST /v1/videos';
+
+type StartOptions = WorkflowStartOptions<typeof videoWorkflow>;
+
+const newJobId = () => `gen-vid-${Date.now()}-${randomBytes(10).toString('hex')}`;
+
+/** JSON with sorted keys: the same content hashes the same whatever the key order. */
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * POST /v1/videos: validate (nothing held on a 400), hold duration × resolution price, write the
+ * job row, start `video-<job_id>` (which owns the hold), forward the create, tell the workflow
+ * the provider's answer, and answer 202. Polling and the final charge are the workflow's.
+ */
+export function createVideo(deps: VideoDeps) {
+  return async (ctx: Context) => {
+    const body = await readJsonObject(ctx);
+    const req = validate(videoCreateSchema, body);
+    const auth: AuthRecord = ctx.state.auth;
+    const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, req.model, 'video_generation', ENDPOINT);
+    const plan = planVideo(req, model);
+    const adapter = ADAPTERS[provider.kind];
+    if (provider.kind !== 'openai' || !adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    let previousUpstream: string | null = null;
+    if (req.previous_job_id) {
+      const prev = await deps.db('video_jobs').where({ id: req.previous_job_id, account_id: auth.accountId }).first('status', 'model', 'upstream_id');
+      if (!prev || prev.status !== 'completed' || prev.model !== model.id) {
+        throw new GatewayError('invalid_parameter', { param: 'previous_job_id', detail: `not a completed ${model.id} job of this account` });
+      }
+      previousUpstream = prev.upstream_id;
+    }
+
+    const key = idempotencyKey(ctx);
+    const scope = key ? { accountId: auth.accountId, scope: 'video' as const, key } : null;
+    if (scope) {
+      // Creation ends with the provider's answer or its timeout; a claim older than that (plus
+      // slack for the hold and the workflow start) was left by a process that died.
+      const claim = await claimIdempotencyKey(deps.db, { ...scope, bodyHash: contentHash(stable(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
+      if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key: key! });
+      if (claim.status === 'replay') {
+        if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
+        const job = await deps.db('video_jobs').where({ id: claim.resultId }).first('id', 'reservation_id', 'status');
+        ctx.set('x-gateway-request-id', job.reservation_id);
+        ctx.status = 202;
+        ctx.body = accepted(ctx, job.id, job.status);
+        return;
+      }
+    }
+
+    const jobId = newJobId();
+    let recorded = false;
+    try {
+      const hold = await deps.reservations.hold({
+        reservationId: ctx.state.requestId,
+        accountId: auth.accountId,
+        keyId: auth.keyId,
+        model: model.id,
+        provider: provider.id,
+        endpoint: ENDPOINT,
+        tariff: model,
+        held: complimentary ? '0' : plan.estimate,
+        complimentary,
+        modality: 'video',
+        ownerWorkflowId: videoWorkflowId(jobId),
+      });
+      await deps.db.transaction(async (trx) => {
+        await trx('video_jobs').insert({
+          id: jobId,
+          account_id: auth.accountId,
+          key_id: auth.keyId,
+          reservation_id: hold.reservationId,
+          model: model.id,
+          provider_id: provider.id,
+          duration: plan.duration,
+          resolution: plan.resolution,
+        });
+        await trx('video_job_events').insert({ job_id: jobId, status: 'pending' });
+      });
+      const input: VideoJobInput = {
+        jobId,
+        reservationId: hold.reservationId,
+        providerId: provider.id,
+        duration: plan.duration,
+        resolution: plan.resolution,
+        estimate: plan.estimate,
+        polling: { ...DEFAULT_VIDEO_POLLING, ...deps.videoPolling },
+      };
+      const options: StartOptions = {
+        taskQueue: deps.mediaTaskQueue ?? MEDIA_TASK_QUEUE,
+        workflowId: videoWorkflowId(jobId),
+        args: [input],
+        // a finished job is never started again by a late signal-with-start
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: SA.AccountId, value: auth.accountId },
+          { key: SA.KeyId, value: auth.keyId },
+          { key: SA.Model, value: model.id },
+          { key: SA.Kind, value: 'video' },
+          { key: SA.Status, value: 'pending' },
+        ],
+        memo: { job_id: jobId, model: model.id, duration: plan.duration, resolution: plan.resolution, held: hold.held },
+      };
+      // Requested before forwarding, so the job's workflow exists even if this process dies now.
+      const started = deps.temporal.workflow.start(videoWorkflow, options).then(
+        () => true,
+        (err) => {
+          ctx.state.log.warn({ err, job: jobId }, 'video workflow start failed; the report will signal-with-start');
+          return false;
+        },
+      );
+      const outcome = await forwardCreate(deps, ctx, { ...req, duration: plan.duration, resolution: plan.resolution }, model.upstream_model, provider, adapter.authHeaders, previousUpstream);
+      if (outcome.ok) await deps.db('video_jobs').where({ id: jobId }).update({ upstream_id: outcome.upstreamId });
+      await tellWorkflow(deps, options, started, outcome.ok ? outcome : { ok: false, error: outcome.error.message });
+      if (!outcome.ok) throw outcome.error;
+      if (scope) {
+        await recordIdempotentResult(deps.db, scope, jobId);
+        recorded = true;
+      }
+      ctx.set('x-gateway-request-id', hold.reservationId);
+      ctx.status = 202;
+      ctx.body = accepted(ctx, jobId, 'pending');
+    } catch (err) {
+      if (scope && !recorded) await releaseIdempotencyKey(deps.db, scope);
+      throw err;
+    }
+  };
+}
+
+type Forwarded = { ok: true; upstreamId: string } | { ok: false; error: GatewayError };
+
+async function forwardCreate(
+  deps: VideoDeps,
+  ctx: Context,
+  req: Parameters<typeof videoCreateBody>[0],
+  upstreamModel: string,
+  provider: Parameters<typeof postUpstream>[0],
+  authHeaders: (key: string) => Record<string, string>,
+  previousUpstream: string | null,
+): Promise<Forwarded> {
+  try {
+    const res = await postUpstream(provider, VIDEO_CREATE_PATH, videoCreateBody(req, upstreamModel, previousUpstream), { timeoutMs: deps.upstreamTimeoutMs, authHeaders });
+    const json = (await res.body.json().catch(() => null)) as Record<string, unknown> | null;
+    const s = res.statusCode;
+    if (s === 200 || s === 201 || s === 202) {
+      try {
+        return { ok: true, upstreamId: parseVideoObject(json ?? {}).id };
+      } catch {
+        return { ok: false, error: new GatewayError('generation_failed') };
+      }
+    }
+    const detail = ((json?.error as { message?: string } | undefined)?.message ?? `HTTP ${s}`).slice(0, 500);
+    if (s === 429) return { ok: false, error: new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' }) };
+    if (s === 401 || s === 403) return { ok: false, error: new GatewayError('provider_unavailable', { model: upstreamModel }) };
+    if (s >= 400 && s < 500) return { ok: false, error: new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` }) };
+    return { ok: false, error: new GatewayError('provider_error', { detail }) };
+  } catch (err) {
+    ctx.state.log.warn({ err }, 'video create forward failed');
+    // Without the provider's job id nothing can be polled or charged: the hold returns.
+    if (err instanceof UpstreamFailure && err.kind === 'timeout') return { ok: false, error: new GatewayError('provider_timeout', { timeout_ms: deps.upstreamTimeoutMs }) };
+    if (err instanceof UpstreamFailure && !err.maySent) return { ok: false, error: new GatewayError('provider_unavailable', { model: upstreamModel }) };
+    return { ok: false, error: new GatewayError('provider_error', { detail: err instanceof Error ? err.message : String(err) }) };
+  }
+}
+
+/** Signals the provider's answer; signal-with-start when the start did not go through. */
+async function tellWorkflow(
+  deps: VideoDeps,
+  options: StartOptions,
+  started: Promise<boolean>,
+  outcome: CreateOutcome,
+): Promise<void> {
+  let ok = await started;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (ok) await deps.temporal.workflow.getHandle(options.workflowId).signal(videoCreatedSignal, outcome);
+      else await deps.temporal.workflow.signalWithStart(videoWorkflow, { ...options, signal: videoCreatedSignal, signalArgs: [outcome] });
+      return;
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        ok = true;
+        continue;
+      }
+      // The workflow gives up waiting after createWaitMs and returns the hold (not billed).
+      if (attempt >= 4) throw new GatewayError('service_unavailable', { detail: 'the video job could not be recorded; retry later' });
+      ok = false;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+}

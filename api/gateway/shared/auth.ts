@@ -1,0 +1,34 @@
+import type { Context, Next } from 'koa';
+import { GatewayError } from '../../../domain/shared/errors';
+import { hashKey, keyFormatOf } from '../../../services/keys/key-format';
+import type { AuthRecord, AuthStore } from '../../../services/keys/auth-store';
+
+/** The key from `Authorization: Bearer`, `x-api-key` or `api-key` (spec 1 section 5). */
+export function presentedKey(ctx: Context): string | null {
+  const auth = ctx.get('authorization');
+  if (auth) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    return m ? m[1] : null;
+  }
+  return ctx.get('x-api-key') || ctx.get('api-key') || null;
+}
+
+export function isExpired(rec: AuthRecord, now = Date.now()): boolean {
+  return rec.planExpiresAt !== null && rec.planExpiresAt.getTime() <= now;
+}
+
+/** Authenticates `gw_ai_` and `rk_live_` keys; sets ctx.state.auth. */
+export function authenticate(store: AuthStore) {
+  return async (ctx: Context, next: Next) => {
+    const key = presentedKey(ctx);
+    if (!key) throw new GatewayError('missing_api_key');
+    const format = keyFormatOf(key);
+    if (format !== 'gw_ai' && format !== 'rk_live') throw new GatewayError('invalid_api_key');
+    const rec = await store.byHash(hashKey(key));
+    if (!rec) throw new GatewayError('invalid_api_key');
+    if (rec.revoked) throw new GatewayError('key_revoked');
+    if (!rec.accountActive) throw new GatewayError('account_deactivated');
+    ctx.state.auth = rec;
+    await next();
+  };
+}

@@ -1,0 +1,197 @@
+import type { Context } from 'koa';
+import { GatewayError } from '../../../domain/shared/errors';
+import { convertProviderCost, holdForText, type TokenUsage } from '../../../domain/credits/pricing';
+import type { CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../../providers/canonical';
+import { ADAPTERS } from '../../../providers';
+import { sseEvents } from '../../../providers/sse';
+import { postUpstream, type UpstreamResponse } from '../../../providers/upstream';
+import type { AuthRecord } from '../../../services/keys/auth-store';
+import type { Catalog, Provider } from '../../../services/catalog/catalog';
+import { readJsonObject } from '../../shared/http';
+import type { Hold, Reservations } from '../../../services/credits/holds';
+import { validate } from '../../shared/validate';
+import { checkAccess } from '../shared/access';
+import { NO_AUDIO, type Billing, type ClientDialect, type RenderContext, type RequestAudio } from './dialects/types';
+import { openEventStream } from '../shared/event-stream';
+import { upstreamFailure, type Report } from '../shared/upstream-failure';
+import { chargeFor } from '../shared/usage-view';
+
+export interface InferenceDeps {
+  catalog: Catalog;
+  reservations: Reservations;
+  upstreamTimeoutMs: number;
+}
+
+
+/**
+ * The one path of every text request, whatever its dialect: validate, check access, hold,
+ * forward (natively or translated), answer, and report the outcome to the reservation workflow.
+ */
+export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>) {
+  return async (ctx: Context) => {
+    ctx.state.dialect = dialect;
+    const started = Date.now();
+    const body = await readJsonObject(ctx);
+    const req = validate(dialect.schema, body);
+    const auth: AuthRecord = ctx.state.auth;
+    const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
+    const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
+    const asked = dialect.maxTokens(req);
+    if (asked !== null && asked > model.max_output_tokens) {
+      throw new GatewayError('invalid_parameter', { param: dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens', detail: `at most ${model.max_output_tokens} for ${model.id}` });
+    }
+    const adapter = ADAPTERS[provider.kind];
+    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const native = adapter.native === dialect.name;
+    const stream = dialect.stream(req);
+    // Translate before holding: a request the upstream cannot take is refused without a hold.
+    const canonical = native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
+    const upstreamBody = canonical ? adapter.request(canonical, model.upstream_model, stream) : adapter.nativeRequest(body, model.upstream_model, stream);
+
+    const hold = await deps.reservations.hold({
+      reservationId: ctx.state.requestId,
+      accountId: auth.accountId,
+      keyId: auth.keyId,
+      model: model.id,
+      provider: provider.id,
+      endpoint: dialect.endpoint,
+      tariff: model,
+      held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
+      complimentary,
+      modality: audio.input || audio.output ? 'audio' : 'text',
+    });
+    // Audio requests show their audio tokens at GET /v1/generation (spec 2.9).
+    const report: Report = (r) => void hold.report({ ...r, ...audioDetails(audio, r.usage), latencyMs: Date.now() - started });
+    const abort = new AbortController();
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await postUpstream(provider, adapter.path, upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
+    } catch (err) {
+      throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
+    }
+    if (upstream.statusCode !== 200) throw await upstreamError(upstream, adapter, report, model.id);
+    ctx.set('x-gateway-request-id', hold.reservationId);
+    const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
+    const billingOf = (usage: UpstreamUsage | null): Billing => {
+      const cost = usage?.cost ? convertProviderCost(usage.cost, provider.credits_per_cost_unit) : null;
+      return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
+    };
+
+    if (stream) {
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio });
+    }
+    let json: Record<string, unknown>;
+    try {
+      json = (await upstream.body.json()) as Record<string, unknown>;
+    } catch (err) {
+      throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
+    }
+    let canonicalAnswer: CanonicalResponse | null = null;
+    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json)).usage;
+    const billing = billingOf(usage);
+    const out = canonicalAnswer ? dialect.render(canonicalAnswer, billing, rc) : dialect.renderNative(json, billing);
+    reportCompleted(report, billing, out.id);
+    ctx.set('x-gateway-cost', billing.charge.charge);
+    ctx.body = out.body;
+  };
+}
+
+function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
+  if (!usage || (!audio.input && !audio.output)) return {};
+  return { usageDetails: { input_audio_tokens: usage.audio_input_tokens ?? 0, output_audio_tokens: usage.audio_output_tokens ?? 0 } };
+}
+
+/** The workflow recomputes the charge from the same inputs the answer showed. */
+function reportCompleted(report: Report, b: Billing, bodyId: string | null) {
+  report({ outcome: 'completed', billable: true, usage: b.usage?.tokens ?? null, providerCost: b.providerCost, httpStatus: 200, bodyId });
+}
+
+async function upstreamError(res: UpstreamResponse, adapter: UpstreamAdapter, report: Report, model: string): Promise<GatewayError> {
+  let detail = `HTTP ${res.statusCode}`;
+  try {
+    detail = adapter.errorMessage(await res.body.json()) ?? detail;
+  } catch {
+    // not JSON: keep the status line
+  }
+  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: res.statusCode, error: detail });
+  const s = res.statusCode;
+  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
+  if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
+  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
+  return new GatewayError('provider_error', { detail });
+}
+
+interface RelayContext {
+  dialect: Pick<ClientDialect, 'streamWriter'>;
+  adapter: UpstreamAdapter;
+  native: boolean;
+  hold: Hold;
+  provider: Provider;
+  rc: RenderContext;
+  abort: AbortController;
+  report: Report;
+  billingOf: (u: UpstreamUsage | null) => Billing;
+  promptEstimate: number;
+  audio: RequestAudio;
+}
+
+/**
+ * Relays the upstream stream as it arrives: natively (events forwarded unchanged) or translated
+ * event by event. A client that goes away is settled from what was already sent.
+ */
+async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
+  const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.abort);
+  const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
+  const parse = r.adapter.streamParser();
+  let sentChars = 0;
+  let sentAudioBytes = 0;
+  let finished = false;
+  let usage: UpstreamUsage | null = null;
+  let bodyId: string | null = null;
+  const broken = (error: string) => {
+    r.report({ outcome: 'failed', billable: false, uncertain: true, usage: null, providerCost: null, httpStatus: 502, bodyId, error });
+    writer.fail(new GatewayError('provider_error', { detail: error }));
+    res.end();
+  };
+  try {
+    for await (const ev of sseEvents(upstream.body)) {
+      const events: StreamEvent[] = parse(ev);
+      for (const e of events) {
+        if (e.type === 'text' || e.type === 'reasoning') sentChars += e.text.length;
+        else if (e.type === 'tool_args') sentChars += e.fragment.length;
+        else if (e.type === 'finish') finished = true;
+        else if (e.type === 'usage') usage = e.usage;
+        else if (e.type === 'start') bodyId = e.id || null;
+        if (e.type === 'audio') {
+          sentChars += e.transcript.length;
+          sentAudioBytes += e.bytes;
+        }
+      }
+      if (r.native) writer.native(ev.raw, events);
+      else for (const e of events) writer.event(e);
+    }
+  } catch (err) {
+    if (!clientGone()) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (clientGone()) {
+    // Settled from what was already sent; no usage goes out.
+    const audioIn = r.audio.input?.tokenEstimate ?? 0;
+    const audioOut = r.audio.output?.tokensOf(sentAudioBytes) ?? 0;
+    const tokens: TokenUsage = {
+      prompt_tokens: r.promptEstimate + audioIn,
+      completion_tokens: Math.ceil(sentChars / 4) + audioOut,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: null,
+      audio_input_tokens: audioIn,
+      audio_output_tokens: audioOut,
+    };
+    r.report({ outcome: 'cancelled', billable: true, usage: tokens, providerCost: null, httpStatus: 499, bodyId });
+    return;
+  }
+  if (!finished) return broken('the provider stream ended early');
+  const billing = r.billingOf(usage);
+  reportCompleted(r.report, billing, bodyId);
+  writer.end(billing);
+  res.end();
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import getRawBody from 'raw-body';
+import { GatewayError } from '../../domain/shared/errors';
+import type { Logger } from '../../platform/logger';
+
+export interface RequestState {
+  requestId: string;
+  log: Logger;
+}
+
+/**
+ * Outermost middleware: a request id and a child logger per request, one access-log line, and
+ * the error envelope for anything thrown below. Nothing a client sends yields a bare 500.
+ */
+export function requestContext(logger: Logger, requestIdHeader: string | null) {
+  return async (ctx: Context, next: Next) => {
+    const started = process.hrtime.bigint();
+    const requestId = randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ request_id: requestId });
+    if (requestIdHeader) ctx.set(requestIdHeader, requestId);
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.respond !== false) {
+        if (ctx.status === 404) throw new GatewayError('route_not_found', { method: ctx.method, path: ctx.path });
+        if (ctx.status === 405) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
+      }
+    } catch (err) {
+      sendError(ctx, err);
+    }
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    ctx.state.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+  };
+}
+
+export function sendError(ctx: Context, err: unknown): void {
+  let e: GatewayError;
+  if (err instanceof GatewayError) e = err;
+  else {
+    ctx.state.log.error({ err }, 'unhandled error');
+    e = new GatewayError('internal_error', { request_id: ctx.state.requestId });
+  }
+  if (ctx.respond === false || ctx.headerSent) {
+    if (!ctx.res.writableEnded) ctx.res.end();
+    return;
+  }
+  ctx.status = e.status;
+  for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+  // Each dialect answers errors in its vendor's shape (set by the route); the default is spec 2.10.
+  const render = ctx.state.errorBody as ((e: GatewayError) => unknown) | undefined;
+  ctx.body = render ? render(e) : e.toEnvelope();
+}
+
+/** Reads a JSON object body with a size limit; errors are the envelope's. */
+export async function readJsonObject(ctx: Context, limitBytes = 4 * 1024 * 1024): Promise<Record<string, unknown>> {
+  const type = ctx.request.type;
+  if (type && type !== 'application/json' && !type.endsWith('+json')) {
+    throw new GatewayError('unsupported_media_type', { detail: `Expected application/json, got ${type}.` });
+  }
+  let raw: string;
+  try {
+    raw = await getRawBody(ctx.req, { limit: limitBytes, encoding: 'utf8', length: ctx.get('content-length') || undefined });
+  } catch (err) {
+    if ((err as { type?: string }).type === 'entity.too.large') throw new GatewayError('request_too_large', { limit: `${limitBytes} bytes` });
+    throw new GatewayError('invalid_request', { detail: 'the request body could not be read' });
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new GatewayError('invalid_json');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('invalid_request', { detail: 'the body must be a JSON object' });
+  }
+  return body as Record<string, unknown>;
+}

@@ -1,0 +1,148 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { createAccount, createKey, seedSimulatorCatalog } from '../services/accounts/operations';
+import { startGatewayApi } from './gateway';
+import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
+import { MEDIA_TASK_QUEUE } from '../domain/media/video';
+import { startSimulator } from '../simulator/server';
+import { runWorker } from '../workers/base';
+import { createCreditsWorker } from '../workers/credits';
+import { createMediaWorker } from '../workers/media';
+import { ensureHoldSweeperSchedule } from '../workers/schedules';
+import { startTestRunWorker } from '../workers/testruns';
+import { hashKey, keyFormatOf, type KeyFormat } from '../services/keys/key-format';
+import { ConfigError, loadConfig } from '../platform/config';
+import { databaseUrl, EMBEDDED_DATABASE } from '../platform/database-url';
+import { createDb, migrate, type Db } from '../platform/db';
+import { createLogger } from '../platform/logger';
+import { startEmbeddedPostgres } from '../platform/postgres';
+import { startTemporalDevServer } from '../platform/temporal-server';
+
+// `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
+
+async function main() {
+  const t0 = Date.now();
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const stops: Array<() => Promise<unknown>> = [];
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'error while stopping'));
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (!config.DATABASE_URL) {
+    const pg = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), port: config.PG_PORT, database: EMBEDDED_DATABASE, persistent: true, logger: log });
+    stops.push(pg.stop);
+  }
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    const dev = await startTemporalDevServer({
+      port: config.TEMPORAL_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      dbFile: path.join(config.dataDir, 'temporal.sqlite'),
+      namespace: config.TEMPORAL_NAMESPACE,
+      logger: log,
+    });
+    stops.push(dev.stop);
+    temporalAddress = dev.address;
+  }
+  const url = databaseUrl(config);
+  const db = createDb(url, config.DB_POOL_MAX);
+  stops.push(() => db.destroy());
+  await migrate(db);
+
+  const sim = await startSimulator({ port: config.SIMULATOR_PORT });
+  stops.push(sim.close);
+  await seedSimulatorCatalog(db, sim.url);
+  const demoKey = await demoAccountKey(db, config.dataDir, config.GATEWAY_VARIANT === 'keyed' ? 'mt' : 'gw_ai');
+
+  const connection = await NativeConnection.connect({ address: temporalAddress });
+  const clientConnection = await Connection.connect({ address: temporalAddress });
+  stops.push(() => clientConnection.close());
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  // The connection closes after every worker using it has stopped (stops run in reverse).
+  stops.push(() => connection.close());
+  const credits = await createCreditsWorker({ connection, temporal, namespace: config.TEMPORAL_NAMESPACE, taskQueue: RESERVATION_TASK_QUEUE, db });
+  // A hold older than the longest a reservation workflow may keep it, plus a margin.
+  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE, config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000);
+  stops.push(runWorker(credits).stop);
+  // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
+  stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);
+  // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
+  stops.push((await startTestRunWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, db, gatewayUrl: `http://127.0.0.1:${config.GATEWAY_PORT}` })).stop);
+
+  const gateway = await startGatewayApi({
+    db,
+    databaseUrl: url,
+    temporalAddress,
+    namespace: config.TEMPORAL_NAMESPACE,
+    logger: log,
+    port: config.GATEWAY_PORT,
+    host: '0.0.0.0',
+    holdTimeoutMs: config.HOLD_TIMEOUT_SECONDS * 1000,
+    uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
+    upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    variant: config.GATEWAY_VARIANT,
+    adminToken: config.ADMIN_TOKEN ?? null,
+    keyed: {
+      authFailureLimit: config.AUTH_FAILURE_LIMIT,
+      authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      authLockoutMs: config.AUTH_LOCKOUT_SECONDS * 1000,
+      trustedProxies: config.TRUSTED_PROXIES,
+      requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS,
+      requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS,
+    },
+  });
+  stops.push(gateway.close);
+
+  const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;
+  log.info({ ms: Date.now() - t0 }, 'ready');
+  process.stdout.write(
+    [
+      '',
+      `  Gateway      ${gatewayUrl}   (OpenAI SDK base URL: ${gatewayUrl}/v1)`,
+      config.TEMPORAL_ADDRESS ? `  Temporal     ${temporalAddress}` : `  Temporal UI  http://127.0.0.1:${config.TEMPORAL_UI_PORT}`,
+      `  Simulator    ${sim.url}`,
+      `  Demo key     ${demoKey}`,
+      '',
+      `  curl ${gatewayUrl}/v1/chat/completions -H "Authorization: Bearer ${demoKey}" \\`,
+      `    -H 'content-type: application/json' -d '{"model":"sim-gpt","messages":[{"role":"user","content":"hello"}]}'`,
+      '',
+      `  Started in ${((Date.now() - t0) / 1000).toFixed(1)} s. Ctrl-C stops everything.`,
+      '',
+    ].join('\n'),
+  );
+}
+
+/**
+ * The demo account and key (an `mt-` key in the keyed variant). Only a hash of a key is stored in the database, so the demo key
+ * itself is kept in DATA_DIR (mode 600) to be printed again by the next start.
+ */
+async function demoAccountKey(db: Db, dataDir: string, format: KeyFormat): Promise<string> {
+  const file = path.join(dataDir, 'demo-key');
+  if (fs.existsSync(file)) {
+    const key = fs.readFileSync(file, 'utf8').trim();
+    const usable = keyFormatOf(key) === format && (await db('api_keys').where({ key_hash: hashKey(key) }).whereNull('revoked_at').first('id'));
+    if (usable) return key;
+  }
+  const account = await createAccount(db, { name: 'demo', tier: 'pro', credits: '100' });
+  const { key } = await createKey(db, { accountId: account.id, label: 'demo', format });
+  fs.writeFileSync(file, key + '\n', { mode: 0o600 });
+  return key;
+}
+
+main().catch((err) => {
+  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `npm start failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

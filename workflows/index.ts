@@ -1,4 +1,0 @@
-export * from './reservation';
-export * from './sweeper';
-export * from './test-run';
-export * from './video';

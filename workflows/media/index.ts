@@ -1,0 +1,2 @@
+// The media worker's bundle: video jobs.
+export * from './video';

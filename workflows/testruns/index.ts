@@ -1,0 +1,2 @@
+// The test-run worker's bundle.
+export * from './run';
