@@ -4,23 +4,11 @@ import type { KeyFormat } from '../services/keys/key-format';
 import { loadConfig } from '../platform/config';
 import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
-import { InvalidInput, type KeySettingsInput } from '../services/keys/keys';
-import {
-  addCredits,
-  createAccount,
-  createKey,
-  deactivateAccount,
-  getKey,
-  listKeyRequests,
-  listKeys,
-  listModels,
-  modelInput,
-  providerInput,
-  revokeKey,
-  setModel,
-  setProvider,
-  updateKey,
-} from '../services/accounts/operations';
+import type { KeySettingsInput } from '../services/keys/keys';
+import { InvalidInput } from '../services/shared/errors';
+import { addCredits, createAccount, deactivateAccount } from '../services/accounts/accounts';
+import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
+import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Db } from '../platform/db';
 import type { KeyFormat } from '../services/keys/key-format';
 import { loadSealingKey } from '../platform/secret-box';
-import { InvalidInput } from '../services/keys/keys';
+import { InvalidInput } from '../services/shared/errors';
 import {
   addCase,
   archiveCase,

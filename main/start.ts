@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { createAccount, createKey, seedSimulatorCatalog } from '../services/accounts/operations';
+import { createAccount } from '../services/accounts/accounts';
+import { createKey } from '../services/keys/keys';
+import { seedSimulatorCatalog } from '../simulator/seed';
 import { startGatewayApi } from './gateway';
 import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { MEDIA_TASK_QUEUE } from '../domain/media/video';
@@ -10,7 +12,7 @@ import { startSimulator } from '../simulator/server';
 import { runWorker } from '../workers/base';
 import { createCreditsWorker } from '../workers/credits';
 import { createMediaWorker } from '../workers/media';
-import { ensureHoldSweeperSchedule } from '../workers/schedules';
+import { ensureSchedules } from '../workers/schedules';
 import { startTestRunWorker } from '../workers/testruns';
 import { hashKey, keyFormatOf, type KeyFormat } from '../services/keys/key-format';
 import { ConfigError, loadConfig } from '../platform/config';
@@ -74,7 +76,7 @@ async function main() {
   stops.push(() => connection.close());
   const credits = await createCreditsWorker({ connection, temporal, namespace: config.TEMPORAL_NAMESPACE, taskQueue: RESERVATION_TASK_QUEUE, db });
   // A hold older than the longest a reservation workflow may keep it, plus a margin.
-  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE, config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000);
+  await ensureSchedules(temporal, { holdSweepAfterMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 });
   stops.push(runWorker(credits).stop);
   // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
   stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);

@@ -1,5 +1,5 @@
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
-import type { Provider } from '../services/catalog/catalog';
+import type { Provider } from '../domain/catalog/model';
 
 // One keep-alive pool per upstream origin, shared by every request of the process.
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });

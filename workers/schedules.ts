@@ -1,21 +1,8 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { HOLD_SWEEPER_SCHEDULE_ID } from '../domain/credits/reservation';
-import { sweepHoldsWorkflow } from '../workflows/credits/sweeper';
+import type { Client } from '@temporalio/client';
+import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
+import { ensureHoldSweeperSchedule } from '../services/credits/client';
 
-/**
- * The hold sweeper runs every minute and releases holds older than `olderThanMs` whose
- * reservation workflow never started. Created once; later starts leave it as it is.
- */
-export async function ensureHoldSweeperSchedule(client: Client, taskQueue: string, olderThanMs: number): Promise<void> {
-  try {
-    await client.schedule.create({
-      scheduleId: HOLD_SWEEPER_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 minute' }] },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      action: { type: 'startWorkflow', workflowType: sweepHoldsWorkflow, taskQueue, args: [olderThanMs], workflowId: 'hold-sweep' },
-      memo: { purpose: 'releases holds whose reservation workflow never started' },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
+/** Every Temporal schedule of the system, created at start (each domain's client owns its own). */
+export async function ensureSchedules(temporal: Client, o: { holdSweepAfterMs: number }): Promise<void> {
+  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE, o.holdSweepAfterMs);
 }

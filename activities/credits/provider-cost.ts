@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { convertProviderCost } from '../../domain/credits/pricing';
 import type { Db } from '../../platform/db';
 import { ADAPTERS } from '../../providers';
+import { findProvider } from '../../services/catalog/catalog';
 
 export type LateCost = { status: 'pending' } | { status: 'completed'; cost: string | null; usage: Record<string, unknown> };
 
@@ -11,7 +12,7 @@ export type LateCost = { status: 'pending' } | { status: 'completed'; cost: stri
  */
 export function createProviderCostActivities(db: Db) {
   async function fetchLateCost(providerId: string, generationId: string): Promise<LateCost> {
-    const provider = await db('providers').where({ id: providerId }).first();
+    const provider = await findProvider(db, providerId);
     if (!provider) throw new Error(`provider ${providerId} not found`);
     const key: string | undefined = provider.api_keys[0];
     const adapter = ADAPTERS[provider.kind];

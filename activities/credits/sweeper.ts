@@ -1,26 +1,19 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ABANDONED_REPORT, reservationWorkflowId } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
-import { createLedgerActivities } from './settlement';
+import { settleReservation, staleHolds } from '../../services/credits/settlement';
 
 /**
  * Finds holds older than any reservation workflow could keep them and releases those whose
  * workflow never started (the API process died between the hold and the start).
  */
 export function createSweeperActivities(db: Db, temporal: Client) {
-  const { settleReservation } = createLedgerActivities(db);
-
   async function releaseOrphanHolds(olderThanMs: number): Promise<{ examined: number; released: string[] }> {
-    const rows: Array<{ id: string; owner_workflow_id: string | null }> = await db('reservations')
-      .where({ status: 'held' })
-      .where('created_at', '<', new Date(Date.now() - olderThanMs))
-      .orderBy('created_at')
-      .limit(500)
-      .select('id', 'owner_workflow_id');
+    const rows = await staleHolds(db, olderThanMs);
     const released: string[] = [];
     for (const { id, owner_workflow_id } of rows) {
       if (await workflowRunning(owner_workflow_id ?? reservationWorkflowId(id))) continue; // it will settle the hold itself
-      const r = await settleReservation(id, ABANDONED_REPORT);
+      const r = await settleReservation(db, id, ABANDONED_REPORT);
       if (r.applied) released.push(id);
     }
     return { examined: rows.length, released };

@@ -1,7 +1,9 @@
-import type { Provider } from '../../services/catalog/catalog';
+import type { Provider } from '../../domain/catalog/model';
 import { convertProviderCost } from '../../domain/credits/pricing';
-import { isTerminal, type ProviderVideo, type VideoStatus } from '../../domain/media/video';
+import { type ProviderVideo, type VideoStatus } from '../../domain/media/video';
 import type { Db } from '../../platform/db';
+import { findProvider } from '../../services/catalog/catalog';
+import { recordJobStatus } from '../../services/media/jobs';
 import { fetchVideo, parseVideoObject } from '../../providers/openai/videos';
 
 export interface VideoActivityDeps {
@@ -21,7 +23,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
   async function providerOf(id: string): Promise<Provider> {
     const hit = providers.get(id);
     if (hit && Date.now() - hit.at < ttl) return hit.provider;
-    const provider: Provider | undefined = await deps.db('providers').where({ id }).first();
+    const provider = await findProvider(deps.db, id);
     if (!provider) throw new Error(`provider ${id} not found`);
     providers.set(id, { at: Date.now(), provider });
     return provider;
@@ -44,22 +46,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
     return { status: v.status, error: v.error, cost };
   }
 
-  /** Moves the job to `status` unless it is there already or final; one event row per real move. */
-  async function recordVideoStatus(jobId: string, status: VideoStatus, error: string | null): Promise<boolean> {
-    const res = await deps.db.raw(
-      `WITH j AS (
-         UPDATE video_jobs SET status = :status, error = COALESCE(:error, error), updated_at = now(),
-           finished_at = CASE WHEN :terminal THEN now() ELSE finished_at END
-         WHERE id = :id AND status <> :status AND status NOT IN ('completed', 'failed', 'cancelled', 'expired')
-         RETURNING id
-       ), e AS (
-         INSERT INTO video_job_events (job_id, status, error) SELECT id, :status, :error FROM j
-       )
-       SELECT count(*)::int AS n FROM j`,
-      { id: jobId, status, error: status === 'completed' ? null : error, terminal: isTerminal(status) },
-    );
-    return res.rows[0].n === 1;
-  }
+  const recordVideoStatus = (jobId: string, status: VideoStatus, error: string | null) => recordJobStatus(deps.db, jobId, status, error);
 
   return { pollVideo, recordVideoStatus };
 }

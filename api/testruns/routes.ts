@@ -2,14 +2,12 @@ import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Context, Middleware, Next } from 'koa';
 import { z } from 'zod';
-import { InvalidInput, NotFound } from '../../services/keys/keys';
 import {
   addCase,
   archiveCase,
   caseView,
   ciTokenProject,
   configurationView,
-  Conflict,
   findCase,
   findConfiguration,
   getProject,
@@ -23,6 +21,7 @@ import { GatewayError } from '../../domain/shared/errors';
 import { caseInputSchema, configurationInputSchema, configurationSchema, isFinal, RUN_STATUSES, runCreateSchema } from '../../domain/testruns/runs';
 import type { Db } from '../../platform/db';
 import { readJsonObject } from '../shared/http';
+import { serviceErrors } from '../shared/service-errors';
 import { validate } from '../shared/validate';
 import { cancelRun, createRun, executeRun, reconcileRun, runView, type Project } from '../../services/testruns/runs';
 
@@ -69,21 +68,6 @@ function ciAuth(db: Db) {
   };
 }
 
-/** Operation errors become the envelope's. */
-async function operationErrors(_ctx: Context, next: Next) {
-  try {
-    await next();
-  } catch (err) {
-    if (err instanceof InvalidInput) throw new GatewayError('invalid_parameter', { param: err.param, detail: err.message });
-    if (err instanceof NotFound) throw new GatewayError('not_found', { detail: err.message });
-    if (err instanceof Conflict) throw new GatewayError('conflict', { detail: err.message });
-    if (err instanceof z.ZodError) {
-      const i = err.issues[0];
-      throw new GatewayError('invalid_parameter', { param: i.path.join('.') || undefined, detail: i.message });
-    }
-    throw err;
-  }
-}
 
 /** The token's project when the path names it (by id or name); any other project is 404, as if unknown. */
 function ownProject(ctx: Context): Project {
@@ -107,7 +91,7 @@ const runListQuery = z
 export function testRunRoutes(deps: TestRunRouteDeps): { routes(): Middleware } {
   const { db, temporal } = deps;
   const r = new Router({ prefix: '/api' });
-  r.use(ciAuth(db), operationErrors);
+  r.use(ciAuth(db), serviceErrors);
 
   r.get('/projects/:id', async (ctx) => {
     ctx.body = await getProject(db, ownProject(ctx).id);

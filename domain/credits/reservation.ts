@@ -1,4 +1,5 @@
-import type { MediaCharge, TokenUsage } from './pricing';
+import { defineSignal } from '@temporalio/workflow';
+import { computeCharge, type Charge, type Credits, type MediaCharge, type Tariff, type TokenUsage } from './pricing';
 
 export const RESERVATION_TASK_QUEUE = 'billing';
 
@@ -38,6 +39,31 @@ export interface RequestReport {
    * (billing_source `pending` until then) and charges it; `media` is the fallback estimate.
    */
   lateCost?: { providerId: string; generationId: string };
+}
+
+/** The API's report of a request's outcome, sent to `reservation-<request_id>`. */
+export const reportSignal = defineSignal<[RequestReport]>('report');
+
+/** What a hold fixes when it is taken (copied onto the reservation row, invariant 5). */
+export interface HoldTerms {
+  tariff: Tariff;
+  held: Credits;
+  complimentary: boolean;
+}
+
+export type ChargedOutcome = Pick<RequestReport, 'usage' | 'providerCost' | 'billable' | 'media'>;
+
+/**
+ * The charge of an outcome: the one rule behind both what the answer shows (the API, at once)
+ * and what settlement writes to the ledger, so the two never differ.
+ */
+export function chargeOf(t: HoldTerms, o: ChargedOutcome): Charge {
+  return computeCharge({ tariff: t.tariff, held: t.held, complimentary: t.complimentary, usage: o.usage, providerCost: o.providerCost, billable: o.billable, media: o.media });
+}
+
+/** The state a hold resolves to (invariant 3): cancelled by the client, released when nothing is billed, else settled. */
+export function resolvedStatus(report: RequestReport, charge: Charge): SettlementResult['status'] {
+  return report.outcome === 'cancelled' ? 'cancelled' : charge.billing_source === 'not_billed' ? 'released' : 'settled';
 }
 
 export interface SettlementResult {

@@ -1,5 +1,6 @@
 // Video jobs (spec 1 sections 2.7, 3.1): ids, states and the input of the job workflow.
 // Pure and deterministic: imported by the API, the activities and the workflow.
+import { defineSignal } from '@temporalio/workflow';
 
 export const MEDIA_TASK_QUEUE = 'media';
 
@@ -64,6 +65,9 @@ export interface VideoCarry {
 
 /** What the API tells the workflow after forwarding the create. */
 export type CreateOutcome = { ok: true; upstreamId: string } | { ok: false; error: string };
+
+/** The API's report of the provider's answer to the create (sent right after forwarding it). */
+export const videoCreatedSignal = defineSignal<[CreateOutcome]>('videoCreated');
 
 /** The provider's view of a job at one poll. */
 export interface ProviderVideo {

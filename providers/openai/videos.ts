@@ -1,5 +1,5 @@
 import { Agent, request, type Dispatcher } from 'undici';
-import type { Provider } from '../../services/catalog/catalog';
+import type { Provider } from '../../domain/catalog/model';
 import type { VideoStatus } from '../../domain/media/video';
 import { openaiChat } from './chat';
 

@@ -1,26 +1,10 @@
 import type { Db } from '../../platform/db';
-import type { Tariff } from '../../domain/credits/pricing';
+import type { CatalogModel, Provider } from '../../domain/catalog/model';
 import type { CacheInvalidation } from '../../platform/cache-invalidation';
 
-export interface CatalogModel extends Tariff {
-  id: string;
-  provider_id: string;
-  upstream_model: string;
-  capabilities: string[];
-  tiers: string[];
-  free_trial: boolean;
-  active: boolean;
-  max_output_tokens: number;
-  /** media attributes and unit pricing (migrations/…_media_billing.ts) */
-  details: Record<string, unknown>;
-}
-
-export interface Provider {
-  id: string;
-  kind: string;
-  base_url: string;
-  api_keys: string[];
-  credits_per_cost_unit: string;
+/** A provider's row read now (workers, which keep no catalog); undefined when unknown. */
+export async function findProvider(db: Db, id: string): Promise<Provider | undefined> {
+  return db('providers').where({ id }).first();
 }
 
 /** The model catalog and providers, held in memory and reloaded when a row changes. */

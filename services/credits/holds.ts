@@ -1,11 +1,10 @@
 import type { Client } from '@temporalio/client';
 import { GatewayError } from '../../domain/shared/errors';
 import { normalize, type Credits, type Tariff } from '../../domain/credits/pricing';
-import { RESERVATION_TASK_QUEUE, reservationWorkflowId, type RequestReport, type ReservationInput } from '../../domain/credits/reservation';
-import { SA } from '../../domain/shared/search-attributes';
+import { RESERVATION_TASK_QUEUE, type RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import { reportSignal, reservationWorkflow } from '../../workflows/credits/reservation';
+import { reportOutcome } from './client';
 
 export interface HoldRequest {
   reservationId: string;
@@ -141,35 +140,23 @@ export class Reservations {
     };
   }
 
-  private input(h: HoldRequest): ReservationInput {
-    return { reservationId: h.reservationId, holdTimeoutMs: this.opts.holdTimeoutMs, uncertainGraceMs: this.opts.uncertainGraceMs };
-  }
-
-  private workflowOptions(h: HoldRequest) {
-    return {
-      taskQueue: this.opts.taskQueue ?? RESERVATION_TASK_QUEUE,
-      workflowId: reservationWorkflowId(h.reservationId),
-      args: [this.input(h)] as [ReservationInput],
-      typedSearchAttributes: [
-        { key: SA.AccountId, value: h.accountId },
-        { key: SA.KeyId, value: h.keyId },
-        { key: SA.Model, value: h.model },
-        { key: SA.Kind, value: h.endpoint },
-      ],
-      memo: { endpoint: h.endpoint, model: h.model, held: h.held },
-    };
-  }
-
-  /**
-   * Starts the reservation workflow with the outcome in one call (signal-with-start): one
-   * Temporal round trip per request, off the client's path. A hold whose process died before
-   * this call is released by the hold sweeper (workflows/sweeper.ts).
-   */
   private async report(h: HoldRequest, r: RequestReport): Promise<void> {
     if (h.ownerWorkflowId) throw new Error(`hold ${h.reservationId} is resolved by ${h.ownerWorkflowId}, not by a report`);
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.temporal.workflow.signalWithStart(reservationWorkflow, { ...this.workflowOptions(h), signal: reportSignal, signalArgs: [r] });
+        await reportOutcome(
+          this.temporal,
+          {
+            taskQueue: this.opts.taskQueue ?? RESERVATION_TASK_QUEUE,
+            input: { reservationId: h.reservationId, holdTimeoutMs: this.opts.holdTimeoutMs, uncertainGraceMs: this.opts.uncertainGraceMs },
+            accountId: h.accountId,
+            keyId: h.keyId,
+            model: h.model,
+            endpoint: h.endpoint,
+            held: h.held,
+          },
+          r,
+        );
         return;
       } catch (err) {
         if (attempt >= 5) {

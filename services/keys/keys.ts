@@ -2,21 +2,11 @@ import { z } from 'zod';
 import { normalize } from '../../domain/credits/pricing';
 import { generateKey, hashKey, keyPrefix, type KeyFormat } from './key-format';
 import type { Db } from '../../platform/db';
+import { InvalidInput, NotFound } from '../shared/errors';
 
 // API keys and their per-key settings (spec 3 A 2), shared by the admin CLI, the admin HTTP API,
 // `npm start` seeding and the tests.
 
-/** A bad value in an operator's input; `param` names it. */
-export class InvalidInput extends Error {
-  constructor(
-    readonly param: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export class NotFound extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const uuid = z.string().regex(UUID, 'must be a UUID');

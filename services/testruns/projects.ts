@@ -2,15 +2,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { caseInputSchema, configurationInputSchema, TEST_RUN_TASK_QUEUE, type CaseInput } from '../../domain/testruns/runs';
 import { hashKey, keyFormatOf, type KeyFormat } from '../keys/key-format';
+import { Conflict, InvalidInput, NotFound } from '../shared/errors';
 import type { Db } from '../../platform/db';
 import { seal } from '../../platform/secret-box';
-import { createKey, InvalidInput, NotFound, uuid } from '../keys/keys';
+import { createKey, uuid } from '../keys/keys';
 
 // Test-run projects, their cases, configurations and CI tokens: shared by the admin CLI
 // (admin/testrun-commands.ts) and the test-run API (api/testruns/).
 
 /** A name that is already taken. */
-export class Conflict extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string) => UUID.test(s);

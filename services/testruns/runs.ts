@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { finalizeRun } from '../../activities/testruns/run';
+import type { Client } from '@temporalio/client';
+import { cancelTestRun, startTestRun, testRunWorkflowStatus } from './client';
+import { finalizeRun } from './results';
 import { findConfiguration, isUuid } from './projects';
-import { NotFound } from '../keys/keys';
+import { NotFound } from '../shared/errors';
 import { GatewayError } from '../../domain/shared/errors';
-import { SA } from '../../domain/shared/search-attributes';
 import {
   CONFIGURATION_DEFAULTS,
   isFinal,
@@ -16,7 +16,6 @@ import {
   type TestRunInput,
 } from '../../domain/testruns/runs';
 import type { Db } from '../../platform/db';
-import { testRunWorkflow } from '../../workflows/testruns/run';
 
 // Runs of the test-run API: creation (with Idempotency-Key), execution as a workflow, cancel,
 // and the view a CI job polls until `final`.
@@ -239,25 +238,7 @@ export async function executeRun(db: Db, temporal: Client, project: Project, run
     };
     // The answer shows the run as execute left it (queued); the workflow moves it on from there.
     const view = await runView(db, project.id, run.id);
-    try {
-      await temporal.workflow.start(testRunWorkflow, {
-        workflowId: testRunWorkflowId(run.id),
-        taskQueue: project.task_queue,
-        args: [input],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-        // Never a second execution of a run whose workflow has closed (GET finishes such a run).
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        // A workflow that never got a worker does not wait forever: past this the API reports the run timed_out.
-        workflowExecutionTimeout: Math.round(cfg.deadline_seconds * 1000) + 10 * 60_000,
-        typedSearchAttributes: [
-          { key: SA.ProjectId, value: project.id },
-          { key: SA.Status, value: 'queued' },
-        ],
-        memo: { project: project.name, label: run.label, cases: caseIds.length, configuration: cfg },
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
+    await startTestRun(temporal, { input, taskQueue: project.task_queue, configuration: cfg, memo: { project: project.name, label: run.label, cases: caseIds.length, configuration: cfg } });
     return view;
   }
   return runView(db, project.id, run.id);
@@ -276,12 +257,7 @@ export async function cancelRun(db: Db, temporal: Client, project: Project, runI
   await db('test_runs').where({ id: run.id }).update({ cancel_requested_at: db.raw('COALESCE(cancel_requested_at, now())') });
   const before = await finalizeRun(db, run.id, 'canceled', 'canceled before execution', { onlyFrom: ['created'] });
   if (before.status !== 'canceled') {
-    try {
-      await temporal.workflow.getHandle(testRunWorkflowId(run.id)).cancel();
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-      await finalizeRun(db, run.id, 'canceled', 'canceled (its workflow was not running)');
-    }
+    if (!(await cancelTestRun(temporal, run.id))) await finalizeRun(db, run.id, 'canceled', 'canceled (its workflow was not running)');
   }
   return runView(db, project.id, run.id);
 }
@@ -292,13 +268,8 @@ export async function cancelRun(db: Db, temporal: Client, project: Project, runI
  */
 export async function reconcileRun(db: Db, temporal: Client, view: RunView): Promise<boolean> {
   if (view.final || view.status === 'created') return false;
-  let status: string;
-  try {
-    status = (await temporal.workflow.getHandle(view.workflow_id).describe()).status.name;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false; // execute starts it again when repeated
-    throw err;
-  }
+  const status = await testRunWorkflowStatus(temporal, view.workflow_id);
+  if (status === null) return false; // execute starts it again when repeated
   const ended: Record<string, [RunOutcome, string]> = {
     TIMED_OUT: ['timed_out', 'the run workflow timed out (no worker took it in time?)'],
     TERMINATED: ['canceled', 'the run workflow was terminated'],

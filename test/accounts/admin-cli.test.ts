@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { createAccount } from '../../services/accounts/operations';
+import { createAccount } from '../../services/accounts/accounts';
 import { env } from '../setup/env';
 
 // The operator CLI (admin/cli.ts) as a real process against the test database.

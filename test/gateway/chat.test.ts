@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { createKey, deactivateAccount, revokeKey } from '../../services/accounts/operations';
+import { deactivateAccount } from '../../services/accounts/accounts';
+import { createKey, revokeKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
 import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
 

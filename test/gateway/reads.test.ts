@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
-import { createKey } from '../../services/accounts/operations';
+import { createKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
 import { call, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createAccount, createKey } from '../../services/accounts/operations';
+import { createAccount } from '../../services/accounts/accounts';
+import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
 import { createCreditsWorker } from '../../workers/credits';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createKey } from '../../services/accounts/operations';
+import { createKey } from '../../services/keys/keys';
 import { Worker } from '@temporalio/worker';
 import { SA } from '../../domain/shared/search-attributes';
 import { videoWorkflowId } from '../../domain/media/video';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
-import { seedSimulatorCatalog } from '../../services/accounts/operations';
+import { seedSimulatorCatalog } from '../../simulator/seed';
 import { createDb, migrate } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';

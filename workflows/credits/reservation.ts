@@ -1,8 +1,8 @@
-import { condition, defineSignal, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import { SA } from '../../domain/shared/search-attributes';
 import type { LedgerActivities } from '../../activities/credits/settlement';
 import type { ProviderCostActivities } from '../../activities/credits/provider-cost';
-import { ABANDONED_REPORT, type RequestReport, type ReservationInput, type SettlementResult } from '../../domain/credits/reservation';
+import { ABANDONED_REPORT, reportSignal, type RequestReport, type ReservationInput, type SettlementResult } from '../../domain/credits/reservation';
 
 // A local activity: settled inside the workflow task, without a round trip through the task
 // queue (one reservation per request makes that round trip the dominant cost).
@@ -18,8 +18,6 @@ const { fetchLateCost } = proxyActivities<ProviderCostActivities>({
 
 /** How long a late provider cost is awaited before the estimate is charged instead. */
 const LATE_COST_WAIT_MS = 10 * 60_000;
-
-export const reportSignal = defineSignal<[RequestReport]>('report');
 
 /** One per billable request: waits for the API's report, then settles the hold exactly once. */
 export async function reservationWorkflow(input: ReservationInput): Promise<SettlementResult> {

@@ -1,9 +1,9 @@
-import { condition, continueAsNew, defineSignal, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { LedgerActivities } from '../../activities/credits/settlement';
 import type { VideoActivities } from '../../activities/media/video';
 import type { RequestReport, SettlementResult } from '../../domain/credits/reservation';
 import { SA } from '../../domain/shared/search-attributes';
-import { isTerminal, type CreateOutcome, type ProviderVideo, type VideoCarry, type VideoJobInput, type VideoStatus } from '../../domain/media/video';
+import { isTerminal, videoCreatedSignal, type CreateOutcome, type ProviderVideo, type VideoCarry, type VideoJobInput, type VideoStatus } from '../../domain/media/video';
 
 // Polls and state records are short and idempotent: local activities, so each poll costs a timer
 // and a marker in the history instead of three activity events.
@@ -16,9 +16,6 @@ const { settleReservation } = proxyActivities<LedgerActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
-
-/** The API's report of the provider's answer to the create (sent right after forwarding it). */
-export const videoCreatedSignal = defineSignal<[CreateOutcome]>('videoCreated');
 
 export interface VideoJobResult {
   jobId: string;

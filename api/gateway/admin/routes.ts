@@ -2,13 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import { createKey, getKey, InvalidInput, keySettingsSchema, listKeyRequests, listKeys, NotFound, requestListQuery, revokeKey, updateKey, uuid } from '../../../services/keys/keys';
+import { createKey, getKey, keySettingsSchema, listKeyRequests, listKeys, requestListQuery, revokeKey, updateKey, uuid } from '../../../services/keys/keys';
 import { GatewayError } from '../../../domain/shared/errors';
 import type { KeyFormat } from '../../../services/keys/key-format';
 import type { Db } from '../../../platform/db';
-import { KEY_ACK } from '../../../services/keys/auth-store';
+import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
+import { serviceErrors } from '../../shared/service-errors';
 import { validate } from '../../shared/validate';
 
 export interface AdminDeps {
@@ -33,72 +34,6 @@ function adminAuth(token: string | null) {
   };
 }
 
-/** Operator errors become the envelope's: a bad value 400 naming it, a missing row 404. */
-async function operatorErrors(_ctx: Context, next: Next) {
-  try {
-    await next();
-  } catch (err) {
-    if (err instanceof InvalidInput) throw new GatewayError('invalid_parameter', { param: err.param, detail: err.message });
-    if (err instanceof NotFound) throw new GatewayError('not_found', { detail: err.message });
-    if (err instanceof z.ZodError) {
-      const i = err.issues[0];
-      throw new GatewayError('invalid_parameter', { param: i.path.join('.') || undefined, detail: i.message });
-    }
-    throw err;
-  }
-}
-
-/**
- * Runs a change of a key and returns once every API process has dropped the key from its cache:
- * each one acknowledges the NOTIFY (`key_ack:<id>`, see AuthStore) and this waits for as many
- * acknowledgements as there are listening processes (or at most `timeoutMs`). So a revoked key
- * is refused by the very next request, on any process.
- */
-class KeyChangeAcks {
-  private readonly waiters = new Map<string, Set<() => void>>();
-
-  constructor(
-    private readonly db: Db,
-    invalidation: CacheInvalidation,
-  ) {
-    invalidation.subscribe((table, id) => {
-      if (table === KEY_ACK && id !== null) this.waiters.get(id)?.forEach((f) => f());
-    });
-  }
-
-  /** API processes listening for cache changes on this database (their listener connections). */
-  private async listeners(): Promise<number> {
-    const r = await this.db.raw(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN cache_invalidation'`,
-    );
-    return r.rows[0].n;
-  }
-
-  async change<T>(id: string, run: () => Promise<T>, timeoutMs = 2000): Promise<T> {
-    const keyId = id.toLowerCase();
-    const expected = Math.max(1, await this.listeners());
-    let acks = 0;
-    let done!: () => void;
-    const all = new Promise<void>((resolve) => (done = resolve));
-    const onAck = () => {
-      if (++acks >= expected) done();
-    };
-    const set = this.waiters.get(keyId) ?? new Set();
-    set.add(onAck);
-    this.waiters.set(keyId, set);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const out = await run();
-      timer = setTimeout(done, timeoutMs);
-      await all;
-      return out;
-    } finally {
-      clearTimeout(timer);
-      set.delete(onAck);
-      if (set.size === 0) this.waiters.delete(keyId);
-    }
-  }
-}
 
 const createBody = keySettingsSchema
   .extend({
@@ -117,7 +52,7 @@ const updateBody = keySettingsSchema.extend({ label: z.string().max(200).optiona
 export function adminRoutes(deps: AdminDeps): Router {
   const acks = new KeyChangeAcks(deps.db, deps.invalidation);
   const r = new Router({ prefix: '/admin' });
-  r.use(adminAuth(deps.token), operatorErrors);
+  r.use(adminAuth(deps.token), serviceErrors);
 
   r.post('/keys', async (ctx) => {
     const b = validate(createBody, await readJsonObject(ctx));

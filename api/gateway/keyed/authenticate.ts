@@ -2,8 +2,8 @@ import type { Context, Next } from 'koa';
 import { GatewayError } from '../../../domain/shared/errors';
 import { hashKey } from '../../../services/keys/key-format';
 import type { AuthRecord, AuthStore } from '../../../services/keys/auth-store';
-import type { IpLockout } from './lockout';
-import type { KeyRateLimiter } from './rate-limit';
+import type { IpLockout } from '../../../services/keys/lockout';
+import type { KeyRateLimiter } from '../../../services/keys/rate-limit';
 import type { LoggedRequest } from './request-log';
 
 /** `mt-` followed by 43 characters of A-Z a-z 0-9 _ - (spec 3 A 2). */

@@ -5,9 +5,10 @@ import type { AuthStore } from '../../../services/keys/auth-store';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { authenticateKeyed } from './authenticate';
 import { clientIpResolver } from './client-ip';
-import { IpLockout } from './lockout';
-import { KeyRateLimiter } from './rate-limit';
-import { RequestLog, requestLogging } from './request-log';
+import { IpLockout } from '../../../services/keys/lockout';
+import { KeyRateLimiter } from '../../../services/keys/rate-limit';
+import { RequestLog } from '../../../services/keys/request-log';
+import { requestLogging } from './request-log';
 
 export interface KeyedSettings {
   /** wrong-key attempts from one IP within the window that lock it out */

@@ -1,7 +1,8 @@
 import { GatewayError } from '../../../domain/shared/errors';
 import type { AuthRecord } from '../../../services/keys/auth-store';
 import { isExpired } from './auth';
-import type { Catalog, CatalogModel, Provider } from '../../../services/catalog/catalog';
+import type { Catalog } from '../../../services/catalog/catalog';
+import type { CatalogModel, Provider } from '../../../domain/catalog/model';
 
 // Capability → the endpoint that serves it (spec 1 section 2.8).
 export const CAPABILITY_ENDPOINT: Record<string, string> = {

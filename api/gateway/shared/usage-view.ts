@@ -1,9 +1,10 @@
-import { computeCharge, sub, toNumber, type Charge, type TokenUsage } from '../../../domain/credits/pricing';
+import { sub, toNumber, type Charge, type TokenUsage } from '../../../domain/credits/pricing';
+import { chargeOf } from '../../../domain/credits/reservation';
 import type { Hold } from '../../../services/credits/holds';
 
-/** The charge the reservation workflow will settle, computed here too so the answer can show it. */
+/** The charge settlement will write, by the same rule (chargeOf), so the answer can show it. */
 export function chargeFor(hold: Hold, usage: TokenUsage | null, providerCost: string | null): Charge {
-  return computeCharge({ tariff: hold.tariff, held: hold.held, complimentary: hold.complimentary, usage, providerCost, billable: true });
+  return chargeOf(hold, { usage, providerCost, billable: true });
 }
 
 /** Credit fields added to the provider's usage object (spec 1 section 2.2). */

@@ -1,7 +1,8 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
-import type { Catalog, CatalogModel } from '../../../../services/catalog/catalog';
+import type { Catalog } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 
 const TYPES = { speech: { capability: 'speech_generation', endpoint: '/v1/audio/speech' }, transcription: { capability: 'transcription', endpoint: '/v1/audio/transcriptions' } } as const;
 type AudioType = keyof typeof TYPES;

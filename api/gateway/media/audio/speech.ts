@@ -5,7 +5,7 @@ import { ADAPTERS } from '../../../../providers';
 import { GENERATION_ID_HEADER, SPEECH_CONTENT_TYPE, SPEECH_PATH, speechRequest, type SpeechParams } from '../../../../providers/openai/audio';
 import { postUpstream, type UpstreamResponse } from '../../../../providers/upstream';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
-import type { CatalogModel } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 import { readJsonObject } from '../../../shared/http';
 import { checkAccess } from '../../shared/access';
 import { contentHash } from '../../../../services/idempotency/claims';

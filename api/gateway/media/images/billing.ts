@@ -1,7 +1,8 @@
 import Decimal from 'decimal.js';
 import { GatewayError } from '../../../../domain/shared/errors';
-import { add, computeCharge, convertProviderCost, sub, toNumber, unitsCharge, type Charge, type Credits, type MediaCharge } from '../../../../domain/credits/pricing';
-import type { CatalogModel, Provider } from '../../../../services/catalog/catalog';
+import { chargeOf as outcomeCharge } from '../../../../domain/credits/reservation';
+import { add, convertProviderCost, sub, toNumber, unitsCharge, type Charge, type Credits, type MediaCharge } from '../../../../domain/credits/pricing';
+import type { CatalogModel, Provider } from '../../../../domain/catalog/model';
 import type { Hold } from '../../../../services/credits/holds';
 import type { ImageRequest } from './schema';
 
@@ -57,7 +58,7 @@ export function mediaCharge(rates: ImageRates, received: number, inputImages: nu
 }
 
 export function chargeOf(hold: Hold, media: MediaCharge): Charge {
-  return computeCharge({ tariff: hold.tariff, held: hold.held, complimentary: hold.complimentary, usage: null, providerCost: null, billable: true, media });
+  return outcomeCharge(hold, { usage: null, providerCost: null, billable: true, media });
 }
 
 /** The media usage object of spec 2.2 (image form: with the provider's token counts when it gave them). */

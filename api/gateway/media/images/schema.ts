@@ -1,5 +1,5 @@
 import { GatewayError } from '../../../../domain/shared/errors';
-import type { CatalogModel } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 
 // The parameters of spec 1 section 4.1 and their rules. Model-independent rules run first;
 // `checkForModel` then applies the model's catalog entry (details.supported_parameters, limits).

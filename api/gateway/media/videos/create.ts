@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type WorkflowStartOptions } from '@temporalio/client';
 import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
-import { SA } from '../../../../domain/shared/search-attributes';
-import { DEFAULT_VIDEO_POLLING, MEDIA_TASK_QUEUE, videoWorkflowId, type CreateOutcome, type VideoJobInput } from '../../../../domain/media/video';
+import { DEFAULT_VIDEO_POLLING, MEDIA_TASK_QUEUE, videoWorkflowId, type VideoJobInput } from '../../../../domain/media/video';
 import { parseVideoObject, VIDEO_CREATE_PATH, videoCreateBody } from '../../../../providers/openai/videos';
 import { ADAPTERS } from '../../../../providers';
 import { postUpstream, UpstreamFailure } from '../../../../providers/upstream';
-import { videoCreatedSignal, videoWorkflow } from '../../../../workflows/media/video';
+import { startVideoJob } from '../../../../services/media/client';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
+import { completedUpstreamId, insertJob, jobSummary, setUpstreamId } from '../../../../services/media/jobs';
 import { readJsonObject } from '../../../shared/http';
 import { validate } from '../../../shared/validate';
 import { checkAccess } from '../../shared/access';
@@ -18,8 +17,6 @@ import { planVideo, videoCreateSchema } from './schema';
 import { accepted } from './view';
 
 const ENDPOINT = 'POST /v1/videos';
-
-type StartOptions = WorkflowStartOptions<typeof videoWorkflow>;
 
 const newJobId = () => `gen-vid-${Date.now()}-${randomBytes(10).toString('hex')}`;
 
@@ -51,11 +48,10 @@ export function createVideo(deps: VideoDeps) {
     if (provider.kind !== 'openai' || !adapter) throw new GatewayError('provider_unavailable', { model: model.id });
     let previousUpstream: string | null = null;
     if (req.previous_job_id) {
-      const prev = await deps.db('video_jobs').where({ id: req.previous_job_id, account_id: auth.accountId }).first('status', 'model', 'upstream_id');
-      if (!prev || prev.status !== 'completed' || prev.model !== model.id) {
+      previousUpstream = await completedUpstreamId(deps.db, auth.accountId, req.previous_job_id, model.id);
+      if (previousUpstream === null) {
         throw new GatewayError('invalid_parameter', { param: 'previous_job_id', detail: `not a completed ${model.id} job of this account` });
       }
-      previousUpstream = prev.upstream_id;
     }
 
     const key = idempotencyKey(ctx);
@@ -67,7 +63,7 @@ export function createVideo(deps: VideoDeps) {
       if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key: key! });
       if (claim.status === 'replay') {
         if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
-        const job = await deps.db('video_jobs').where({ id: claim.resultId }).first('id', 'reservation_id', 'status');
+        const job = await jobSummary(deps.db, claim.resultId);
         ctx.set('x-gateway-request-id', job.reservation_id);
         ctx.status = 202;
         ctx.body = accepted(ctx, job.id, job.status);
@@ -91,18 +87,15 @@ export function createVideo(deps: VideoDeps) {
         modality: 'video',
         ownerWorkflowId: videoWorkflowId(jobId),
       });
-      await deps.db.transaction(async (trx) => {
-        await trx('video_jobs').insert({
-          id: jobId,
-          account_id: auth.accountId,
-          key_id: auth.keyId,
-          reservation_id: hold.reservationId,
-          model: model.id,
-          provider_id: provider.id,
-          duration: plan.duration,
-          resolution: plan.resolution,
-        });
-        await trx('video_job_events').insert({ job_id: jobId, status: 'pending' });
+      await insertJob(deps.db, {
+        id: jobId,
+        accountId: auth.accountId,
+        keyId: auth.keyId,
+        reservationId: hold.reservationId,
+        model: model.id,
+        providerId: provider.id,
+        duration: plan.duration,
+        resolution: plan.resolution,
       });
       const input: VideoJobInput = {
         jobId,
@@ -113,32 +106,15 @@ export function createVideo(deps: VideoDeps) {
         estimate: plan.estimate,
         polling: { ...DEFAULT_VIDEO_POLLING, ...deps.videoPolling },
       };
-      const options: StartOptions = {
-        taskQueue: deps.mediaTaskQueue ?? MEDIA_TASK_QUEUE,
-        workflowId: videoWorkflowId(jobId),
-        args: [input],
-        // a finished job is never started again by a late signal-with-start
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: SA.AccountId, value: auth.accountId },
-          { key: SA.KeyId, value: auth.keyId },
-          { key: SA.Model, value: model.id },
-          { key: SA.Kind, value: 'video' },
-          { key: SA.Status, value: 'pending' },
-        ],
-        memo: { job_id: jobId, model: model.id, duration: plan.duration, resolution: plan.resolution, held: hold.held },
-      };
       // Requested before forwarding, so the job's workflow exists even if this process dies now.
-      const started = deps.temporal.workflow.start(videoWorkflow, options).then(
-        () => true,
-        (err) => {
-          ctx.state.log.warn({ err, job: jobId }, 'video workflow start failed; the report will signal-with-start');
-          return false;
-        },
+      const job = startVideoJob(
+        deps.temporal,
+        { input, taskQueue: deps.mediaTaskQueue ?? MEDIA_TASK_QUEUE, accountId: auth.accountId, keyId: auth.keyId, model: model.id, held: hold.held },
+        (err) => ctx.state.log.warn({ err, job: jobId }, 'video workflow start failed; the report will signal-with-start'),
       );
       const outcome = await forwardCreate(deps, ctx, { ...req, duration: plan.duration, resolution: plan.resolution }, model.upstream_model, provider, adapter.authHeaders, previousUpstream);
-      if (outcome.ok) await deps.db('video_jobs').where({ id: jobId }).update({ upstream_id: outcome.upstreamId });
-      await tellWorkflow(deps, options, started, outcome.ok ? outcome : { ok: false, error: outcome.error.message });
+      if (outcome.ok) await setUpstreamId(deps.db, jobId, outcome.upstreamId);
+      await job.tell(outcome.ok ? outcome : { ok: false, error: outcome.error.message });
       if (!outcome.ok) throw outcome.error;
       if (scope) {
         await recordIdempotentResult(deps.db, scope, jobId);
@@ -187,31 +163,5 @@ async function forwardCreate(
     if (err instanceof UpstreamFailure && err.kind === 'timeout') return { ok: false, error: new GatewayError('provider_timeout', { timeout_ms: deps.upstreamTimeoutMs }) };
     if (err instanceof UpstreamFailure && !err.maySent) return { ok: false, error: new GatewayError('provider_unavailable', { model: upstreamModel }) };
     return { ok: false, error: new GatewayError('provider_error', { detail: err instanceof Error ? err.message : String(err) }) };
-  }
-}
-
-/** Signals the provider's answer; signal-with-start when the start did not go through. */
-async function tellWorkflow(
-  deps: VideoDeps,
-  options: StartOptions,
-  started: Promise<boolean>,
-  outcome: CreateOutcome,
-): Promise<void> {
-  let ok = await started;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      if (ok) await deps.temporal.workflow.getHandle(options.workflowId).signal(videoCreatedSignal, outcome);
-      else await deps.temporal.workflow.signalWithStart(videoWorkflow, { ...options, signal: videoCreatedSignal, signalArgs: [outcome] });
-      return;
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        ok = true;
-        continue;
-      }
-      // The workflow gives up waiting after createWaitMs and returns the hold (not billed).
-      if (attempt >= 4) throw new GatewayError('service_unavailable', { detail: 'the video job could not be recorded; retry later' });
-      ok = false;
-      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-    }
   }
 }

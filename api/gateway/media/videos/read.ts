@@ -2,22 +2,16 @@ import type { Context } from 'koa';
 import { LRUCache } from 'lru-cache';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { toNumber } from '../../../../domain/credits/pricing';
-import { VIDEO_JOB_ID } from '../../../../domain/media/video';
 import { fetchVideoContent } from '../../../../providers/openai/videos';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
+import { findJob as findJobRow, type JobRow } from '../../../../services/media/jobs';
 import type { VideoDeps } from './deps';
 import { videoDetails } from './schema';
-import { jobObject, type JobRow } from './view';
+import { jobObject } from './view';
 
 /** The job if it exists on this account; anything else is the same 404 (spec 2.7). */
 async function findJob(deps: VideoDeps, auth: AuthRecord, id: string): Promise<JobRow> {
-  const row: JobRow | undefined = VIDEO_JOB_ID.test(id)
-    ? await deps
-        .db('video_jobs as j')
-        .join('reservations as r', 'r.id', 'j.reservation_id')
-        .where({ 'j.id': id, 'j.account_id': auth.accountId })
-        .first('j.*', 'r.status as r_status', 'r.billing_source', 'r.is_estimate', 'r.charge', 'r.held_credits', 'r.balance_before')
-    : undefined;
+  const row = await findJobRow(deps.db, auth.accountId, id);
   if (!row) throw new GatewayError('not_found', { detail: `No video job '${id}' on this account.` });
   return row;
 }

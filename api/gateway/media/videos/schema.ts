@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { unitsCharge, type Credits } from '../../../../domain/credits/pricing';
-import type { CatalogModel } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 
 // POST /v1/videos parameters (spec 1 section 4.3). Unknown parameters are refused by name.
 const url = z.object({ url: z.string().min(1) }).strict();

@@ -1,29 +1,8 @@
 import type { Context } from 'koa';
+import type { JobRow } from '../../../../services/media/jobs';
 import { sub, toNumber } from '../../../../domain/credits/pricing';
 
 // The job object of spec 1 section 2.7, from a video_jobs row joined with its reservation.
-
-export interface JobRow {
-  id: string;
-  key_id: string;
-  model: string;
-  provider_id: string;
-  upstream_id: string | null;
-  status: string;
-  error: string | null;
-  duration: number;
-  resolution: string;
-  content_count: number;
-  created_at: Date;
-  finished_at: Date | null;
-  reservation_id: string;
-  r_status: string;
-  billing_source: string | null;
-  is_estimate: boolean | null;
-  charge: string | null;
-  held_credits: string;
-  balance_before: string;
-}
 
 export const pollingUrl = (ctx: Context, id: string) => `${ctx.protocol}://${ctx.host}/v1/videos/${id}`;
 

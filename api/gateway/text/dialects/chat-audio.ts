@@ -1,5 +1,5 @@
 import { GatewayError } from '../../../../domain/shared/errors';
-import type { CatalogModel } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 import { decodeBase64 } from '../../media/audio/common';
 import { inspectAudio, SIZE_BOUND_BYTES_PER_SECOND } from '../../media/audio/format';
 import type { ChatRequest } from '../chat-schema';

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { GatewayError } from '../../../../domain/shared/errors';
 import type { Charge } from '../../../../domain/credits/pricing';
 import type { CanonicalRequest, CanonicalResponse, Dialect, StreamEvent, UpstreamUsage } from '../../../../providers/canonical';
-import type { CatalogModel } from '../../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../../domain/catalog/model';
 import type { Hold } from '../../../../services/credits/holds';
 
 /** What a rendered answer may show about credits. */

@@ -1,5 +1,5 @@
-import { GatewayError } from '../../../domain/shared/errors';
-import type { Db } from '../../../platform/db';
+import { GatewayError } from '../../domain/shared/errors';
+import type { Db } from '../../platform/db';
 
 /**
  * Requests per minute per key (spec 3 A 8.2), shared by every API process behind one database:

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import type { Db } from '../../../platform/db';
-import type { Logger } from '../../../platform/logger';
-import type { CacheInvalidation } from '../../../platform/cache-invalidation';
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import type { CacheInvalidation } from '../../platform/cache-invalidation';
 
 export interface LockoutSettings {
   /** wrong-key attempts from one IP within the window that lock it */

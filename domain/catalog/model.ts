@@ -1,0 +1,24 @@
+import type { Tariff } from '../credits/pricing';
+
+// The catalog's rows as every layer sees them: a model with its tariff, and an upstream provider.
+
+export interface CatalogModel extends Tariff {
+  id: string;
+  provider_id: string;
+  upstream_model: string;
+  capabilities: string[];
+  tiers: string[];
+  free_trial: boolean;
+  active: boolean;
+  max_output_tokens: number;
+  /** media attributes and unit pricing (migrations/…_media_billing.ts) */
+  details: Record<string, unknown>;
+}
+
+export interface Provider {
+  id: string;
+  kind: string;
+  base_url: string;
+  api_keys: string[];
+  credits_per_cost_unit: string;
+}

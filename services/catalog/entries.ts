@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import type { Db } from '../../platform/db';
+import { credits, TIERS } from '../accounts/accounts';
+
+// Catalog entries (models and providers) as operators set them; API processes reload the
+// catalog on NOTIFY (services/catalog/catalog.ts).
+
+const csv = z.string().transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean));
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+export const modelInput = z.object({
+  id: z.string().min(1).max(200),
+  provider: z.string().min(1),
+  upstream: z.string().min(1),
+  capabilities: csv,
+  tiers: csv.pipe(z.array(z.enum(TIERS)).min(1)),
+  input: credits,
+  output: credits,
+  cache: credits,
+  'cache-write': credits,
+  // chat audio tokens; absent: billed at the text rate of the same direction
+  'audio-input': credits.optional(),
+  'audio-output': credits.optional(),
+  'max-output-tokens': z.coerce.number().int().positive().default(4096),
+  'free-trial': bool.default(false),
+  active: bool.default(true),
+});
+
+/** Creates or replaces a catalog entry; API processes reload the catalog on NOTIFY. */
+export async function setModel(db: Db, input: z.input<typeof modelInput>) {
+  const m = modelInput.parse(input);
+  const row = {
+    id: m.id,
+    provider_id: m.provider,
+    upstream_model: m.upstream,
+    capabilities: m.capabilities,
+    tiers: m.tiers,
+    input_multiplier: m.input,
+    output_multiplier: m.output,
+    cache_multiplier: m.cache,
+    cache_creation_multiplier: m['cache-write'],
+    audio_input_multiplier: m['audio-input'] ?? null,
+    audio_output_multiplier: m['audio-output'] ?? null,
+    max_output_tokens: m['max-output-tokens'],
+    free_trial: m['free-trial'],
+    active: m.active,
+    updated_at: db.fn.now(),
+  };
+  const [saved] = await db('models').insert(row).onConflict('id').merge().returning('*');
+  return saved;
+}
+
+export const listModels = (db: Db) => db('models').orderBy('id').select();
+
+export const providerInput = z.object({
+  id: z.string().min(1).max(100),
+  kind: z.enum(['openai']),
+  'base-url': z.string().url(),
+  'api-keys': csv.default([]),
+  'credits-per-cost-unit': credits.default('1'),
+});
+
+export async function setProvider(db: Db, input: z.input<typeof providerInput>) {
+  const p = providerInput.parse(input);
+  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'] };
+  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit']);
+  return { ...saved, api_keys: p['api-keys'].length };
+}

@@ -1,0 +1,56 @@
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { HOLD_SWEEPER_SCHEDULE_ID, reportSignal, reservationWorkflowId, type RequestReport, type ReservationInput } from '../../domain/credits/reservation';
+import { SA } from '../../domain/shared/search-attributes';
+import type { reservationWorkflow } from '../../workflows/credits/reservation';
+
+// The one place that starts credits workflows: `reservation-<request_id>` (signal-with-start
+// with the API's report) and the hold sweeper's schedule.
+
+export interface ReservationStart {
+  taskQueue: string;
+  input: ReservationInput;
+  accountId: string;
+  keyId: string;
+  model: string;
+  endpoint: string;
+  held: string;
+}
+
+/**
+ * Starts the reservation workflow with the outcome in one call (signal-with-start): one
+ * Temporal round trip per request, off the client's path.
+ */
+export async function reportOutcome(temporal: Client, s: ReservationStart, report: RequestReport): Promise<void> {
+  await temporal.workflow.signalWithStart<typeof reservationWorkflow, [RequestReport]>('reservationWorkflow', {
+    taskQueue: s.taskQueue,
+    workflowId: reservationWorkflowId(s.input.reservationId),
+    args: [s.input],
+    typedSearchAttributes: [
+      { key: SA.AccountId, value: s.accountId },
+      { key: SA.KeyId, value: s.keyId },
+      { key: SA.Model, value: s.model },
+      { key: SA.Kind, value: s.endpoint },
+    ],
+    memo: { endpoint: s.endpoint, model: s.model, held: s.held },
+    signal: reportSignal,
+    signalArgs: [report],
+  });
+}
+
+/**
+ * The hold sweeper runs every minute and releases holds older than `olderThanMs` whose
+ * reservation workflow never started. Created once; later starts leave it as it is.
+ */
+export async function ensureHoldSweeperSchedule(temporal: Client, taskQueue: string, olderThanMs: number): Promise<void> {
+  try {
+    await temporal.schedule.create({
+      scheduleId: HOLD_SWEEPER_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 minute' }] },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      action: { type: 'startWorkflow', workflowType: 'sweepHoldsWorkflow', taskQueue, args: [olderThanMs], workflowId: 'hold-sweep' },
+      memo: { purpose: 'releases holds whose reservation workflow never started' },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+}
