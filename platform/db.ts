@@ -16,6 +16,11 @@ export function createDb(url: string, poolMax = 20): Db {
   });
 }
 
+/** Resolves when the database answers a trivial query (health checks). */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.raw('SELECT 1');
+}
+
 export async function migrate(db: Db): Promise<void> {
   await db.migrate.latest();
 }

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import Koa from 'koa';
-import type { Db } from '../../platform/db';
+import { pingDatabase, type Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import { authenticate } from './shared/auth';
 import type { AuthStore } from '../../services/keys/auth-store';
@@ -87,7 +87,7 @@ export function healthCheck(deps: { db: Db; temporal: Client }) {
       }
     };
     const [pg, temporal] = await Promise.allSettled([
-      timeout(deps.db.raw('SELECT 1')),
+      timeout(pingDatabase(deps.db)),
       timeout(deps.temporal.workflowService.getSystemInfo({})),
     ]);
     const ok = pg.status === 'fulfilled' && temporal.status === 'fulfilled';

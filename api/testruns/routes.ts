@@ -18,12 +18,12 @@ import {
   setConfiguration,
 } from '../../services/testruns/projects';
 import { GatewayError } from '../../domain/shared/errors';
-import { caseInputSchema, configurationInputSchema, configurationSchema, isFinal, RUN_STATUSES, runCreateSchema } from '../../domain/testruns/runs';
+import { caseInputSchema, configurationInputSchema, configurationSchema, RUN_STATUSES, runCreateSchema } from '../../domain/testruns/runs';
 import type { Db } from '../../platform/db';
 import { readJsonObject } from '../shared/http';
 import { serviceErrors } from '../shared/service-errors';
 import { validate } from '../shared/validate';
-import { cancelRun, createRun, executeRun, reconcileRun, runView, type Project } from '../../services/testruns/runs';
+import { cancelRun, createRun, executeRun, listRuns, reconcileRun, runView, type Project } from '../../services/testruns/runs';
 
 export interface TestRunRouteDeps {
   db: Db;
@@ -154,13 +154,7 @@ export function testRunRoutes(deps: TestRunRouteDeps): { routes(): Middleware } 
   r.get('/projects/:id/runs', async (ctx) => {
     const p = ownProject(ctx);
     const q = validate(runListQuery, ctx.query);
-    const rows = await db('test_runs')
-      .where({ project_id: p.id })
-      .modify((b) => (q.status ? b.where({ status: q.status }) : b))
-      .orderBy('created_at', 'desc')
-      .limit(q.limit)
-      .select('id', 'label', 'status', 'created_at', 'finished_at');
-    ctx.body = { data: rows.map((x: { status: string }) => ({ ...x, final: isFinal(x.status) })) };
+    ctx.body = { data: await listRuns(db, p.id, q) };
   });
   r.get('/runs/:id', async (ctx) => {
     const p = ctx.state.ciProject as Project;

@@ -281,3 +281,14 @@ export async function reconcileRun(db: Db, temporal: Client, view: RunView): Pro
   await finalizeRun(db, view.id, e[0], e[1]);
   return true;
 }
+
+/** A project's runs, newest first, optionally of one status. */
+export async function listRuns(db: Db, projectId: string, q: { limit: number; status?: string }) {
+  const rows: Array<{ status: string }> = await db('test_runs')
+    .where({ project_id: projectId })
+    .modify((b) => (q.status ? b.where({ status: q.status }) : b))
+    .orderBy('created_at', 'desc')
+    .limit(q.limit)
+    .select('id', 'label', 'status', 'created_at', 'finished_at');
+  return rows.map((x) => ({ ...x, final: isFinal(x.status) }));
+}

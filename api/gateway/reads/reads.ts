@@ -7,16 +7,16 @@ import type { AuthRecord } from '../../../services/keys/auth-store';
 import { isExpired } from '../shared/auth';
 import type { Catalog } from '../../../services/catalog/catalog';
 import { validate } from '../../shared/validate';
+import { accountRow, findGeneration, keyOfAccount, keySpend, keyUsageWindows, usageBreakdown, type UsageRow } from '../../../services/credits/reads';
 
 const PAID = new Set(['starter', 'pro', 'business']);
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
-const SETTLED = "status IN ('settled','cancelled')";
 
 /** GET /v1/credits (spec 1 section 2.4): read fresh from the account row. */
 export function credits(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const a = await db('accounts').where({ id: auth.accountId }).first();
+    const a = await accountRow(db, auth.accountId);
     ctx.body = {
       data: {
         total_credits: toNumber(a.total_credits),
@@ -37,25 +37,12 @@ export function credits(db: Db) {
 export function keyInfo(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const [a, key, stats] = await Promise.all([
-      db('accounts').where({ id: auth.accountId }).first('total_credits', 'total_usage'),
+    const [a, key, s] = await Promise.all([
+      accountRow(db, auth.accountId),
       // A per-key spend limit exists only in the keyed variant (spec 3 A); spend counts held + charged.
-      auth.spendLimit === null ? null : db('api_keys').where({ id: auth.keyId }).first('spend', 'spend_limit'),
-      db.raw(
-        `SELECT
-           COALESCE(sum(charge), 0) AS usage, count(*)::int AS requests,
-           COALESCE(sum(charge) FILTER (WHERE settled_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'), 0) AS usage_daily,
-           COALESCE(sum(charge) FILTER (WHERE settled_at >= date_trunc('week', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'), 0) AS usage_weekly,
-           COALESCE(sum(charge) FILTER (WHERE settled_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'), 0) AS usage_monthly,
-           count(*) FILTER (WHERE settled_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int AS requests_daily,
-           count(*) FILTER (WHERE settled_at >= date_trunc('week', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int AS requests_weekly,
-           count(*) FILTER (WHERE settled_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int AS requests_monthly,
-           max(settled_at) AS last_used_at
-         FROM reservations WHERE key_id = ? AND ${SETTLED}`,
-        [auth.keyId],
-      ),
+      auth.spendLimit === null ? null : keySpend(db, auth.keyId),
+      keyUsageWindows(db, auth.keyId),
     ]);
-    const s = stats.rows[0];
     const expired = isExpired(auth);
     const balanceCredits = sub(a.total_credits, a.total_usage);
     const balance = toNumber(balanceCredits);
@@ -97,8 +84,7 @@ export function generation(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
     const { id } = validate(z.object({ id: z.string().min(1).max(200) }).strict(), ctx.query);
-    const q = db('reservations').where({ account_id: auth.accountId });
-    const r = await (UUID.test(id) ? q.where({ id }) : q.where({ body_id: id })).first();
+    const r = await findGeneration(db, auth.accountId, id);
     if (!r) throw new GatewayError('not_found', { detail: `No generation with id '${id}' on this account.`, param: 'id' });
     const pending = r.status === 'held';
     ctx.body = {
@@ -183,38 +169,12 @@ export function usage(db: Db) {
     if (from >= to) throw new GatewayError('invalid_parameter', { param: 'from', detail: 'must be before to' });
     if (to.getTime() - from.getTime() > MAX_RANGE_MS) throw new GatewayError('invalid_parameter', { param: 'to', detail: 'the range is at most 93 days' });
     if (q.api_key) {
-      const own = await db('api_keys').where({ id: q.api_key, account_id: auth.accountId }).first('id');
-      if (!own) throw new GatewayError('not_found', { detail: `No API key '${q.api_key}' on this account.`, param: 'api_key' });
+      if (!(await keyOfAccount(db, auth.accountId, q.api_key))) throw new GatewayError('not_found', { detail: `No API key '${q.api_key}' on this account.`, param: 'api_key' });
     }
-    const base = db('reservations')
-      .where({ account_id: auth.accountId })
-      .whereRaw(SETTLED)
-      .where('settled_at', '>=', from)
-      .where('settled_at', '<', to)
-      .modify((b) => {
-        if (q.model) b.where({ model: q.model });
-        if (q.provider) b.where({ provider: q.provider });
-        if (q.api_key) b.where({ key_id: q.api_key });
-      });
-    const agg = (col: string | null) =>
-      base
-        .clone()
-        .select(col ? db.raw(`${col} AS key`) : db.raw('NULL AS key'))
-        .select(db.raw('count(*)::int AS requests'), db.raw('COALESCE(sum(charge),0) AS credits'))
-        .select(db.raw('COALESCE(sum(prompt_tokens),0)::bigint AS prompt_tokens'), db.raw('COALESCE(sum(completion_tokens),0)::bigint AS completion_tokens'))
-        .modify((b) => {
-          if (col) b.groupByRaw(col).orderByRaw(col);
-        });
-    const [total, byModel, byProvider, byDay, byKey] = await Promise.all([
-      agg(null),
-      agg('model'),
-      agg('provider'),
-      agg(`to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`),
-      agg('key_id'),
-    ]);
-    const shape = (rows: Array<Record<string, unknown>>, name: string) =>
-      rows.map((r) => ({ [name]: r.key, requests: r.requests, credits: toNumber(r.credits as string), prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens }));
-    const t = total[0];
+    const { total, byModel, byProvider, byDay, byKey } = await usageBreakdown(db, { accountId: auth.accountId, from, to, model: q.model, provider: q.provider, keyId: q.api_key });
+    const shape = (rows: UsageRow[], name: string) =>
+      rows.map((r) => ({ [name]: r.key, requests: r.requests, credits: toNumber(r.credits), prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens }));
+    const t = total;
     ctx.body = {
       data: {
         from: from.toISOString(),
