@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Context } from 'koa';
-import { GatewayError } from '../../domain/shared/errors';
 import type { Db } from '../../platform/db';
 
 export type Claim = { status: 'new' } | { status: 'replay'; resultId: string | null } | { status: 'reused' };
@@ -11,14 +9,6 @@ export interface IdempotencyScope {
   key: string;
   /** hash of what makes two requests "the same content" */
   bodyHash: string;
-}
-
-/** The Idempotency-Key header, validated; null when absent. */
-export function idempotencyKey(ctx: Context): string | null {
-  const k = ctx.get('idempotency-key');
-  if (!k) return null;
-  if (k.length > 255 || !/^[\x21-\x7e]+$/.test(k)) throw new GatewayError('invalid_parameter', { param: 'Idempotency-Key', detail: 'at most 255 visible ASCII characters' });
-  return k;
 }
 
 export const contentHash = (...parts: Array<string | Buffer>): string => {

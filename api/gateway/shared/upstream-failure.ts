@@ -1,23 +1,56 @@
 import { errors as undiciErrors } from 'undici';
 import { GatewayError } from '../../../domain/shared/errors';
-import type { RequestReport } from '../../../domain/credits/reservation';
-import { UpstreamFailure } from '../../../providers/upstream';
+import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
+import type { Report } from './billable-call';
 
-export type Report = (r: Omit<RequestReport, 'latencyMs'>) => void;
+// The one mapping of failed provider calls to the client's error (spec 1 section 7), shared by
+// text, images, audio and video: a call that did not complete, and a provider's non-200 answer.
+// Both are reported as not billed.
 
-/** Maps a failed upstream call to the client's error and reports it; nothing is billed. */
+const NOT_BILLED = { outcome: 'failed', billable: false, usage: null, providerCost: null } as const;
+
+/** Maps a failed upstream call to the client's error and reports it. */
 export function upstreamFailure(err: unknown, report: Report, timeoutMs: number, model: string, code: 'generation_failed' | null = null): GatewayError {
-  const base = { billable: false, usage: null, providerCost: null } as const;
   if (err instanceof GatewayError) {
-    report({ ...base, outcome: 'failed', httpStatus: err.status, error: err.message });
+    report({ ...NOT_BILLED, httpStatus: err.status, error: err.message });
     return err;
   }
   if (err instanceof UpstreamFailure) {
-    report({ ...base, outcome: 'failed', uncertain: err.maySent, httpStatus: err.kind === 'timeout' ? 504 : 502, error: err.message });
+    report({ ...NOT_BILLED, uncertain: err.maySent, httpStatus: err.kind === 'timeout' ? 504 : 502, error: err.message });
     if (err.kind === 'timeout') return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
     return err.maySent ? new GatewayError('provider_error', { detail: err.message }) : new GatewayError('provider_unavailable', { model });
   }
-  report({ ...base, outcome: 'failed', uncertain: true, httpStatus: 502, error: String(err) });
+  report({ ...NOT_BILLED, uncertain: true, httpStatus: 502, error: String(err) });
   if (err instanceof undiciErrors.BodyTimeoutError) return new GatewayError('provider_timeout', { timeout_ms: timeoutMs });
   return code ? new GatewayError(code) : new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' });
+}
+
+export interface RefusalOptions {
+  /** the provider's message in its error body; default `error.message` */
+  message?: (body: unknown) => string | null | undefined;
+  /** an endpoint's own mapping of a refusal, tried first (e.g. an unsupported audio format) */
+  special?: (status: number, code: string | undefined) => GatewayError | null;
+}
+
+const defaultMessage = (body: unknown) => (body as { error?: { message?: string } } | null)?.error?.message;
+
+/** A provider's non-200 answer: read, reported (not billed) and mapped to the client's error. */
+export async function upstreamRefusal(res: UpstreamResponse, report: Report, model: string, o: RefusalOptions = {}): Promise<GatewayError> {
+  let detail = `HTTP ${res.statusCode}`;
+  let code: string | undefined;
+  try {
+    const body = await res.body.json();
+    detail = ((o.message ?? defaultMessage)(body) ?? detail).slice(0, 500);
+    code = (body as { error?: { code?: string } } | null)?.error?.code;
+  } catch {
+    // not JSON: keep the status line
+  }
+  report({ ...NOT_BILLED, httpStatus: res.statusCode, error: detail });
+  const s = res.statusCode;
+  const special = o.special?.(s, code);
+  if (special) return special;
+  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
+  if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
+  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
+  return new GatewayError('provider_error', { detail });
 }

@@ -10,14 +10,17 @@ import type { Catalog } from '../../../services/catalog/catalog';
 import type { Provider } from '../../../domain/catalog/model';
 import { readJsonObject } from '../../shared/http';
 import type { Hold, Reservations } from '../../../services/credits/holds';
+import type { Db } from '../../../platform/db';
 import { validate } from '../../shared/validate';
 import { checkAccess } from '../shared/access';
 import { NO_AUDIO, type Billing, type ClientDialect, type RenderContext, type RequestAudio } from './dialects/types';
 import { openEventStream } from '../shared/event-stream';
-import { upstreamFailure, type Report } from '../shared/upstream-failure';
+import { beginBillableCall, type Report } from '../shared/billable-call';
+import { upstreamFailure, upstreamRefusal } from '../shared/upstream-failure';
 import { chargeFor } from '../shared/usage-view';
 
 export interface InferenceDeps {
+  db: Db;
   catalog: Catalog;
   reservations: Reservations;
   upstreamTimeoutMs: number;
@@ -49,20 +52,20 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const canonical = native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
     const upstreamBody = canonical ? adapter.request(canonical, model.upstream_model, stream) : adapter.nativeRequest(body, model.upstream_model, stream);
 
-    const hold = await deps.reservations.hold({
-      reservationId: ctx.state.requestId,
-      accountId: auth.accountId,
-      keyId: auth.keyId,
-      model: model.id,
-      provider: provider.id,
-      endpoint: dialect.endpoint,
-      tariff: model,
-      held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
-      complimentary,
-      modality: audio.input || audio.output ? 'audio' : 'text',
+    const { hold, report } = await beginBillableCall(deps, ctx, {
+      started,
+      hold: {
+        model: model.id,
+        provider: provider.id,
+        endpoint: dialect.endpoint,
+        tariff: model,
+        held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
+        complimentary,
+        modality: audio.input || audio.output ? 'audio' : 'text',
+      },
+      // Audio requests show their audio tokens at GET /v1/generation (spec 2.9).
+      details: (r) => audioDetails(audio, r.usage),
     });
-    // Audio requests show their audio tokens at GET /v1/generation (spec 2.9).
-    const report: Report = (r) => void hold.report({ ...r, ...audioDetails(audio, r.usage), latencyMs: Date.now() - started });
     const abort = new AbortController();
     let upstream: UpstreamResponse;
     try {
@@ -70,7 +73,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     } catch (err) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
-    if (upstream.statusCode !== 200) throw await upstreamError(upstream, adapter, report, model.id);
+    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
     ctx.set('x-gateway-request-id', hold.reservationId);
     const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
     const billingOf = (usage: UpstreamUsage | null): Billing => {
@@ -105,21 +108,6 @@ function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
 /** The workflow recomputes the charge from the same inputs the answer showed. */
 function reportCompleted(report: Report, b: Billing, bodyId: string | null) {
   report({ outcome: 'completed', billable: true, usage: b.usage?.tokens ?? null, providerCost: b.providerCost, httpStatus: 200, bodyId });
-}
-
-async function upstreamError(res: UpstreamResponse, adapter: UpstreamAdapter, report: Report, model: string): Promise<GatewayError> {
-  let detail = `HTTP ${res.statusCode}`;
-  try {
-    detail = adapter.errorMessage(await res.body.json()) ?? detail;
-  } catch {
-    // not JSON: keep the status line
-  }
-  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: res.statusCode, error: detail });
-  const s = res.statusCode;
-  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
-  if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
-  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
-  return new GatewayError('provider_error', { detail });
 }
 
 interface RelayContext {

@@ -1,14 +1,8 @@
-import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { sub, toNumber, type Credits, type TokenRates } from '../../../../domain/credits/pricing';
-import type { UpstreamResponse } from '../../../../providers/upstream';
 import type { Db } from '../../../../platform/db';
-import type { AuthRecord } from '../../../../services/keys/auth-store';
 import type { Catalog } from '../../../../services/catalog/catalog';
 import type { Hold, Reservations } from '../../../../services/credits/holds';
-import type { Report } from '../../shared/upstream-failure';
-export { upstreamFailure, type Report } from '../../shared/upstream-failure';
-import { claimIdempotencyKey, idempotencyKey, releaseIdempotencyKey } from '../../../../services/idempotency/claims';
 
 export interface AudioDeps {
   db: Db;
@@ -32,22 +26,6 @@ export function decodeBase64(data: string): Buffer | null {
   return Buffer.from(clean, 'base64');
 }
 
-/**
- * Claims the Idempotency-Key (spec 4.9) before the hold: a repeat with the same content is 409
- * `idempotent_replay`, other content 409 `idempotency_key_reused`. Returns the release to call
- * when the request ends without output, so the key can be used again.
- */
-export async function claimAudioKey(ctx: Context, db: Db, bodyHash: string): Promise<(() => Promise<void>) | null> {
-  const key = idempotencyKey(ctx);
-  if (!key) return null;
-  const auth: AuthRecord = ctx.state.auth;
-  const scope = { accountId: auth.accountId, scope: 'audio' as const, key };
-  const claim = await claimIdempotencyKey(db, { ...scope, bodyHash });
-  if (claim.status === 'replay') throw new GatewayError('idempotent_replay');
-  if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key });
-  return () => releaseIdempotencyKey(db, scope);
-}
-
 /** Spec 2.2 media form of `usage`: what the charge is now, and the balance around it. */
 export function mediaUsage(hold: Hold, cost: Credits, billingSource: string) {
   const shown = hold.complimentary ? '0' : cost;
@@ -58,25 +36,9 @@ export function mediaUsage(hold: Hold, cost: Credits, billingSource: string) {
   };
 }
 
-/** A non-200 answer of the provider: reported (not billed) and mapped to spec 1 section 7. */
-export async function upstreamRefusal(res: UpstreamResponse, report: Report, model: string, audioParam: string | null): Promise<GatewayError> {
-  let detail = `HTTP ${res.statusCode}`;
-  let code: string | undefined;
-  try {
-    const body = (await res.body.json()) as { error?: { message?: string; code?: string } };
-    detail = body.error?.message ?? detail;
-    code = body.error?.code;
-  } catch {
-    // not JSON: keep the status line
-  }
-  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: res.statusCode, error: detail });
-  const s = res.statusCode;
-  if (s === 400 && code === 'unsupported_format' && audioParam) return new GatewayError('unsupported_audio_format', { format: 'this', param: audioParam });
-  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
-  if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
-  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
-  return new GatewayError('provider_error', { detail });
-}
+/** A provider refusing the audio's format answers 400 unsupported_audio_format naming the field. */
+export const unsupportedFormat = (audioParam: string) => (status: number, code: string | undefined) =>
+  status === 400 && code === 'unsupported_format' ? new GatewayError('unsupported_audio_format', { format: 'this', param: audioParam }) : null;
 
 /**
  * How an audio model is priced (`details.pricing`, credits per unit): by its unit (`per_character`

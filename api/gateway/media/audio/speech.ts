@@ -9,7 +9,9 @@ import type { CatalogModel } from '../../../../domain/catalog/model';
 import { readJsonObject } from '../../../shared/http';
 import { checkAccess } from '../../shared/access';
 import { contentHash } from '../../../../services/idempotency/claims';
-import { audioPricing, claimAudioKey, decodeBase64, rejectUnknown, upstreamFailure, upstreamRefusal, type AudioPricing, type AudioDeps, type Report } from './common';
+import { type AudioDeps, audioPricing, type AudioPricing, decodeBase64, rejectUnknown } from './common';
+import { beginBillableCall } from '../../shared/billable-call';
+import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import { inspectAudio } from './format';
 
 const MAX_INPUT = 10_000;
@@ -117,27 +119,11 @@ export function speech(deps: AudioDeps) {
     if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
     // The answer reports no usage, so the hold is also the estimate should the provider record no cost.
     const estimate = speechHold(audioPricing(model.details, 'per_character', model.id), p);
-    const release = await claimAudioKey(ctx, deps.db, contentHash('speech', JSON.stringify(body)));
-
-    let hold;
-    try {
-      hold = await deps.reservations.hold({
-        reservationId: ctx.state.requestId,
-        accountId: auth.accountId,
-        keyId: auth.keyId,
-        model: model.id,
-        provider: provider.id,
-        endpoint: '/v1/audio/speech',
-        modality: 'audio',
-        tariff: model,
-        held: complimentary ? '0' : estimate,
-        complimentary,
-      });
-    } catch (err) {
-      await release?.();
-      throw err;
-    }
-    const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started });
+    const { hold, report, key } = await beginBillableCall(deps, ctx, {
+      started,
+      idempotency: { scope: 'audio', bodyHash: contentHash('speech', JSON.stringify(body)) },
+      hold: { model: model.id, provider: provider.id, endpoint: '/v1/audio/speech', modality: 'audio', tariff: model, held: complimentary ? '0' : estimate, complimentary },
+    });
     // A client that leaves, before or during the audio, stops the provider.
     const client = { gone: false };
     const abort = new AbortController();
@@ -151,7 +137,7 @@ export function speech(deps: AudioDeps) {
     try {
       upstream = await postUpstream(provider, SPEECH_PATH, speechRequest(params, model.upstream_model), { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
     } catch (err) {
-      await release?.();
+      await key.release();
       if (client.gone) {
         // Gone before the provider answered: no audio reached anyone, and no cost record is known.
         report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error: 'the client closed before the provider answered' });
@@ -160,8 +146,8 @@ export function speech(deps: AudioDeps) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (upstream.statusCode !== 200) {
-      await release?.();
-      throw await upstreamRefusal(upstream, report, model.id, null);
+      await key.release();
+      throw await upstreamRefusal(upstream, report, model.id);
     }
     const generationId = upstream.headers[GENERATION_ID_HEADER]?.toString();
     // No cost in the answer: the provider records it, the reservation workflow fetches it.

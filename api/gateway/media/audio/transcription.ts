@@ -8,7 +8,9 @@ import { postUpstreamForm } from '../../../../providers/upstream';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
 import { checkAccess } from '../../shared/access';
 import { contentHash } from '../../../../services/idempotency/claims';
-import { audioPricing, claimAudioKey, mediaUsage, upstreamFailure, upstreamRefusal, type AudioPricing, type AudioDeps, type Report } from './common';
+import { type AudioDeps, audioPricing, type AudioPricing, mediaUsage, unsupportedFormat } from './common';
+import { beginBillableCall } from '../../shared/billable-call';
+import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import { holdSeconds } from './format';
 import { readTranscription } from './transcription-request';
 
@@ -58,27 +60,11 @@ export function transcription(deps: AudioDeps) {
     if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
     const pricing = audioPricing(model.details, 'per_second', model.id);
     const held = complimentary ? '0' : transcriptionHold(pricing, holdSeconds({ kind: 'accepted', format: t.format, seconds: t.seconds }, t.audio.length));
-    const release = await claimAudioKey(ctx, deps.db, contentHash('transcription', JSON.stringify(t.fields), t.audio));
-
-    let hold;
-    try {
-      hold = await deps.reservations.hold({
-        reservationId: ctx.state.requestId,
-        accountId: auth.accountId,
-        keyId: auth.keyId,
-        model: model.id,
-        provider: provider.id,
-        endpoint: '/v1/audio/transcriptions',
-        modality: 'audio',
-        tariff: model,
-        held,
-        complimentary,
-      });
-    } catch (err) {
-      await release?.();
-      throw err;
-    }
-    const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started });
+    const { hold, report, key } = await beginBillableCall(deps, ctx, {
+      started,
+      idempotency: { scope: 'audio', bodyHash: contentHash('transcription', JSON.stringify(t.fields), t.audio) },
+      hold: { model: model.id, provider: provider.id, endpoint: '/v1/audio/transcriptions', modality: 'audio', tariff: model, held, complimentary },
+    });
     const form = transcriptionRequest(
       { audio: t.audio, format: t.format, language: t.language, temperature: t.temperature, verbose: t.verbose, granularities: t.granularities, options: t.providerOptions?.[provider.id] },
       model.upstream_model,
@@ -88,12 +74,12 @@ export function transcription(deps: AudioDeps) {
     try {
       upstream = await postUpstreamForm(provider, TRANSCRIPTION_PATH, form, { timeoutMs: deps.upstreamTimeoutMs, authHeaders: adapter.authHeaders });
     } catch (err) {
-      await release?.();
+      await key.release();
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (upstream.statusCode !== 200) {
-      await release?.();
-      throw await upstreamRefusal(upstream, report, model.id, audioParam);
+      await key.release();
+      throw await upstreamRefusal(upstream, report, model.id, { special: unsupportedFormat(audioParam) });
     }
     try {
       json = (await upstream.body.json()) as Record<string, unknown>;

@@ -13,11 +13,11 @@ import {
   parseImageStreamEvent,
   type UpstreamImageUsage,
 } from '../../../../providers/openai/images';
-import type { AuthRecord } from '../../../../services/keys/auth-store';
 import type { Access } from '../../shared/access';
 import type { Hold, Reservations } from '../../../../services/credits/holds';
 import type { Db } from '../../../../platform/db';
-import { claimIdempotencyKey, recordIdempotentResult, releaseIdempotencyKey } from '../../../../services/idempotency/claims';
+import { beginBillableCall } from '../../shared/billable-call';
+import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import { chargeOf, holdFor, imageUsage, mediaCharge, outputPixels, type ImageRates } from './billing';
 import { IMAGE_MEDIA_TYPE, sniffImage } from './image-kind';
 import { openEventStream } from '../../shared/event-stream';
@@ -42,7 +42,6 @@ export interface ImageJob {
   idempotency: { key: string; bodyHash: string } | null;
 }
 
-type Report = (r: Omit<RequestReport, 'latencyMs'>) => void;
 const NOT_BILLED = { billable: false, usage: null, providerCost: null } as const;
 
 function mediaType(b64: string): string {
@@ -52,40 +51,18 @@ function mediaType(b64: string): string {
 
 export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob): Promise<void> {
   const started = Date.now();
-  const auth: AuthRecord = ctx.state.auth;
   const { model, provider, complimentary } = job.access;
   const { req } = job;
-  const scope = job.idempotency ? { accountId: auth.accountId, scope: 'images' as const, key: job.idempotency.key } : null;
-  if (job.idempotency && scope) {
-    const claim = await claimIdempotencyKey(deps.db, { ...scope, bodyHash: job.idempotency.bodyHash });
-    if (claim.status === 'replay') throw new GatewayError('idempotent_replay');
-    if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key: job.idempotency.key });
-  }
-  const release = () => (scope ? releaseIdempotencyKey(deps.db, scope) : Promise.resolve());
-
-  let hold: Hold;
-  try {
-    hold = await deps.reservations.hold({
-      reservationId: ctx.state.requestId,
-      accountId: auth.accountId,
-      keyId: auth.keyId,
-      model: model.id,
-      provider: provider.id,
-      endpoint: job.endpoint,
-      tariff: model,
-      held: complimentary ? '0' : holdFor(job.rates, req.n, job.inputs.length),
-      complimentary,
-      modality: 'image',
-    });
-  } catch (err) {
-    await release();
-    throw err;
-  }
   const usageDetails = { images_requested: req.n, input_images: job.inputs.length, size: sizeLabel(req) };
-  const report: Report = (r) => void hold.report({ ...r, latencyMs: Date.now() - started, usageDetails: { ...usageDetails, ...r.usageDetails } });
+  const { hold, report, key } = await beginBillableCall(deps, ctx, {
+    started,
+    idempotency: job.idempotency ? { scope: 'images', bodyHash: job.idempotency.bodyHash } : null,
+    hold: { model: model.id, provider: provider.id, endpoint: job.endpoint, tariff: model, held: complimentary ? '0' : holdFor(job.rates, req.n, job.inputs.length), complimentary, modality: 'image' },
+    details: (r) => ({ usageDetails: { ...usageDetails, ...r.usageDetails } }),
+  });
   const failed = async (r: Omit<RequestReport, 'latencyMs' | 'outcome' | 'billable' | 'usage' | 'providerCost'> & { outcome?: 'cancelled' }, err: GatewayError) => {
     report({ ...NOT_BILLED, outcome: 'failed', ...r });
-    if (!r.uncertain) await release();
+    if (!r.uncertain) await key.release();
     return err;
   };
 
@@ -118,29 +95,15 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
       authHeaders: openaiImageAuth,
     });
   } catch (err) {
-    if (err instanceof UpstreamFailure) {
-      const e = err.kind === 'timeout' ? new GatewayError('provider_timeout', { timeout_ms: deps.upstreamTimeoutMs }) : err.maySent ? new GatewayError('provider_error', { detail: err.message }) : new GatewayError('provider_unavailable', { model: model.id });
-      throw await failed({ uncertain: err.maySent, httpStatus: e.status, error: err.message }, e);
-    }
-    throw await failed({ uncertain: true, httpStatus: 502, error: String(err) }, new GatewayError('provider_error', { detail: String(err) }));
+    const e = upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
+    // A call the provider may have received keeps its key: a retry must not run it twice.
+    if (err instanceof UpstreamFailure && !err.maySent) await key.release();
+    throw e;
   }
   if (upstream.statusCode !== 200) {
-    let detail = `HTTP ${upstream.statusCode}`;
-    try {
-      detail = imageErrorMessage(await upstream.body.json()) ?? detail;
-    } catch {
-      // not JSON: keep the status line
-    }
-    const s = upstream.statusCode;
-    const e =
-      s === 429
-        ? new GatewayError('provider_rate_limited', {}, { 'retry-after': upstream.headers['retry-after']?.toString() ?? '1' })
-        : s === 401 || s === 403
-          ? new GatewayError('provider_unavailable', { model: model.id })
-          : s < 500
-            ? new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` })
-            : new GatewayError('provider_error', { detail });
-    throw await failed({ httpStatus: s, error: detail }, e);
+    const e = await upstreamRefusal(upstream, report, model.id, { message: imageErrorMessage });
+    await key.release();
+    throw e;
   }
   ctx.set('x-gateway-request-id', hold.reservationId);
   const finish = (received: number, tokens: UpstreamImageUsage | null, cost: number | undefined, outcome: 'completed' | 'cancelled' = 'completed') => {
@@ -155,7 +118,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
       usageDetails: { images_returned: received },
       httpStatus: outcome === 'cancelled' ? 499 : 200,
     });
-    if (scope) void recordIdempotentResult(deps.db, scope, hold.reservationId).catch(() => {});
+    void key.recordResult(hold.reservationId).catch(() => {});
     return { usage: imageUsage(hold, charge, tokens), charge: charge.charge };
   };
 

@@ -8,7 +8,7 @@ import type { Catalog } from '../../../../services/catalog/catalog';
 import type { CatalogModel } from '../../../../domain/catalog/model';
 import { readJsonObject } from '../../../shared/http';
 import { checkAccess } from '../../shared/access';
-import { idempotencyKey } from '../../../../services/idempotency/claims';
+import { idempotencyKey } from '../../shared/billable-call';
 import { ratesFor } from './billing';
 import { decodeDataUrl, IMAGE_MEDIA_TYPE, sniffImage } from './image-kind';
 import { boundaryOf, MultipartError, readMultipart, type Part } from './multipart';

@@ -4,14 +4,16 @@ import { GatewayError } from '../../../../domain/shared/errors';
 import { DEFAULT_VIDEO_POLLING, MEDIA_TASK_QUEUE, videoWorkflowId, type VideoJobInput } from '../../../../domain/media/video';
 import { parseVideoObject, VIDEO_CREATE_PATH, videoCreateBody } from '../../../../providers/openai/videos';
 import { ADAPTERS } from '../../../../providers';
-import { postUpstream, UpstreamFailure } from '../../../../providers/upstream';
+import { postUpstream } from '../../../../providers/upstream';
 import { startVideoJob } from '../../../../services/media/client';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
 import { completedUpstreamId, insertJob, jobSummary, setUpstreamId } from '../../../../services/media/jobs';
 import { readJsonObject } from '../../../shared/http';
 import { validate } from '../../../shared/validate';
 import { checkAccess } from '../../shared/access';
-import { claimIdempotencyKey, contentHash, idempotencyKey, recordIdempotentResult, releaseIdempotencyKey } from '../../../../services/idempotency/claims';
+import { contentHash } from '../../../../services/idempotency/claims';
+import { claimRequestKey, takeHold } from '../../shared/billable-call';
+import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import type { VideoDeps } from './deps';
 import { planVideo, videoCreateSchema } from './schema';
 import { accepted } from './view';
@@ -54,30 +56,25 @@ export function createVideo(deps: VideoDeps) {
       }
     }
 
-    const key = idempotencyKey(ctx);
-    const scope = key ? { accountId: auth.accountId, scope: 'video' as const, key } : null;
-    if (scope) {
-      // Creation ends with the provider's answer or its timeout; a claim older than that (plus
-      // slack for the hold and the workflow start) was left by a process that died.
-      const claim = await claimIdempotencyKey(deps.db, { ...scope, bodyHash: contentHash(stable(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
-      if (claim.status === 'reused') throw new GatewayError('idempotency_key_reused', { key: key! });
-      if (claim.status === 'replay') {
-        if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
-        const job = await jobSummary(deps.db, claim.resultId);
-        ctx.set('x-gateway-request-id', job.reservation_id);
-        ctx.status = 202;
-        ctx.body = accepted(ctx, job.id, job.status);
-        return;
-      }
+    // Creation ends with the provider's answer or its timeout; a claim older than that (plus
+    // slack for the hold and the workflow start) was left by a process that died.
+    const claim = await claimRequestKey(deps.db, ctx, { scope: 'video', bodyHash: contentHash(stable(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
+    if (claim.replay) {
+      // A repeated create answers the job it made (spec 4.9), not 409.
+      if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
+      const job = await jobSummary(deps.db, claim.resultId);
+      ctx.set('x-gateway-request-id', job.reservation_id);
+      ctx.status = 202;
+      ctx.body = accepted(ctx, job.id, job.status);
+      return;
     }
 
     const jobId = newJobId();
-    let recorded = false;
-    try {
-      const hold = await deps.reservations.hold({
-        reservationId: ctx.state.requestId,
-        accountId: auth.accountId,
-        keyId: auth.keyId,
+    // The hold belongs to the job's workflow (ownerWorkflowId): it settles it, no report is sent.
+    const hold = await takeHold(
+      deps.reservations,
+      ctx,
+      {
         model: model.id,
         provider: provider.id,
         endpoint: ENDPOINT,
@@ -86,7 +83,11 @@ export function createVideo(deps: VideoDeps) {
         complimentary,
         modality: 'video',
         ownerWorkflowId: videoWorkflowId(jobId),
-      });
+      },
+      claim.key,
+    );
+    let recorded = false;
+    try {
       await insertJob(deps.db, {
         id: jobId,
         accountId: auth.accountId,
@@ -116,15 +117,13 @@ export function createVideo(deps: VideoDeps) {
       if (outcome.ok) await setUpstreamId(deps.db, jobId, outcome.upstreamId);
       await job.tell(outcome.ok ? outcome : { ok: false, error: outcome.error.message });
       if (!outcome.ok) throw outcome.error;
-      if (scope) {
-        await recordIdempotentResult(deps.db, scope, jobId);
-        recorded = true;
-      }
+      await claim.key.recordResult(jobId);
+      recorded = true;
       ctx.set('x-gateway-request-id', hold.reservationId);
       ctx.status = 202;
       ctx.body = accepted(ctx, jobId, 'pending');
     } catch (err) {
-      if (scope && !recorded) await releaseIdempotencyKey(deps.db, scope);
+      if (!recorded) await claim.key.release();
       throw err;
     }
   };
@@ -143,25 +142,18 @@ async function forwardCreate(
 ): Promise<Forwarded> {
   try {
     const res = await postUpstream(provider, VIDEO_CREATE_PATH, videoCreateBody(req, upstreamModel, previousUpstream), { timeoutMs: deps.upstreamTimeoutMs, authHeaders });
-    const json = (await res.body.json().catch(() => null)) as Record<string, unknown> | null;
     const s = res.statusCode;
-    if (s === 200 || s === 201 || s === 202) {
-      try {
-        return { ok: true, upstreamId: parseVideoObject(json ?? {}).id };
-      } catch {
-        return { ok: false, error: new GatewayError('generation_failed') };
-      }
+    // The job's workflow is told the outcome (tell), so nothing is reported here.
+    if (s !== 200 && s !== 201 && s !== 202) return { ok: false, error: await upstreamRefusal(res, () => {}, upstreamModel) };
+    const json = (await res.body.json().catch(() => null)) as Record<string, unknown> | null;
+    try {
+      return { ok: true, upstreamId: parseVideoObject(json ?? {}).id };
+    } catch {
+      return { ok: false, error: new GatewayError('generation_failed') };
     }
-    const detail = ((json?.error as { message?: string } | undefined)?.message ?? `HTTP ${s}`).slice(0, 500);
-    if (s === 429) return { ok: false, error: new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' }) };
-    if (s === 401 || s === 403) return { ok: false, error: new GatewayError('provider_unavailable', { model: upstreamModel }) };
-    if (s >= 400 && s < 500) return { ok: false, error: new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` }) };
-    return { ok: false, error: new GatewayError('provider_error', { detail }) };
   } catch (err) {
     ctx.state.log.warn({ err }, 'video create forward failed');
     // Without the provider's job id nothing can be polled or charged: the hold returns.
-    if (err instanceof UpstreamFailure && err.kind === 'timeout') return { ok: false, error: new GatewayError('provider_timeout', { timeout_ms: deps.upstreamTimeoutMs }) };
-    if (err instanceof UpstreamFailure && !err.maySent) return { ok: false, error: new GatewayError('provider_unavailable', { model: upstreamModel }) };
-    return { ok: false, error: new GatewayError('provider_error', { detail: err instanceof Error ? err.message : String(err) }) };
+    return { ok: false, error: upstreamFailure(err, () => {}, deps.upstreamTimeoutMs, upstreamModel) };
   }
 }
