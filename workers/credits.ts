@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { createProviderCostActivities } from '../activities/credits/provider-cost';
-import { createLedgerActivities } from '../activities/credits/settlement';
+import { createSettlementActivities } from '../activities/credits/settlement';
 import { createSweeperActivities } from '../activities/credits/sweeper';
 import type { Db } from '../platform/db';
 import { createDomainWorker } from './base';
@@ -25,6 +25,6 @@ export function createCreditsWorker(deps: CreditsWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createLedgerActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal), ...createProviderCostActivities(deps.db) },
+    activities: { ...createSettlementActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal), ...createProviderCostActivities(deps.db) },
   });
 }

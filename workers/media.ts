@@ -1,5 +1,5 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
-import { createLedgerActivities } from '../activities/credits/settlement';
+import { createSettlementActivities } from '../activities/credits/settlement';
 import { createVideoActivities } from '../activities/media/video';
 import type { Db } from '../platform/db';
 import { createDomainWorker } from './base';
@@ -29,7 +29,7 @@ export function createMediaWorker(deps: MediaWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createVideoActivities({ db: deps.db }), ...createLedgerActivities(deps.db) },
+    activities: { ...createVideoActivities({ db: deps.db }), ...createSettlementActivities(deps.db) },
     options: { maxCachedWorkflows: deps.maxCachedWorkflows ?? 2000, ...deps.workerOptions },
   });
 }

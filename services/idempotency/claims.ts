@@ -11,6 +11,18 @@ export interface IdempotencyScope {
   bodyHash: string;
 }
 
+/** JSON with sorted keys: key order does not make two bodies different content. */
+export function stableJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
 export const contentHash = (...parts: Array<string | Buffer>): string => {
   const h = createHash('sha256');
   for (const p of parts) h.update(p).update('\0');

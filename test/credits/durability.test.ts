@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
-import { createLedgerActivities } from '../../activities/credits/settlement';
+import { createSettlementActivities } from '../../activities/credits/settlement';
 import { Reservations } from '../../services/credits/holds';
 import { reservationWorkflow } from '../../workflows/credits/reservation';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
@@ -44,7 +44,7 @@ describe('reservation durability', function () {
     const id = randomUUID();
     const res = new Reservations(env.db, stack.temporal, { taskQueue: `no-worker-${id}`, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
     await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '1', complimentary: false });
-    const { settleReservation } = createLedgerActivities(env.db);
+    const { settleReservation } = createSettlementActivities(env.db);
     const report = { outcome: 'completed' as const, billable: true, usage: { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200 };
     const [a, b] = await Promise.all([settleReservation(id, report), settleReservation(id, report)]);
     assert.equal([a.applied, b.applied].filter(Boolean).length, 1);

@@ -1,12 +1,12 @@
 import { condition, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import { SA } from '../../domain/shared/search-attributes';
-import type { LedgerActivities } from '../../activities/credits/settlement';
+import type { SettlementActivities } from '../../activities/credits/settlement';
 import type { ProviderCostActivities } from '../../activities/credits/provider-cost';
 import { ABANDONED_REPORT, reportSignal, type RequestReport, type ReservationInput, type SettlementResult } from '../../domain/credits/reservation';
 
 // A local activity: settled inside the workflow task, without a round trip through the task
 // queue (one reservation per request makes that round trip the dominant cost).
-const { settleReservation } = proxyLocalActivities<LedgerActivities>({
+const { settleReservation } = proxyLocalActivities<SettlementActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });

@@ -1,5 +1,5 @@
 import { condition, continueAsNew, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
-import type { LedgerActivities } from '../../activities/credits/settlement';
+import type { SettlementActivities } from '../../activities/credits/settlement';
 import type { VideoActivities } from '../../activities/media/video';
 import type { RequestReport, SettlementResult } from '../../domain/credits/reservation';
 import { SA } from '../../domain/shared/search-attributes';
@@ -12,7 +12,7 @@ const { pollVideo, recordVideoStatus } = proxyLocalActivities<VideoActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
-const { settleReservation } = proxyActivities<LedgerActivities>({
+const { settleReservation } = proxyActivities<SettlementActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });

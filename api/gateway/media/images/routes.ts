@@ -8,6 +8,7 @@ import type { Catalog } from '../../../../services/catalog/catalog';
 import type { CatalogModel } from '../../../../domain/catalog/model';
 import { readJsonObject } from '../../../shared/http';
 import { checkAccess } from '../../shared/access';
+import { stableJson } from '../../../../services/idempotency/claims';
 import { idempotencyKey } from '../../shared/billable-call';
 import { ratesFor } from './billing';
 import { decodeDataUrl, IMAGE_MEDIA_TYPE, sniffImage } from './image-kind';
@@ -28,17 +29,6 @@ const MAX_FORM_PARTS = MAX_INPUT_IMAGES + EDIT_TEXT_FIELDS.size + 4;
 const MAX_FIELD_BYTES = 256 * 1024;
 const IMAGE_CAPABILITIES = ['image_generation', 'image_editing', 'streaming'];
 
-/** Key order does not make two JSON bodies different content. */
-function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
 
 /** POST /v1/images, /v1/images/generations (spec 1 section 4.1). */
 function generations(deps: ImageRouteDeps, endpoint: string) {

@@ -11,7 +11,7 @@ import { completedUpstreamId, insertJob, jobSummary, setUpstreamId } from '../..
 import { readJsonObject } from '../../../shared/http';
 import { validate } from '../../../shared/validate';
 import { checkAccess } from '../../shared/access';
-import { contentHash } from '../../../../services/idempotency/claims';
+import { contentHash, stableJson } from '../../../../services/idempotency/claims';
 import { claimRequestKey, takeHold } from '../../shared/billable-call';
 import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import type { VideoDeps } from './deps';
@@ -22,17 +22,6 @@ const ENDPOINT = 'POST /v1/videos';
 
 const newJobId = () => `gen-vid-${Date.now()}-${randomBytes(10).toString('hex')}`;
 
-/** JSON with sorted keys: the same content hashes the same whatever the key order. */
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
 
 /**
  * POST /v1/videos: validate (nothing held on a 400), hold duration × resolution price, write the
@@ -58,7 +47,7 @@ export function createVideo(deps: VideoDeps) {
 
     // Creation ends with the provider's answer or its timeout; a claim older than that (plus
     // slack for the hold and the workflow start) was left by a process that died.
-    const claim = await claimRequestKey(deps.db, ctx, { scope: 'video', bodyHash: contentHash(stable(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
+    const claim = await claimRequestKey(deps.db, ctx, { scope: 'video', bodyHash: contentHash(stableJson(body)), staleAfterMs: deps.upstreamTimeoutMs + 30_000 });
     if (claim.replay) {
       // A repeated create answers the job it made (spec 4.9), not 409.
       if (!claim.resultId) throw new GatewayError('idempotent_request_in_progress', { retry_after: 1 }, { 'retry-after': '1' });
