@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { GatewayError } from '../../domain/shared/errors';
+import { isDatabaseUnavailable } from '../../platform/db-errors';
 import type { Logger } from '../../platform/logger';
 
 export interface RequestState {
@@ -37,7 +38,10 @@ export function requestContext(logger: Logger, requestIdHeader: string | null) {
 export function sendError(ctx: Context, err: unknown): void {
   let e: GatewayError;
   if (err instanceof GatewayError) e = err;
-  else {
+  else if (isDatabaseUnavailable(err)) {
+    ctx.state.log.warn({ err }, 'database unavailable');
+    e = new GatewayError('service_unavailable', { detail: 'The database is unavailable; retry shortly.' }, { 'retry-after': '2' });
+  } else {
     ctx.state.log.error({ err }, 'unhandled error');
     e = new GatewayError('internal_error', { request_id: ctx.state.requestId });
   }

@@ -142,6 +142,10 @@ export class Reservations {
 
   private async report(h: HoldRequest, r: RequestReport): Promise<void> {
     if (h.ownerWorkflowId) throw new Error(`hold ${h.reservationId} is resolved by ${h.ownerWorkflowId}, not by a report`);
+    // The answer's id is readable by GET /v1/generation at once, not only once settled.
+    if (r.bodyId) {
+      await this.db('reservations').where({ id: h.reservationId }).whereNull('body_id').update({ body_id: r.bodyId }).catch((err) => this.opts.logger.warn({ err, reservation: h.reservationId }, 'could not record the body id early; settlement records it'));
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         await reportOutcome(

@@ -153,9 +153,11 @@ describe('keyed gateway variant (spec 3 A)', function () {
         refused(await chat(gw.url, 'mt-not-a-key'), 401, 'invalid_api_key');
         refused(await call(gw.url, '/v1/models', { headers: { 'x-api-key': `gw_ai_${'x'.repeat(40)}` } }), 401, 'invalid_api_key');
         assert.ok(Date.now() - t0 < 900, 'answered without waiting for the database');
-        // A well-formed key does need the database: here it cannot be checked.
+        // A well-formed key does need the database: here it cannot be checked, a 503 to retry.
         const r = await chat(gw.url, unknownKey());
-        assert.equal(r.status, 500, r.text);
+        assert.equal(r.status, 503, r.text);
+        assert.equal(r.json.error.code, 'service_unavailable');
+        assert.ok(Number(r.headers.get('retry-after')) >= 1);
         assert.match(r.headers.get('x-request-id') ?? '', UUID);
       } finally {
         await gw.close();

@@ -83,7 +83,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function generation(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const { id } = validate(z.object({ id: z.string().min(1).max(200) }).strict(), ctx.query);
+    const { id } = validate(z.object({ id: z.string().min(1).max(200).regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters') }).strict(), ctx.query);
     const r = await findGeneration(db, auth.accountId, id);
     if (!r) throw new GatewayError('not_found', { detail: `No generation with id '${id}' on this account.`, param: 'id' });
     const pending = r.status === 'held';
