@@ -18,28 +18,43 @@ import { hashKey, keyFormatOf, type KeyFormat } from '../services/keys/key-forma
 import { ConfigError, loadConfig } from '../platform/config';
 import { databaseUrl, EMBEDDED_DATABASE } from '../platform/database-url';
 import { createDb, migrate, type Db } from '../platform/db';
-import { createLogger } from '../platform/logger';
+import { createLogger, type Logger } from '../platform/logger';
 import { startEmbeddedPostgres } from '../platform/postgres';
 import { startTemporalDevServer } from '../platform/temporal-server';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
+/** What has been started, in order; stopped newest first on a signal or a failed start. */
+const stops: Array<() => Promise<unknown>> = [];
+
+async function stopAll(log: Logger | null): Promise<void> {
+  for (let stop = stops.pop(); stop; stop = stops.pop()) {
+    await stop().catch((err) => (log ? log.error({ err }, 'error while stopping') : process.stderr.write(`error while stopping: ${String(err)}\n`)));
+  }
+}
+
 async function main() {
   const t0 = Date.now();
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
-  const stops: Array<() => Promise<unknown>> = [];
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
-    for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'error while stopping'));
+    await stopAll(log);
     log.info('stopped');
-    process.exit(0);
+    process.exit(code);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGHUP', () => void shutdown('SIGHUP'));
+  // Whoever started us (npm, tsx, a supervisor) died without passing a signal on: stop too,
+  // rather than leave PostgreSQL and Temporal running without anyone to stop them.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown('parent exited');
+  }, 1000).unref();
 
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (!config.DATABASE_URL) {
@@ -52,6 +67,7 @@ async function main() {
       port: config.TEMPORAL_PORT,
       uiPort: config.TEMPORAL_UI_PORT,
       dbFile: path.join(config.dataDir, 'temporal.sqlite'),
+      pidFile: path.join(config.dataDir, 'temporal.pid'),
       namespace: config.TEMPORAL_NAMESPACE,
       logger: log,
     });
@@ -144,7 +160,9 @@ async function demoAccountKey(db: Db, dataDir: string, format: KeyFormat): Promi
   return key;
 }
 
-main().catch((err) => {
-  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `npm start failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+main().catch(async (err) => {
+  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `npm start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  // A failed start stops what it had started, newest first.
+  await stopAll(null);
   process.exit(1);
 });

@@ -1,6 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from './logger';
+import { stopOrphan } from './orphans';
+
+const ACCESS_HINT = (dir: string) =>
+  `Started as root, embedded PostgreSQL runs as the system user 'postgres', which cannot enter ${dir} or one of its parent folders. ` +
+  `Run npm start as a normal user, or move the project (or DATA_DIR) to a folder every user may enter (chmod o+x on each parent), or set DATABASE_URL to your own PostgreSQL.`;
+
+/** As root, PostgreSQL runs as 'postgres': every folder above its data must be enterable by others. */
+function assertPostgresUserCanEnter(dir: string): void {
+  for (let d = path.resolve(path.dirname(dir)); ; d = path.dirname(d)) {
+    if (fs.existsSync(d) && (fs.statSync(d).mode & 0o001) === 0) throw new Error(ACCESS_HINT(dir));
+    if (d === path.dirname(d)) return;
+  }
+}
 
 export interface EmbeddedDatabase {
   url: string;
@@ -14,6 +27,10 @@ export interface EmbeddedDatabase {
 export async function startEmbeddedPostgres(opts: { dir: string; port: number; database: string; persistent: boolean; logger: Logger }): Promise<EmbeddedDatabase> {
   const fresh = !fs.existsSync(path.join(opts.dir, 'PG_VERSION'));
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
+  // PostgreSQL of an earlier start that was killed: stopped with a fast shutdown (SIGINT).
+  await stopOrphan(path.join(opts.dir, 'postmaster.pid'), /postgres/, 'PostgreSQL', opts.logger, 'SIGINT');
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) assertPostgresUserCanEnter(opts.dir);
   // ESM-only package: loaded with import() from this CommonJS project. It installs exit hooks
   // that stop PostgreSQL and exit on SIGINT/SIGTERM before the services using it have stopped;
   // `npm start` stops everything itself, in order, so those hooks are removed.
@@ -28,13 +45,20 @@ export async function startEmbeddedPostgres(opts: { dir: string; port: number; d
     password: 'postgres',
     persistent: opts.persistent,
     // As root, initdb refuses to run; the package then runs it as a `postgres` system user.
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
     onLog: () => {},
     onError: (e: unknown) => opts.logger.debug({ pg: String(e) }, 'postgres'),
   });
-  if (fresh) await pg.initialise();
-  await pg.start();
+  try {
+    if (fresh) await pg.initialise();
+    await pg.start();
+  } catch (err) {
+    // The package rejects with bare values (a log line, an exit code); say what failed.
+    const detail = err instanceof Error ? err.message : String(err);
+    if (/EACCES/.test(detail)) throw new Error(`${ACCESS_HINT(opts.dir)} (${detail})`, { cause: err });
+    throw new Error(`embedded PostgreSQL did not start in ${opts.dir} on port ${opts.port}: ${detail}. Is another server on port ${opts.port}? Set PG_PORT, or DATABASE_URL to use your own PostgreSQL.`, { cause: err });
+  }
   if (fresh) await pg.createDatabase(opts.database);
   opts.logger.info({ port: opts.port, dir: opts.dir, fresh }, 'embedded postgres ready');
   return {

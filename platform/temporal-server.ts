@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import searchAttributes from '../temporal-config/search-attributes.json';
+import { stopOrphan } from './orphans';
 import { resolveTemporalCli } from './temporal-cli';
 import type { Logger } from './logger';
 
@@ -13,6 +14,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** SQLite file; omit for an in-memory server (tests). */
   dbFile?: string;
+  /** where the server's pid is kept while it runs, so a later start can stop it if this process is killed */
+  pidFile?: string;
   namespace: string;
   logger: Logger;
 }
@@ -43,7 +46,12 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');
 
+  if (opts.pidFile) await stopOrphan(opts.pidFile, /temporal.*start-dev/, 'a Temporal dev server', opts.logger);
+  if (await portOpen('127.0.0.1', opts.port)) {
+    throw new Error(`port ${opts.port} is taken, so the Temporal dev server cannot start: another Temporal (or program) listens there. Stop it, set TEMPORAL_PORT to a free port, or TEMPORAL_ADDRESS to use that server.`);
+  }
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (opts.pidFile && child.pid) fs.writeFileSync(opts.pidFile, `${child.pid}\n`);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -52,10 +60,21 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`Temporal dev server exited (code ${code}):\n${stderr}`))),
   );
-  await Promise.race([waitForNamespace(address, opts.namespace), exited]);
+  try {
+    await Promise.race([waitForNamespace(address, opts.namespace), exited]);
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
   child.removeAllListeners('exit');
   opts.logger.info({ address, ui: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null }, 'temporal dev server ready');
-  return { address, stop: () => stopChild(child) };
+  return {
+    address,
+    stop: async () => {
+      await stopChild(child);
+      if (opts.pidFile) fs.rmSync(opts.pidFile, { force: true });
+    },
+  };
 }
 
 async function waitForNamespace(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {

@@ -32,15 +32,16 @@ export const mochaHooks = {
     const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);
     const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never;
     const bundle = (domain: WorkflowDomain) => bundleWorkflowCode({ workflowsPath: workflowsPath(domain), logger: quiet });
-    const [db, dev, credits, media, testruns] = await Promise.all([
-      startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }),
-      startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }),
-      bundle('credits'),
-      bundle('media'),
-      bundle('testruns'),
+    // Every start is awaited, even when one fails, so afterAll stops whichever servers came up.
+    const started = await Promise.allSettled([
+      startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }).then((s) => (pg = s)),
+      startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }).then((s) => (temporal = s)),
+      Promise.all([bundle('credits'), bundle('media'), bundle('testruns')]),
     ]);
-    pg = db;
-    temporal = dev;
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const [db, dev] = [pg!, temporal!];
+    const [credits, media, testruns] = (started[2] as PromiseFulfilledResult<Awaited<ReturnType<typeof bundle>>[]>).value;
     env.databaseUrl = db.url;
     env.temporalAddress = dev.address;
     env.bundles = { credits, media, testruns };

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../platform/ports';
+
+// `npm start` behaves like a service: SIGTERM to the npm process stops everything, a start after
+// a kill -9 of itself comes up again (stopping what the killed one left), and a failed start
+// stops what it had started. Real processes, killed for real.
+
+const ROOT = path.resolve(__dirname, '../..');
+
+interface System {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+async function systemEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
+  const [g, p, t, u, pg, s] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, GATEWAY_PORT: `${g}`, PANEL_PORT: `${p}`, TEMPORAL_PORT: `${t}`, TEMPORAL_UI_PORT: `${u}`, PG_PORT: `${pg}`, SIMULATOR_PORT: `${s}`, LOG_LEVEL: 'info' };
+  delete env.DATABASE_URL;
+  delete env.TEMPORAL_ADDRESS;
+  return env;
+}
+
+function start(env: NodeJS.ProcessEnv): System {
+  const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function ready(s: System, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!s.output().includes('Started in')) {
+    if (s.child.exitCode !== null) throw new Error(`npm start exited ${s.child.exitCode}:\n${s.output()}`);
+    if (Date.now() > deadline) throw new Error(`npm start not ready:\n${s.output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+function pidIn(file: string): number | null {
+  try {
+    return Number(fs.readFileSync(file, 'utf8').split('\n')[0].trim());
+  } catch {
+    return null;
+  }
+}
+
+/** The PostgreSQL and Temporal dev server processes of a running system. */
+function servers(dataDir: string): number[] {
+  const pids = [pidIn(path.join(dataDir, 'postgres', 'postmaster.pid')), pidIn(path.join(dataDir, 'temporal.pid'))];
+  return pids.filter((p): p is number => p !== null && p > 1);
+}
+
+async function allGone(pids: number[], withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (pids.some(alive)) {
+    if (Date.now() > deadline) throw new Error(`still running after ${withinMs} ms: ${pids.filter(alive).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+
+describe('npm start as a service', function () {
+  this.timeout(240_000);
+  let dataDir: string;
+
+  beforeEach(function () {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifecycle-'));
+    fs.chmodSync(dataDir, 0o755);
+  });
+
+  afterEach(async function () {
+    // whatever a failed test left behind
+    for (const pid of servers(dataDir)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('SIGTERM to the npm process stops the system, PostgreSQL and Temporal within seconds', async function () {
+    const s = start(await systemEnv(dataDir));
+    await ready(s);
+    const pids = servers(dataDir);
+    assert.equal(pids.length, 2, 'PostgreSQL and Temporal pid files');
+    assert.ok(pids.every(alive));
+    const t0 = Date.now();
+    s.child.kill('SIGTERM');
+    await allGone(pids, 20_000);
+    await s.exited;
+    assert.ok(Date.now() - t0 < 20_000);
+  });
+
+  it('after a kill -9 of itself it starts again, stopping the servers the killed one left running', async function () {
+    const env = await systemEnv(dataDir);
+    const first = start(env);
+    await ready(first);
+    const left = servers(dataDir);
+    const main = parentOf(pidIn(path.join(dataDir, 'temporal.pid'))!); // the node process that started them
+    process.kill(main, 'SIGKILL');
+    await first.exited;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(left.every(alive), 'the killed start left PostgreSQL and Temporal running');
+
+    const second = start(env);
+    await ready(second);
+    assert.match(second.output(), /PostgreSQL left running by an earlier start that was killed/);
+    assert.match(second.output(), /Temporal dev server left running by an earlier start that was killed/);
+    assert.ok(!left.some(alive), 'the orphans were stopped');
+    const now = servers(dataDir);
+    second.child.kill('SIGTERM');
+    await allGone(now, 20_000);
+  });
+
+  it('a failed start stops everything it had started and says why', async function () {
+    const env = await systemEnv(dataDir);
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(Number(env.GATEWAY_PORT), '0.0.0.0', resolve));
+    try {
+      const s = start(env);
+      // The servers it starts before the gateway's port fails, seen while it runs.
+      const seen = new Set<number>();
+      const watch = setInterval(() => servers(dataDir).forEach((p) => seen.add(p)), 50);
+      const code = await s.exited;
+      clearInterval(watch);
+      assert.equal(code, 1, s.output());
+      assert.match(s.output(), /npm start failed: .*EADDRINUSE/);
+      assert.doesNotMatch(s.output(), /undefined/);
+      assert.equal(seen.size, 2, 'PostgreSQL and Temporal had started');
+      await allGone([...seen], 5000);
+    } finally {
+      taken.close();
+    }
+  });
+});
