@@ -10,6 +10,7 @@ import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
 import { KEYED_DEFAULTS, startKeyedVariant, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
+import { registerApiProcess } from '../services/credits/processes';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -24,6 +25,8 @@ export interface GatewayRuntimeOptions {
   uncertainGraceMs: number;
   upstreamTimeoutMs: number;
   keyCacheTtlMs: number;
+  /** how often this process proves it is alive (api_processes); default 5 s */
+  heartbeatMs?: number;
   /** GATEWAY_VARIANT: `credits` (spec 1, default) or `keyed` (spec 3 A) */
   variant?: 'credits' | 'keyed';
   /** ADMIN_TOKEN of the admin HTTP API; absent: it answers 401 to everything */
@@ -47,7 +50,9 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const catalog = new Catalog(o.db, invalidation);
   const authStore = new AuthStore(o.db, invalidation, o.keyCacheTtlMs);
   const isKeyed = o.variant === 'keyed';
+  const liveness = await registerApiProcess(o.db, o.logger, o.heartbeatMs);
   const reservations = new Reservations(o.db, temporal, {
+    processId: liveness.id,
     taskQueue: o.taskQueue,
     holdTimeoutMs: o.holdTimeoutMs,
     uncertainGraceMs: o.uncertainGraceMs,
@@ -76,6 +81,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
         server.closeAllConnections();
       });
       await keyed?.close();
+      await liveness.stop();
       await invalidation.stop();
       await connection.close();
     },

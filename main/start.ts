@@ -90,9 +90,16 @@ async function main() {
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
   // The connection closes after every worker using it has stopped (stops run in reverse).
   stops.push(() => connection.close());
-  const credits = await createCreditsWorker({ connection, temporal, namespace: config.TEMPORAL_NAMESPACE, taskQueue: RESERVATION_TASK_QUEUE, db });
-  // A hold older than the longest a reservation workflow may keep it, plus a margin.
-  await ensureSchedules(temporal, { holdSweepAfterMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 });
+  const credits = await createCreditsWorker({
+    connection,
+    temporal,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: RESERVATION_TASK_QUEUE,
+    db,
+    // Holds of rows written before processes were recorded keep the old age rule.
+    abandonment: { deadAfterMs: config.API_PROCESS_DEAD_AFTER_SECONDS * 1000, unrecordedOlderThanMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 },
+  });
+  await ensureSchedules(temporal);
   stops.push(runWorker(credits).stop);
   // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
   stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);

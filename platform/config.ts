@@ -38,6 +38,8 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   HOLD_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(900),
+  // An API process silent this long is dead: the sweeper releases its holds that have no outcome.
+  API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   // Admin HTTP API (/admin/…): unset means every admin request gets 401.

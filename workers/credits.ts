@@ -4,6 +4,7 @@ import { createProviderCostActivities } from '../activities/credits/provider-cos
 import { createSettlementActivities } from '../activities/credits/settlement';
 import { createSweeperActivities } from '../activities/credits/sweeper';
 import type { Db } from '../platform/db';
+import type { AbandonmentRule } from '../services/credits/settlement';
 import { createDomainWorker } from './base';
 
 export interface CreditsWorkerDeps {
@@ -13,6 +14,8 @@ export interface CreditsWorkerDeps {
   namespace: string;
   taskQueue: string;
   db: Db;
+  /** when the hold sweeper takes a hold's API process for dead */
+  abandonment: AbandonmentRule;
   /** Pre-built credits bundle (tests build it once); otherwise bundled from workflows/credits. */
   workflowBundle?: WorkflowBundleOption;
 }
@@ -25,6 +28,6 @@ export function createCreditsWorker(deps: CreditsWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createSettlementActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal), ...createProviderCostActivities(deps.db) },
+    activities: { ...createSettlementActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal, deps.abandonment), ...createProviderCostActivities(deps.db) },
   });
 }

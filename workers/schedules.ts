@@ -3,6 +3,6 @@ import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { ensureHoldSweeperSchedule } from '../services/credits/client';
 
 /** Every Temporal schedule of the system, created at start (each domain's client owns its own). */
-export async function ensureSchedules(temporal: Client, o: { holdSweepAfterMs: number }): Promise<void> {
-  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE, o.holdSweepAfterMs);
+export async function ensureSchedules(temporal: Client): Promise<void> {
+  await ensureHoldSweeperSchedule(temporal, RESERVATION_TASK_QUEUE);
 }

@@ -38,17 +38,17 @@ export async function reportOutcome(temporal: Client, s: ReservationStart, repor
 }
 
 /**
- * The hold sweeper runs every minute and releases holds older than `olderThanMs` whose
- * reservation workflow never started. Created once; later starts leave it as it is.
+ * The hold sweeper runs every minute and releases the holds of dead API processes (its rule is
+ * the credits worker's configuration). Created once; later starts leave it as it is.
  */
-export async function ensureHoldSweeperSchedule(temporal: Client, taskQueue: string, olderThanMs: number): Promise<void> {
+export async function ensureHoldSweeperSchedule(temporal: Client, taskQueue: string): Promise<void> {
   try {
     await temporal.schedule.create({
       scheduleId: HOLD_SWEEPER_SCHEDULE_ID,
       spec: { intervals: [{ every: '1 minute' }] },
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      action: { type: 'startWorkflow', workflowType: 'sweepHoldsWorkflow', taskQueue, args: [olderThanMs], workflowId: 'hold-sweep' },
-      memo: { purpose: 'releases holds whose reservation workflow never started' },
+      action: { type: 'startWorkflow', workflowType: 'sweepHoldsWorkflow', taskQueue, args: [], workflowId: 'hold-sweep' },
+      memo: { purpose: 'releases the holds of API processes that died before reporting an outcome' },
     });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;

@@ -50,9 +50,9 @@ const HOLD = `WITH a AS (
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
      input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, audio_input_multiplier, audio_output_multiplier,
-     complimentary, owner_workflow_id, modality)
+     complimentary, owner_workflow_id, modality, api_process_id)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, :owner, :modality FROM a
+     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, :owner, :modality, :process FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -79,9 +79,9 @@ const HOLD_WITH_KEY_SPEND = `WITH k0 AS (
  ), r AS (
    INSERT INTO reservations (id, account_id, key_id, model, provider, endpoint, held_credits, balance_before,
      input_multiplier, output_multiplier, cache_multiplier, cache_creation_multiplier, audio_input_multiplier, audio_output_multiplier,
-     complimentary, key_spend_tracked, owner_workflow_id, modality)
+     complimentary, key_spend_tracked, owner_workflow_id, modality, api_process_id)
    SELECT :id, a.id, :key_id, :model, :provider, :endpoint, :held, a.balance_before,
-     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, true, :owner, :modality FROM a
+     :im, :om, :cm, :ccm, :aim, :aom, :complimentary, true, :owner, :modality, :process FROM a
    RETURNING id
  ), l AS (
    INSERT INTO ledger (account_id, reservation_id, kind, amount) SELECT a.id, r.id, 'hold', :held FROM a, r
@@ -100,7 +100,15 @@ export class Reservations {
   constructor(
     private readonly db: Db,
     private readonly temporal: Client,
-    private readonly opts: { taskQueue?: string; holdTimeoutMs: number; uncertainGraceMs: number; logger: Logger; trackKeySpend?: boolean },
+    private readonly opts: {
+      taskQueue?: string;
+      holdTimeoutMs: number;
+      uncertainGraceMs: number;
+      logger: Logger;
+      trackKeySpend?: boolean;
+      /** this API process (api_processes): its holds are released only once it is dead */
+      processId?: string;
+    },
   ) {}
 
   async hold(h: HoldRequest): Promise<Hold> {
@@ -122,6 +130,7 @@ export class Reservations {
       complimentary: h.complimentary,
       owner: h.ownerWorkflowId ?? null,
       modality: h.modality ?? 'text',
+      process: this.opts.processId ?? null,
     });
     const row = res.rows[0];
     if (row.balance_before === null) {

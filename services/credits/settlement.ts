@@ -78,14 +78,42 @@ export async function settleReservation(db: Db, reservationId: string, report: R
   return { reservationId, status, billingSource: c.billing_source, charge: c.charge, applied };
 }
 
-/** Holds still held after `olderThanMs`, oldest first, at most `limit`: candidates for the hold sweeper. */
-export async function staleHolds(db: Db, olderThanMs: number, limit = 500): Promise<Array<{ id: string; owner_workflow_id: string | null }>> {
-  return db('reservations')
-    .where({ status: 'held' })
-    .where('created_at', '<', new Date(Date.now() - olderThanMs))
-    .orderBy('created_at')
-    .limit(limit)
-    .select('id', 'owner_workflow_id');
+export interface AbandonmentRule {
+  /** a process whose heartbeat is older than this is dead */
+  deadAfterMs: number;
+  /** holds taken before processes were recorded (no api_process_id): released past this age */
+  unrecordedOlderThanMs: number;
+}
+
+export interface HeldRow {
+  id: string;
+  owner_workflow_id: string | null;
+  created_at: Date;
+}
+
+/**
+ * Held reservations whose API process is dead (or gone), oldest first, a page at a time after
+ * `after`: candidates for the hold sweeper. Age alone never makes a hold a candidate.
+ */
+export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after: HeldRow | null, limit = 500): Promise<HeldRow[]> {
+  const r = await db.raw(
+    `SELECT r.id, r.owner_workflow_id, r.created_at FROM reservations r
+     LEFT JOIN api_processes p ON p.id = r.api_process_id
+     WHERE r.status = 'held'
+       AND (r.created_at, r.id) > (:after_at::timestamptz, :after_id::uuid)
+       AND CASE WHEN r.api_process_id IS NULL THEN r.created_at < now() - make_interval(secs => :unrecorded::float8 / 1000)
+                ELSE p.id IS NULL OR p.heartbeat_at < now() - make_interval(secs => :dead::float8 / 1000) END
+     ORDER BY r.created_at, r.id
+     LIMIT :limit`,
+    {
+      after_at: after?.created_at ?? new Date(0),
+      after_id: after?.id ?? '00000000-0000-0000-0000-000000000000',
+      unrecorded: rule.unrecordedOlderThanMs,
+      dead: rule.deadAfterMs,
+      limit,
+    },
+  );
+  return r.rows;
 }
 
 /** The charge of a settled (or released) reservation; null while it is held or unknown. */

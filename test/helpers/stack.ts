@@ -5,6 +5,7 @@ import { createAccount } from '../../services/accounts/accounts';
 import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
+import type { AbandonmentRule } from '../../services/credits/settlement';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
 
@@ -27,6 +28,10 @@ export interface StackOptions {
   variant?: 'credits' | 'keyed';
   /** ADMIN_TOKEN */
   adminToken?: string;
+  /** the hold sweeper's rule; default: a process silent 30 s is dead, unrecorded holds at once */
+  abandonment?: AbandonmentRule;
+  /** the gateway's api_processes heartbeat; default 5 s */
+  heartbeatMs?: number;
   /** keyed-variant settings (AUTH_FAILURE_*, TRUSTED_PROXIES, …) */
   keyed?: Partial<KeyedSettings>;
 }
@@ -56,9 +61,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       variant: opts.variant,
       adminToken: opts.adminToken,
       keyed: opts.keyed,
+      heartbeatMs: opts.heartbeatMs,
     }),
     async startWorker() {
-      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits });
+      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
       running = stack.worker.run();
     },
     async stopWorker() {

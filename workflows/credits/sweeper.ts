@@ -7,6 +7,6 @@ const { releaseOrphanHolds } = proxyActivities<SweeperActivities>({
 });
 
 /** Run by the `hold-sweeper` schedule: no hold may outlive its request. */
-export async function sweepHoldsWorkflow(olderThanMs: number): Promise<{ examined: number; released: string[] }> {
+export async function sweepHoldsWorkflow(olderThanMs?: number): Promise<{ examined: number; released: string[] }> {
   return releaseOrphanHolds(olderThanMs);
 }

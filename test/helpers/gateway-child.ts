@@ -1,0 +1,30 @@
+import { startGatewayApi } from '../../main/gateway';
+import { createDb } from '../../platform/db';
+import { createLogger } from '../../platform/logger';
+
+// A gateway API in a process of its own, so that a test can kill it (SIGKILL) mid-request.
+// Settings from the environment; prints `ready <url>` once it listens.
+
+async function main() {
+  const e = process.env;
+  const gateway = await startGatewayApi({
+    db: createDb(e.DATABASE_URL!, 5),
+    databaseUrl: e.DATABASE_URL!,
+    temporalAddress: e.TEMPORAL_ADDRESS!,
+    namespace: 'default',
+    logger: createLogger('error'),
+    port: 0,
+    taskQueue: e.TASK_QUEUE!,
+    holdTimeoutMs: 60_000,
+    uncertainGraceMs: 200,
+    upstreamTimeoutMs: 60_000,
+    keyCacheTtlMs: 60_000,
+    heartbeatMs: Number(e.HEARTBEAT_MS ?? 5000),
+  });
+  process.stdout.write(`ready ${gateway.url}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(String(err instanceof Error ? err.stack : err) + '\n');
+  process.exit(1);
+});
