@@ -71,7 +71,7 @@ async function main() {
     const key = (await createKey(db, { accountId: account.id, label: 'bench' })).key;
     const gateway = await startGatewayApi({
       db, databaseUrl: pg.url, temporalAddress: dev.address, namespace: 'default', logger, port: 0,
-      holdTimeoutMs: 900_000, uncertainGraceMs: 120_000, upstreamTimeoutMs: 120_000, keyCacheTtlMs: 60_000,
+      upstreamTimeoutMs: 120_000, keyCacheTtlMs: 60_000,
     });
     stops.push(gateway.close);
     const worker = await spawnMediaWorker({ databaseUrl: pg.url, temporalAddress: dev.address, taskQueue: MEDIA_TASK_QUEUE, statsMs: 500, maxCachedWorkflows: MAX_CACHED });

@@ -20,9 +20,6 @@ export interface GatewayRuntimeOptions {
   logger: Logger;
   port: number;
   host?: string;
-  taskQueue?: string;
-  holdTimeoutMs: number;
-  uncertainGraceMs: number;
   upstreamTimeoutMs: number;
   keyCacheTtlMs: number;
   /** how often this process proves it is alive (api_processes); default 5 s */
@@ -51,11 +48,8 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const authStore = new AuthStore(o.db, invalidation, o.keyCacheTtlMs);
   const isKeyed = o.variant === 'keyed';
   const liveness = await registerApiProcess(o.db, o.logger, o.heartbeatMs);
-  const reservations = new Reservations(o.db, temporal, {
+  const reservations = new Reservations(o.db, {
     processId: liveness.id,
-    taskQueue: o.taskQueue,
-    holdTimeoutMs: o.holdTimeoutMs,
-    uncertainGraceMs: o.uncertainGraceMs,
     logger: o.logger,
     // Keyed variant: every hold also takes part in its key's spend limit.
     trackKeySpend: isKeyed,

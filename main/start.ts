@@ -11,6 +11,7 @@ import { MEDIA_TASK_QUEUE } from '../domain/media/video';
 import { startSimulator } from '../simulator/server';
 import { runWorker } from '../workers/base';
 import { createCreditsWorker } from '../workers/credits';
+import { startSettlementRelay } from '../services/credits/relay';
 import { createMediaWorker } from '../workers/media';
 import { ensureSchedules } from '../workers/schedules';
 import { startTestRunWorker } from '../workers/testruns';
@@ -101,6 +102,17 @@ async function main() {
   });
   await ensureSchedules(temporal);
   stops.push(runWorker(credits).stop);
+  // Recorded outcomes to settlement workflows, in batches (services/credits/relay.ts).
+  const relay = await startSettlementRelay({
+    db,
+    databaseUrl: url,
+    temporal,
+    taskQueue: RESERVATION_TASK_QUEUE,
+    logger: log,
+    holdTimeoutMs: config.HOLD_TIMEOUT_SECONDS * 1000,
+    uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
+  });
+  stops.push(relay.stop);
   // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
   stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);
   // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
@@ -114,8 +126,6 @@ async function main() {
     logger: log,
     port: config.GATEWAY_PORT,
     host: '0.0.0.0',
-    holdTimeoutMs: config.HOLD_TIMEOUT_SECONDS * 1000,
-    uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
     variant: config.GATEWAY_VARIANT,

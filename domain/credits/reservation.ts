@@ -5,6 +5,25 @@ export const RESERVATION_TASK_QUEUE = 'billing';
 
 export const reservationWorkflowId = (requestId: string) => `reservation-${requestId}`;
 
+/**
+ * Outcomes a settlement workflow takes at most: 50 request ids keep its RequestIds search
+ * attribute (a KeywordList) under the server's 2 KB per value (50 × 39 + 2 = 1,952 bytes).
+ */
+export const SETTLEMENT_BATCH_MAX = 50;
+
+export const settlementWorkflowId = (firstRequestId: string) => `settlement-${firstRequestId}`;
+
+export interface SettlementInput {
+  reservationIds: string[];
+}
+
+export interface BatchSettlement {
+  /** reservations this run resolved (others had been resolved already) */
+  settled: number;
+  /** credits charged by this run */
+  charged: string;
+}
+
 export interface ReservationInput {
   reservationId: string;
   /** How long to wait for the API's report before resolving the hold without it. */

@@ -9,4 +9,7 @@ export const SA = {
   Kind: defineSearchAttributeKey('Kind', SearchAttributeType.KEYWORD),
   Status: defineSearchAttributeKey('Status', SearchAttributeType.KEYWORD),
   ProjectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
+  // a settlement workflow's batch: `RequestIds = "<request id>"` finds any request's workflow
+  RequestIds: defineSearchAttributeKey('RequestIds', SearchAttributeType.KEYWORD_LIST),
+  AccountIds: defineSearchAttributeKey('AccountIds', SearchAttributeType.KEYWORD_LIST),
 };

@@ -1,10 +1,12 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { HOLD_SWEEPER_SCHEDULE_ID, reportSignal, reservationWorkflowId, type RequestReport, type ReservationInput } from '../../domain/credits/reservation';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { HOLD_SWEEPER_SCHEDULE_ID, reportSignal, reservationWorkflowId, type RequestReport, type ReservationInput, type SettlementInput } from '../../domain/credits/reservation';
 import { SA } from '../../domain/shared/search-attributes';
 import type { reservationWorkflow } from '../../workflows/credits/reservation';
+import type { settlementWorkflow } from '../../workflows/credits/settlement';
 
-// The one place that starts credits workflows: `reservation-<request_id>` (signal-with-start
-// with the API's report) and the hold sweeper's schedule.
+// The one place that starts credits workflows: `settlement-<first request id>` for a batch of
+// recorded outcomes, `reservation-<request_id>` (signal-with-start with its outcome) for an
+// uncertain or late-cost one, and the hold sweeper's schedule.
 
 export interface ReservationStart {
   taskQueue: string;
@@ -35,6 +37,32 @@ export async function reportOutcome(temporal: Client, s: ReservationStart, repor
     signal: reportSignal,
     signalArgs: [report],
   });
+}
+
+export interface BatchStart {
+  taskQueue: string;
+  workflowId: string;
+  reservationIds: string[];
+  accountIds: string[];
+  held: string;
+}
+
+/** Starts a batch's settlement workflow; one already running under that id is left to finish (idempotent). */
+export async function startSettlement(temporal: Client, b: BatchStart): Promise<void> {
+  try {
+    await temporal.workflow.start<typeof settlementWorkflow>('settlementWorkflow', {
+      taskQueue: b.taskQueue,
+      workflowId: b.workflowId,
+      args: [{ reservationIds: b.reservationIds } satisfies SettlementInput],
+      typedSearchAttributes: [
+        { key: SA.RequestIds, value: b.reservationIds },
+        { key: SA.AccountIds, value: [...new Set(b.accountIds)] },
+      ],
+      memo: { requests: b.reservationIds.length, held: b.held },
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }
 
 /**

@@ -1,10 +1,9 @@
-import type { Client } from '@temporalio/client';
 import { GatewayError } from '../../domain/shared/errors';
 import { normalize, type Credits, type Tariff } from '../../domain/credits/pricing';
-import { RESERVATION_TASK_QUEUE, type RequestReport } from '../../domain/credits/reservation';
+import type { RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import { reportOutcome } from './client';
+import { recordOutcome } from './outbox';
 
 export interface HoldRequest {
   reservationId: string;
@@ -36,7 +35,7 @@ export interface Hold {
   balanceBefore: Credits;
   tariff: Tariff;
   complimentary: boolean;
-  /** Sends the outcome to the reservation workflow, which settles the hold. */
+  /** Records the outcome; the settlement relay hands it to a workflow, which settles the hold. */
   report(r: RequestReport): Promise<void>;
 }
 
@@ -94,16 +93,12 @@ const HOLD_WITH_KEY_SPEND = `WITH k0 AS (
 
 /**
  * Takes holds (one conditional statement: the balance check, the account update, the
- * reservation row and the ledger row together) and hands each to its reservation workflow.
+ * reservation row and the ledger row together) and records each outcome for settlement.
  */
 export class Reservations {
   constructor(
     private readonly db: Db,
-    private readonly temporal: Client,
     private readonly opts: {
-      taskQueue?: string;
-      holdTimeoutMs: number;
-      uncertainGraceMs: number;
       logger: Logger;
       trackKeySpend?: boolean;
       /** this API process (api_processes): its holds are released only once it is dead */
@@ -149,34 +144,24 @@ export class Reservations {
     };
   }
 
+  /**
+   * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): durable
+   * before anything depends on Temporal. The body id is readable by /v1/generation from then on.
+   * A database that is down is retried for up to a minute; this process's heartbeat keeps the
+   * hold from the sweeper meanwhile.
+   */
   private async report(h: HoldRequest, r: RequestReport): Promise<void> {
     if (h.ownerWorkflowId) throw new Error(`hold ${h.reservationId} is resolved by ${h.ownerWorkflowId}, not by a report`);
-    // The answer's id is readable by GET /v1/generation at once, not only once settled.
-    if (r.bodyId) {
-      await this.db('reservations').where({ id: h.reservationId }).whereNull('body_id').update({ body_id: r.bodyId }).catch((err) => this.opts.logger.warn({ err, reservation: h.reservationId }, 'could not record the body id early; settlement records it'));
-    }
     for (let attempt = 0; ; attempt++) {
       try {
-        await reportOutcome(
-          this.temporal,
-          {
-            taskQueue: this.opts.taskQueue ?? RESERVATION_TASK_QUEUE,
-            input: { reservationId: h.reservationId, holdTimeoutMs: this.opts.holdTimeoutMs, uncertainGraceMs: this.opts.uncertainGraceMs },
-            accountId: h.accountId,
-            keyId: h.keyId,
-            model: h.model,
-            endpoint: h.endpoint,
-            held: h.held,
-          },
-          r,
-        );
+        await recordOutcome(this.db, h.reservationId, r);
         return;
       } catch (err) {
-        if (attempt >= 5) {
-          this.opts.logger.error({ err, reservation: h.reservationId }, 'could not report to the reservation workflow; the hold sweeper will release the hold');
+        if (attempt >= 10) {
+          this.opts.logger.error({ err, reservation: h.reservationId }, 'could not record the outcome; the hold is released once this process is gone');
           return;
         }
-        await new Promise((res) => setTimeout(res, 100 * 2 ** attempt));
+        await new Promise((res) => setTimeout(res, Math.min(100 * 2 ** attempt, 10_000)));
       }
     }
   }

@@ -15,19 +15,21 @@ export interface ProcessLiveness {
 
 export async function registerApiProcess(db: Db, logger: Logger, everyMs = HEARTBEAT_EVERY_MS): Promise<ProcessLiveness> {
   const id = randomUUID();
-  await db('api_processes').insert({ id, host: os.hostname(), pid: process.pid });
-  const timer = setInterval(() => {
+  // An upsert, so a process that started while the database was down registers once it is back.
+  const beat = () =>
     db('api_processes')
-      .where({ id })
-      .update({ heartbeat_at: db.fn.now() })
+      .insert({ id, host: os.hostname(), pid: process.pid })
+      .onConflict('id')
+      .merge({ heartbeat_at: db.fn.now() })
       .catch((err) => logger.warn({ err }, 'api process heartbeat failed'));
-  }, everyMs);
+  await beat();
+  const timer = setInterval(() => void beat(), everyMs);
   timer.unref();
   return {
     id,
     async stop() {
       clearInterval(timer);
-      await db('api_processes').where({ id }).delete();
+      await db('api_processes').where({ id }).delete().catch((err) => logger.warn({ err }, 'could not remove the api process row'));
     },
   };
 }

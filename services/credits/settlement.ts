@@ -92,7 +92,7 @@ export interface HeldRow {
 }
 
 /**
- * Held reservations whose API process is dead (or gone), oldest first, a page at a time after
+ * Held reservations without a recorded outcome whose API process is dead (or gone), oldest first, a page at a time after
  * `after`: candidates for the hold sweeper. Age alone never makes a hold a candidate.
  */
 export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after: HeldRow | null, limit = 500): Promise<HeldRow[]> {
@@ -102,7 +102,9 @@ export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after:
      WHERE r.status = 'held'
        AND (r.created_at, r.id) > (:after_at::timestamptz, :after_id::uuid)
        AND CASE WHEN r.api_process_id IS NULL THEN r.created_at < now() - make_interval(secs => :unrecorded::float8 / 1000)
-                ELSE p.id IS NULL OR p.heartbeat_at < now() - make_interval(secs => :dead::float8 / 1000) END
+                -- a process row missing: gone (stopped), or not registered yet (its database was down at start)
+                ELSE COALESCE(p.heartbeat_at, r.created_at) < now() - make_interval(secs => :dead::float8 / 1000) END
+       AND r.report IS NULL
      ORDER BY r.created_at, r.id
      LIMIT :limit`,
     {

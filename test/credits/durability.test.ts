@@ -42,7 +42,7 @@ describe('reservation durability', function () {
   it('settlement applied twice (an activity retry) changes the balance once', async () => {
     const acct = await newAccount();
     const id = randomUUID();
-    const res = new Reservations(env.db, stack.temporal, { taskQueue: `no-worker-${id}`, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    const res = new Reservations(env.db, { logger: env.logger });
     await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '1', complimentary: false });
     const { settleReservation } = createSettlementActivities(env.db);
     const report = { outcome: 'completed' as const, billable: true, usage: { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200 };
@@ -55,20 +55,20 @@ describe('reservation durability', function () {
     assert.equal((await env.db('ledger').where({ reservation_id: id })).length, 3);
   });
 
-  it('replays the history of a finished reservation workflow without non-determinism', async () => {
+  it('replays the history of a finished settlement workflow without non-determinism', async () => {
     const acct = await newAccount();
     const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'replay me' }] } });
     const id = r.headers.get('x-gateway-request-id')!;
-    await settled(id);
-    const handle = stack.temporal.workflow.getHandle(`reservation-${id}`);
+    const row = await settled(id);
+    const handle = stack.temporal.workflow.getHandle(row.settlement_workflow_id);
     await handle.result();
     const history = await handle.fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: env.bundles.credits }, history, `reservation-${id}`);
+    await Worker.runReplayHistory({ workflowBundle: env.bundles.credits }, history, row.settlement_workflow_id);
   });
 
   it('the sweeper releases a hold whose API process died before reporting, and leaves holds with a running workflow alone', async () => {
     const acct = await newAccount();
-    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 100, logger: env.logger });
+    const res = new Reservations(env.db, { logger: env.logger });
     const hold = (id: string, held: string) =>
       res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held, complimentary: false });
     // An API process that took a hold and died before reporting: no workflow exists.
@@ -101,7 +101,7 @@ describe('reservation durability', function () {
   it('a reservation workflow that never hears from its API process releases the hold after the hold timeout', async () => {
     const acct = await newAccount();
     const id = randomUUID();
-    const res = new Reservations(env.db, stack.temporal, { taskQueue: stack.taskQueue, holdTimeoutMs: 1500, uncertainGraceMs: 100, logger: env.logger });
+    const res = new Reservations(env.db, { logger: env.logger });
     await res.hold({ reservationId: id, accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.5', complimentary: false });
     await stack.temporal.workflow.start(reservationWorkflow, { taskQueue: stack.taskQueue, workflowId: `reservation-${id}`, args: [{ reservationId: id, holdTimeoutMs: 1500, uncertainGraceMs: 100 }] });
     const row = await settled(id, 15_000);

@@ -54,12 +54,21 @@ describe('chat completions', function () {
     assert.equal(row.status, 'settled');
     assert.equal(Number(row.charge), u.cost);
     assert.equal(row.body_id, r.json.id);
-    const result = await stack.temporal.workflow.getHandle(`reservation-${id}`).result();
-    assert.equal(result.status, 'settled');
-    const desc = await stack.temporal.workflow.getHandle(`reservation-${id}`).describe();
-    assert.deepEqual(desc.searchAttributes.AccountId, [acct.accountId]);
-    assert.deepEqual(desc.searchAttributes.Model, ['sim-gpt']);
-    assert.deepEqual(desc.searchAttributes.BillingSource, ['token_fallback']);
+    // Settled by a batch settlement workflow, recorded on the row and findable by the request id.
+    assert.match(row.settlement_workflow_id, /^settlement-/);
+    const handle = stack.temporal.workflow.getHandle(row.settlement_workflow_id);
+    const result = await handle.result();
+    assert.ok(result.settled >= 1);
+    const desc = await handle.describe();
+    assert.ok((desc.searchAttributes.RequestIds as string[]).includes(id));
+    assert.ok((desc.searchAttributes.AccountIds as string[]).includes(acct.accountId));
+    assert.ok(Number(desc.memo?.requests) >= 1);
+    let found: string[] = [];
+    for (const deadline = Date.now() + 10_000; found.length === 0 && Date.now() < deadline; await new Promise((res) => setTimeout(res, 200))) {
+      found = [];
+      for await (const w of stack.temporal.workflow.list({ query: `RequestIds = "${id}"` })) found.push(w.workflowId);
+    }
+    assert.deepEqual(found, [row.settlement_workflow_id]);
 
     const inv = await checkInvariants(acct.accountId);
     assert.equal(Number(inv.account.total_usage), u.cost);

@@ -83,9 +83,6 @@ describe('gateway robustness', function () {
         namespace: 'default',
         logger: env.logger,
         port: 0,
-        taskQueue: stack.taskQueue,
-        holdTimeoutMs: 60_000,
-        uncertainGraceMs: 200,
         upstreamTimeoutMs: 10_000,
         keyCacheTtlMs: 60_000,
       });

@@ -6,6 +6,7 @@ import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
 import type { AbandonmentRule } from '../../services/credits/settlement';
+import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
 
@@ -42,6 +43,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const clientConnection = await Connection.connect({ address: env.temporalAddress });
   const temporal = new Client({ connection: clientConnection });
   let running: Promise<void> | null = null;
+  let relay: Relay | null = null;
   const stack: Stack = {
     taskQueue,
     worker: null,
@@ -53,9 +55,6 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       namespace: 'default',
       logger: env.logger,
       port: 0,
-      taskQueue,
-      holdTimeoutMs: opts.holdTimeoutMs ?? 60_000,
-      uncertainGraceMs: opts.uncertainGraceMs ?? 200,
       upstreamTimeoutMs: opts.upstreamTimeoutMs ?? 10_000,
       keyCacheTtlMs: 60_000,
       variant: opts.variant,
@@ -66,8 +65,20 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async startWorker() {
       stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
       running = stack.worker.run();
+      relay = await startSettlementRelay({
+        db: env.db,
+        databaseUrl: env.databaseUrl,
+        temporal,
+        taskQueue,
+        logger: env.logger,
+        holdTimeoutMs: opts.holdTimeoutMs ?? 60_000,
+        uncertainGraceMs: opts.uncertainGraceMs ?? 200,
+        staleClaimMs: 2000,
+      });
     },
     async stopWorker() {
+      await relay?.stop();
+      relay = null;
       stack.worker?.shutdown();
       await running;
       stack.worker = null;

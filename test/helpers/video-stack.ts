@@ -34,7 +34,7 @@ export async function startVideoStack(opts: { polling?: Partial<VideoPolling>; p
   const temporal = new Client({ connection });
   const invalidation = new CacheInvalidation(env.databaseUrl, env.logger);
   await invalidation.start();
-  const reservations = new Reservations(env.db, temporal, { taskQueue, holdTimeoutMs: 60_000, uncertainGraceMs: 200, logger: env.logger });
+  const reservations = new Reservations(env.db, { logger: env.logger });
   const deps: GatewayDeps & VideoDeps = {
     db: env.db,
     temporal,

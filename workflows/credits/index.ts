@@ -1,3 +1,4 @@
-// The credits worker's bundle: reservation settlement and the hold sweeper.
+// The credits worker's bundle: batch settlement, reservations of uncertain outcomes, the hold sweeper.
 export * from './reservation';
+export * from './settlement';
 export * from './sweeper';

@@ -10,6 +10,8 @@ import { validate } from '../../shared/validate';
 import { accountRow, findGeneration, keyOfAccount, keySpend, keyUsageWindows, usageBreakdown, type UsageRow } from '../../../services/credits/reads';
 
 const PAID = new Set(['starter', 'pro', 'business']);
+/** No control characters (U+0000–U+001F, U+007F): an id that has them is a client error. */
+const printable = (s: string) => [...s].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f);
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** GET /v1/credits (spec 1 section 2.4): read fresh from the account row. */
@@ -83,7 +85,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function generation(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const { id } = validate(z.object({ id: z.string().min(1).max(200).regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters') }).strict(), ctx.query);
+    const { id } = validate(z.object({ id: z.string().min(1).max(200).refine(printable, 'must not contain control characters') }).strict(), ctx.query);
     const r = await findGeneration(db, auth.accountId, id);
     if (!r) throw new GatewayError('not_found', { detail: `No generation with id '${id}' on this account.`, param: 'id' });
     const pending = r.status === 'held';

@@ -1,0 +1,153 @@
+import { Client as PgClient } from 'pg';
+import type { Client } from '@temporalio/client';
+import { add } from '../../domain/credits/pricing';
+import { reservationWorkflowId, SETTLEMENT_BATCH_MAX } from '../../domain/credits/reservation';
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import { reportOutcome, startSettlement } from './client';
+import { claimOutcomes, OUTBOX_CHANNEL, staleClaims, touchClaims, type ClaimedOutcome } from './outbox';
+
+// The settlement relay (runs in the credits worker): hands recorded outcomes to workflows in
+// batches. Woken by NOTIFY, flushed at a full batch or after `flushMs`, with a poll as a
+// fallback. Crash-safe: a claim whose workflow did not start is started again under the same
+// id, so Temporal being slow, down or restarting delays settlement and loses nothing.
+
+export interface RelayOptions {
+  db: Db;
+  databaseUrl: string;
+  temporal: Client;
+  taskQueue: string;
+  logger: Logger;
+  /** inputs of `reservation-<id>` workflows (uncertain and late-cost outcomes) */
+  holdTimeoutMs: number;
+  uncertainGraceMs: number;
+  batchSize?: number;
+  flushMs?: number;
+  pollMs?: number;
+  /** a claim older than this whose reservation is still held is started again */
+  staleClaimMs?: number;
+}
+
+const START_DEADLINE_MS = 5000;
+
+export interface Relay {
+  stop(): Promise<void>;
+}
+
+export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
+  const batchSize = Math.min(o.batchSize ?? SETTLEMENT_BATCH_MAX, SETTLEMENT_BATCH_MAX);
+  const flushMs = o.flushMs ?? 200;
+  const staleClaimMs = o.staleClaimMs ?? 10_000;
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let draining: Promise<void> | null = null;
+  let again = false;
+  let notified = 0;
+  let lastStalePass = 0;
+
+  const kick = (delayMs: number) => {
+    if (stopped) return;
+    if (draining) {
+      again = true;
+      return;
+    }
+    if (timer && delayMs > 0) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      notified = 0;
+      draining = drain()
+        .catch((err) => o.logger.error({ err }, 'settlement relay pass failed; the next pass retries'))
+        .finally(() => {
+          draining = null;
+          if (again) {
+            again = false;
+            kick(0);
+          }
+        });
+    }, delayMs);
+  };
+
+  async function drain(): Promise<void> {
+    for (;;) {
+      const claimed = await claimOutcomes(o.db, batchSize);
+      if (claimed.length) await startWorkflows(claimed);
+      if (claimed.length < batchSize || stopped) break;
+    }
+    if (Date.now() - lastStalePass >= staleClaimMs / 2) {
+      lastStalePass = Date.now();
+      const stale = await staleClaims(o.db, staleClaimMs);
+      if (stale.length) {
+        o.logger.warn({ reservations: stale.length }, 'starting the settlement of claimed outcomes again');
+        await touchClaims(o.db, stale.map((c) => c.id));
+        await startWorkflows(stale);
+      }
+    }
+  }
+
+  /** One start per workflow of the claimed outcomes; a failed start is retried by the stale pass. */
+  async function startWorkflows(claimed: ClaimedOutcome[]): Promise<void> {
+    const byWorkflow = new Map<string, ClaimedOutcome[]>();
+    for (const c of claimed) byWorkflow.set(c.settlement_workflow_id, [...(byWorkflow.get(c.settlement_workflow_id) ?? []), c]);
+    await Promise.all(
+      [...byWorkflow].map(async ([workflowId, rows]) => {
+        try {
+          // Bounded, so a Temporal that is down or restarting never stalls the relay: the stale pass retries.
+          await o.temporal.withDeadline(Date.now() + START_DEADLINE_MS, () => start(workflowId, rows));
+        } catch (err) {
+          o.logger.warn({ err, workflowId }, 'could not start a settlement workflow; it is started again later');
+        }
+      }),
+    );
+  }
+
+  /** `reservation-<id>` (signal-with-start with its outcome) or the batch's settlement workflow. */
+  async function start(workflowId: string, rows: ClaimedOutcome[]): Promise<void> {
+    const c = rows[0];
+    if (workflowId === reservationWorkflowId(c.id)) {
+      const input = { reservationId: c.id, holdTimeoutMs: o.holdTimeoutMs, uncertainGraceMs: o.uncertainGraceMs };
+      const meta = { accountId: c.account_id, keyId: c.key_id, model: c.model, endpoint: c.endpoint, held: c.held_credits };
+      await reportOutcome(o.temporal, { taskQueue: o.taskQueue, input, ...meta }, c.report);
+      return;
+    }
+    await startSettlement(o.temporal, {
+      taskQueue: o.taskQueue,
+      workflowId,
+      reservationIds: rows.map((r) => r.id),
+      accountIds: rows.map((r) => r.account_id),
+      held: rows.reduce((sum, r) => add(sum, r.held_credits), '0'),
+    });
+  }
+
+  // LISTEN on a connection of its own; the poll covers any gap while it reconnects.
+  let listener: PgClient | null = null;
+  const listen = async (): Promise<void> => {
+    const client = new PgClient({ connectionString: o.databaseUrl });
+    client.on('notification', () => {
+      if (++notified >= batchSize) kick(0);
+      else kick(flushMs);
+    });
+    client.on('error', (err) => {
+      o.logger.warn({ err }, 'settlement relay listener lost; reconnecting');
+      listener = null;
+      void client.end().catch(() => {});
+      if (!stopped) setTimeout(() => void listen().catch(() => {}), 1000);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    listener = client;
+  };
+  await listen();
+  const poll = setInterval(() => kick(0), o.pollMs ?? 1000);
+  kick(0); // outcomes recorded while no relay ran
+
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(poll);
+      if (timer) clearTimeout(timer);
+      await draining;
+      await listener?.end().catch(() => {});
+    },
+  };
+}
