@@ -78,10 +78,26 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
       lastStalePass = Date.now();
       const stale = await staleClaims(o.db, staleClaimMs);
       if (stale.length) {
-        o.logger.warn({ reservations: stale.length }, 'starting the settlement of claimed outcomes again');
         await touchClaims(o.db, stale.map((c) => c.id));
-        await startWorkflows(stale);
+        // A running workflow is settling them (a reservation one may keep a hold for its grace period).
+        const ids = [...new Set(stale.map((c) => c.settlement_workflow_id))];
+        const states = await Promise.all(ids.map(isRunning));
+        const running = new Set(ids.filter((_, i) => states[i]));
+        const lost = stale.filter((c) => !running.has(c.settlement_workflow_id));
+        if (lost.length) {
+          o.logger.warn({ reservations: lost.length }, 'starting the settlement of claimed outcomes again');
+          await startWorkflows(lost);
+        }
       }
+    }
+  }
+
+  async function isRunning(workflowId: string): Promise<boolean> {
+    try {
+      const d = await o.temporal.withDeadline(Date.now() + START_DEADLINE_MS, () => o.temporal.workflow.getHandle(workflowId).describe());
+      return d.status.name === 'RUNNING';
+    } catch {
+      return false; // not found, or Temporal unreachable: starting again is safe (idempotent)
     }
   }
 
