@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { call, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { jobReaches, startVideoStack, type VideoStack } from '../helpers/video-stack';
+import { chatCase, newProject, startRun, startTestRunWorker, waitRun } from '../helpers/testruns';
+import { env } from '../setup/env';
+import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
+
+// Records real workflow histories into test/histories/<domain>/<case>.json, for
+// test/replay.test.ts to replay on every `npm test` (a change that breaks running workflows
+// then fails CI). Run when a workflow gains a path worth guarding, and commit the files:
+//   npm run histories:record
+
+async function save(client: Client, domain: string, name: string, workflowId: string): Promise<void> {
+  const handle = client.workflow.getHandle(workflowId);
+  await handle.result().catch(() => undefined);
+  const history = await handle.fetchHistory();
+  const file = path.join(__dirname, domain, `${name}.json`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // Protobuf, base64: exact, and read back without the JSON converter (whose protobufjs copy
+  // differs from the SDK's here); the event count and types are there for a reader.
+  const protobuf = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('base64');
+  const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
+  fs.writeFileSync(file, JSON.stringify({ workflowId, events, protobuf }, null, 1) + '\n');
+}
+
+const chat = (stack: Stack, key: string, content: string) => call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content }] } });
+
+describe('record workflow histories', function () {
+  this.timeout(120_000);
+
+  it('credits: a settled batch, an uncertain outcome kept for its grace, the hold sweeper', async function () {
+    const stack = await startStack({ upstreamTimeoutMs: 1500, uncertainGraceMs: 300 });
+    try {
+      const acct = await newAccount({ credits: '5' });
+      const ok = await chat(stack, acct.key, 'hi [sim tokens=3]');
+      const row = await settled(ok.headers.get('x-gateway-request-id')!);
+      await save(stack.temporal, 'credits', 'settlement-batch', row.settlement_workflow_id);
+      const timedOut = await chat(stack, acct.key, '[sim latency=4000]');
+      if (timedOut.status !== 504) throw new Error(`expected 504, got ${timedOut.status}`);
+      const other = await env.db('reservations').where({ account_id: acct.accountId }).whereNot({ id: row.id }).first('id');
+      const uncertain = await settled(other.id);
+      await save(stack.temporal, 'credits', 'reservation-uncertain', uncertain.settlement_workflow_id);
+      const sweep = await stack.temporal.workflow.start(sweepHoldsWorkflow, { taskQueue: stack.taskQueue, workflowId: `sweep-record-${Date.now()}`, args: [] });
+      await save(stack.temporal, 'credits', 'hold-sweep', sweep.workflowId);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('media: a video job that completes with a provider cost', async function () {
+    const stack: VideoStack = await startVideoStack({ polling: { initialMs: 50, factor: 1.5, maxMs: 200, createWaitMs: 5_000, lateCostWaitMs: 2_500, unbilledCostWaitMs: 300, pollsPerRun: 3 } });
+    try {
+      const acct = await newAccount({ credits: '10' });
+      const res = await call(stack.url, '/v1/videos', { key: acct.key, body: { model: 'sim-video-1', prompt: 'a red fox in snow [sim render_ms=600 cost=0.2]' } });
+      if (res.status !== 202) throw new Error(`create: ${res.status} ${res.text}`);
+      await jobReaches(res.json.id, ['completed']);
+      await save(stack.temporal, 'media', 'video-completed', `video-${res.json.id}`);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('testruns: a passing run', async function () {
+    const stack = await startStack();
+    const worker = await startTestRunWorker({ gatewayUrl: stack.gateway.url });
+    try {
+      const p = await newProject({ taskQueue: worker.taskQueue, cases: [chatCase('ok-1', 'first [sim tokens=3]', { assertions: { contains: 'first' } }), chatCase('ok-2', 'second [sim tokens=3]')] });
+      const id = await startRun(stack.gateway.url, p, { cases: ['ok-1', 'ok-2'] });
+      const done = await waitRun(stack.gateway.url, p.token, id);
+      if (done.status !== 'passed') throw new Error(`run ${done.status}`);
+      await save(stack.temporal, 'testruns', 'run-passed', done.workflow_id);
+    } finally {
+      await worker.stop();
+      await stack.close();
+    }
+  });
+});
