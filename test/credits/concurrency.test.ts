@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
 import { env } from '../setup/env';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
 
 describe('reservations under concurrency', function () {
   this.timeout(120_000);
-  let stack: Stack;
-  before(async () => {
-    stack = await startStack();
-  });
-  after(() => stack.close());
+  const stack = useStack();
 
   it('200 parallel requests against a balance for a few: no overspend, every hold resolved, charges add up', async () => {
     // Each request holds about 0.0009 credits (max_tokens 100 at 0.000008 plus the prompt bound).

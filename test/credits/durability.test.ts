@@ -6,17 +6,13 @@ import { Reservations } from '../../services/credits/holds';
 import { reservationWorkflow } from '../../workflows/credits/reservation';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 import { env } from '../setup/env';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
 
 const TARIFF = { input_multiplier: '0.000002', output_multiplier: '0.000008', cache_multiplier: '0.0000005', cache_creation_multiplier: '0.0000025' };
 
 describe('reservation durability', function () {
   this.timeout(60_000);
-  let stack: Stack;
-  before(async () => {
-    stack = await startStack({ holdTimeoutMs: 1500 });
-  });
-  after(() => stack.close());
+  const stack = useStack({ holdTimeoutMs: 1500 });
 
   it('with the worker down between hold and settlement, the hold resolves exactly once when a worker returns', async () => {
     const acct = await newAccount();

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
-import { checkInvariants, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { checkInvariants, newAccount, settled, useStack, type Stack } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Liveness, not age, decides abandonment (issue 14 item 4): the sweeper leaves a long stream of a
@@ -30,15 +30,7 @@ async function openStream(base: string, key: string, content: string): Promise<{
 }
 
 describe('hold sweeper: liveness of the API process decides', function () {
-  let stack: Stack;
-
-  before(async function () {
-    stack = await startStack({ heartbeatMs: 300, abandonment: { deadAfterMs: 1500, unrecordedOlderThanMs: 0 } });
-  });
-
-  after(async function () {
-    await stack?.close();
-  });
+  const stack = useStack({ heartbeatMs: 300, abandonment: { deadAfterMs: 1500, unrecordedOlderThanMs: 0 } });
 
   it('a stream of a live API process is never released, however old; it settles with its charge', async function () {
     const acct = await newAccount({ credits: '5' });

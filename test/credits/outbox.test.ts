@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { startSettlementRelay } from '../../services/credits/relay';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack, type Stack } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // The outcome outbox (issue 14): outcomes are recorded in PostgreSQL first, then settled by
@@ -10,15 +10,7 @@ import { env } from '../setup/env';
 const chat = (stack: Stack, key: string) => call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
 
 describe('settlement outbox and relay', function () {
-  let stack: Stack;
-
-  before(async function () {
-    stack = await startStack();
-  });
-
-  after(async function () {
-    await stack?.close();
-  });
+  const stack = useStack();
 
   it('answers do not wait for Temporal: outcomes wait in PostgreSQL while no relay runs, then settle exactly once', async function () {
     const acct = await newAccount({ credits: '5' });

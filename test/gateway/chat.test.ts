@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { deactivateAccount } from '../../services/accounts/accounts';
 import { createKey, revokeKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 
 const user = (content: string) => [{ role: 'user', content }];
 const simStats = async () => (await call(env.simulator.url, '/_sim/stats')).json;
@@ -17,15 +17,13 @@ async function readStream(res: Response): Promise<string[]> {
 }
 
 describe('chat completions', function () {
-  let stack: Stack;
+  const stack = useStack({ upstreamTimeoutMs: 1500, uncertainGraceMs: 300 });
   let acct: TestAccount;
   let base: string;
 
   before(async () => {
-    stack = await startStack({ upstreamTimeoutMs: 1500, uncertainGraceMs: 300 });
     base = stack.gateway.url;
   });
-  after(() => stack.close());
   beforeEach(async () => {
     acct = await newAccount({ credits: '100' });
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { call, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 
 // Every client dialect through the official SDKs, against every upstream wire format.
 
@@ -118,18 +118,16 @@ const DIALECTS: Record<string, (c: Client, model: string, prompt: string, stream
 const UPSTREAMS = { openai: 'sim-gpt', anthropic: 'sim-claude' };
 
 describe('dialects × upstreams through the official SDKs', function () {
-  let stack: Stack;
+  const stack = useStack();
   let acct: TestAccount;
   let client: Client;
   before(async () => {
-    stack = await startStack();
     acct = await newAccount({ credits: '100' });
     client = {
       openai: new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1`, maxRetries: 0 }),
       anthropic: new Anthropic({ apiKey: acct.key, baseURL: stack.gateway.url, maxRetries: 0 }),
     };
   });
-  after(() => stack.close());
 
   const generation = async (id: string) => (await call(stack.gateway.url, `/v1/generation?id=${encodeURIComponent(id)}`, { key: acct.key })).json.data;
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Language, Parser, type Node } from 'web-tree-sitter';
-import { newAccount, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { newAccount, useStack, type TestAccount } from '../helpers/stack';
 
 // Installer scripts of spec 1 section 1 item 8, downloaded from a real gateway and run with bash
 // against a temporary HOME. PowerShell is not available here: the PowerShell scripts are checked
@@ -56,14 +56,13 @@ const backupsOf = (file: string) =>
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 describe('installer scripts (spec 1 section 1 item 8)', function () {
-  let stack: Stack;
+  const stack = useStack();
   let base: string;
   let acct: TestAccount;
   let dir: string;
   const served: Record<string, { status: number; type: string | null; cache: string | null; text: string }> = {};
 
   before(async function () {
-    stack = await startStack();
     base = stack.gateway.url;
     acct = await newAccount();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-installer-'));
@@ -76,7 +75,6 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
   });
 
   after(async function () {
-    await stack?.close();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 

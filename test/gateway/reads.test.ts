@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
 import { createKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
-import { call, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 
 // Read endpoints of spec 1 sections 2.4, 2.5, 2.9 and 4.6 over real HTTP.
 
@@ -37,17 +37,13 @@ function assertEnvelope(res: { status: number; json: any }, status: number, code
 const sumOf = (costs: string[]) => costs.reduce((s, c) => s.add(c), new Decimal(0));
 
 describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
-  let stack: Stack;
+  const stack = useStack();
   let base: string;
 
   before(async function () {
-    stack = await startStack();
     base = stack.gateway.url;
   });
 
-  after(async function () {
-    await stack?.close();
-  });
 
   /** One non-streaming chat request, answered 200, waited for until its hold has settled. */
   async function chat(key: string, model = 'sim-gpt', content = PROMPT): Promise<Settled> {

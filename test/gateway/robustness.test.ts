@@ -3,22 +3,14 @@ import net from 'node:net';
 import { createDb } from '../../platform/db';
 import { freePort } from '../../platform/ports';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
-import { call, newAccount, settled, startStack, type Stack } from '../helpers/stack';
+import { call, newAccount, settled, useStack } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Issue-14 fixes of the read and error paths: an answer's id is readable before settlement,
 // control characters in an id are a 400, and a database outage is a 503 with Retry-After.
 
 describe('gateway robustness', function () {
-  let stack: Stack;
-
-  before(async function () {
-    stack = await startStack();
-  });
-
-  after(async function () {
-    await stack?.close();
-  });
+  const stack = useStack();
 
   it('GET /v1/generation finds an answer by its body id before the request is settled', async function () {
     const acct = await newAccount({ credits: '5' });

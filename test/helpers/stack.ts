@@ -94,6 +94,28 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   return stack;
 }
 
+/**
+ * Registers a suite's before/after hooks that start a stack and close it (also when tests fail),
+ * and returns the suite's stack: a stand-in that forwards to the running one.
+ */
+export function useStack(opts: StackOptions = {}): Stack {
+  let current: Stack | null = null;
+  before(async function () {
+    this.timeout(60_000);
+    current = await startStack(opts);
+  });
+  after(async function () {
+    await current?.close();
+    current = null;
+  });
+  return new Proxy({} as Stack, {
+    get(_, prop) {
+      if (!current) throw new Error('the stack is used outside its suite (before its before hook ran)');
+      return current[prop as keyof Stack];
+    },
+  });
+}
+
 export interface TestAccount {
   accountId: string;
   keyId: string;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
 import { SIMULATOR_MODELS } from '../../simulator/catalog';
 import { wav } from '../helpers/audio-fixtures';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Audio models priced per token (spec 1 sections 2.2, 2.8, 4.8 item 3) over real HTTP, with the
@@ -27,7 +27,7 @@ const holdSeconds = (file: Buffer, seconds: number) => Math.ceil(Math.max(10, se
 
 describe('audio models priced per token', function () {
   this.timeout(60_000);
-  let stack: Stack;
+  const stack = useStack();
   let acct: TestAccount;
   const base = () => stack.gateway.url;
   const simBehaviour = (body: Record<string, unknown>) => call(env.simulator.url, '/_sim/behaviour', { body });
@@ -47,7 +47,6 @@ describe('audio models priced per token', function () {
   };
 
   before(async () => {
-    stack = await startStack();
     acct = await newAccount({ credits: '20', tier: 'business' });
     await simBehaviour({ model: TRANSCRIBE_UPSTREAM, cost: Number(TRANSCRIBE_COST), cost_delay: 300 });
     // A tariff with one token rate only: not a complete price.
@@ -60,7 +59,6 @@ describe('audio models priced per token', function () {
   after(async () => {
     await simBehaviour({ model: TRANSCRIBE_UPSTREAM, cost: null, cost_delay: null, no_usage: null });
     await env.db('models').where({ id: HALF_PRICED }).delete();
-    await stack?.close();
   });
 
   describe('speech', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { fixture, png, wav } from '../helpers/audio-fixtures';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Audio endpoints (spec 1 sections 4.4, 4.5, 4.8, 4.9) over real HTTP, with the simulator as
@@ -16,7 +16,7 @@ const jsonOf = async (r: Response): Promise<any> => r.json();
 
 describe('audio endpoints', function () {
   this.timeout(60_000);
-  let stack: Stack;
+  const stack = useStack();
   let acct: TestAccount;
   const base = () => stack.gateway.url;
 
@@ -51,14 +51,12 @@ describe('audio endpoints', function () {
     call(base(), '/v1/audio/transcriptions', { key, body: { model: 'sim-whisper-1', ...body }, headers });
 
   before(async () => {
-    stack = await startStack();
     acct = await newAccount({ credits: '50' });
     // The provider records a fixed transcription cost 300 ms after answering.
     await simBehaviour({ model: WHISPER_UPSTREAM, cost: 0.0007, cost_delay: 300 });
   });
   after(async () => {
     await simBehaviour({ model: WHISPER_UPSTREAM, cost: null, cost_delay: null });
-    await stack?.close();
   });
 
   describe('speech', () => {

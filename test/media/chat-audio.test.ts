@@ -10,7 +10,7 @@ import { createKey } from '../../services/keys/keys';
 import { inspectAudio } from '../../api/gateway/media/audio/format';
 import { SIMULATOR_MODELS } from '../../simulator/catalog';
 import { fixture, png, wav } from '../helpers/audio-fixtures';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, startStack, useStack, type TestAccount } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Chat audio (spec 1 sections 4.7, 4.8, 2.9) end to end: the official SDK against the gateway,
@@ -61,7 +61,7 @@ interface Streamed {
 
 describe('chat audio', function () {
   this.timeout(60_000);
-  let stack: Stack;
+  const stack = useStack();
   let acct: TestAccount;
   const base = () => stack.gateway.url;
   const openai = (key: string) => new OpenAI({ apiKey: key, baseURL: `${base()}/v1`, maxRetries: 0 });
@@ -102,10 +102,8 @@ describe('chat audio', function () {
   const heldRates = (row: Record<string, string>) => Object.fromEntries(TARIFF.map((k) => [k, row[k]])) as Rates;
 
   before(async () => {
-    stack = await startStack();
     acct = await newAccount({ credits: '50' });
   });
-  after(async () => stack?.close());
 
   describe('catalog', () => {
     it('the audio rates are tariff columns of the model, not details', async () => {

@@ -7,7 +7,7 @@ import { readMultipart, MultipartError } from '../../api/gateway/media/images/mu
 import { fetchImageUrl, UrlFetchRefused } from '../../api/gateway/media/images/url-fetch';
 import { normalize } from '../../domain/credits/pricing';
 import { imageBytes } from '../../simulator/media-bytes';
-import { call, checkInvariants, newAccount, settled, startStack, type Stack, type TestAccount } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack, type TestAccount } from '../helpers/stack';
 import { env } from '../setup/env';
 
 // Images (spec 1 sections 2.6, 2.8, 4.1, 4.2, 4.9, 6.1): parameter rules, edits uploads, streamed
@@ -229,18 +229,16 @@ describe('images: streaming multipart reader (pure)', () => {
 
 describe('images: gateway', function () {
   this.timeout(60_000);
-  let stack: Stack;
+  const stack = useStack();
   let base: string;
   let simStatsLast: (prompt: string) => Promise<Record<string, unknown> | undefined>;
   before(async () => {
-    stack = await startStack();
     base = stack.gateway.url;
     simStatsLast = async (prompt) => {
       const s = (await (await fetch(`${env.simulator.url}/_sim/stats`)).json()) as { last_requests: Array<{ body: Record<string, unknown> }> };
       return s.last_requests.reverse().find((r) => r.body && r.body.prompt === prompt)?.body;
     };
   });
-  after(async () => stack?.close());
 
   describe('listing', () => {
     it('GET /v1/images/models lists image models with capabilities, parameters, limits and pricing in credits', async () => {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseOptions, UsageError } from '../../admin/testrun-cli';
 import { freePort } from '../setup/root-hooks';
-import { startStack, type Stack } from '../helpers/stack';
+import { useStack } from '../helpers/stack';
 import { chatCase, newProject, startTestRunWorker, type TestProject, type TestRunWorker } from '../helpers/testruns';
 
 // The CI CLI (admin/testrun-cli.ts) as a real process: exit codes, reports, polling.
@@ -44,7 +44,7 @@ const attr = (xml: string, name: string) => xml.match(new RegExp(`<testsuite [^>
 
 describe('test runs: the CI CLI (npm run testrun)', function () {
   this.timeout(90_000);
-  let stack: Stack;
+  const stack = useStack();
   let worker: TestRunWorker;
   let p: TestProject;
   let tmp: string;
@@ -53,7 +53,6 @@ describe('test runs: the CI CLI (npm run testrun)', function () {
   const env = () => ({ TESTRUN_TOKEN: p.token, TESTRUN_BASE_URL: stack.gateway.url });
 
   before(async function () {
-    stack = await startStack();
     worker = await startTestRunWorker({ gatewayUrl: stack.gateway.url });
     closedPort = await freePort();
     p = await newProject({
@@ -71,7 +70,6 @@ describe('test runs: the CI CLI (npm run testrun)', function () {
 
   after(async function () {
     await worker?.stop();
-    await stack?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 

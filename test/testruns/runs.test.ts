@@ -10,7 +10,7 @@ import { createCiToken, revokeCiToken } from '../../services/testruns/projects';
 import { SA } from '../../domain/shared/search-attributes';
 import { freePort } from '../setup/root-hooks';
 import { env } from '../setup/env';
-import { call, newAccount, startStack, type Stack } from '../helpers/stack';
+import { call, newAccount, useStack } from '../helpers/stack';
 import { chatCase, maxOverlap, newProject, SEALING_KEY_HEX, SEALING_SECRET, searchStatus, startRun, startTestRunWorker, waitRun, type TestProject, type TestRunWorker } from '../helpers/testruns';
 
 // Test runs (spec 3 B, README "Test runs"): the API, the workflow, both gates, cancel, deadline,
@@ -27,18 +27,16 @@ async function intervals(runIds: string[]) {
 
 describe('test runs (CI release gate)', function () {
   this.timeout(60_000);
-  let stack: Stack;
+  const stack = useStack();
   let worker: TestRunWorker;
   const base = () => stack.gateway.url;
 
   before(async function () {
-    stack = await startStack();
     worker = await startTestRunWorker({ gatewayUrl: stack.gateway.url });
   });
 
   after(async function () {
     await worker?.stop();
-    await stack?.close();
   });
 
   describe('lifecycle', function () {
