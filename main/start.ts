@@ -6,6 +6,10 @@ import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startGatewayApi } from './gateway';
+import { startPanelApi } from './panel-api';
+import { parsePanelFlags } from '../platform/panel-flags';
+import { loadSealingKey } from '../platform/secret-box';
+import { ensurePlatform } from '../services/panel/bootstrap';
 import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { MEDIA_TASK_QUEUE } from '../domain/media/video';
 import { startSimulator } from '../simulator/server';
@@ -141,6 +145,22 @@ async function main() {
   });
   stops.push(gateway.close);
 
+  // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1.
+  const panelLogin = await ensurePlatform(db);
+  const panel = await startPanelApi({
+    db,
+    temporalAddress,
+    namespace: config.TEMPORAL_NAMESPACE,
+    logger: log,
+    port: config.PANEL_PORT,
+    host: '0.0.0.0',
+    flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state']),
+    sealingKey: loadSealingKey(process.env, 'panel'),
+    sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
+    sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
+  });
+  stops.push(panel.close);
+
   const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   log.info({ ms: Date.now() - t0 }, 'ready');
   process.stdout.write(
@@ -150,6 +170,8 @@ async function main() {
       config.TEMPORAL_ADDRESS ? `  Temporal     ${temporalAddress}` : `  Temporal UI  http://127.0.0.1:${config.TEMPORAL_UI_PORT}`,
       `  Simulator    ${sim.url}`,
       `  Demo key     ${demoKey}`,
+      `  Panel        http://127.0.0.1:${config.PANEL_PORT}   (API under /v1; docs/panel.md)`,
+      panelLogin ? `  Panel login  ${panelLogin.username} / ${panelLogin.password}   (temporary: change it at first sign-in; shown once)` : `  Panel login  the platform's logins (the initial 'admin' password was shown at the first start)`,
       '',
       `  curl ${gatewayUrl}/v1/chat/completions -H "Authorization: Bearer ${demoKey}" \\`,
       `    -H 'content-type: application/json' -d '{"model":"sim-gpt","messages":[{"role":"user","content":"hello"}]}'`,

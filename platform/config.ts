@@ -57,6 +57,11 @@ const schema = z.object({
   TRUSTED_PROXIES: ipList,
   REQUEST_LOG_FLUSH_MS: positive(250),
   REQUEST_LOG_RETENTION_DAYS: positive(90),
+  // Hosting panel: the secret sealing logins' TOTP secrets (else DATA_DIR/panel-secret), and how
+  // long a console session lasts without use and at most.
+  PANEL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  PANEL_SESSION_IDLE_MINUTES: positive(720),
+  PANEL_SESSION_MAX_HOURS: positive(168),
 });
 
 export type Config = z.infer<typeof schema> & { dataDir: string };

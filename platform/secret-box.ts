@@ -3,17 +3,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from './config';
 
-// Secrets kept server-side (the gateway key of a test-run project) are stored sealed with
-// AES-256-GCM under a key derived from TESTRUN_SECRET. Without TESTRUN_SECRET (development),
+// Secrets kept server-side (the gateway key of a test-run project, a panel login's TOTP secret)
+// are stored sealed with AES-256-GCM under a key derived from TESTRUN_SECRET (PANEL_SECRET). Without TESTRUN_SECRET (development),
 // a random secret is created once in DATA_DIR/testrun-secret (mode 600) and reused by the admin
 // CLI and `npm start`; production sets TESTRUN_SECRET on the workers and wherever the admin
 // CLI runs. Losing the secret only means re-creating the projects' keys (`project update`).
 
-/** The 32-byte sealing key: SHA-256 of TESTRUN_SECRET, or of the DATA_DIR secret file. */
-export function loadSealingKey(e: NodeJS.ProcessEnv = process.env): Buffer {
+/** The 32-byte sealing key of a purpose: SHA-256 of its secret variable, or of its DATA_DIR secret file. */
+export function loadSealingKey(e: NodeJS.ProcessEnv = process.env, purpose: 'testrun' | 'panel' = 'testrun'): Buffer {
   const c = loadConfig(e);
-  if (c.TESTRUN_SECRET) return deriveKey(c.TESTRUN_SECRET);
-  const file = path.join(c.dataDir, 'testrun-secret');
+  const secret = purpose === 'panel' ? c.PANEL_SECRET : c.TESTRUN_SECRET;
+  if (secret) return deriveKey(secret);
+  const file = path.join(c.dataDir, `${purpose}-secret`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   try {
     fs.writeFileSync(file, randomBytes(32).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' });
@@ -41,6 +42,6 @@ export function open(key: Buffer, sealed: string): string {
   try {
     return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8');
   } catch {
-    throw new Error('the sealed secret does not open with this TESTRUN_SECRET');
+    throw new Error('the sealed secret does not open with this key (TESTRUN_SECRET / PANEL_SECRET)');
   }
 }

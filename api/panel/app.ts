@@ -1,0 +1,45 @@
+import Router from '@koa/router';
+import type { Client } from '@temporalio/client';
+import Koa from 'koa';
+import type { Role } from '../../domain/panel/tree';
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import type { AuthSettings } from '../../services/panel/auth';
+import { healthCheck } from '../gateway/app';
+import { accountRoutes, signInRoutes } from './logins/account-routes';
+import { loginRoutes } from './logins/routes';
+import { orgRoutes } from './orgs/routes';
+import { panelAuth } from './shared/auth';
+import { panelContext } from './shared/http';
+
+export interface PanelDeps {
+  db: Db;
+  temporal: Client;
+  logger: Logger;
+  auth: AuthSettings;
+  requireTwoFactorRoles: Role[];
+  /** the issuer authenticator apps show for two-factor entries */
+  issuer: string;
+  secureCookies: boolean;
+}
+
+/** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
+export function createPanelApp(d: PanelDeps): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  app.use(panelContext(d.logger));
+  const open = new Router();
+  open.get('/healthz', healthCheck(d));
+  app.use(open.routes());
+  const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
+  app.use(signInRoutes(account).routes());
+
+  const v1 = new Router();
+  v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
+  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db)]) {
+    v1.use(r.routes());
+    v1.use(r.allowedMethods());
+  }
+  app.use(v1.routes());
+  return app;
+}

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import getRawBody from 'raw-body';
+import { z } from 'zod';
+import { PanelError } from '../../../domain/panel/errors';
+import { isDatabaseUnavailable } from '../../../platform/db-errors';
+import type { Logger } from '../../../platform/logger';
+
+/**
+ * Outermost middleware of the panel API: a request id (x-request-id) and a child logger per
+ * request, one access-log line, and the panel error body for anything thrown below.
+ */
+export function panelContext(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    const started = process.hrtime.bigint();
+    const requestId = randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ request_id: requestId });
+    ctx.set('x-request-id', requestId);
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.respond !== false) {
+        if (ctx.status === 404) throw new PanelError('route_not_found', { method: ctx.method, path: ctx.path });
+        if (ctx.status === 405) throw new PanelError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
+      }
+    } catch (err) {
+      sendPanelError(ctx, toPanelError(ctx, err));
+    }
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms, login: ctx.state.principal?.username }, 'request');
+  };
+}
+
+function toPanelError(ctx: Context, err: unknown): PanelError {
+  if (err instanceof PanelError) return err;
+  if (err instanceof z.ZodError) return zodError(err);
+  if (isDatabaseUnavailable(err)) {
+    ctx.state.log.warn({ err }, 'database unavailable');
+    return new PanelError('service_unavailable', {}, { 'retry-after': '2' });
+  }
+  ctx.state.log.error({ err }, 'unhandled error');
+  return new PanelError('internal_error', { request_id: ctx.state.requestId });
+}
+
+export function sendPanelError(ctx: Context, e: PanelError): void {
+  if (ctx.headerSent) return;
+  ctx.status = e.status;
+  for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+  ctx.body = e.toBody();
+}
+
+/** The first zod issue as validation_failed, naming the field. */
+export function zodError(err: z.ZodError): PanelError {
+  const i = err.issues[0];
+  const field = [...i.path.map(String), ...(i.code === 'unrecognized_keys' ? [i.keys[0]] : [])].join('.') || 'body';
+  const detail = i.code === 'unrecognized_keys' ? 'is not a known field' : i.message;
+  return new PanelError('validation_failed', { field, detail: `${field}: ${detail}` });
+}
+
+export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (!r.success) throw zodError(r.error);
+  return r.data;
+}
+
+/** Reads a JSON object body (at most 256 KB; an empty body is {}). */
+export async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
+  const length = ctx.get('content-length');
+  if (length === '0' || (!length && !ctx.get('transfer-encoding'))) return {};
+  const type = ctx.request.type;
+  if (type !== 'application/json') throw new PanelError('unsupported_media_type');
+  let raw: string;
+  try {
+    raw = await getRawBody(ctx.req, { limit: 256 * 1024, encoding: 'utf8', length: length || undefined });
+  } catch (err) {
+    const tooLarge = (err as { type?: string }).type === 'entity.too.large';
+    throw new PanelError('validation_failed', { field: 'body', detail: tooLarge ? 'body: larger than 256 KB' : 'body: could not be read' });
+  }
+  if (!raw.trim()) return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new PanelError('validation_failed', { field: 'body', detail: 'body: not valid JSON' });
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new PanelError('validation_failed', { field: 'body', detail: 'body: must be a JSON object' });
+  return body as Record<string, unknown>;
+}
+
+/** Parses the JSON body with a schema. */
+export const bodyOf = async <S extends z.ZodType>(ctx: Context, schema: S): Promise<z.infer<S>> => parse(schema, await jsonBody(ctx));

@@ -1,0 +1,62 @@
+import { loadConfig, ConfigError } from '../platform/config';
+import { databaseUrl } from '../platform/database-url';
+import { createDb, migrate } from '../platform/db';
+import { createLogger } from '../platform/logger';
+import { FlagError, parsePanelFlags } from '../platform/panel-flags';
+import { loadSealingKey } from '../platform/secret-box';
+import { ensurePlatform } from '../services/panel/bootstrap';
+import { startPanelApi } from './panel-api';
+
+// `panel-api serve [flags of spec 2 section 4.3]`: one panel API process on PANEL_PORT, against
+// the database and Temporal of `npm start` (or DATABASE_URL / TEMPORAL_ADDRESS).
+
+const USAGE = `usage: panel-api serve [-metrics-interval 60s] [-reconcile dry-run|on] [-placement scheduled]
+                       [-placement-node-facts FILE] [-node-api-listen HOST:PORT] [-billing-meter]
+                       [-require-2fa-roles ROLE,...] [-controller-state]`;
+
+async function main(argv: string[]) {
+  if (argv[0] !== 'serve') {
+    process.stderr.write(`${USAGE}\n`);
+    process.exit(2);
+  }
+  let flags;
+  try {
+    flags = parsePanelFlags(argv.slice(1));
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`panel-api: ${err.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const db = createDb(databaseUrl(config), config.DB_POOL_MAX);
+  await migrate(db);
+  const initial = await ensurePlatform(db);
+  const panel = await startPanelApi({
+    db,
+    temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
+    namespace: config.TEMPORAL_NAMESPACE,
+    logger: log,
+    port: config.PANEL_PORT,
+    host: '0.0.0.0',
+    flags,
+    sealingKey: loadSealingKey(process.env, 'panel'),
+    sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
+    sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
+  });
+  log.info({ url: panel.url, flags }, 'panel ready');
+  process.stdout.write(`  Panel        http://127.0.0.1:${config.PANEL_PORT}\n`);
+  if (initial) process.stdout.write(`  Panel login  ${initial.username} / ${initial.password}   (temporary: change it at first sign-in; shown once)\n`);
+  const stop = async () => {
+    await panel.close();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `panel-api failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

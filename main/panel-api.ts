@@ -1,0 +1,59 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { createPanelApp } from '../api/panel/app';
+import type { Db } from '../platform/db';
+import type { Logger } from '../platform/logger';
+import type { PanelFlags } from '../platform/panel-flags';
+import { THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
+
+export interface PanelRuntimeOptions {
+  db: Db;
+  temporalAddress: string;
+  namespace: string;
+  logger: Logger;
+  port: number;
+  host?: string;
+  flags: PanelFlags;
+  sealingKey: Buffer;
+  sessionIdleMs: number;
+  sessionMaxMs: number;
+  throttle?: Partial<ThrottleSettings>;
+}
+
+export interface PanelRuntime {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Wires one panel API process (`panel-api serve`): Temporal client, Koa app, HTTP server. */
+export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntime> {
+  const connection = await Connection.connect({ address: o.temporalAddress });
+  const temporal = new Client({ connection, namespace: o.namespace });
+  const app = createPanelApp({
+    db: o.db,
+    temporal,
+    logger: o.logger,
+    auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle: { ...THROTTLE_DEFAULTS, ...o.throttle } },
+    requireTwoFactorRoles: o.flags.requireTwoFactorRoles,
+    issuer: 'Hosting panel',
+    secureCookies: false,
+  });
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import { z } from 'zod';
+
+// The flags of `panel-api serve` (spec 2 section 4.3), spelled as the spec spells them
+// (`-metrics-interval 60s`; `--metrics-interval=60s` works too), parsed into one typed object.
+// A bad value stops the command with a message naming the flag.
+
+const ROLES = ['platform_admin', 'provider_admin', 'reseller', 'account_owner', 'read_only'] as const;
+
+export interface PanelFlags {
+  /** metrics sampling interval; null: off (and so no alerts) */
+  metricsIntervalMs: number | null;
+  /** reconciliation: observe and report, or also remediate opted-in sites; null: off */
+  reconcile: 'dry-run' | 'on' | null;
+  placement: 'scheduled' | null;
+  placementNodeFacts: string | null;
+  nodeApiListen: { host: string; port: number } | null;
+  billingMeter: boolean;
+  requireTwoFactorRoles: Array<(typeof ROLES)[number]>;
+  controllerState: boolean;
+}
+
+export class FlagError extends Error {}
+
+const BOOLEAN = new Set(['billing-meter', 'controller-state']);
+const VALUED = new Set(['metrics-interval', 'reconcile', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
+
+/** `60s`, `5m`, `1h`, `500ms`, or a number of seconds; at least 1 s. */
+export function parseDuration(v: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
+  if (!m) return null;
+  const n = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return n >= 1000 && n <= 86_400_000 ? Math.round(n) : null;
+}
+
+const nodeFactsFile = z.object({
+  nodes: z.array(z.object({ node: z.string().min(1), preflight_passed: z.boolean(), checked_at: z.iso.datetime({ offset: true }), php_versions: z.array(z.string()) })),
+});
+
+export function parsePanelFlags(argv: string[]): PanelFlags {
+  const flags: PanelFlags = { metricsIntervalMs: null, reconcile: null, placement: null, placementNodeFacts: null, nodeApiListen: null, billingMeter: false, requireTwoFactorRoles: [], controllerState: false };
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--?([a-z0-9-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new FlagError(`unexpected argument "${argv[i]}"`);
+    const [, name, inline] = m;
+    if (BOOLEAN.has(name)) {
+      const v = inline ?? 'true';
+      if (!['true', 'false'].includes(v)) throw new FlagError(`-${name} takes no value (or =true / =false)`);
+      if (name === 'billing-meter') flags.billingMeter = v === 'true';
+      else flags.controllerState = v === 'true';
+      continue;
+    }
+    if (!VALUED.has(name)) throw new FlagError(`unknown flag -${name} (known: ${[...VALUED, ...BOOLEAN].map((f) => `-${f}`).join(', ')})`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new FlagError(`-${name} needs a value`);
+    apply(flags, name, value);
+  }
+  return flags;
+}
+
+function apply(f: PanelFlags, name: string, v: string): void {
+  const bad = (why: string) => new FlagError(`-${name} ${JSON.stringify(v)}: ${why}`);
+  switch (name) {
+    case 'metrics-interval': {
+      if (v === 'off' || v === '0') return void (f.metricsIntervalMs = null);
+      const ms = parseDuration(v);
+      if (ms === null) throw bad('a duration from 1s to 24h, such as 60s, 5m or 1h (or off)');
+      f.metricsIntervalMs = ms;
+      return;
+    }
+    case 'reconcile':
+      if (v !== 'dry-run' && v !== 'on' && v !== 'off') throw bad('dry-run (observe and report), on (also remediate opted-in sites) or off');
+      f.reconcile = v === 'off' ? null : v;
+      return;
+    case 'placement':
+      if (v !== 'scheduled') throw bad('the only placement mode is "scheduled"');
+      f.placement = 'scheduled';
+      return;
+    case 'placement-node-facts': {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(fs.readFileSync(v, 'utf8'));
+      } catch (err) {
+        throw bad(`cannot be read as JSON (${(err as Error).message})`);
+      }
+      const r = nodeFactsFile.safeParse(parsed);
+      if (!r.success) throw bad(`not a node facts file: ${r.error.issues[0].path.join('.')} ${r.error.issues[0].message} (shape: { nodes: [ { node, preflight_passed, checked_at, php_versions } ] })`);
+      f.placementNodeFacts = v;
+      return;
+    }
+    case 'node-api-listen': {
+      const m = /^(?:([^:]*)|\[([0-9a-f:]+)\]):(\d{1,5})$/i.exec(v);
+      const port = m ? Number(m[3]) : NaN;
+      if (!m || port > 65535) throw bad('an address host:port, such as 0.0.0.0:8091 or :8091');
+      f.nodeApiListen = { host: m[1] || m[2] || '0.0.0.0', port };
+      return;
+    }
+    case 'require-2fa-roles': {
+      const roles = v.split(',').map((s) => s.trim()).filter(Boolean);
+      const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+      if (unknown.length) throw bad(`unknown role ${unknown.join(', ')} (roles: ${ROLES.join(', ')})`);
+      f.requireTwoFactorRoles = [...new Set(roles)] as PanelFlags['requireTwoFactorRoles'];
+      return;
+    }
+  }
+}

@@ -1,0 +1,128 @@
+import type { Knex } from 'knex';
+import { invalid, notFound, PanelError } from '../../domain/panel/errors';
+import { resolveLimits, type CountedItem, type LevelLimits, type Limits } from '../../domain/panel/limits';
+import { effectivePowers, isBelow, pathIds, type OrgType } from '../../domain/panel/tree';
+import type { Actor } from './actor';
+
+// An org and the levels above it (its chain, root first), and the checks every panel change makes
+// against them: scope (the target lies in the caller's subtree, else 404), effective limits,
+// powers and regions, and counted limits taken under a lock on the path.
+
+type Q = Knex | Knex.Transaction;
+
+export interface OrgRow {
+  id: string;
+  parent_id: string | null;
+  path: string;
+  depth: number;
+  type: OrgType;
+  name: string;
+  status: 'active' | 'suspended';
+  package_id: string | null;
+  limits: Limits;
+  powers: string[];
+  preferred_region: string | null;
+  required_region: string | null;
+  display_name: string | null;
+  accent_color: string | null;
+  support_email: string | null;
+  login_hostname: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ChainLevel extends OrgRow {
+  package_limits: Limits | null;
+  package_preferred_region: string | null;
+  package_required_region: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const isUuid = (s: string): boolean => UUID.test(s);
+
+/** The chain of the org at `path`, root first; `lock` takes row locks root first (the lock order of the tree). */
+export async function loadChain(q: Q, path: string, lock = false): Promise<ChainLevel[]> {
+  const query = q('panel_orgs as o')
+    .leftJoin('panel_packages as p', 'p.id', 'o.package_id')
+    .whereIn('o.id', pathIds(path))
+    .orderBy('o.depth')
+    .select('o.*', 'p.limits as package_limits', 'p.preferred_region as package_preferred_region', 'p.required_region as package_required_region');
+  if (lock) query.forUpdate('o');
+  return query;
+}
+
+/** An org's own limits: its package's while it has one, else its custom limits. */
+export const ownLimits = (level: ChainLevel): Limits => (level.package_id ? (level.package_limits ?? {}) : level.limits);
+
+export const effectiveLimits = (chain: ChainLevel[]) =>
+  resolveLimits(chain.map((l): LevelLimits => ({ orgId: l.id, name: l.name, limits: ownLimits(l) })));
+
+export const powersOf = (chain: ChainLevel[]) => effectivePowers(chain);
+
+/** Regions: the required region set highest up binds everything below; the preferred one is the nearest set. */
+export function effectiveRegions(chain: ChainLevel[]) {
+  let required: { region: string; org_id: string } | null = null;
+  let preferred: string | null = null;
+  for (const l of chain) {
+    const req = l.required_region ?? l.package_required_region;
+    if (req && !required) required = { region: req, org_id: l.id };
+    preferred = l.preferred_region ?? l.package_preferred_region ?? preferred;
+  }
+  return { required_region: required?.region ?? null, required_by: required?.org_id ?? null, preferred_region: required?.region ?? preferred };
+}
+
+/**
+ * The org `id` if it lies in the actor's subtree (`strictlyBelow`: below the actor's own org, for
+ * decisions that belong to the level above); otherwise 404, so existence does not leak.
+ */
+export async function findInScope(q: Q, actor: Actor, id: string, opts: { strictlyBelow?: boolean } = {}): Promise<OrgRow> {
+  if (!isUuid(id)) throw notFound('organisation');
+  const org: OrgRow | undefined = await q('panel_orgs').where({ id }).first();
+  if (!org || !(org.id === actor.orgId || isBelow(org.path, actor.orgPath))) throw notFound('organisation');
+  if (opts.strictlyBelow && org.id === actor.orgId) {
+    throw new PanelError('forbidden', { detail: 'decisions about an organisation belong to the level above it, not to the organisation itself' });
+  }
+  return org;
+}
+
+/** The item counts of an org's subtree (itself included for sites and the like; orgs strictly below). */
+export async function countedUsage(q: Q, org: { id: string; path: string }): Promise<Record<CountedItem, number>> {
+  const row = await q('panel_orgs')
+    .where('path', 'like', `${org.path}%`)
+    .whereNot('id', org.id)
+    .first(q.raw(`count(*) FILTER (WHERE type = 'customer')::int AS customer_accounts`), q.raw(`count(*) FILTER (WHERE type = 'reseller')::int AS resellers`));
+  // Websites, domains, databases and DNS zones arrive with sites (a later part of the panel).
+  return { customer_accounts: row.customer_accounts, resellers: row.resellers, websites: 0, domains: 0, databases: 0, dns_zones: 0 };
+}
+
+/**
+ * Takes `adding` of a counted item below the last level of `lockedChain` (which the caller locked
+ * with loadChain(…, true) in this transaction, so concurrent creates wait and never overshoot):
+ * refused with limit_reached naming the limit and the level that binds.
+ */
+export async function checkCounted(trx: Knex.Transaction, lockedChain: ChainLevel[], item: CountedItem, adding = 1): Promise<void> {
+  for (const level of lockedChain) {
+    const limit = ownLimits(level)[item];
+    if (limit === undefined || limit === null) continue;
+    const used = (await countedUsage(trx, level))[item];
+    if (used + adding > limit) {
+      throw new PanelError('limit_reached', {
+        limit: item,
+        level: `${level.type} "${level.name}"`,
+        value: limit,
+        org_id: level.id,
+        used,
+        detail: `${used} in use, so nothing more can be created below it`,
+      });
+    }
+  }
+}
+
+/** A required region set above cannot be changed below: `region` must equal it when one is set. */
+export function checkRequiredRegion(chainAbove: ChainLevel[], region: string | null | undefined, field: string): void {
+  if (!region) return;
+  const { required_region } = effectiveRegions(chainAbove);
+  if (required_region && region !== required_region) {
+    throw invalid(field, `a level above requires region "${required_region}"; it cannot be changed below`);
+  }
+}

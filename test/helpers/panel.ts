@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { generateSync } from 'otplib';
+import { deriveKey } from '../../platform/secret-box';
+import { parsePanelFlags } from '../../platform/panel-flags';
+import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
+import { ensurePlatform } from '../../services/panel/bootstrap';
+import type { ThrottleSettings } from '../../services/panel/throttle';
+import { env } from '../setup/env';
+
+export const PANEL_TEST_KEY = deriveKey('panel-test-secret');
+
+/** A panel API process over the suite's PostgreSQL and Temporal; `flags` as on the command line. */
+export async function startPanel(opts: { flags?: string[]; throttle?: Partial<ThrottleSettings>; sessionIdleMs?: number } = {}): Promise<PanelRuntime> {
+  return startPanelApi({
+    db: env.db,
+    temporalAddress: env.temporalAddress,
+    namespace: 'default',
+    logger: env.logger,
+    port: 0,
+    flags: parsePanelFlags(opts.flags ?? []),
+    sealingKey: PANEL_TEST_KEY,
+    sessionIdleMs: opts.sessionIdleMs ?? 3_600_000,
+    sessionMaxMs: 7 * 86_400_000,
+    // Generous by default so suites signing in often are not throttled; throttle tests set their own.
+    throttle: { loginFailures: 1000, ipFailures: 100_000, ...opts.throttle },
+  });
+}
+
+/** Registers before/after hooks for one panel process; returns a getter for its URL. */
+export function usePanel(opts: Parameters<typeof startPanel>[0] = {}): () => string {
+  let panel: PanelRuntime | null = null;
+  before(async function () {
+    this.timeout(30_000);
+    panel = await startPanel(opts);
+  });
+  after(async () => {
+    await panel?.close();
+    panel = null;
+  });
+  return () => {
+    if (!panel) throw new Error('the panel is used outside its suite');
+    return panel.url;
+  };
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** A panel client: keeps its session cookie like a browser, or sends an API token. */
+export class PanelClient {
+  cookie: string | null = null;
+  constructor(
+    readonly base: string,
+    public token: string | null = null,
+  ) {}
+
+  async req(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    const res = await fetch(this.base + path, {
+      method,
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(this.cookie ? { cookie: this.cookie } : {}),
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const set = res.headers.get('set-cookie');
+    if (set) {
+      const pair = set.split(';')[0];
+      this.cookie = pair.endsWith('=') ? null : pair;
+    }
+    const text = await res.text();
+    let json;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, json };
+  }
+
+  get = (path: string) => this.req('GET', path);
+  post = (path: string, body?: unknown) => this.req('POST', path, body);
+  patch = (path: string, body?: unknown) => this.req('PATCH', path, body);
+  put = (path: string, body?: unknown) => this.req('PUT', path, body);
+  del = (path: string, body?: unknown) => this.req('DELETE', path, body);
+
+  async signIn(username: string, password: string, code?: string): Promise<Reply> {
+    return this.post('/v1/auth/sign-in', { username, password, ...(code ? { code } : {}) });
+  }
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** Signs in with a temporary password and replaces it with PASSWORD; fails loudly otherwise. */
+export async function signInFresh(base: string, username: string, temporary: string): Promise<PanelClient> {
+  const c = new PanelClient(base);
+  const r = await c.signIn(username, temporary);
+  if (r.status !== 200) throw new Error(`sign-in of ${username}: ${r.status} ${JSON.stringify(r.json)}`);
+  if (r.json.must_change_password) {
+    const p = await c.post('/v1/account/password', { current_password: temporary, new_password: PASSWORD });
+    if (p.status !== 204) throw new Error(`password change of ${username}: ${p.status} ${JSON.stringify(p.json)}`);
+  }
+  return c;
+}
+
+/**
+ * The platform admin of the test database, signed in: the platform and its `admin` login are
+ * created once per run (ensurePlatform); the temporary password is kept for later suites.
+ */
+let adminPassword: string | null = null;
+export async function platformAdmin(base: string): Promise<PanelClient> {
+  const initial = await ensurePlatform(env.db);
+  if (initial) {
+    const c = await signInFresh(base, initial.username, initial.password);
+    adminPassword = PASSWORD;
+    return c;
+  }
+  if (!adminPassword) throw new Error('the platform admin was created outside the panel helper');
+  const c = new PanelClient(base);
+  const r = await c.signIn('admin', adminPassword);
+  if (r.status !== 200) throw new Error(`admin sign-in: ${r.status} ${JSON.stringify(r.json)}`);
+  return c;
+}
+
+export const unique = (prefix: string) => `${prefix}${randomUUID().slice(0, 8)}`;
+
+/** Creates an org below `parentId` (default: the caller's org) with its first login signed in and its password changed. */
+export async function createOrgWithLogin(
+  by: PanelClient,
+  input: { type: 'provider' | 'reseller' | 'customer'; parent_id?: string; name?: string; [k: string]: unknown },
+): Promise<{ id: string; client: PanelClient; username: string; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const username = unique(input.type.slice(0, 3));
+  const temporary = `temp-${randomUUID()}`;
+  const r = await by.post('/v1/orgs', { name: input.name ?? username, ...input, login: { username, password: temporary } });
+  if (r.status !== 201) throw new Error(`create ${input.type}: ${r.status} ${JSON.stringify(r.json)}`);
+  return { id: r.json.id, client: await signInFresh(by.base, username, temporary), username, body: r.json };
+}
+
+/** The current TOTP code of a base32 secret, as an authenticator app would show it. */
+export const totp = (secret: string, epoch?: number) => generateSync({ secret, ...(epoch ? { epoch } : {}) });
