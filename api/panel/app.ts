@@ -9,6 +9,8 @@ import { healthCheck } from '../gateway/app';
 import { accountRoutes, signInRoutes } from './logins/account-routes';
 import { loginRoutes } from './logins/routes';
 import { orgRoutes } from './orgs/routes';
+import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes';
+import { packageRoutes } from './packages/routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -33,10 +35,11 @@ export function createPanelApp(d: PanelDeps): Koa {
   app.use(open.routes());
   const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
   app.use(signInRoutes(account).routes());
+  app.use(publicBrandingRoutes(d.db).routes());
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
-  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db)]) {
+  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db)]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }

@@ -1,0 +1,58 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { Db } from '../../../platform/db';
+import { getBranding, limitsOf, publicBranding, setBranding, setLimits, setPowers, setRegions } from '../../../services/panel/settings';
+import { principalOf } from '../shared/auth';
+import { bodyOf, parse } from '../shared/http';
+import { limitsSchema, powersSchema, regionSchema } from '../shared/schemas';
+
+// An org's settings (spec 2 sections 2.1-2.3, 2.7): limits, delegated powers, regions, branding;
+// and the public branding of the sign-in page.
+
+/** A DNS hostname of two or more labels, lower-cased; the last label starts with a letter (not an IP address). */
+const HOSTNAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const hostname = z.string().trim().toLowerCase().regex(HOSTNAME, 'must be a DNS hostname such as panel.example.com');
+
+const brandingBody = z.strictObject({
+  display_name: z.string().trim().min(1).max(80).nullable().optional(),
+  accent_color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour #rrggbb').toLowerCase().nullable().optional(),
+  support_email: z.email('must be an email address').max(254).nullable().optional(),
+  login_hostname: hostname.nullable().optional(),
+});
+
+const regionsBody = z.strictObject({ preferred_region: regionSchema.nullable().optional(), required_region: regionSchema.nullable().optional() });
+
+export function orgSettingsRoutes(db: Db): Router {
+  const r = new Router({ prefix: '/v1/orgs/:id' });
+  r.get('/limits', async (ctx) => {
+    ctx.body = await limitsOf(db, principalOf(ctx), ctx.params.id);
+  });
+  r.put('/limits', async (ctx) => {
+    const b = await bodyOf(ctx, z.strictObject({ limits: limitsSchema }));
+    ctx.body = await setLimits(db, principalOf(ctx), ctx.params.id, b.limits);
+  });
+  r.put('/powers', async (ctx) => {
+    const b = await bodyOf(ctx, z.strictObject({ powers: powersSchema }));
+    ctx.body = await setPowers(db, principalOf(ctx), ctx.params.id, b.powers);
+  });
+  r.put('/regions', async (ctx) => {
+    ctx.body = await setRegions(db, principalOf(ctx), ctx.params.id, await bodyOf(ctx, regionsBody));
+  });
+  r.get('/branding', async (ctx) => {
+    ctx.body = await getBranding(db, principalOf(ctx), ctx.params.id);
+  });
+  r.put('/branding', async (ctx) => {
+    ctx.body = await setBranding(db, principalOf(ctx), ctx.params.id, await bodyOf(ctx, brandingBody));
+  });
+  return r;
+}
+
+/** GET /v1/branding?hostname=HOST: no sign-in, so it answers the four branding fields and nothing else. */
+export function publicBrandingRoutes(db: Db): Router {
+  const r = new Router({ prefix: '/v1' });
+  r.get('/branding', async (ctx) => {
+    const q = parse(z.strictObject({ hostname: z.string().max(253).optional() }), ctx.query);
+    ctx.body = await publicBranding(db, q.hostname);
+  });
+  return r;
+}
