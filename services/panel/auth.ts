@@ -54,13 +54,16 @@ function principalOf(row: Record<string, any>, via: 'session' | 'token', credent
   };
 }
 
-/** The principal of a session cookie; slides the session's expiry (at most once a minute). */
+/**
+ * The principal of a session cookie; slides the session's expiry at most once a minute, or every
+ * half idle period when that is shorter (else an idle timeout of a minute or two ends active sessions).
+ */
 export async function sessionPrincipal(db: Db, s: AuthSettings, token: string): Promise<Principal | null> {
   const { rows } = await db.raw(
-    `${PRINCIPAL_SQL}, s.id AS session_id, s.last_seen_at < now() - interval '1 minute' AS stale
+    `${PRINCIPAL_SQL}, s.id AS session_id, s.last_seen_at < now() - least(interval '1 minute', make_interval(secs => ?)) AS stale
      FROM panel_sessions s JOIN panel_logins l ON l.id = s.login_id JOIN panel_orgs o ON o.id = l.org_id
      WHERE s.token_hash = ? AND s.expires_at > now()`,
-    [sha256(token)],
+    [s.sessionIdleMs / 2000, sha256(token)],
   );
   if (!rows.length) return null;
   const p = principalOf(rows[0], 'session', rows[0].session_id);
@@ -112,6 +115,10 @@ export async function signIn(db: Db, s: AuthSettings, input: SignInInput) {
   const session = await db.transaction(async (trx) => {
     const locked = await trx('panel_logins').where({ id: login.id }).forUpdate().first();
     if (locked.two_factor_enabled_at && !(await acceptSecondFactor(trx, s.sealingKey, locked, input.code!))) return null;
+    // Suspension is checked after the credentials, so a wrong password never tells that a login
+    // exists; a suspended login (or one below a suspended org) gets no session row at all.
+    const { rows } = await trx.raw(`${PRINCIPAL_SQL} FROM panel_logins l JOIN panel_orgs o ON o.id = l.org_id WHERE l.id = ?`, [login.id]);
+    principalOf(rows[0], 'session', '');
     const [row] = await trx('panel_sessions')
       .insert({ id: randomUUID(), token_hash: sha256(token), login_id: login.id, expires_at: new Date(Date.now() + Math.min(s.sessionIdleMs, s.sessionMaxMs)), ip: input.ip, user_agent: input.userAgent?.slice(0, 300) ?? null })
       .returning(['id', 'expires_at']);
@@ -119,8 +126,6 @@ export async function signIn(db: Db, s: AuthSettings, input: SignInInput) {
     return row;
   });
   if (!session) throw await fail('invalid_two_factor_code');
-  // Suspension is checked after the password, so a wrong password never tells that a login exists.
-  await sessionPrincipal(db, s, token);
   await clearFailures(db, username);
   return { token, expires_at: session.expires_at, login: loginView(login) };
 }

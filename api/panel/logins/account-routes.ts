@@ -28,7 +28,9 @@ export function signInRoutes(d: AccountDeps): Router {
   r.post('/sign-in', async (ctx) => {
     const body = await bodyOf(ctx, signInBody);
     const s = await signIn(d.db, d.settings, { ...body, ip: ctx.ip, userAgent: ctx.get('user-agent') });
-    ctx.cookies.set(SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'strict', secure: d.secureCookies, expires: new Date(s.expires_at), overwrite: true });
+    // The cookie lives as long as the session may (sessionMaxMs); the server slides and enforces the
+    // idle expiry, which the browser never learns of again after sign-in.
+    ctx.cookies.set(SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'strict', secure: d.secureCookies, expires: new Date(Date.now() + d.settings.sessionMaxMs), overwrite: true });
     ctx.body = { login: s.login, expires_at: s.expires_at, must_change_password: s.login.must_change_password };
   });
   return r;
