@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { startPanelApi } from '../../main/panel-api';
+import { createDb } from '../../platform/db';
+import { createLogger } from '../../platform/logger';
+import { parsePanelFlags } from '../../platform/panel-flags';
+import { env } from '../setup/env';
+import { PANEL_TEST_KEY } from './panel';
+
+// A panel API in a process of its own (a second `panel-api serve` against the same PostgreSQL and
+// Temporal), so that a test can show what one API process does is seen by another on the very
+// next request. Run as a script it starts the panel from the environment and prints `ready <url>`;
+// imported, startPanelChild() spawns it and waits for that line.
+
+export interface PanelChild {
+  url: string;
+  pid: number;
+  close(): Promise<void>;
+}
+
+/** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
+export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number } = {}): Promise<PanelChild> {
+  const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
+    cwd: path.join(__dirname, '../..'),
+    env: {
+      ...process.env,
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      PANEL_CHILD_FLAGS: JSON.stringify(opts.flags ?? []),
+      PANEL_CHILD_SESSION_IDLE_MS: String(opts.sessionIdleMs ?? 3_600_000),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += String(d)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += String(d);
+      const m = /ready (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`panel child exited ${code}: ${stderr}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function main() {
+  const e = process.env;
+  const db = createDb(e.DATABASE_URL!, 5);
+  const panel = await startPanelApi({
+    db,
+    temporalAddress: e.TEMPORAL_ADDRESS!,
+    namespace: 'default',
+    logger: createLogger('error'),
+    port: 0,
+    flags: parsePanelFlags(JSON.parse(e.PANEL_CHILD_FLAGS ?? '[]')),
+    sealingKey: PANEL_TEST_KEY,
+    sessionIdleMs: Number(e.PANEL_CHILD_SESSION_IDLE_MS ?? 3_600_000),
+    sessionMaxMs: 7 * 86_400_000,
+    // as startPanel() in ./panel: generous, so suites signing in often are not throttled
+    throttle: { loginFailures: 1000, ipFailures: 100_000 },
+  });
+  const stop = async () => {
+    await panel.close();
+    await db.destroy();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
+  process.stdout.write(`ready ${panel.url}\n`);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(String(err instanceof Error ? err.stack : err) + '\n');
+    process.exit(1);
+  });
+}
