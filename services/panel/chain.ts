@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { resolveLimits, type CountedItem, type LevelLimits, type Limits } from '../../domain/panel/limits';
-import { effectivePowers, isBelow, pathIds, type OrgType } from '../../domain/panel/tree';
+import { aboveOwn, resolveLimits, type CountedItem, type LevelLimits, type Limits } from '../../domain/panel/limits';
+import { effectivePowers, isBelow, pathIds, type DelegablePower, type OrgType } from '../../domain/panel/tree';
 import type { Actor } from './actor';
 
 // An org and the levels above it (its chain, root first), and the checks every panel change makes
@@ -125,4 +125,45 @@ export function checkRequiredRegion(chainAbove: ChainLevel[], region: string | n
   if (required_region && region !== required_region) {
     throw invalid(field, `a level above requires region "${required_region}"; it cannot be changed below`);
   }
+}
+
+/** The org `id` in the actor's scope and its chain, locked root first; 404 if it vanished meanwhile. */
+export async function lockedChain(trx: Knex.Transaction, actor: Actor, id: string, opts: { strictlyBelow?: boolean } = {}) {
+  const org = await findInScope(trx, actor, id, opts);
+  const chain = await loadChain(trx, org.path, true);
+  if (chain[chain.length - 1]?.id !== org.id) throw notFound('organisation');
+  return { org: chain[chain.length - 1], chain };
+}
+
+/** The levels of `chain` from the root down to the actor's own org (the editor). */
+export const editorChain = (chain: ChainLevel[], actor: Actor): ChainLevel[] => chain.slice(0, chain.findIndex((l) => l.id === actor.orgId) + 1);
+
+/** Refuses limits above the effective limits of the last level of `chain`, naming the level whose value binds. */
+export function refuseAboveOwn(limits: Limits, chain: ChainLevel[]): void {
+  const own = effectiveLimits(chain);
+  const [over] = aboveOwn(limits, own);
+  if (!over) return;
+  const binding = chain.find((l) => l.id === own[over.limit].setBy?.org_id)!;
+  throw new PanelError('limit_reached', {
+    limit: over.limit,
+    level: `${binding.type} "${binding.name}"`,
+    value: over.own,
+    org_id: binding.id,
+    field: `limits.${over.limit}`,
+    detail: `${over.value} cannot be given below it`,
+  });
+}
+
+/** Refuses unless the last level of `chain` holds the delegable `power`. */
+export function requirePower(chain: ChainLevel[], power: DelegablePower): void {
+  const holder = chain[chain.length - 1];
+  if (!powersOf(chain).includes(power)) throw new PanelError('power_missing', { power, holder: `${holder.type} "${holder.name}"` });
+}
+
+/** A package listed to the org below `chainAbove` (owned by one of those levels), else 404 naming package_id. */
+export async function listedPackage(trx: Knex.Transaction, chainAbove: ChainLevel[], packageId: string): Promise<{ id: string; limits: Limits; required_region: string | null; preferred_region: string | null }> {
+  const pkg = isUuid(packageId) ? await trx('panel_packages').where({ id: packageId }).whereIn('owner_org_id', chainAbove.map((l) => l.id)).first() : undefined;
+  if (!pkg) throw new PanelError('not_found', { what: 'package', field: 'package_id' });
+  checkRequiredRegion(chainAbove, pkg.required_region, 'package_id');
+  return pkg;
 }

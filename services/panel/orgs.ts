@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { invalid, PanelError } from '../../domain/panel/errors';
-import { aboveOwn, type Limits } from '../../domain/panel/limits';
+import type { Limits } from '../../domain/panel/limits';
 import { ADMIN_ROLE, childTypes, DELEGABLE_POWERS, type DelegablePower, type OrgType } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
-import { checkCounted, checkRequiredRegion, countedUsage, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, powersOf, type ChainLevel, type OrgRow } from './chain';
+import { checkCounted, checkRequiredRegion, countedUsage, effectiveLimits, effectiveRegions, findInScope, listedPackage, loadChain, powersOf, refuseAboveOwn, type ChainLevel, type OrgRow } from './chain';
 import { checkPassword, checkUsername, insertLogin } from './logins';
 import { hashPassword } from './passwords';
 
@@ -47,13 +47,6 @@ export function orgView(o: OrgRow) {
   };
 }
 
-/** A package the org at `parentPath` may be given: owned by it or by a level above it. */
-async function usablePackage(q: Db | import('knex').Knex.Transaction, packageId: string, parentPath: string) {
-  const pkg = isUuid(packageId) ? await q('panel_packages as p').join('panel_orgs as o', 'o.id', 'p.owner_org_id').where('p.id', packageId).first('p.*', 'o.path as owner_path') : undefined;
-  if (!pkg || !parentPath.startsWith(pkg.owner_path)) throw new PanelError('not_found', { what: 'package', field: 'package_id' });
-  return pkg as { id: string; limits: Limits; required_region: string | null; preferred_region: string | null };
-}
-
 export async function createOrg(db: Db, actor: Actor, input: CreateOrgInput) {
   const name = checkName(input.name);
   checkUsername(input.login?.username, 'login.username');
@@ -68,11 +61,9 @@ export async function createOrg(db: Db, actor: Actor, input: CreateOrgInput) {
     if (input.type === 'reseller' && parent.type === 'reseller' && !parentPowers.includes('create_subresellers')) {
       throw new PanelError('power_missing', { power: 'create_subresellers', holder: `reseller "${parent.name}"` });
     }
-    const own = effectiveLimits(chain);
-    if (input.limits) refuseAboveOwn(input.limits, own, parent);
-    const pkg = input.package_id ? await usablePackage(trx, input.package_id, parent.path) : null;
+    if (input.limits) refuseAboveOwn(input.limits, chain);
+    const pkg = input.package_id ? await listedPackage(trx, chain, input.package_id) : null;
     checkRequiredRegion(chain, input.required_region, 'required_region');
-    checkRequiredRegion(chain, pkg?.required_region, 'package_id');
     const powers = input.type === 'reseller' ? grantable(input.powers ?? [], parentPowers, parent) : [];
     if (input.type === 'customer') await checkCounted(trx, chain, 'customer_accounts');
     if (input.type === 'reseller') await checkCounted(trx, chain, 'resellers');
@@ -97,14 +88,6 @@ export async function createOrg(db: Db, actor: Actor, input: CreateOrgInput) {
     await audit(trx, actor, { org, action: 'org.create', target: { type: 'org', id }, after: { ...orgView(org), limits: input.limits ?? {}, powers, first_login: login.username } });
     return { ...orgView(org), first_login: login };
   });
-}
-
-function refuseAboveOwn(limits: Limits, own: ReturnType<typeof effectiveLimits>, editor: { type: string; name: string }) {
-  const over = aboveOwn(limits, own);
-  if (over.length) {
-    const o = over[0];
-    throw new PanelError('limit_reached', { limit: o.limit, level: `${editor.type} "${editor.name}"`, value: o.own, detail: `${o.value} cannot be given below it` });
-  }
 }
 
 /** Powers granted to a reseller: only delegable ones the granting level itself holds. */

@@ -6,8 +6,8 @@ import { pathIds } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
-import { checkRequiredRegion, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from './chain';
-import { editorChain, given, isUniqueViolation, limitsView, lockedChain, refuseAboveOwn, requirePower } from './settings';
+import { checkRequiredRegion, editorChain, findInScope, isUuid, listedPackage, loadChain, lockedChain, ownLimits, refuseAboveOwn, requirePower, type ChainLevel } from './chain';
+import { given, isUniqueViolation, limitsView } from './settings';
 
 // Packages (spec 2 section 2.4): named limits and regions an org offers to the orgs below it. The
 // packages listed to an org are those owned by it or any level above it. Creating, editing and
@@ -163,12 +163,7 @@ export async function assignPackage(db: Db, actor: Actor, orgId: string, package
   return db.transaction(async (trx) => {
     const { org, chain } = await lockedChain(trx, actor, orgId, { strictlyBelow: true });
     const above = chain.slice(0, -1);
-    let pkg: PackageRow | undefined;
-    if (packageId !== null) {
-      pkg = isUuid(packageId) ? await trx('panel_packages').where({ id: packageId }).whereIn('owner_org_id', above.map((l) => l.id)).first() : undefined;
-      if (!pkg) throw new PanelError('not_found', { what: 'package', field: 'package_id' });
-      checkRequiredRegion(above, pkg.required_region, 'package_id');
-    }
+    const pkg = packageId === null ? undefined : await listedPackage(trx, above, packageId);
     await trx('panel_orgs').where({ id: org.id }).update({ package_id: packageId, limits: '{}', updated_at: trx.fn.now() });
     await audit(trx, actor, {
       org,

@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
-import { notFound, PanelError } from '../../domain/panel/errors';
-import { aboveOwn, COUNTED, type Limits } from '../../domain/panel/limits';
+import { PanelError } from '../../domain/panel/errors';
+import { COUNTED, type Limits } from '../../domain/panel/limits';
 import type { DelegablePower } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
-import { checkRequiredRegion, countedUsage, effectiveLimits, findInScope, loadChain, ownLimits, powersOf, type ChainLevel, type OrgRow } from './chain';
+import { checkRequiredRegion, countedUsage, editorChain, findInScope, loadChain, lockedChain, ownLimits, powersOf, refuseAboveOwn, requirePower, type ChainLevel, type OrgRow } from './chain';
 import { detailsOf, grantable } from './orgs';
 
 // An org's settings (spec 2 sections 2.1-2.3, 2.7): limits, delegated powers and regions are
@@ -13,39 +13,6 @@ import { detailsOf, grantable } from './orgs';
 // set_branding. Every change locks the org's path root first (loadChain) and is audited.
 
 type Q = Knex | Knex.Transaction;
-
-/** The org `id` in the actor's scope and its chain, locked root first; 404 if it vanished meanwhile. */
-export async function lockedChain(trx: Knex.Transaction, actor: Actor, id: string, opts: { strictlyBelow?: boolean } = {}) {
-  const org = await findInScope(trx, actor, id, opts);
-  const chain = await loadChain(trx, org.path, true);
-  if (chain[chain.length - 1]?.id !== org.id) throw notFound('organisation');
-  return { org: chain[chain.length - 1], chain };
-}
-
-/** The levels of `chain` from the root down to the actor's own org (the editor). */
-export const editorChain = (chain: ChainLevel[], actor: Actor): ChainLevel[] => chain.slice(0, chain.findIndex((l) => l.id === actor.orgId) + 1);
-
-/** Refuses limits above the effective limits of the last level of `chain`, naming the level whose value binds. */
-export function refuseAboveOwn(limits: Limits, chain: ChainLevel[]): void {
-  const own = effectiveLimits(chain);
-  const [over] = aboveOwn(limits, own);
-  if (!over) return;
-  const binding = chain.find((l) => l.id === own[over.limit].setBy?.org_id)!;
-  throw new PanelError('limit_reached', {
-    limit: over.limit,
-    level: `${binding.type} "${binding.name}"`,
-    value: over.own,
-    org_id: binding.id,
-    field: `limits.${over.limit}`,
-    detail: `${over.value} cannot be given below it`,
-  });
-}
-
-/** Refuses unless the last level of `chain` holds the delegable `power`. */
-export function requirePower(chain: ChainLevel[], power: DelegablePower): void {
-  const holder = chain[chain.length - 1];
-  if (!powersOf(chain).includes(power)) throw new PanelError('power_missing', { power, holder: `${holder.type} "${holder.name}"` });
-}
 
 /** The fields of a patch that are given (null clears; absent keeps). */
 export const given = <T extends object>(patch: T): Partial<T> => Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
