@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { env } from '../setup/env';
-import { createOrgWithLogin, platformAdmin, unique, usePanel, type PanelClient } from '../helpers/panel';
+import { createOrgWithLogin, platformAdmin, signInFresh, unique, usePanel, type PanelClient } from '../helpers/panel';
 
 describe('panel: org tree', () => {
   const url = usePanel();
@@ -170,5 +170,20 @@ describe('panel: org tree', () => {
     const mine = await customer.client.get(`/v1/orgs/${customer.id}/audit`);
     assert.ok(mine.json.entries.every((e: { org_id: string }) => e.org_id === customer.id));
     assert.equal((await customer.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404);
+  });
+
+  it('role powers: site.place and php.admin only at the root of the tree; migration.run for providers and resellers; none for read_only', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    assert.deepEqual((await admin.get('/v1/account')).json.powers, ['site.place', 'php.admin', 'migration.run']);
+    assert.deepEqual((await provider.client.get('/v1/account')).json.powers, ['migration.run']);
+    assert.deepEqual((await reseller.client.get('/v1/account')).json.powers, ['migration.run']);
+    assert.deepEqual((await customer.client.get('/v1/account')).json.powers, []);
+    const username = unique('ro');
+    const created = await admin.post(`/v1/orgs/${provider.id}/logins`, { username, password: 'temporary password 1', role: 'read_only' });
+    assert.equal(created.status, 201);
+    const readOnly = await signInFresh(url(), username, 'temporary password 1');
+    assert.deepEqual((await readOnly.get('/v1/account')).json.powers, []);
   });
 });

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { z } from 'zod';
+import { rolePowers } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import { accountOf, changeOwnPassword, createToken, listTokens, revokeToken, signIn, signOut, type AuthSettings } from '../../../services/panel/auth';
 import { confirmEnrolment, startEnrolment } from '../../../services/panel/two-factor';
@@ -45,7 +46,8 @@ export function accountRoutes(d: AccountDeps): Router {
   });
   r.get('/account', async (ctx) => {
     const p = principalOf(ctx);
-    ctx.body = { login: await accountOf(d.db, p), org_id: p.orgId, org_type: p.orgType, via: p.via };
+    // Role powers (site.place, php.admin, migration.run) come with the role and the org's place in the tree.
+    ctx.body = { login: await accountOf(d.db, p), org_id: p.orgId, org_type: p.orgType, via: p.via, powers: rolePowers(p.role, p.orgType) };
   });
   r.post('/account/password', async (ctx) => {
     const b = await bodyOf(ctx, passwordBody);
