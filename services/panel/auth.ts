@@ -7,7 +7,7 @@ import { audit } from './audit';
 import { isUuid } from './chain';
 import { checkPassword, loginView } from './logins';
 import { hashPassword, verifyPassword } from './passwords';
-import { checkThrottle, clearFailures, recordFailure, type ThrottleSettings } from './throttle';
+import { beginAttempt, endAttempt, type ThrottleSettings } from './throttle';
 import { acceptSecondFactor } from './two-factor';
 
 // Sign-in, server-side sessions and API tokens (spec 2 section 5, PANEL.md section 3). Nothing is
@@ -103,31 +103,39 @@ export interface SignInInput {
 /** Checks the credentials (throttled per username and IP) and opens a session: the cookie token, shown once. */
 export async function signIn(db: Db, s: AuthSettings, input: SignInInput) {
   const username = String(input.username ?? '').toLowerCase();
-  await checkThrottle(db, username, input.ip);
-  const fail = async (code: 'invalid_credentials' | 'invalid_two_factor_code') => {
-    await recordFailure(db, s.throttle, username, input.ip);
-    return new PanelError(code);
-  };
-  const login = await db('panel_logins').where({ username }).first();
-  if (!(await verifyPassword(login?.password_hash ?? null, String(input.password ?? '')))) throw await fail('invalid_credentials');
-  if (login.two_factor_enabled_at && !input.code) throw new PanelError('two_factor_code_required');
-  const token = randomBytes(32).toString('base64url');
-  const session = await db.transaction(async (trx) => {
-    const locked = await trx('panel_logins').where({ id: login.id }).forUpdate().first();
-    if (locked.two_factor_enabled_at && !(await acceptSecondFactor(trx, s.sealingKey, locked, input.code!))) return null;
-    // Suspension is checked after the credentials, so a wrong password never tells that a login
-    // exists; a suspended login (or one below a suspended org) gets no session row at all.
-    const { rows } = await trx.raw(`${PRINCIPAL_SQL} FROM panel_logins l JOIN panel_orgs o ON o.id = l.org_id WHERE l.id = ?`, [login.id]);
-    principalOf(rows[0], 'session', '');
-    const [row] = await trx('panel_sessions')
-      .insert({ id: randomUUID(), token_hash: sha256(token), login_id: login.id, expires_at: new Date(Date.now() + Math.min(s.sessionIdleMs, s.sessionMaxMs)), ip: input.ip, user_agent: input.userAgent?.slice(0, 300) ?? null })
-      .returning(['id', 'expires_at']);
-    await trx('panel_logins').where({ id: login.id }).update({ last_sign_in_at: trx.fn.now() });
-    return row;
-  });
-  if (!session) throw await fail('invalid_two_factor_code');
-  await clearFailures(db, username);
-  return { token, expires_at: session.expires_at, login: loginView(login) };
+  await beginAttempt(db, s.throttle, username, input.ip);
+  // Only a wrong password or second factor is a failure (not a missing code, a suspension or an error).
+  let outcome: 'failed' | 'signed_in' | 'not_failed' = 'not_failed';
+  try {
+    const login = await db('panel_logins').where({ username }).first();
+    if (!(await verifyPassword(login?.password_hash ?? null, String(input.password ?? '')))) {
+      outcome = 'failed';
+      throw new PanelError('invalid_credentials');
+    }
+    if (login.two_factor_enabled_at && !input.code) throw new PanelError('two_factor_code_required');
+    const token = randomBytes(32).toString('base64url');
+    const session = await db.transaction(async (trx) => {
+      const locked = await trx('panel_logins').where({ id: login.id }).forUpdate().first();
+      if (locked.two_factor_enabled_at && !(await acceptSecondFactor(trx, s.sealingKey, locked, input.code!))) return null;
+      // Suspension is checked after the credentials, so a wrong password never tells that a login
+      // exists; a suspended login (or one below a suspended org) gets no session row at all.
+      const { rows } = await trx.raw(`${PRINCIPAL_SQL} FROM panel_logins l JOIN panel_orgs o ON o.id = l.org_id WHERE l.id = ?`, [login.id]);
+      principalOf(rows[0], 'session', '');
+      const [row] = await trx('panel_sessions')
+        .insert({ id: randomUUID(), token_hash: sha256(token), login_id: login.id, expires_at: new Date(Date.now() + Math.min(s.sessionIdleMs, s.sessionMaxMs)), ip: input.ip, user_agent: input.userAgent?.slice(0, 300) ?? null })
+        .returning(['id', 'expires_at']);
+      await trx('panel_logins').where({ id: login.id }).update({ last_sign_in_at: trx.fn.now() });
+      return row;
+    });
+    if (!session) {
+      outcome = 'failed';
+      throw new PanelError('invalid_two_factor_code');
+    }
+    outcome = 'signed_in';
+    return { token, expires_at: session.expires_at, login: loginView(login) };
+  } finally {
+    await endAttempt(db, username, input.ip, outcome);
+  }
 }
 
 export async function signOut(db: Db, p: Principal): Promise<void> {

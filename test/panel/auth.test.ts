@@ -178,6 +178,41 @@ describe('panel: sign-in throttling per login and per IP', () => {
     assert.equal((await signInFrom(url(), ip(), { username: customer.username, password: PASSWORD })).status, 200);
   });
 
+  it('a burst of parallel attempts on one username gets at most 3 password checks; the rest are 429', async () => {
+    const { customer } = await newCustomer(url());
+    usernames.push(customer.username);
+    const replies = await Promise.all(Array.from({ length: 15 }, (_, i) => signInFrom(url(), ip(), { username: customer.username, password: `wrong password ${i}` })));
+    const checked = replies.filter((r) => r.status === 401).length;
+    assert.ok(checked >= 1 && checked <= 3, `${checked} of 15 parallel attempts were checked`);
+    assert.equal(replies.filter((r) => r.status === 429 && r.json.error.code === 'too_many_attempts').length, 15 - checked);
+    assert.equal((await signInFrom(url(), ip(), { username: customer.username, password: PASSWORD })).status, 429);
+  });
+
+  it('a burst of parallel attempts from one address gets at most 5 password checks; the rest are 429', async () => {
+    const from = ip();
+    const names = Array.from({ length: 15 }, () => unique('burst'));
+    usernames.push(...names);
+    const replies = await Promise.all(names.map((username) => signInFrom(url(), from, { username, password: 'a guessed password' })));
+    const checked = replies.filter((r) => r.status === 401).length;
+    assert.ok(checked >= 1 && checked <= 5, `${checked} of 15 parallel attempts were checked`);
+    assert.equal(replies.filter((r) => r.status === 429).length, 15 - checked);
+  });
+
+  it('only failures count: successful sign-ins from an address do not use up its budget', async () => {
+    const { customer } = await newCustomer(url());
+    usernames.push(customer.username);
+    const from = ip();
+    for (let i = 0; i < 7; i++) assert.equal((await signInFrom(url(), from, { username: customer.username, password: PASSWORD })).status, 200);
+    for (let i = 0; i < 5; i++) {
+      const name = unique('guess');
+      usernames.push(name);
+      assert.equal((await signInFrom(url(), from, { username: name, password: 'a guessed password' })).status, 401, `failure ${i + 1}`);
+    }
+    const r = await signInFrom(url(), from, { username: customer.username, password: PASSWORD });
+    assert.equal(r.status, 429);
+    assert.equal(r.json.error.details.scope, 'address');
+  });
+
   it('locks an unknown username the same way (no hint that it does not exist)', async () => {
     const nobody = unique('nobody');
     usernames.push(nobody);

@@ -189,6 +189,8 @@ describe('panel: two-factor sign-in', () => {
         req.end(payload);
       });
     try {
+      // The right password without a code is no failure.
+      for (let i = 0; i < 3; i++) assert.equal((await from({ username: customer.username, password: PASSWORD })).json.error?.code, 'two_factor_code_required');
       for (let i = 0; i < 2; i++) assert.equal((await from({ username: customer.username, password: PASSWORD, code: wrongCode(secret) })).json.error?.code, 'invalid_two_factor_code');
       await awayFromStepEdge();
       const r = await from({ username: customer.username, password: PASSWORD, code: codeAt(secret, 0) });
