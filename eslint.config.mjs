@@ -16,6 +16,12 @@ export default tseslint.config(
     },
   },
   {
+    // bin/ entries are CommonJS shims that load tsx, then the TypeScript entry point.
+    files: ['bin/**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Layers (DESIGN.md section 1): imports run down only. api → services → domain;
     // activities → services/providers → domain; workflows → domain and activity *types*;
     // nothing imports api/ or main/ (the composition roots). Tests and benchmarks are outside.
