@@ -136,6 +136,44 @@ describe('panel: sign-in and sessions', () => {
   });
 });
 
+describe('panel: session maximum life', () => {
+  let panel: PanelRuntime | null = null;
+  before(async function () {
+    this.timeout(30_000);
+    panel = await startPanelApi({
+      db: env.db,
+      temporalAddress: env.temporalAddress,
+      namespace: 'default',
+      logger: env.logger,
+      port: 0,
+      flags: parsePanelFlags([]),
+      sealingKey: PANEL_TEST_KEY,
+      sessionIdleMs: 1500,
+      sessionMaxMs: 3000,
+      throttle: { loginFailures: 1000, ipFailures: 100_000 },
+    });
+  });
+  after(async () => {
+    await panel?.close();
+  });
+
+  it('ends a session at sessionMaxMs however active it is; the cookie expires then too', async function () {
+    this.timeout(20_000);
+    const { customer } = await newCustomer(panel!.url);
+    const c = new PanelClient(panel!.url);
+    const started = Date.now();
+    const r = await c.signIn(customer.username, PASSWORD);
+    const expires = Date.parse(/expires=([^;]+)/i.exec(r.headers.get('set-cookie')!)![1]);
+    assert.ok(Math.abs(expires - (started + 3000)) < 2000, `cookie expires ${new Date(expires).toISOString()}`);
+    while (Date.now() - started + 700 < 2600) {
+      await sleep(700);
+      assert.equal((await c.get('/v1/account')).status, 200, `active at ${Date.now() - started} ms`);
+    }
+    await sleep(Math.max(0, started + 3300 - Date.now()));
+    assert.equal((await c.get('/v1/account')).status, 401);
+  });
+});
+
 describe('panel: sign-in throttling per login and per IP', () => {
   const url = usePanel({ throttle: { loginFailures: 3, ipFailures: 5, windowSeconds: 60, lockSeconds: 3 } });
   const ips: string[] = [];

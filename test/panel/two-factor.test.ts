@@ -171,6 +171,16 @@ describe('panel: two-factor sign-in', () => {
     assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codeAt(secret, 0))).status, 200);
   });
 
+  it('the same TOTP code or recovery code sent in parallel signs in once', async () => {
+    const { customer } = await tree();
+    const { secret, codes } = await enrol(customer.client);
+    await awayFromStepEdge();
+    for (const code of [codeAt(secret, 0), codes[0]]) {
+      const replies = await Promise.all(Array.from({ length: 6 }, () => new PanelClient(url()).signIn(customer.username, PASSWORD, code)));
+      assert.deepEqual(replies.map((r) => r.status).sort(), [200, 401, 401, 401, 401, 401], code);
+    }
+  });
+
   it('a wrong code counts as a failed sign-in for the throttle', async () => {
     const { customer } = await tree();
     const { secret } = await enrol(customer.client);
