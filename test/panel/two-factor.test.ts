@@ -15,7 +15,7 @@ const codeAt = (secret: string, offset: number) => totp(secret, now() + offset *
 /** Waits when the current 30 s step is about to end, so that codes computed now stay what they are. */
 async function awayFromStepEdge(): Promise<void> {
   const into = (Date.now() / 1000) % 30;
-  if (into > 25) await new Promise((r) => setTimeout(r, (30 - into) * 1000 + 200));
+  if (into > 27) await new Promise((r) => setTimeout(r, (30 - into) * 1000 + 200));
 }
 
 /** A six-digit code that is none of the codes valid now (steps -1, 0, +1). */
