@@ -5,7 +5,8 @@ import type { Knex } from 'knex';
 //
 // The tree is a parent pointer plus a materialized path of ids (`<root>/<child>/…/<self>/`), so a
 // subtree is one index range scan (`path LIKE '<prefix>%'`, text_pattern_ops) and the ancestors
-// of an org are the ids of its path. Limits are a JSON object of whole numbers per org (custom) or
+// of an org are the ids of its path. Paths are ASCII and compared in the "C" collation, so one
+// btree index serves both the prefix range and the tree order of a listing. Limits are a JSON object of whole numbers per org (custom) or
 // per package; an org uses its package's limits while it has one.
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('panel_packages', (t) => {
@@ -23,7 +24,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('panel_orgs', (t) => {
     t.uuid('id').primary();
     t.uuid('parent_id').references('id').inTable('panel_orgs');
-    t.text('path').notNullable().unique();
+    t.specificType('path', 'text COLLATE "C"').notNullable().unique();
     t.integer('depth').notNullable();
     t.text('type').notNullable().checkIn(['platform', 'provider', 'reseller', 'customer'], 'panel_orgs_type');
     t.text('name').notNullable();
@@ -43,7 +44,9 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['parent_id', 'name']);
     t.index(['package_id']);
   });
-  await knex.raw('CREATE INDEX panel_orgs_path_prefix ON panel_orgs (path text_pattern_ops)');
+  // Name search (`?q=`) is a substring match: a trigram index keeps it from scanning the tree.
+  await knex.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+  await knex.raw('CREATE INDEX panel_orgs_name_trgm ON panel_orgs USING gin (name gin_trgm_ops)');
   await knex.raw(`CREATE UNIQUE INDEX panel_orgs_one_platform ON panel_orgs (type) WHERE type = 'platform'`);
   await knex.schema.alterTable('panel_packages', (t) => t.foreign('owner_org_id').references('id').inTable('panel_orgs'));
 
@@ -112,14 +115,14 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('actor_login_id');
     t.text('actor_username');
     t.uuid('org_id').notNullable();
-    t.text('org_path').notNullable();
+    t.specificType('org_path', 'text COLLATE "C"').notNullable();
     t.text('action').notNullable();
     t.text('target_type').notNullable();
     t.text('target_id').notNullable();
     t.jsonb('before');
     t.jsonb('after');
   });
-  await knex.raw('CREATE INDEX panel_audit_org_path ON panel_audit (org_path text_pattern_ops, id)');
+  await knex.raw('CREATE INDEX panel_audit_org_path ON panel_audit (org_path, id)');
 }
 
 export async function down(knex: Knex): Promise<void> {
