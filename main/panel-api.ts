@@ -5,7 +5,7 @@ import { createPanelApp } from '../api/panel/app';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
-import { THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
+import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -30,11 +30,15 @@ export interface PanelRuntime {
 export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntime> {
   const connection = await Connection.connect({ address: o.temporalAddress });
   const temporal = new Client({ connection, namespace: o.namespace });
+  const throttle = { ...THROTTLE_DEFAULTS, ...o.throttle };
+  // Sign-in counts of every address that ever signed in would pile up: prune the stale ones hourly.
+  const prune = setInterval(() => pruneAttempts(o.db, throttle).catch((err) => o.logger.warn({ err }, 'pruning sign-in counts failed')), 3_600_000);
+  prune.unref();
   const app = createPanelApp({
     db: o.db,
     temporal,
     logger: o.logger,
-    auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle: { ...THROTTLE_DEFAULTS, ...o.throttle } },
+    auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle },
     requireTwoFactorRoles: o.flags.requireTwoFactorRoles,
     issuer: 'Hosting panel',
     secureCookies: false,
@@ -49,6 +53,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
   return {
     url: `http://127.0.0.1:${port}`,
     async close() {
+      clearInterval(prune);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

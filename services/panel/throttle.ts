@@ -73,3 +73,11 @@ export async function endAttempt(db: Db, username: string, ip: string, outcome: 
   await giveBack(db, username, ip);
   if (outcome === 'signed_in') await db('panel_signin_failures').where({ scope: 'login', key: username }).delete();
 }
+
+/** Deletes the counts whose window has passed and whose lock has run out (they would start afresh anyway). */
+export async function pruneAttempts(db: Db, s: ThrottleSettings): Promise<number> {
+  return db('panel_signin_failures')
+    .where('window_start', '<', db.raw('now() - make_interval(secs => ?)', [s.windowSeconds]))
+    .andWhere((w) => w.whereNull('locked_until').orWhere('locked_until', '<', db.fn.now()))
+    .delete();
+}
