@@ -8,7 +8,7 @@ import { createKey } from '../services/keys/keys';
 import { createDb, type Db } from '../platform/db';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
 import { cpuBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
-import { fixed, ms3, nsToMs, summarize, table, type Summary } from './stats';
+import { fixed, ms3, nsToMs, num, summarize, table, type Summary } from './stats';
 
 // Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`main/start.ts`)
 // and a bare Koa proxy as child processes on free loopback ports, measures direct-to-simulator
@@ -21,13 +21,6 @@ const ROOT = path.resolve(__dirname, '..');
 const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'results.md'));
 const T0 = Date.now();
 
-const num = (name: string, fallback: number) => {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`);
-  return n;
-};
 
 // Knobs (defaults are the committed benchmark; smaller values only for trying the script out).
 const P = {

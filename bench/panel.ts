@@ -14,7 +14,7 @@ import { deriveKey } from '../platform/secret-box';
 import { startTemporalDevServer } from '../platform/temporal-server';
 import { verifyPassword } from '../services/panel/passwords';
 import { NAME_WORDS, SEED_DEFAULTS, SEED_PASSWORD, seedPanel, type Seeded } from './panel-seed';
-import { fixed, nsToMs, summarize, table, type Summary } from './stats';
+import { fixed, nsToMs, num, summarize, table, type Summary } from './stats';
 
 // Panel benchmark (DESIGN.md section 6: "Panel: subtree listing at 10k orgs / 100k logins:
 // p50 ≤ 20 ms"). Starts its own embedded PostgreSQL and Temporal dev server (or uses
@@ -34,13 +34,6 @@ const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirna
 const T0 = Date.now();
 const TARGET_MS = 20;
 
-const num = (name: string, fallback: number) => {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`);
-  return n;
-};
 
 // Knobs (defaults are the committed benchmark; smaller values only for trying the script out).
 const P = {

@@ -32,3 +32,12 @@ export function table(header: string[], rows: Array<Array<string | number>>): st
   const line = (cells: Array<string | number>) => `| ${cells.map(String).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
+
+/** A benchmark knob: the positive number in environment variable `name`, else `fallback`. */
+export const num = (name: string, fallback: number) => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`);
+  return n;
+};

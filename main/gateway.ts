@@ -1,7 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import type { Db } from '../platform/db';
+import { listen } from '../platform/http-server';
 import type { Logger } from '../platform/logger';
 import { adminRoutes } from '../api/gateway/admin/routes';
 import { AuthStore } from '../services/keys/auth-store';
@@ -59,21 +59,12 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     : undefined;
   const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', invalidation });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host ?? '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listen(app.callback(), o.port, o.host);
   return {
-    url: `http://127.0.0.1:${port}`,
-    server,
+    url: listening.url,
+    server: listening.server,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await listening.close();
       await keyed?.close();
       await liveness.stop();
       await invalidation.stop();

@@ -1,8 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { createPanelApp } from '../api/panel/app';
 import type { Db } from '../platform/db';
+import { listen } from '../platform/http-server';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
@@ -43,21 +42,12 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     issuer: 'Hosting panel',
     secureCookies: false,
   });
-  const server = http.createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host ?? '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const http = await listen(app.callback(), o.port, o.host);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: http.url,
     async close() {
       clearInterval(prune);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await http.close();
       await connection.close();
     },
   };
