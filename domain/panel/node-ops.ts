@@ -1,0 +1,100 @@
+// What the panel asks of a hosting node, and what a node tells the panel (PANEL.md sections 1-2, 4).
+// The same operations are applied by the panel itself on its own hosting node and by a node's agent
+// (`panel-host serve`) on every other node; both apply them idempotently, keyed by the operation id.
+
+export const HOSTING_NODE = 'hosting';
+
+/** A site as the node renders it: everything the vhost, the PHP pool, the cron file and the docroot need. */
+export interface SiteSpec {
+  id: string;
+  domain: string;
+  aliases: string[];
+  /** null: a static site (no PHP pool) */
+  phpVersion: string | null;
+  /** cron lines in crontab syntax (5 time fields then the command), run as the site's user */
+  cron: string[];
+  suspended: boolean;
+  /** PHP-FPM pool settings the panel owns: the site cannot override them */
+  php: { workers: number | null; allowUrlFopen: boolean; disabledFunctions: string[] };
+  /** the panel's generation of this site's configuration; the node reports the one it applied */
+  generation: number;
+}
+
+export type NodeOperation =
+  | { id: string; kind: 'site.apply'; site: SiteSpec }
+  | { id: string; kind: 'site.delete'; siteId: string; domain: string }
+  | { id: string; kind: 'database.create'; database: string; user: string; password: string }
+  | { id: string; kind: 'database.delete'; database: string; user: string };
+
+export type OperationResult =
+  | { ok: true; detail?: Record<string, unknown> }
+  | { ok: false; error: string; /** the node refused (bad request, not capable) rather than failed */ refused: boolean };
+
+/** What a node can serve, reported at enrolment and with every heartbeat. */
+export interface NodeFacts {
+  webServer: 'nginx' | 'builtin';
+  phpVersions: string[];
+  mariadb: boolean;
+  /** the roles the node can serve given the above: `web` always, `db` with MariaDB */
+  roles: Array<'web' | 'db'>;
+  /** the address the node serves sites on (its web listener) */
+  webAddress: string;
+}
+
+/** Metrics from the node's /proc (spec 2.6). */
+export interface NodeMetrics {
+  bootId: string;
+  uptimeSeconds: number;
+  /** busy share of all CPUs since the previous sample, 0..100 */
+  cpuPercent: number;
+  load: [number, number, number];
+  memory: { totalMb: number; availableMb: number };
+  rootFs: { totalMb: number; freeMb: number };
+  network: { rxBytes: number; txBytes: number };
+  sampledAt: string;
+}
+
+/** Disk and inode use of each site's docroot on a node (soft quotas, spec 2.3 rule 3). */
+export interface SiteUsage {
+  siteId: string;
+  diskMb: number;
+  inodes: number;
+}
+
+const DOMAIN = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/;
+
+/** A fully qualified, lower-case DNS name with at least two labels (no wildcards, no trailing dot). */
+export const isDomain = (s: string): boolean => DOMAIN.test(s);
+
+/** PHP function names in disable_functions: identifiers only, so nothing can be injected into the pool file. */
+export const isPhpIdentifier = (s: string): boolean => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(s);
+
+/** Five cron time fields and a command, one line, no control characters. */
+export const isCronLine = (s: string): boolean => /^(\S+\s+){5}\S.*$/.test(s) && !/[\x00-\x1f\x7f]/.test(s) && s.length <= 1000;
+
+// The node API (`panel-api serve -node-api-listen ADDR`), which agents call with
+// `Authorization: Bearer <node token>` (shown once when the node is added, kept in -token-file):
+//   POST /node/v1/enrol                 {node, facts, agentStartedAt}         → {node, heartbeatSeconds}
+//   GET  /node/v1/operations?wait=S     long poll, at most S (≤ 30) seconds   → {operations: NodeOperation[]}
+//   POST /node/v1/operations/{id}/result OperationResult                      → 204 (a repeated result is a no-op)
+//   POST /node/v1/heartbeat             {facts, metrics, usage, agentStartedAt, reconnects} → 204
+export const NODE_API_PREFIX = '/node/v1';
+
+export interface EnrolRequest {
+  node: string;
+  facts: NodeFacts;
+  /** when this agent process started: a new value means the agent restarted */
+  agentStartedAt: string;
+}
+
+export interface Heartbeat {
+  facts: NodeFacts;
+  metrics: NodeMetrics;
+  usage: SiteUsage[];
+  agentStartedAt: string;
+  /** times this agent process lost the panel and got it back */
+  reconnects: number;
+}
+
+/** Node names: a DNS label. */
+export const isNodeName = (s: string): boolean => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(s);
