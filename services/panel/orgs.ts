@@ -6,6 +6,7 @@ import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
 import { checkCounted, checkRequiredRegion, countedUsage, effectiveLimits, effectiveRegions, findInScope, listedPackage, loadChain, powersOf, refuseAboveOwn, type ChainLevel, type OrgRow } from './chain';
+import { withCapacityCheck } from './capacity';
 import { checkPassword, checkUsername, insertLogin } from './logins';
 import { hashPassword } from './passwords';
 
@@ -69,21 +70,24 @@ export async function createOrg(db: Db, actor: Actor, input: CreateOrgInput) {
     if (input.type === 'reseller') await checkCounted(trx, chain, 'resellers');
 
     const id = randomUUID();
-    const [org]: OrgRow[] = await trx('panel_orgs')
-      .insert({
-        id,
-        parent_id: parent.id,
-        path: `${parent.path}${id}/`,
-        depth: parent.depth + 1,
-        type: input.type,
-        name,
-        package_id: pkg?.id ?? null,
-        limits: JSON.stringify(input.limits ?? {}),
-        powers,
-        preferred_region: input.preferred_region ?? null,
-        required_region: input.required_region ?? null,
-      })
-      .returning('*');
+    // A new customer account adds its caps to the committed capacity.
+    const [org]: OrgRow[] = await withCapacityCheck(trx, () =>
+      trx('panel_orgs')
+        .insert({
+          id,
+          parent_id: parent.id,
+          path: `${parent.path}${id}/`,
+          depth: parent.depth + 1,
+          type: input.type,
+          name,
+          package_id: pkg?.id ?? null,
+          limits: JSON.stringify(input.limits ?? {}),
+          powers,
+          preferred_region: input.preferred_region ?? null,
+          required_region: input.required_region ?? null,
+        })
+        .returning('*'),
+    );
     const login = await insertLogin(trx, org, { username: input.login.username, passwordHash, role: ADMIN_ROLE[input.type] });
     await audit(trx, actor, { org, action: 'org.create', target: { type: 'org', id }, after: { ...orgView(org), limits: input.limits ?? {}, powers, first_login: login.username } });
     return { ...orgView(org), first_login: login };

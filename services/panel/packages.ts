@@ -6,6 +6,7 @@ import { pathIds } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
+import { refusePackageAboveCapacity, withCapacityCheck } from './capacity';
 import { checkRequiredRegion, editorChain, findInScope, isUuid, listedPackage, loadChain, lockedChain, ownLimits, refuseAboveOwn, requirePower, type ChainLevel } from './chain';
 import { given, isUniqueViolation, limitsView } from './settings';
 
@@ -93,6 +94,7 @@ export async function createPackage(db: Db, actor: Actor, ownerId: string, input
     const { org: owner, chain } = await lockedChain(trx, actor, ownerId);
     requirePower(chain, 'create_packages');
     refuseAboveOwn(input.limits, chain);
+    await refusePackageAboveCapacity(trx, input.limits);
     checkRequiredRegion(chain, input.required_region, 'required_region');
     let pkg: PackageRow;
     try {
@@ -121,10 +123,12 @@ export async function updatePackage(db: Db, actor: Actor, id: string, patch: Par
     const changes = given(patch);
     let updated: PackageRow;
     try {
-      [updated] = await trx('panel_packages')
-        .where({ id: pkg.id })
-        .update({ ...changes, ...(changes.limits ? { limits: JSON.stringify(changes.limits) } : {}), updated_at: trx.fn.now() })
-        .returning('*');
+      [updated] = await withCapacityCheck(trx, () =>
+        trx('panel_packages')
+          .where({ id: pkg.id })
+          .update({ ...changes, ...(changes.limits ? { limits: JSON.stringify(changes.limits) } : {}), updated_at: trx.fn.now() })
+          .returning('*'),
+      );
     } catch (err) {
       if (isUniqueViolation(err, 'panel_packages_owner_name')) throw taken(String(patch.name));
       throw err;
@@ -164,7 +168,7 @@ export async function assignPackage(db: Db, actor: Actor, orgId: string, package
     const { org, chain } = await lockedChain(trx, actor, orgId, { strictlyBelow: true });
     const above = chain.slice(0, -1);
     const pkg = packageId === null ? undefined : await listedPackage(trx, above, packageId);
-    await trx('panel_orgs').where({ id: org.id }).update({ package_id: packageId, limits: '{}', updated_at: trx.fn.now() });
+    await withCapacityCheck(trx, () => trx('panel_orgs').where({ id: org.id }).update({ package_id: packageId, limits: '{}', updated_at: trx.fn.now() }));
     await audit(trx, actor, {
       org,
       action: 'org.assign_package',

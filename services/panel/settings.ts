@@ -5,6 +5,7 @@ import type { DelegablePower } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Actor } from './actor';
 import { audit } from './audit';
+import { withCapacityCheck } from './capacity';
 import { checkRequiredRegion, countedUsage, editorChain, findInScope, loadChain, lockedChain, ownLimits, powersOf, refuseAboveOwn, requirePower, type ChainLevel, type OrgRow } from './chain';
 import { detailsOf, grantable } from './orgs';
 
@@ -51,7 +52,7 @@ export async function setLimits(db: Db, actor: Actor, id: string, limits: Limits
   return db.transaction(async (trx) => {
     const { org, chain } = await lockedChain(trx, actor, id, { strictlyBelow: true });
     refuseAboveOwn(limits, editorChain(chain, actor));
-    await trx('panel_orgs').where({ id: org.id }).update({ package_id: null, limits: JSON.stringify(limits), updated_at: trx.fn.now() });
+    await withCapacityCheck(trx, () => trx('panel_orgs').where({ id: org.id }).update({ package_id: null, limits: JSON.stringify(limits), updated_at: trx.fn.now() }));
     await audit(trx, actor, {
       org,
       action: 'org.set_limits',
