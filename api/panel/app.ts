@@ -11,6 +11,7 @@ import { loginRoutes } from './logins/routes';
 import { orgRoutes } from './orgs/routes';
 import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes';
 import { packageRoutes } from './packages/routes';
+import { capacityRoutes } from './capacity/routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -39,7 +40,7 @@ export function createPanelApp(d: PanelDeps): Koa {
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
-  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db)]) {
+  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db)]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
