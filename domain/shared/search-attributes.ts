@@ -9,6 +9,10 @@ export const SA = {
   Kind: defineSearchAttributeKey('Kind', SearchAttributeType.KEYWORD),
   Status: defineSearchAttributeKey('Status', SearchAttributeType.KEYWORD),
   ProjectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
+  // the panel's node operations (PANEL.md section 4): the account, the node and the site
+  OrgId: defineSearchAttributeKey('OrgId', SearchAttributeType.KEYWORD),
+  NodeName: defineSearchAttributeKey('NodeName', SearchAttributeType.KEYWORD),
+  SiteId: defineSearchAttributeKey('SiteId', SearchAttributeType.KEYWORD),
   // a settlement workflow's batch: `RequestIds = "<request id>"` finds any request's workflow
   RequestIds: defineSearchAttributeKey('RequestIds', SearchAttributeType.KEYWORD_LIST),
   AccountIds: defineSearchAttributeKey('AccountIds', SearchAttributeType.KEYWORD_LIST),
