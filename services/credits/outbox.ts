@@ -1,5 +1,6 @@
 import type { RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
+import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
 
 // The outcome outbox on the reservation row. The API records an outcome once (durable, after the
 // client has its answer); the relay claims recorded outcomes for a workflow, at most `limit` a
@@ -7,8 +8,16 @@ import type { Db } from '../../platform/db';
 
 export const OUTBOX_CHANNEL = 'settlement_outbox';
 
-/** Records the outcome of a held reservation and wakes the relay; false when it was recorded (or resolved) already. */
-export async function recordOutcome(db: Db, reservationId: string, report: RequestReport): Promise<boolean> {
+export type Recorded = 'recorded' | 'recreated';
+
+/**
+ * Records the outcome of a held reservation and wakes the relay: a durable commit. Null when it
+ * was recorded (or resolved) already. Given the hold's terms, a reservation row that is absent (a
+ * PostgreSQL crash lost the hold's commit, which does not wait for the disk) is written again
+ * together with its outcome, its 'hold' ledger row and the account's (and key's) columns, by the
+ * hold statement itself: 'recreated'. The row is written at most once (its id is the primary key).
+ */
+export async function recordOutcome(db: Db, reservationId: string, report: RequestReport, lost?: HoldTerms): Promise<Recorded | null> {
   const r = await db.raw(
     `WITH u AS (
        UPDATE reservations SET report = :report::jsonb, reported_at = now(), body_id = COALESCE(body_id, :body_id)
@@ -18,7 +27,19 @@ export async function recordOutcome(db: Db, reservationId: string, report: Reque
      SELECT count(*)::int AS n, pg_notify(:channel, '') FROM u`,
     { id: reservationId, report: JSON.stringify(report), body_id: report.bodyId ?? null, channel: OUTBOX_CHANNEL },
   );
-  return r.rows[0].n === 1;
+  if (r.rows[0].n === 1) return 'recorded';
+  if (!lost) return null;
+  if (lost.reservationId !== reservationId) throw new Error(`the terms of ${lost.reservationId} given for ${reservationId}`);
+  const again = await db.raw(holdStatement('recreate', lost.trackKeySpend), {
+    ...holdBindings(lost),
+    report: JSON.stringify(report),
+    body_id: report.bodyId ?? null,
+    channel: OUTBOX_CHANNEL,
+  });
+  if (again.rows[0].balance_before !== null) return 'recreated';
+  // Not written: the row exists (recorded or resolved already), or a concurrent change took the room it read.
+  if (await db('reservations').where({ id: reservationId }).first('id')) return null;
+  throw new Error(`the lost hold ${reservationId} could not be written again (its account or key changed meanwhile); retried`);
 }
 
 export interface ClaimedOutcome {

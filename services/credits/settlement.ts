@@ -93,7 +93,8 @@ export interface HeldRow {
 
 /**
  * Held reservations without a recorded outcome whose API process is dead (or gone), oldest first, a page at a time after
- * `after`: candidates for the hold sweeper. Age alone never makes a hold a candidate.
+ * `after`: candidates for the hold sweeper. Age alone never makes a hold a candidate, nor a heartbeat that stopped
+ * because PostgreSQL was down (a crash and restart).
  */
 export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after: HeldRow | null, limit = 500): Promise<HeldRow[]> {
   const r = await db.raw(
@@ -102,8 +103,11 @@ export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after:
      WHERE r.status = 'held'
        AND (r.created_at, r.id) > (:after_at::timestamptz, :after_id::uuid)
        AND CASE WHEN r.api_process_id IS NULL THEN r.created_at < now() - make_interval(secs => :unrecorded::float8 / 1000)
-                -- a process row missing: gone (stopped), or not registered yet (its database was down at start)
-                ELSE COALESCE(p.heartbeat_at, r.created_at) < now() - make_interval(secs => :dead::float8 / 1000) END
+                -- a process row missing: gone (stopped), or not registered yet (its database was down at start).
+                -- No heartbeat could be written while PostgreSQL itself was down: none is taken for dead
+                -- until the server has been up that long.
+                ELSE COALESCE(p.heartbeat_at, r.created_at) < now() - make_interval(secs => :dead::float8 / 1000)
+                  AND pg_postmaster_start_time() < now() - make_interval(secs => :dead::float8 / 1000) END
        AND r.report IS NULL
      ORDER BY r.created_at, r.id
      LIMIT :limit`,

@@ -33,13 +33,17 @@ describe('credits activities (MockActivityEnvironment)', function () {
   });
 
   it('releaseOrphanHolds: releases the holds of a dead process only; live processes and recorded outcomes are left alone', async function () {
+    // No process is taken for dead before PostgreSQL itself has been up that long (it may have been down).
+    const deadAfterMs = 5_000;
+    const upMs = Number((await env.db.raw('SELECT extract(epoch from now() - pg_postmaster_start_time()) * 1000 AS ms')).rows[0].ms);
+    if (upMs < deadAfterMs) await new Promise((r) => setTimeout(r, deadAfterMs - upMs + 100));
     const [dead, live] = await Promise.all([processRow(3600), processRow(0)]);
     const deadHold = await hold(new Reservations(env.db, { logger: env.logger, processId: dead }));
     const liveHold = await hold(new Reservations(env.db, { logger: env.logger, processId: live }));
     const reported = await hold(new Reservations(env.db, { logger: env.logger, processId: dead }));
     assert.ok(await recordOutcome(env.db, reported.reservationId, COMPLETED));
 
-    const { releaseOrphanHolds } = createSweeperActivities(env.db, stack.temporal, { deadAfterMs: 60_000, unrecordedOlderThanMs: 3_600_000 });
+    const { releaseOrphanHolds } = createSweeperActivities(env.db, stack.temporal, { deadAfterMs, unrecordedOlderThanMs: 3_600_000 });
     type Swept = Awaited<ReturnType<typeof releaseOrphanHolds>>;
     const result = (await new MockActivityEnvironment().run(releaseOrphanHolds)) as Swept;
     assert.ok(result.released.includes(deadHold.reservationId));

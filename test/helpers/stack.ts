@@ -6,6 +6,7 @@ import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
 import type { AbandonmentRule } from '../../services/credits/settlement';
+import type { Db } from '../../platform/db';
 import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
@@ -160,17 +161,17 @@ export async function settled(reservationId: string, timeoutMs = 20_000) {
   }
 }
 
-/** The money invariants of DESIGN.md section 3 for one account, from the ledger and the row. */
-export async function checkInvariants(accountId: string) {
-  const a = await env.db('accounts').where({ id: accountId }).first();
-  const l = await env.db.raw(
+/** The money invariants of DESIGN.md section 3 for one account, from the ledger and the row (in `db`, the suite's database by default). */
+export async function checkInvariants(accountId: string, db: Db = env.db) {
+  const a = await db('accounts').where({ id: accountId }).first();
+  const l = await db.raw(
     `SELECT COALESCE(sum(amount) FILTER (WHERE kind='grant'),0) AS grants,
             COALESCE(sum(amount) FILTER (WHERE kind='hold'),0) - COALESCE(sum(amount) FILTER (WHERE kind='release'),0)
               + COALESCE(sum(amount) FILTER (WHERE kind='charge'),0) AS usage
      FROM ledger WHERE account_id = ?`,
     [accountId],
   );
-  const r = await env.db.raw(
+  const r = await db.raw(
     `SELECT COALESCE(sum(held_credits) FILTER (WHERE status='held'),0) AS reserved, count(*) FILTER (WHERE status='held')::int AS pending,
             COALESCE(sum(charge) FILTER (WHERE status<>'held'),0) AS charged
      FROM reservations WHERE account_id = ?`,
