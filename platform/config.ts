@@ -62,7 +62,16 @@ const schema = z.object({
   PANEL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PANEL_SESSION_IDLE_MINUTES: positive(720),
   PANEL_SESSION_MAX_HOURS: positive(168),
+  // The NS names every customer DNS zone lists (comma-separated host names).
+  PANEL_DNS_NAMESERVERS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z0-9.-]+\.[a-z]{2,}\.?$/, 'must be comma-separated host names'))),
 });
+
+/** NS names of customer zones when PANEL_DNS_NAMESERVERS is unset: placeholders to replace in production. */
+export const DEFAULT_NAMESERVERS = ['ns1.panel.invalid', 'ns2.panel.invalid'];
 
 export type Config = z.infer<typeof schema> & { dataDir: string };
 

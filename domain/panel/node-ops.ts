@@ -39,6 +39,8 @@ export interface NodeFacts {
   roles: Array<'web' | 'db'>;
   /** the address the node serves sites on (its web listener) */
   webAddress: string;
+  /** whether the node keeps backups of its sites (`panel-host serve -backup-dir`); absent: unknown */
+  backups?: boolean;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */
@@ -70,7 +72,7 @@ export const isDomain = (s: string): boolean => DOMAIN.test(s);
 export const isPhpIdentifier = (s: string): boolean => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(s);
 
 /** Five cron time fields and a command, one line, no control characters. */
-export const isCronLine = (s: string): boolean => /^(\S+\s+){5}\S.*$/.test(s) && !/[\x00-\x1f\x7f]/.test(s) && s.length <= 1000;
+export const isCronLine = (s: string): boolean => /^(\S+\s+){5}\S.*$/.test(s) && !/\p{Cc}/u.test(s) && s.length <= 1000;
 
 // The node API (`panel-api serve -node-api-listen ADDR`), which agents call with
 // `Authorization: Bearer <node token>` (shown once when the node is added, kept in -token-file):

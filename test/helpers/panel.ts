@@ -4,13 +4,14 @@ import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
 import { ensurePlatform } from '../../services/panel/bootstrap';
+import type { DnsSettings } from '../../services/panel/dns';
 import type { ThrottleSettings } from '../../services/panel/throttle';
 import { env } from '../setup/env';
 
 export const PANEL_TEST_KEY = deriveKey('panel-test-secret');
 
 /** A panel API process over the suite's PostgreSQL and Temporal; `flags` as on the command line. */
-export async function startPanel(opts: { flags?: string[]; throttle?: Partial<ThrottleSettings>; sessionIdleMs?: number } = {}): Promise<PanelRuntime> {
+export async function startPanel(opts: { flags?: string[]; throttle?: Partial<ThrottleSettings>; sessionIdleMs?: number; dns?: DnsSettings } = {}): Promise<PanelRuntime> {
   return startPanelApi({
     db: env.db,
     temporalAddress: env.temporalAddress,
@@ -23,6 +24,7 @@ export async function startPanel(opts: { flags?: string[]; throttle?: Partial<Th
     sessionMaxMs: 7 * 86_400_000,
     // Generous by default so suites signing in often are not throttled; throttle tests set their own.
     throttle: { loginFailures: 1000, ipFailures: 100_000, ...opts.throttle },
+    dns: opts.dns,
   });
 }
 
