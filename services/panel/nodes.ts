@@ -1,0 +1,561 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { Client, type ClientConfig, type Notification } from 'pg';
+import { invalid, notFound, PanelError } from '../../domain/panel/errors';
+import { HOSTING_NODE, isNodeName, type EnrolRequest, type Heartbeat, type NodeOperation, type OperationResult } from '../../domain/panel/node-ops';
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import type { Actor } from './actor';
+import { audit } from './audit';
+import { isUuid } from './chain';
+import { currentLeader, type LeaderInfo } from './controller';
+
+// The panel's side of the cluster (spec 2 section 2.6, PANEL.md sections 1, 2, 4): node records,
+// what agents report (enrolment, heartbeats), the queue of operations each node's agent pulls, and
+// the operator's edits (labels, draining). The controller's state writes are in ./controller.ts.
+
+type Q = Knex | Knex.Transaction;
+
+export type NodeState = 'alive' | 'suspect' | 'dead';
+
+export interface NodeRow {
+  name: string;
+  kind: 'hosting' | 'agent';
+  token_hash: string | null;
+  draining: boolean;
+  logical_region: string | null;
+  physical_region: string | null;
+  zone: string | null;
+  cell: string | null;
+  /** labelled roles; null: those the facts say */
+  roles: string[] | null;
+  facts: Heartbeat['facts'] | null;
+  facts_at: Date | null;
+  metrics: Heartbeat['metrics'] | null;
+  metrics_at: Date | null;
+  boot_id: string | null;
+  last_heartbeat_at: Date | null;
+  last_pull_at: Date | null;
+  agent_started_at: Date | null;
+  agent_restarts: number;
+  agent_reconnects: number;
+  agent_reconnects_seen: number;
+  site_usage: Heartbeat['usage'] | null;
+  site_usage_at: Date | null;
+  state: NodeState;
+  state_at: Date;
+  created_at: Date;
+}
+
+export const NODE_TOKEN_PREFIX = 'pnd_';
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** The roles a node serves: the labelled ones, else those its facts say it can serve. */
+export const nodeRoles = (n: Pick<NodeRow, 'roles' | 'facts'>): string[] => n.roles ?? n.facts?.roles ?? [];
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+/** The panel's own hosting node record (`hosting`), created at panel start when missing. */
+export async function ensureHostingNode(db: Q): Promise<void> {
+  await db('panel_nodes').insert({ name: HOSTING_NODE, kind: 'hosting', state: 'alive' }).onConflict('name').ignore();
+}
+
+export async function getNode(q: Q, name: string): Promise<NodeRow | null> {
+  if (typeof name !== 'string' || !isNodeName(name)) return null;
+  return (await q('panel_nodes').where({ name }).first()) ?? null;
+}
+
+/** Every node record: the hosting node first, then by name. */
+export async function listNodes(q: Q): Promise<NodeRow[]> {
+  return q('panel_nodes').orderByRaw(`kind = 'hosting' DESC, name`);
+}
+
+async function nodeForUpdate(trx: Knex.Transaction, name: string): Promise<NodeRow> {
+  const row = isNodeName(name) ? await trx('panel_nodes').where({ name }).forUpdate().first() : undefined;
+  if (!row) throw new PanelError('not_found', { what: 'node', node: name });
+  return row;
+}
+
+/** The platform org, where cluster changes are audited. */
+async function platformOrg(q: Q): Promise<{ id: string; path: string }> {
+  const org = await q('panel_orgs').where({ type: 'platform' }).first('id', 'path');
+  if (!org) throw new Error('the platform organisation does not exist yet: start panel-api once');
+  return org;
+}
+
+function requireClusterAdmin(actor: Actor | null): void {
+  // null: the operator's command line (panel-controller)
+  if (actor && !(actor.orgType === 'platform' && actor.role === 'platform_admin')) {
+    throw new PanelError('forbidden', { detail: 'only a platform_admin manages cluster nodes' });
+  }
+}
+
+/**
+ * Adds an agent node (`POST /v1/cluster/nodes {name}`): returns its node token, shown once; only
+ * its SHA-256 is stored. The agent runs with it in its -token-file.
+ */
+export async function addNode(db: Db, actor: Actor | null, name: unknown): Promise<{ name: string; kind: 'agent'; token: string; created_at: Date }> {
+  requireClusterAdmin(actor);
+  if (typeof name !== 'string' || !isNodeName(name)) throw invalid('name', 'a node name is a DNS label: lower-case letters, digits and dashes, 1 to 63 characters');
+  const token = NODE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  return db.transaction(async (trx) => {
+    // Never heard from yet: dead until its first heartbeat (the controller keeps it so).
+    const [row] = await trx('panel_nodes').insert({ name, kind: 'agent', token_hash: sha256(token), state: 'dead' }).onConflict('name').ignore().returning(['name', 'created_at']);
+    if (!row) throw new PanelError('conflict', { detail: `a node named "${name}" exists already`, field: 'name' });
+    await audit(trx, actor, { org: await platformOrg(trx), action: 'node.add', target: { type: 'node', id: name }, after: { name, kind: 'agent' } });
+    return { name, kind: 'agent' as const, token, created_at: row.created_at };
+  });
+}
+
+/** Where a node has sites (the sites table and its node column come with sites): 0 while there is none. */
+async function siteCount(trx: Knex.Transaction, name: string): Promise<number> {
+  const { rows } = await trx.raw(
+    `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'panel_sites' AND column_name IN ('node_name', 'node') ORDER BY column_name DESC LIMIT 1`,
+  );
+  if (!rows.length) return 0;
+  const row = await trx('panel_sites').where(rows[0].column_name, name).first(trx.raw('count(*)::int AS n'));
+  return row.n;
+}
+
+/** Deletes an agent node without sites, with its operation history (`DELETE /v1/cluster/nodes/{name}`). */
+export async function deleteNode(db: Db, actor: Actor | null, name: string): Promise<void> {
+  requireClusterAdmin(actor);
+  await db.transaction(async (trx) => {
+    const node = await nodeForUpdate(trx, name);
+    if (node.kind === 'hosting') throw new PanelError('conflict', { detail: "the panel's own hosting node cannot be deleted" });
+    const sites = await siteCount(trx, name);
+    if (sites > 0) throw new PanelError('conflict', { detail: `node "${name}" still has ${sites} site(s): delete or move them first`, sites });
+    await trx('panel_node_ops').where({ node_name: name }).delete();
+    try {
+      await trx('panel_nodes').where({ name }).delete();
+    } catch (err) {
+      if ((err as { code?: string }).code === '23503') throw new PanelError('conflict', { detail: `node "${name}" is still referenced (its sites): delete or move them first` });
+      throw err;
+    }
+    await audit(trx, actor, { org: await platformOrg(trx), action: 'node.delete', target: { type: 'node', id: name }, before: labelsOf(node) });
+  });
+}
+
+export interface NodeLabels {
+  logical_region?: string | null;
+  physical_region?: string | null;
+  zone?: string | null;
+  cell?: string | null;
+  /** null: back to the roles the node's facts say */
+  roles?: string[] | null;
+}
+
+const LABEL = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const labelsOf = (n: NodeRow) => ({ logical_region: n.logical_region, physical_region: n.physical_region, zone: n.zone, cell: n.cell, roles: n.roles, draining: n.draining });
+
+/** Sets a node's location labels and roles (`panel-controller label`); absent fields stay, null clears. */
+export async function labelNode(db: Db, actor: Actor | null, name: string, labels: NodeLabels) {
+  requireClusterAdmin(actor);
+  const change: Record<string, unknown> = {};
+  for (const k of ['logical_region', 'physical_region', 'zone', 'cell'] as const) {
+    const v = labels[k];
+    if (v === undefined) continue;
+    if (v !== null && !LABEL.test(v)) throw invalid(k, 'lower-case letters, digits and dashes, 1 to 64 characters');
+    change[k] = v;
+  }
+  if (labels.roles !== undefined) {
+    if (labels.roles !== null && !labels.roles.every((r) => LABEL.test(r))) throw invalid('roles', 'roles are lower-case words such as web or db');
+    change.roles = labels.roles === null ? null : [...new Set(labels.roles)].sort();
+  }
+  if (!Object.keys(change).length) throw invalid('labels', 'nothing to change');
+  return db.transaction(async (trx) => {
+    const node = await nodeForUpdate(trx, name);
+    const before = labelsOf(node);
+    const [after] = await trx('panel_nodes').where({ name: node.name }).update(change).returning('*');
+    const changed = JSON.stringify(before) !== JSON.stringify(labelsOf(after));
+    if (changed) await audit(trx, actor, { org: await platformOrg(trx), action: 'node.label', target: { type: 'node', id: name }, before, after: labelsOf(after) });
+    return { node: name, changed, ...labelsOf(after), roles: nodeRoles(after), roles_source: after.roles ? 'label' : 'facts' };
+  });
+}
+
+/** Drains a node (it gets no new sites) or ends draining (`panel-controller drain` / `undrain`). */
+export async function setDraining(db: Db, actor: Actor | null, name: string, draining: boolean) {
+  requireClusterAdmin(actor);
+  return db.transaction(async (trx) => {
+    const node = await nodeForUpdate(trx, name);
+    const changed = node.draining !== draining;
+    if (changed) {
+      await trx('panel_nodes').where({ name: node.name }).update({ draining });
+      await audit(trx, actor, { org: await platformOrg(trx), action: draining ? 'node.drain' : 'node.undrain', target: { type: 'node', id: name }, before: { draining: node.draining }, after: { draining } });
+    }
+    return { node: name, draining, changed };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node selection (site placement, "Add website": only nodes alive, not draining, with the role)
+
+export interface SelectionOptions {
+  /** the role the node must serve; default `web` */
+  role?: string;
+  /** agent nodes must have pulled operations this recently (ms), e.g. 120_000 for scheduled placement */
+  pulledWithinMs?: number;
+  now?: Date;
+}
+
+/** Why a node cannot take a new site, in words; null when it can. */
+export function nodeRefusal(n: NodeRow, o: SelectionOptions = {}): string | null {
+  const role = o.role ?? 'web';
+  if (n.state !== 'alive') return `node is ${n.state}`;
+  if (n.draining) return 'node is draining';
+  if (!nodeRoles(n).includes(role)) return `node does not have the ${role} role`;
+  if (n.kind === 'agent' && o.pulledWithinMs !== undefined) {
+    const now = (o.now ?? new Date()).getTime();
+    if (!n.last_pull_at || now - new Date(n.last_pull_at).getTime() > o.pulledWithinMs) return `its agent has not pulled operations within the last ${Math.round(o.pulledWithinMs / 1000)} s`;
+  }
+  return null;
+}
+
+/** Nodes that can take a new site now (alive, not draining, with the role), the hosting node first. */
+export async function selectableNodes(q: Q, o: SelectionOptions = {}): Promise<NodeRow[]> {
+  return (await listNodes(q)).filter((n) => nodeRefusal(n, o) === null);
+}
+
+/** The latest per-site disk and inode use a node reported (SiteUsage of its last heartbeat). */
+export async function nodeSiteUsage(q: Q, name: string): Promise<{ usage: Heartbeat['usage']; at: Date | null }> {
+  const row = await q('panel_nodes').where({ name }).first('site_usage', 'site_usage_at');
+  return { usage: row?.site_usage ?? [], at: row?.site_usage_at ?? null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// What agents report (the node API)
+
+/** The node of a node token (`Authorization: Bearer pnd_…`); null for anything else. */
+export async function nodeByToken(q: Q, token: string): Promise<NodeRow | null> {
+  if (!token.startsWith(NODE_TOKEN_PREFIX) || token.length > 200) return null;
+  return (await q('panel_nodes').where({ token_hash: sha256(token), kind: 'agent' }).first()) ?? null;
+}
+
+// A later start time than the recorded one is a new agent process: a restart (the first start is
+// not); a process counts its reconnects from 0, so the node's total adds what the process reports
+// beyond what it reported before.
+const AGENT_SQL = `
+  agent_restarts = agent_restarts + CASE WHEN agent_started_at IS NOT NULL AND ?::timestamptz > agent_started_at THEN 1 ELSE 0 END,
+  agent_reconnects = agent_reconnects + CASE WHEN agent_started_at IS NULL OR ?::timestamptz > agent_started_at THEN ?::int ELSE greatest(?::int - agent_reconnects_seen, 0) END,
+  agent_reconnects_seen = ?::int,
+  agent_started_at = greatest(agent_started_at, ?::timestamptz)`;
+const agentBindings = (startedAt: string, reconnects: number) => [startedAt, startedAt, reconnects, reconnects, reconnects, startedAt];
+
+/**
+ * An agent enrols (at every start): its facts, its start time (a new one counts a restart), and a
+ * sign of life. Operations sent to an earlier agent process and never reported are queued again
+ * (a node applies them idempotently, keyed by operation id).
+ */
+export async function enrolNode(db: Db, name: string, req: Pick<EnrolRequest, 'facts' | 'agentStartedAt'>): Promise<void> {
+  await db.transaction(async (trx) => {
+    const updated = await trx.raw(
+      `UPDATE panel_nodes SET facts = ?::jsonb, facts_at = now(), last_heartbeat_at = now(),
+         agent_restarts = agent_restarts + CASE WHEN agent_started_at IS NOT NULL AND ?::timestamptz > agent_started_at THEN 1 ELSE 0 END,
+         agent_reconnects_seen = CASE WHEN agent_started_at IS NULL OR ?::timestamptz > agent_started_at THEN 0 ELSE agent_reconnects_seen END,
+         agent_started_at = greatest(agent_started_at, ?::timestamptz)
+       WHERE name = ? RETURNING name`,
+      [JSON.stringify(req.facts), req.agentStartedAt, req.agentStartedAt, req.agentStartedAt, name],
+    );
+    if (!updated.rows.length) throw new PanelError('not_found', { what: 'node', node: name });
+    await trx('panel_node_ops').where({ node_name: name, status: 'sent' }).update({ status: 'queued' });
+  });
+}
+
+/** A heartbeat: facts, metrics (and boot id), per-site usage, restarts and reconnects of its agent. */
+export async function recordHeartbeat(db: Q, name: string, hb: Heartbeat): Promise<void> {
+  const { rows } = await db.raw(
+    `UPDATE panel_nodes SET facts = ?::jsonb, facts_at = now(), metrics = ?::jsonb, metrics_at = now(), boot_id = ?,
+       site_usage = ?::jsonb, site_usage_at = now(), last_heartbeat_at = now(), ${AGENT_SQL}
+     WHERE name = ? RETURNING name`,
+    [JSON.stringify(hb.facts), JSON.stringify(hb.metrics), hb.metrics.bootId, JSON.stringify(hb.usage), ...agentBindings(hb.agentStartedAt, hb.reconnects), name],
+  );
+  if (!rows.length) throw new PanelError('not_found', { what: 'node', node: name });
+}
+
+/** An agent pulled operations (placement wants agents that pulled within the last 2 minutes). */
+export async function touchPull(db: Q, name: string): Promise<void> {
+  await db('panel_nodes').where({ name }).update({ last_pull_at: db.fn.now() });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operation queue
+
+/** The NOTIFY channel of a node's queue (an identifier of at most 63 bytes). */
+export function nodeChannel(name: string): string {
+  const channel = `panel_node_ops:${name}`;
+  return channel.length <= 63 ? channel : `panel_node_ops:#${sha256(name).slice(0, 40)}`;
+}
+
+/** Where a node's operation result is announced (payload: the operation id). */
+export const OPERATION_RESULT_CHANNEL = 'panel_node_op_results';
+
+const siteOf = (op: NodeOperation): string | null => {
+  const id = op.kind === 'site.apply' ? op.site.id : op.kind === 'site.delete' ? op.siteId : null;
+  return id && isUuid(id) ? id : null;
+};
+
+/**
+ * Queues `op` for `node` in the caller's transaction and wakes that node's waiting long poll (the
+ * NOTIFY is delivered when the transaction commits). Idempotent by op.id: a second call with the
+ * same id queues nothing (returns false). 404 for an unknown node.
+ */
+export async function queueOperation(trx: Q, node: string, op: NodeOperation): Promise<boolean> {
+  if (!isUuid(op.id)) throw new Error(`node operation ids are UUIDs (got "${op.id}")`);
+  if (!(await trx('panel_nodes').where({ name: node }).first('name'))) throw new PanelError('not_found', { what: 'node', node });
+  const inserted = await trx('panel_node_ops')
+    .insert({ id: op.id, node_name: node, site_id: siteOf(op), kind: op.kind, payload: JSON.stringify(op), created_at: trx.raw('clock_timestamp()') })
+    .onConflict('id')
+    .ignore()
+    .returning('id');
+  await trx.raw('SELECT pg_notify(?, ?)', [nodeChannel(node), op.id]);
+  return inserted.length > 0;
+}
+
+/** Marks up to `limit` queued operations of `node` sent (oldest first) and returns them, in queue order. */
+export async function claimOperations(db: Q, node: string, limit: number): Promise<NodeOperation[]> {
+  const { rows } = await db.raw(
+    `UPDATE panel_node_ops o SET status = 'sent', sent_at = now(), attempts = o.attempts + 1
+     FROM (SELECT id FROM panel_node_ops WHERE node_name = ? AND status = 'queued' ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) q
+     WHERE o.id = q.id
+     RETURNING o.payload, o.created_at, o.id`,
+    [node, Math.max(1, Math.floor(limit))],
+  );
+  rows.sort((a: { created_at: Date; id: string }, b: { created_at: Date; id: string }) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));
+  return rows.map((r: { payload: NodeOperation }) => r.payload);
+}
+
+// Secrets in an operation (a new database user's password) leave the row once it is finished.
+const STRIP_SECRETS = `CASE WHEN kind = 'database.create' THEN payload - 'password' ELSE payload END`;
+
+/**
+ * Records what `node` reports for operation `opId`: done or failed. A repeated result is a no-op
+ * (`recorded: false`); an operation of another node, or none, is 404.
+ */
+export async function recordResult(db: Q, node: string, opId: string, result: OperationResult): Promise<{ recorded: boolean; status: string }> {
+  if (!isUuid(opId)) throw new PanelError('not_found', { what: 'operation' });
+  const status = result.ok ? 'done' : 'failed';
+  const { rows } = await db.raw(
+    `WITH done AS (
+       UPDATE panel_node_ops SET status = ?, result = ?::jsonb, finished_at = now(), payload = ${STRIP_SECRETS}
+       WHERE id = ? AND node_name = ? AND status IN ('queued', 'sent') RETURNING id, status)
+     SELECT id, status, pg_notify(?, id::text) FROM done`,
+    [status, JSON.stringify(result), opId, node, OPERATION_RESULT_CHANNEL],
+  );
+  if (rows.length) return { recorded: true, status };
+  const op = await db('panel_node_ops').where({ id: opId }).first('node_name', 'status');
+  if (!op || op.node_name !== node) throw new PanelError('not_found', { what: 'operation' });
+  return { recorded: false, status: op.status };
+}
+
+/**
+ * Gives up on an operation not finished yet (a workflow's timeout): `expired`, its secrets removed.
+ * Returns false when it had finished (or expired) already. A late result is then a no-op.
+ */
+export async function expireOperation(db: Q, opId: string, reason: string): Promise<boolean> {
+  if (!isUuid(opId)) return false;
+  const n = await db('panel_node_ops')
+    .where({ id: opId })
+    .whereIn('status', ['queued', 'sent'])
+    .update({ status: 'expired', finished_at: db.fn.now(), result: JSON.stringify({ ok: false, error: reason, refused: false }), payload: db.raw(STRIP_SECRETS) });
+  return n > 0;
+}
+
+export interface OperationStatus {
+  id: string;
+  node: string;
+  kind: NodeOperation['kind'];
+  siteId: string | null;
+  status: 'queued' | 'sent' | 'done' | 'failed' | 'expired';
+  /** what the node reported (or the reason it expired); null until then */
+  result: OperationResult | null;
+  attempts: number;
+  createdAt: Date;
+  sentAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** Where an operation stands (workflows poll this through an activity); null for an unknown id. */
+export async function operationStatus(db: Q, opId: string): Promise<OperationStatus | null> {
+  if (!isUuid(opId)) return null;
+  const r = await db('panel_node_ops').where({ id: opId }).first();
+  if (!r) return null;
+  return { id: r.id, node: r.node_name, kind: r.kind, siteId: r.site_id, status: r.status, result: r.result, attempts: r.attempts, createdAt: r.created_at, sentAt: r.sent_at, finishedAt: r.finished_at };
+}
+
+/**
+ * Wake-ups for long polls: one LISTEN connection per process, listening on the channel of each node
+ * that has a waiting poll. If the connection breaks every waiter is woken (it re-reads the queue and
+ * falls back to polling) and it reconnects.
+ */
+export class OperationWakeups {
+  private client: Client | null = null;
+  private closed = false;
+  private readonly channels = new Map<string, { subs: Set<Subscription>; listening: Promise<void> | null }>();
+
+  constructor(
+    private readonly url: string | ClientConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  get healthy(): boolean {
+    return this.client !== null;
+  }
+
+  async start(): Promise<void> {
+    const settings = typeof this.url === 'string' ? { connectionString: this.url } : this.url;
+    const client = new Client({ ...settings, keepAlive: true, application_name: 'panel-node-ops' });
+    client.on('notification', (msg: Notification) => {
+      for (const s of this.channels.get(msg.channel)?.subs ?? []) s.wake();
+    });
+    client.on('error', (err) => {
+      if (this.client !== client) return;
+      this.logger.warn({ err }, 'node operation listener lost; polling until it reconnects');
+      this.client = null;
+      for (const entry of this.channels.values()) {
+        entry.listening = null;
+        for (const s of entry.subs) s.wake();
+      }
+      void client.end().catch(() => {});
+      this.retry();
+    });
+    await client.connect();
+    if (this.closed) return void (await client.end());
+    this.client = client;
+    for (const [channel, entry] of this.channels) entry.listening = this.listen(client, channel);
+  }
+
+  private retry(): void {
+    if (this.closed) return;
+    setTimeout(() => void this.start().catch(() => this.retry()), 1000).unref();
+  }
+
+  private listen(client: Client, channel: string): Promise<void> {
+    return client.query(`LISTEN "${channel}"`).then(
+      () => undefined,
+      (err) => this.logger.warn({ err, channel }, 'LISTEN failed'),
+    );
+  }
+
+  /** Listens for `node`'s queue (resolves once LISTEN is in effect, or at once while disconnected). */
+  async subscribe(node: string): Promise<Subscription> {
+    const channel = nodeChannel(node);
+    let entry = this.channels.get(channel);
+    if (!entry) this.channels.set(channel, (entry = { subs: new Set(), listening: null }));
+    const sub = new Subscription(() => this.release(channel, sub));
+    entry.subs.add(sub);
+    if (!entry.listening && this.client) entry.listening = this.listen(this.client, channel);
+    await entry.listening;
+    return sub;
+  }
+
+  private release(channel: string, sub: Subscription): void {
+    const entry = this.channels.get(channel);
+    if (!entry?.subs.delete(sub) || entry.subs.size) return;
+    this.channels.delete(channel);
+    // Queued behind any LISTEN on the same connection, so a new subscriber's LISTEN comes after it.
+    if (entry.listening && this.client) void this.client.query(`UNLISTEN "${channel}"`).catch(() => {});
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    for (const entry of this.channels.values()) for (const s of entry.subs) s.wake();
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+}
+
+/** One waiting long poll: next() resolves on a NOTIFY for its node (or a wake-up) or after `ms`. */
+export class Subscription {
+  private pending = false;
+  private resolve: (() => void) | null = null;
+
+  constructor(private readonly onClose: () => void) {}
+
+  wake(): void {
+    if (this.resolve) this.resolve();
+    else this.pending = true;
+  }
+
+  /** true: woken; false: the time ran out. */
+  next(ms: number): Promise<boolean> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.resolve = null;
+        resolve(false);
+      }, ms);
+      this.resolve = () => {
+        clearTimeout(timer);
+        this.resolve = null;
+        resolve(true);
+      };
+    });
+  }
+
+  close(): void {
+    this.onClose();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster pages (platform logins)
+
+const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** A reported object with snake_case keys, as the rest of the panel API spells fields. */
+function snakeKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(snakeKeys);
+  if (v && typeof v === 'object' && !(v instanceof Date)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [snake(k), snakeKeys(x)]));
+  return v;
+}
+
+/** A node record of spec 2.6 for the API; `leader`: the controller's leader, when there is one. */
+export function nodeView(n: NodeRow, leader: LeaderInfo | null) {
+  const isLeader = n.kind === 'hosting' && leader !== null;
+  return {
+    name: n.name,
+    kind: n.kind,
+    state: n.state,
+    state_at: n.state_at,
+    draining: n.draining,
+    last_heartbeat_at: n.last_heartbeat_at,
+    last_pull_at: n.last_pull_at,
+    agent_started_at: n.agent_started_at,
+    agent_restarts: n.agent_restarts,
+    agent_reconnects: n.agent_reconnects,
+    location: { logical_region: n.logical_region, physical_region: n.physical_region, zone: n.zone, cell: n.cell },
+    roles: nodeRoles(n),
+    roles_source: n.roles ? 'label' : 'facts',
+    boot_id: n.boot_id,
+    // The controller runs inside panel-api, on the panel's own hosting node.
+    controller_role: isLeader ? 'leader' : 'none',
+    leader: isLeader,
+    metrics: snakeKeys(n.metrics),
+    metrics_at: n.metrics_at,
+    facts: snakeKeys(n.facts),
+    facts_at: n.facts_at,
+    created_at: n.created_at,
+  };
+}
+
+const controllerView = (leader: LeaderInfo | null) => ({ leader: leader?.leader ?? null, leader_since: leader?.leader_since ?? null, heartbeat_at: leader?.heartbeat_at ?? null });
+
+/** `GET /v1/cluster/nodes`: every node record and the controller's leader. */
+export async function clusterNodes(db: Db) {
+  const [nodes, leader] = await Promise.all([listNodes(db), currentLeader(db)]);
+  return { state_available: true, controller: controllerView(leader), nodes: nodes.map((n) => nodeView(n, leader)) };
+}
+
+/** `GET /v1/cluster/nodes/{name}`: one node record; 404 for an unknown name. */
+export async function clusterNode(db: Db, name: string) {
+  const [node, leader] = await Promise.all([getNode(db, name), currentLeader(db)]);
+  if (!node) throw notFound('node');
+  return { state_available: true, controller: controllerView(leader), node: nodeView(node, leader) };
+}
+
+export const STATE_UNAVAILABLE = { state_available: false, message: 'node state is unavailable: panel-api runs without -controller-state' } as const;
