@@ -29,11 +29,13 @@ async function main(argv: string[]) {
   }
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
-  const db = createDb(databaseUrl(config), config.DB_POOL_MAX);
+  const url = databaseUrl(config);
+  const db = createDb(url, config.DB_POOL_MAX);
   await migrate(db);
   const initial = await ensurePlatform(db);
   const panel = await startPanelApi({
     db,
+    databaseUrl: url,
     temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
     namespace: config.TEMPORAL_NAMESPACE,
     logger: log,
@@ -46,6 +48,7 @@ async function main(argv: string[]) {
   });
   log.info({ url: panel.url, flags }, 'panel ready');
   process.stdout.write(`  Panel        http://127.0.0.1:${config.PANEL_PORT}\n`);
+  if (panel.nodeApiUrl) process.stdout.write(`  Node API     ${panel.nodeApiUrl}   (on ${flags.nodeApiListen!.host}; what panel-host agents pull from)\n`);
   if (initial) process.stdout.write(`  Panel login  ${initial.username} / ${initial.password}   (temporary: change it at first sign-in; shown once)\n`);
   const stop = async () => {
     await panel.close();

@@ -8,6 +8,7 @@ import type { AuthSettings } from '../../services/panel/auth';
 import { healthCheck } from '../gateway/app';
 import { accountRoutes, signInRoutes } from './logins/account-routes';
 import { loginRoutes } from './logins/routes';
+import { clusterRoutes } from './nodes/cluster-routes';
 import { orgRoutes } from './orgs/routes';
 import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes';
 import { packageRoutes } from './packages/routes';
@@ -24,6 +25,8 @@ export interface PanelDeps {
   /** the issuer authenticator apps show for two-factor entries */
   issuer: string;
   secureCookies: boolean;
+  /** -controller-state: node records access (the cluster pages) */
+  controllerState?: boolean;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -40,7 +43,7 @@ export function createPanelApp(d: PanelDeps): Koa {
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
-  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db)]) {
+  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
