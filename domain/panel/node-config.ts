@@ -22,7 +22,7 @@ export const isSiteCronLine = (s: string): boolean => isCronLine(s) && s.trim().
 
 export const LIMITS = { aliases: 100, cronLines: 100, disabledFunctions: 512, workers: 256, passwordLength: 128 } as const;
 
-const hasControlChars = (s: string) => [...s].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
+const hasControlChars = (s: string) => /\p{Cc}/u.test(s);
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every(isStr);
 

@@ -1,0 +1,55 @@
+import { startAgent } from '../platform/hosting-node/agent';
+import { FlagError, parseHostFlags } from '../platform/hosting-node/host-flags';
+import { startHostingNode } from '../platform/hosting-node';
+import { createPanelClient } from '../platform/hosting-node/panel-client';
+import { createLogger } from '../platform/logger';
+
+// `panel-host serve -node NAME -root DIR -panel URL -token-file F [-backup-dir DIR]
+// [-web-listen ADDR] [-mariadb-port P]`: the agent of a hosting node other than the panel's own
+// (PANEL.md sections 1-2). Runs the node's nginx, PHP-FPM and MariaDB under DIR, enrols with the
+// panel's node API and applies the operations it pulls. SIGTERM or SIGINT stops it cleanly.
+
+const USAGE = `usage: panel-host serve -node NAME -root DIR -panel URL -token-file FILE
+                       [-backup-dir DIR] [-web-listen HOST:PORT (default :80)] [-mariadb-port PORT]`;
+
+async function main(argv: string[]) {
+  if (argv[0] !== 'serve') {
+    process.stderr.write(`${USAGE}\n`);
+    process.exit(2);
+  }
+  let flags;
+  try {
+    flags = parseHostFlags(argv.slice(1));
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`panel-host: ${err.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(process.env.LOG_LEVEL ?? 'info').child({ node: flags.node });
+  const node = await startHostingNode({
+    root: flags.root,
+    webHost: flags.webListen.host,
+    webPort: flags.webListen.port,
+    mariadbPort: flags.mariadbPort,
+    backupDir: flags.backupDir,
+    logger: log,
+  });
+  const agent = startAgent({ node: flags.node, client: createPanelClient({ url: flags.panel, token: flags.token }), hostingNode: node, logger: log });
+  log.info({ root: node.root, facts: node.facts(), panel: flags.panel }, 'panel-host running');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    await agent.stop();
+    await node.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`panel-host failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

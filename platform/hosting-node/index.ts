@@ -1,0 +1,354 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  isSafeRoot,
+  listenAddress,
+  nodePaths,
+  phpSocketPath,
+  renderCron,
+  renderPhpPool,
+  renderVhost,
+  renderWelcomePage,
+  sitePaths,
+  validateOperation,
+} from './node-domain';
+import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from './node-domain';
+import type { Listening } from '../http-server';
+import type { Logger } from '../logger';
+import { startBuiltinWeb } from './builtin-web';
+import { readIfExists, readJson, restoreFile, sha256, writeFileAtomic, writeJson } from './files';
+import { startMariaDb, type MariaDb } from './mariadb';
+import { createMetricsSampler, treeUsage } from './metrics';
+import { startNginx, type Nginx } from './nginx';
+import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
+import { findBinary } from './processes';
+
+// A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
+// serve it. The panel applies operations to its own node directly; every other node's agent
+// (`panel-host serve`) applies the operations it pulls. Operations are applied one at a time and
+// idempotently by id: the result of every applied id is kept under <root>/state/ and a repeated
+// id returns it without doing anything.
+
+export interface HostingNodeOptions {
+  root: string;
+  webPort: number;
+  /** address the web server listens on; default all addresses */
+  webHost?: string;
+  /** run PHP-FPM for the installed PHP versions (default true; only with nginx) */
+  phpFpm?: boolean;
+  /** run MariaDB on this port (the `db` role); null or absent: no MariaDB */
+  mariadbPort?: number | null;
+  /** how long MariaDB may take to come up before the node runs without it (default 30 s) */
+  mariadbTimeoutMs?: number;
+  /** serve with the built-in static server even where nginx is installed */
+  builtinWebServer?: boolean;
+  /** where backups of this node's sites go; null: the node refuses backups */
+  backupDir?: string | null;
+  logger: Logger;
+}
+
+/** A managed file of a site: what the node's last applied spec renders, and what is on disk. */
+export interface ManagedFile {
+  kind: 'vhost' | 'pool' | 'cron';
+  path: string;
+  /** SHA-256 of the file as rendered from the applied spec */
+  expected: string;
+  /** SHA-256 of the file on disk; null: missing */
+  actual: string | null;
+}
+
+export interface SiteInspection {
+  siteId: string;
+  domain: string;
+  /** the generation the node applied */
+  generation: number;
+  suspended: boolean;
+  docroot: boolean;
+  files: ManagedFile[];
+}
+
+export interface HostingNode {
+  root: string;
+  /** applies one operation (queued behind any other); a repeated id returns the first result */
+  apply(op: NodeOperation): Promise<OperationResult>;
+  facts(): NodeFacts;
+  metrics(): Promise<NodeMetrics>;
+  /** disk (MB, allocated) and inodes of each site's docroot */
+  usage(): Promise<SiteUsage[]>;
+  /** what the node applied for a site and the digests of its managed files on disk (reconciliation); null: not on this node */
+  inspectSite(siteId: string): Promise<SiteInspection | null>;
+  /** stops the web server, PHP-FPM and MariaDB (after the operation in progress) */
+  stop(): Promise<void>;
+}
+
+/** An operation the node will not apply as sent (bad value, not capable): reported with refused: true. */
+class Refusal extends Error {}
+
+const OPS_KEPT = 2000;
+
+interface AppliedOp {
+  kind: string;
+  at: string;
+  result: OperationResult;
+}
+
+/** uid and gid of a system user, from /etc/passwd. */
+function systemUser(name: string): { uid: number; gid: number } | null {
+  const line = (readIfExists('/etc/passwd') ?? '').split('\n').find((l) => l.startsWith(`${name}:`));
+  if (!line) return null;
+  const f = line.split(':');
+  return { uid: Number(f[2]), gid: Number(f[3]) };
+}
+
+export async function startHostingNode(opts: HostingNodeOptions): Promise<HostingNode> {
+  const log = opts.logger;
+  const root = path.resolve(opts.root);
+  if (!isSafeRoot(root)) throw new Error(`node root ${root}: use a path of letters, digits and . _ - only (it is written unquoted into nginx and PHP-FPM configs)`);
+  const p = nodePaths(root);
+  for (const d of [p.sites, p.nginxSites, p.cronDir, p.state, `${root}/run`, `${root}/log`, `${root}/tmp`]) fs.mkdirSync(d, { recursive: true });
+  if (opts.backupDir) fs.mkdirSync(opts.backupDir, { recursive: true, mode: 0o700 });
+  // As root the sites' PHP and nginx workers run as www-data; otherwise as the node's own user.
+  const webUser = process.getuid?.() === 0 && systemUser('www-data') ? 'www-data' : null;
+  const webUserIds = webUser ? systemUser(webUser) : null;
+  const cronUser = webUser ?? 'root';
+  const webHost = opts.webHost ?? '0.0.0.0';
+  const listen = listenAddress(webHost, opts.webPort);
+  const probeHost = webHost === '0.0.0.0' ? '127.0.0.1' : webHost === '::' ? '::1' : webHost;
+
+  const sitesFile = `${p.state}/sites.json`;
+  const opsFile = `${p.state}/applied-ops.json`;
+  const sites = readJson<Record<string, SiteSpec>>(sitesFile, {});
+  const ops = readJson<Record<string, AppliedOp>>(opsFile, {});
+
+  // ---- services ----
+  const nginxBin = opts.builtinWebServer ? null : findBinary('nginx');
+  let nginx: Nginx | null = null;
+  let builtin: Listening | null = null;
+  const fpm = new Map<string, PhpFpm>();
+  let mariadb: MariaDb | null = null;
+  const stopAll = async () => {
+    await Promise.allSettled([nginx?.stop(), builtin?.close(), ...[...fpm.values()].map((f) => f.stop()), mariadb?.stop()]);
+  };
+  const startMariaDbIfAsked = async () => {
+    if (opts.mariadbPort == null) return;
+    try {
+      mariadb = await startMariaDb({ root, port: opts.mariadbPort, logger: log, timeoutMs: opts.mariadbTimeoutMs });
+    } catch (err) {
+      // a node without MariaDB does not claim the db role; the web side still runs
+      log.error({ err: (err as Error).message }, 'MariaDB did not start; this node runs without the db role');
+    }
+  };
+  try {
+    if (nginxBin) {
+      const versions = opts.phpFpm === false ? [] : installedPhpVersions();
+      const started = await Promise.allSettled([
+        ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
+        startNginx({ bin: nginxBin, root, listen, probe: { host: probeHost, port: opts.webPort }, user: webUser, logger: log }).then((n) => void (nginx = n)),
+        startMariaDbIfAsked(),
+      ]);
+      const failed = started.find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+    } else {
+      log.warn({ root }, opts.builtinWebServer ? 'built-in web server chosen' : 'nginx is not installed: serving static sites with the built-in web server (no PHP)');
+      builtin = await startBuiltinWeb({
+        host: webHost,
+        port: opts.webPort,
+        site: (host) => {
+          const s = Object.values(sites).find((x) => x.domain === host || x.aliases.includes(host));
+          return s ? { docroot: sitePaths(root, s.domain).docroot, suspended: s.suspended } : null;
+        },
+      });
+      await startMariaDbIfAsked();
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  const facts = (): NodeFacts => ({
+    webServer: nginx ? 'nginx' : 'builtin',
+    phpVersions: [...fpm.keys()],
+    mariadb: mariadb !== null,
+    roles: mariadb ? ['web', 'db'] : ['web'],
+    webAddress: listen,
+    backups: !!opts.backupDir,
+  });
+
+  // ---- rendering of one site's managed files ----
+  const managedFiles = (s: SiteSpec): Array<{ kind: ManagedFile['kind']; path: string; text: string }> => {
+    const sp = sitePaths(root, s.domain);
+    const out: Array<{ kind: ManagedFile['kind']; path: string; text: string }> = [];
+    if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen }) });
+    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser }) });
+    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: cronUser }) });
+    return out;
+  };
+  /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
+  const possibleFiles = (domain: string) => {
+    const sp = sitePaths(root, domain);
+    return [...(nginx ? [sp.vhost] : []), ...[...fpm.keys()].map((v) => sp.pool(v)), sp.cron];
+  };
+
+  /**
+   * Writes `wanted` (file → text, null: remove), tests nginx and PHP-FPM with the new files and,
+   * only when both pass, reloads what changed. A failed test puts every file back as it was.
+   */
+  const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
+    const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
+    const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
+    if (changed.length === 0) return;
+    for (const f of changed) restoreFile(f, wanted.get(f)!);
+    const nginxChanged = !!nginx && changed.some((f) => f.startsWith(`${p.nginxSites}/`));
+    const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
+    const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
+    if (problems.length) {
+      for (const f of changed) restoreFile(f, before.get(f)!);
+      throw new Error(`config test failed, previous config kept: ${problems.join('; ')}`);
+    }
+    // PHP first, so the sockets a new vhost points at exist when nginx loads it
+    for (const f of fpmChanged) await f.reload(socket?.version === f.version ? [socket.path] : []);
+    if (nginxChanged) await nginx!.reload();
+  };
+
+  const saveSites = () => writeJson(sitesFile, sites);
+
+  const applySite = async (s: SiteSpec): Promise<OperationResult> => {
+    if (s.phpVersion && !fpm.has(s.phpVersion)) {
+      throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${[...fpm.keys()].join(', ') || 'none'})`);
+    }
+    const prev = sites[s.id];
+    if (prev && s.generation < prev.generation) throw new Refusal(`stale generation ${s.generation}: generation ${prev.generation} is applied`);
+    const names = new Set([s.domain, ...s.aliases]);
+    for (const other of Object.values(sites)) {
+      if (other.id === s.id) continue;
+      const taken = [other.domain, ...other.aliases].find((n) => names.has(n));
+      if (taken) throw new Refusal(`${taken} is already served on this node by site ${other.id}`);
+    }
+    const sp = sitePaths(root, s.domain);
+    // a changed domain moves the site's folder and removes the files of the old name
+    if (prev && prev.domain !== s.domain && fs.existsSync(sitePaths(root, prev.domain).siteDir) && !fs.existsSync(sp.siteDir)) {
+      fs.renameSync(sitePaths(root, prev.domain).siteDir, sp.siteDir);
+    }
+    if (!fs.existsSync(sp.docroot)) {
+      fs.mkdirSync(sp.docroot, { recursive: true, mode: 0o755 });
+      fs.chmodSync(sp.siteDir, 0o755);
+      fs.chmodSync(sp.docroot, 0o755);
+      writeFileAtomic(`${sp.docroot}/index.html`, renderWelcomePage(s.domain, 'html'));
+      if (s.phpVersion) writeFileAtomic(`${sp.docroot}/index.php`, renderWelcomePage(s.domain, 'php'));
+    }
+    // PHP's temp files, uploads and sessions: the pool's user only
+    fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
+    if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+    const wanted = new Map<string, string | null>();
+    for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
+    const files = managedFiles(s);
+    for (const f of files) wanted.set(f.path, f.text);
+    await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
+    sites[s.id] = s;
+    saveSites();
+    return { ok: true, detail: { generation: s.generation, files: Object.fromEntries(files.map((f) => [f.kind, sha256(f.text)])) } };
+  };
+
+  const deleteSite = async (siteId: string, domain: string): Promise<OperationResult> => {
+    const owner = Object.values(sites).find((s) => s.domain === domain);
+    if (owner && owner.id !== siteId) throw new Refusal(`${domain} belongs to site ${owner.id} on this node, not ${siteId}`);
+    const domains = new Set([domain, ...(sites[siteId] ? [sites[siteId].domain] : [])]);
+    const wanted = new Map<string, string | null>();
+    for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
+    await commitFiles(wanted, null);
+    const existed = !!sites[siteId];
+    for (const d of domains) fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
+    delete sites[siteId];
+    saveSites();
+    return { ok: true, detail: { existed } };
+  };
+
+  const applyOne = async (op: NodeOperation): Promise<OperationResult> => {
+    switch (op.kind) {
+      case 'site.apply':
+        return applySite(op.site);
+      case 'site.delete':
+        return deleteSite(op.siteId, op.domain);
+      case 'database.create':
+      case 'database.delete':
+        if (!mariadb) throw new Refusal('this node runs no MariaDB (no db role)');
+        if (op.kind === 'database.create') await mariadb.createDatabase(op.database, op.user, op.password);
+        else await mariadb.dropDatabase(op.database, op.user);
+        return { ok: true, detail: { database: op.database, user: op.user } };
+    }
+  };
+
+  const record = (id: string, kind: string, result: OperationResult) => {
+    ops[id] = { kind, at: new Date().toISOString(), result };
+    const ids = Object.keys(ops);
+    // insertion order is application order: the oldest are dropped first
+    for (const old of ids.slice(0, Math.max(0, ids.length - OPS_KEPT))) delete ops[old];
+    writeJson(opsFile, ops);
+  };
+
+  let queue: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const apply = (op: NodeOperation): Promise<OperationResult> => {
+    const next = queue.then(async (): Promise<OperationResult> => {
+      const id = typeof op?.id === 'string' ? op.id : '';
+      const done = Object.hasOwn(ops, id) ? ops[id] : undefined;
+      if (done) return done.result;
+      const why = validateOperation(op);
+      if (why) {
+        const result: OperationResult = { ok: false, error: why, refused: true };
+        if (/^[A-Za-z0-9_-]{1,64}$/.test(id)) record(id, String(op.kind), result);
+        log.warn({ op: id, kind: op?.kind, why }, 'operation refused');
+        return result;
+      }
+      if (stopped) return { ok: false, error: 'the node is stopping', refused: false };
+      let result: OperationResult;
+      try {
+        result = await applyOne(op);
+      } catch (err) {
+        result = { ok: false, error: (err as Error).message, refused: err instanceof Refusal };
+      }
+      record(op.id, op.kind, result);
+      log.info({ op: op.id, kind: op.kind, ok: result.ok, ...(result.ok ? {} : { error: result.error }) }, 'operation applied');
+      return result;
+    });
+    queue = next.catch(() => {});
+    return next;
+  };
+
+  const sample = createMetricsSampler();
+  return {
+    root,
+    apply,
+    facts,
+    metrics: sample,
+    async usage() {
+      const out: SiteUsage[] = [];
+      for (const s of Object.values(sites)) {
+        const u = await treeUsage(sitePaths(root, s.domain).docroot);
+        out.push({ siteId: s.id, diskMb: Math.round((u.bytes / 1048576) * 100) / 100, inodes: u.inodes });
+      }
+      return out;
+    },
+    async inspectSite(siteId) {
+      const s = sites[siteId];
+      if (!s) return null;
+      return {
+        siteId,
+        domain: s.domain,
+        generation: s.generation,
+        suspended: s.suspended,
+        docroot: fs.existsSync(sitePaths(root, s.domain).docroot),
+        files: managedFiles(s).map((f) => {
+          const actual = readIfExists(f.path);
+          return { kind: f.kind, path: f.path, expected: sha256(f.text), actual: actual === null ? null : sha256(actual) };
+        }),
+      };
+    },
+    async stop() {
+      stopped = true;
+      await queue;
+      await stopAll();
+      log.info({ root }, 'hosting node stopped');
+    },
+  };
+}

