@@ -4,7 +4,7 @@ import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption
  * The one place a worker is built: each domain registers only its own workflow bundle
  * (`workflows/<domain>/index.ts`) and activities on its task queue.
  */
-export type WorkflowDomain = 'credits' | 'media' | 'testruns';
+export type WorkflowDomain = 'credits' | 'media' | 'testruns' | 'panel';
 
 export const workflowsPath = (domain: WorkflowDomain): string => require.resolve(`../workflows/${domain}`);
 

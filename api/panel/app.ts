@@ -5,6 +5,7 @@ import type { Role } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { AuthSettings } from '../../services/panel/auth';
+import { sitesDeps, type SiteSettings } from '../../services/panel/sites';
 import { healthCheck } from '../gateway/app';
 import { accountRoutes, signInRoutes } from './logins/account-routes';
 import { loginRoutes } from './logins/routes';
@@ -12,6 +13,7 @@ import { clusterRoutes } from './nodes/cluster-routes';
 import { orgRoutes } from './orgs/routes';
 import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes';
 import { packageRoutes } from './packages/routes';
+import { siteRoutes } from './sites/routes';
 import { capacityRoutes } from './capacity/routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
@@ -25,6 +27,8 @@ export interface PanelDeps {
   /** the issuer authenticator apps show for two-factor entries */
   issuer: string;
   secureCookies: boolean;
+  /** sites: the node operations' task queue and agent wait, placement (-placement, -placement-node-facts) */
+  sites?: SiteSettings;
   /** -controller-state: node records access (the cluster pages) */
   controllerState?: boolean;
 }
@@ -47,6 +51,9 @@ export function createPanelApp(d: PanelDeps): Koa {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
+  const sites = siteRoutes(sitesDeps(d, d.sites));
+  v1.use(sites.routes());
+  v1.use(sites.allowedMethods());
   app.use(v1.routes());
   return app;
 }

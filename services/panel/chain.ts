@@ -87,12 +87,19 @@ export async function findInScope(q: Q, actor: Actor, id: string, opts: { strict
 
 /** The item counts of an org's subtree (itself included for sites and the like; orgs strictly below). */
 export async function countedUsage(q: Q, org: { id: string; path: string }): Promise<Record<CountedItem, number>> {
+  const prefix = `${org.path}%`;
   const row = await q('panel_orgs')
-    .where('path', 'like', `${org.path}%`)
+    .where('path', 'like', prefix)
     .whereNot('id', org.id)
-    .first(q.raw(`count(*) FILTER (WHERE type = 'customer')::int AS customer_accounts`), q.raw(`count(*) FILTER (WHERE type = 'reseller')::int AS resellers`));
-  // Websites, domains, databases and DNS zones arrive with sites (a later part of the panel).
-  return { customer_accounts: row.customer_accounts, resellers: row.resellers, websites: 0, domains: 0, databases: 0, dns_zones: 0 };
+    .first(
+      q.raw(`count(*) FILTER (WHERE type = 'customer')::int AS customer_accounts`),
+      q.raw(`count(*) FILTER (WHERE type = 'reseller')::int AS resellers`),
+      // every site's domain and each alias is one domain (panel_domains holds them all)
+      q.raw(`(SELECT count(*)::int FROM panel_sites s JOIN panel_orgs so ON so.id = s.org_id WHERE so.path LIKE ?) AS websites`, [prefix]),
+      q.raw(`(SELECT count(*)::int FROM panel_domains d JOIN panel_sites s ON s.id = d.site_id JOIN panel_orgs so ON so.id = s.org_id WHERE so.path LIKE ?) AS domains`, [prefix]),
+    );
+  // Databases and DNS zones arrive in a later part of the panel.
+  return { customer_accounts: row.customer_accounts, resellers: row.resellers, websites: row.websites, domains: row.domains, databases: 0, dns_zones: 0 };
 }
 
 /**

@@ -36,15 +36,15 @@ export const mochaHooks = {
     const started = await Promise.allSettled([
       startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }).then((s) => (pg = s)),
       startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }).then((s) => (temporal = s)),
-      Promise.all([bundle('credits'), bundle('media'), bundle('testruns')]),
+      Promise.all([bundle('credits'), bundle('media'), bundle('testruns'), bundle('panel')]),
     ]);
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const [db, dev] = [pg!, temporal!];
-    const [credits, media, testruns] = (started[2] as PromiseFulfilledResult<Awaited<ReturnType<typeof bundle>>[]>).value;
+    const [credits, media, testruns, panel] = (started[2] as PromiseFulfilledResult<Awaited<ReturnType<typeof bundle>>[]>).value;
     env.databaseUrl = db.url;
     env.temporalAddress = dev.address;
-    env.bundles = { credits, media, testruns };
+    env.bundles = { credits, media, testruns, panel };
     env.logger = logger;
     env.db = createDb(db.url, 30);
     await migrate(env.db);

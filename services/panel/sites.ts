@@ -1,0 +1,584 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
+import { invalid, notFound, PanelError } from '../../domain/panel/errors';
+import { HOSTING_NODE, isCronLine, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../domain/panel/node-ops';
+import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../domain/panel/placement';
+import { isBelow, rolePowers, type RolePower } from '../../domain/panel/tree';
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import type { Actor } from './actor';
+import { audit } from './audit';
+import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from './chain';
+import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from './client';
+import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from './nodes';
+
+// Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create
+// (checked and recorded in one transaction that locks the account's path root first, so counted
+// limits and disk quotas never overshoot), placement, suspend, PHP settings, delete. Every change
+// bumps the site's generation and queues one node operation in the same transaction; after the
+// commit its workflow (`node-op-<op_id>`) applies it and records the outcome (finishSiteOp).
+// Lock order: org rows along the path root first, then the site row, then its node operation.
+
+type Q = Knex | Knex.Transaction;
+
+export interface SiteRow {
+  id: string;
+  org_id: string;
+  domain: string;
+  aliases: string[];
+  php_version: string | null;
+  cron: string[];
+  node_name: string;
+  status: 'pending' | 'active' | 'suspended' | 'failed';
+  suspended: boolean;
+  deleting: boolean;
+  quota_mb: number;
+  php_workers: number | null;
+  allow_url_fopen: boolean;
+  disabled_functions: string[];
+  generation: number;
+  applied_generation: number;
+  placement: PlacementRecord;
+  error: string | null;
+  last_op_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Why a site is on its node, recorded when it was created. */
+export interface PlacementRecord {
+  mode: 'hosting' | 'named' | 'scheduled';
+  node: string;
+  reason: string;
+  decided_at: string;
+  decided_by: string;
+  /** scheduled placement: every node's verdict at that moment */
+  nodes?: NodeVerdict[];
+}
+
+export interface PlacementSettings {
+  /** `-placement scheduled`: sites added without a node are placed by the scheduler */
+  mode: 'scheduled' | null;
+  /** `-placement-node-facts`: the preflight facts file, read at every scheduled placement */
+  factsFile: string | null;
+  /** `-node-api-listen` is set, so agents can pull */
+  nodeApiEnabled: boolean;
+}
+
+export interface SitesDeps {
+  db: Db;
+  temporal: Client;
+  nodeOps: NodeOpSettings;
+  placement: PlacementSettings;
+  logger: Logger;
+}
+
+/** What `panel-api serve` configures of sites: the node operations' queue and wait, and placement (its flags). */
+export interface SiteSettings {
+  nodeOps?: Partial<NodeOpSettings>;
+  placement?: Partial<PlacementSettings>;
+}
+
+export const sitesDeps = (base: { db: Db; temporal: Client; logger: Logger }, s: SiteSettings = {}): SitesDeps => ({
+  db: base.db,
+  temporal: base.temporal,
+  logger: base.logger,
+  nodeOps: { ...NODE_OP_DEFAULTS, ...s.nodeOps },
+  placement: { mode: null, factsFile: null, nodeApiEnabled: false, ...s.placement },
+});
+
+export const DEFAULT_QUOTA_MB = 1024;
+export const MAX_DISABLED_FUNCTIONS = 64;
+const MAX_ALIASES = 100;
+const MAX_CRON_LINES = 100;
+const PHP_VERSION = /^\d{1,2}\.\d{1,2}$/;
+
+export function siteView(s: SiteRow) {
+  return {
+    id: s.id,
+    org_id: s.org_id,
+    domain: s.domain,
+    aliases: s.aliases,
+    php_version: s.php_version,
+    cron: s.cron,
+    node: s.node_name,
+    status: s.status,
+    suspended: s.suspended,
+    deleting: s.deleting,
+    quota_mb: s.quota_mb,
+    php: { workers: s.php_workers, allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions },
+    generation: s.generation,
+    applied_generation: s.applied_generation,
+    error: s.error,
+    operation_id: s.last_op_id,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}
+
+/** The site as its node renders it. */
+export const specOf = (s: SiteRow): SiteSpec => ({
+  id: s.id,
+  domain: s.domain,
+  aliases: s.aliases,
+  phpVersion: s.php_version,
+  cron: s.cron,
+  suspended: s.suspended,
+  php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
+  generation: s.generation,
+});
+
+// ---- input ----------------------------------------------------------------------------------
+
+export interface CreateSiteInput {
+  domain: string;
+  aliases?: string[];
+  php_version?: string | null;
+  cron?: string[];
+  quota_mb?: number;
+  node?: string;
+}
+
+function checkDomainName(raw: unknown, field: string): string {
+  if (typeof raw !== 'string') throw invalid(field, 'must be a string');
+  const d = raw.trim().toLowerCase();
+  if (!isDomain(d)) throw invalid(field, `"${raw}" is not a fully qualified domain name (lower-case labels, at least two, no wildcard)`);
+  return d;
+}
+
+function checkSiteInput(input: CreateSiteInput) {
+  const domain = checkDomainName(input.domain, 'domain');
+  const aliases = (input.aliases ?? []).map((a, i) => checkDomainName(a, `aliases.${i}`));
+  if (aliases.length > MAX_ALIASES) throw invalid('aliases', `at most ${MAX_ALIASES}`);
+  const seen = new Set([domain]);
+  aliases.forEach((a, i) => {
+    if (seen.has(a)) throw invalid(`aliases.${i}`, `"${a}" is given twice`);
+    seen.add(a);
+  });
+  const php = input.php_version ?? null;
+  if (php !== null && !PHP_VERSION.test(php)) throw invalid('php_version', 'a PHP version such as "8.2", or null for a static site');
+  const cron = input.cron ?? [];
+  if (cron.length > MAX_CRON_LINES) throw invalid('cron', `at most ${MAX_CRON_LINES} lines`);
+  cron.forEach((l, i) => {
+    if (!isCronLine(l)) throw invalid(`cron.${i}`, 'five time fields and a command on one line');
+  });
+  const quota = input.quota_mb ?? DEFAULT_QUOTA_MB;
+  if (!Number.isInteger(quota) || quota < 1 || quota > 100_000_000) throw invalid('quota_mb', 'a whole number of MB from 1');
+  if (input.node !== undefined && !isNodeName(input.node)) throw invalid('node', 'a node name');
+  return { domain, aliases, php, cron, quota, node: input.node };
+}
+
+/** `"exec, shell_exec"` → ['exec', 'shell_exec']: at most 64 PHP function names. */
+export function parseDisabledFunctions(raw: string): string[] {
+  const names = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))];
+  if (names.length > MAX_DISABLED_FUNCTIONS) throw invalid('disabled_functions', `at most ${MAX_DISABLED_FUNCTIONS} functions (${names.length} given)`);
+  const bad = names.find((n) => !isPhpIdentifier(n));
+  if (bad !== undefined) throw invalid('disabled_functions', `"${bad.slice(0, 80)}" is not a PHP function name`);
+  return names;
+}
+
+// ---- scope ----------------------------------------------------------------------------------
+
+const hasPower = (actor: Actor, power: RolePower) => rolePowers(actor.role, actor.orgType).includes(power);
+
+function requireRolePower(actor: Actor, power: RolePower): void {
+  if (!hasPower(actor, power)) throw new PanelError('power_missing', { power, holder: `login "${actor.username}" (${actor.role})` });
+}
+
+const inScope = (actor: Actor, org: { id: string; path: string }) => org.id === actor.orgId || isBelow(org.path, actor.orgPath);
+
+/** The site `id` and its org's path if it lies in the actor's subtree (`lock`: its row FOR UPDATE); else 404. */
+async function siteInScope(q: Q, actor: Actor, id: string, lock = false): Promise<SiteRow & { org_path: string }> {
+  if (!isUuid(id)) throw notFound('site');
+  const query = q('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('s.id', id).first('s.*', 'o.path as org_path');
+  if (lock) query.forUpdate('s');
+  const site = await query;
+  if (!site || !inScope(actor, { id: site.org_id, path: site.org_path })) throw notFound('site');
+  return site;
+}
+
+// ---- limits ---------------------------------------------------------------------------------
+
+/**
+ * Disk (soft, spec 2.3 rule 3): the site quotas allocated below each level of the locked chain
+ * plus `quota` must stay within that level's disk_mb; refused at the limit with limit_reached.
+ */
+async function checkDiskQuota(trx: Knex.Transaction, chain: ChainLevel[], quota: number): Promise<void> {
+  for (const level of chain) {
+    const limit = ownLimits(level).disk_mb;
+    if (limit === undefined || limit === null) continue;
+    const row = await trx('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${level.path}%`).first(trx.raw('coalesce(sum(s.quota_mb), 0)::bigint AS used'));
+    const used = Number(row.used);
+    if (used + quota > limit) {
+      throw new PanelError('limit_reached', {
+        limit: 'disk_mb',
+        level: `${level.type} "${level.name}"`,
+        value: limit,
+        org_id: level.id,
+        used,
+        field: 'quota_mb',
+        detail: `${used} MB of website quotas are allocated below it, so a quota of ${quota} MB does not fit`,
+      });
+    }
+  }
+}
+
+// ---- placement ------------------------------------------------------------------------------
+
+interface NodeRow {
+  name: string;
+  kind: 'hosting' | 'agent';
+  state: 'alive' | 'suspect' | 'dead';
+  draining: boolean;
+  roles: string[] | null;
+  facts: { roles?: string[] } | null;
+  logical_region: string | null;
+  last_pull_at: Date | null;
+  metrics: { cpuPercent?: number } | null;
+}
+
+const candidateOf = (n: NodeRow, sites: number): NodeCandidate => ({
+  name: n.name,
+  state: n.state,
+  draining: n.draining,
+  roles: nodeRoles(n.roles, n.facts),
+  logicalRegion: n.logical_region,
+  lastPullAt: n.last_pull_at,
+  sites,
+  cpuPercent: typeof n.metrics?.cpuPercent === 'number' ? n.metrics.cpuPercent : null,
+});
+
+function readFactsFile(file: string | null, logger: Logger): PreflightFacts[] {
+  if (!file) return [];
+  try {
+    const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes?: unknown };
+    return Array.isArray(parsed.nodes) ? (parsed.nodes as PreflightFacts[]).filter((n) => n && typeof n.node === 'string' && Array.isArray(n.php_versions)) : [];
+  } catch (err) {
+    logger.warn({ err, file }, 'the node facts file cannot be read: no node passes the placement preflight');
+    return [];
+  }
+}
+
+async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain: ChainLevel[], site: { node?: string; php: string | null }): Promise<PlacementRecord> {
+  const decided = { decided_at: new Date().toISOString(), decided_by: actor.username };
+  if (site.node !== undefined) {
+    requireRolePower(actor, 'site.place');
+    const node: NodeRow | undefined = await trx('panel_nodes').where({ name: site.node }).first();
+    if (!node) throw invalid('node', `no node named "${site.node}"`);
+    const why = basicRefusals(candidateOf(node, 0));
+    if (why.length) throw new PanelError('conflict', { node: node.name, reasons: why, detail: `node "${node.name}" cannot take new sites: ${why.map((r) => r.message).join('; ')}` });
+    return { mode: 'named', node: node.name, reason: `node "${node.name}" was named by ${actor.username} (site.place)`, ...decided };
+  }
+  if (deps.placement.mode !== 'scheduled') {
+    const hosting: NodeRow | undefined = await trx('panel_nodes').where({ name: HOSTING_NODE }).first();
+    if (!hosting) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the panel has no hosting node set up, so no site can be created' });
+    if (hosting.draining) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the hosting node is draining: it gets no new sites' });
+    return { mode: 'hosting', node: HOSTING_NODE, reason: "the panel's own hosting node (placement is not scheduled)", ...decided };
+  }
+  const [nodes, counts] = await Promise.all([
+    trx('panel_nodes').select<NodeRow[]>('*'),
+    trx('panel_sites').groupBy('node_name').select('node_name', trx.raw('count(*)::int AS n')) as Promise<Array<{ node_name: string; n: number }>>,
+  ]);
+  const sitesOn = new Map(counts.map((c) => [c.node_name, c.n]));
+  const { required_region } = effectiveRegions(chain);
+  const p = schedule(
+    nodes.map((n) => candidateOf(n, sitesOn.get(n.name) ?? 0)),
+    readFactsFile(deps.placement.factsFile, deps.logger),
+    { phpVersion: site.php, requiredRegion: required_region, nodeApiEnabled: deps.placement.nodeApiEnabled, now: new Date() },
+  );
+  if (!p.node) {
+    if (actor.orgType === 'platform') {
+      throw new PanelError('conflict', {
+        detail: `no node can take the site: ${p.nodes.map((n) => `${n.node}: ${n.reasons.map((r) => r.message).join('; ')}`).join(' | ') || 'there are no nodes'}`,
+        nodes: p.nodes.map((n) => ({ node: n.node, reasons: n.reasons })),
+        ...(required_region ? { required_region } : {}),
+      });
+    }
+    throw new PanelError('conflict', refusalForCustomer(p, required_region));
+  }
+  const chosen = p.nodes[0];
+  const load = `${chosen.sites} site(s)${chosen.cpu_percent === null ? '' : `, CPU ${chosen.cpu_percent.toFixed(1)} %`}`;
+  return { mode: 'scheduled', node: p.node, reason: `chosen by the scheduler: the least loaded qualifying node (${load})`, nodes: p.nodes, ...decided };
+}
+
+// ---- node operations (the queue of ./nodes.ts) ------------------------------------------------
+
+/** The result of an operation that ended (done, failed or expired); null while it is queued or sent. */
+export function resultOf(op: Pick<OperationStatus, 'status' | 'result'>): OperationResult | null {
+  if (op.status === 'queued' || op.status === 'sent') return null;
+  return op.result ?? { ok: false, refused: false, error: `the operation ended ${op.status}` };
+}
+
+/** Records a result on an operation still queued or sent (a repeat, or one that ended already, changes nothing). */
+async function closeNodeOp(q: Q, opId: string, result: OperationResult): Promise<void> {
+  const op = await operationStatus(q, opId);
+  if (op && !resultOf(op)) await recordResult(q, op.node, opId, result);
+}
+
+/** Expires an operation its node did not report in time: the failure it records, or null when a result came first. */
+export async function expireNodeOp(q: Q, opId: string, reason: string): Promise<OperationResult | null> {
+  return (await expireOperation(q, opId, reason)) ? { ok: false, refused: false, error: reason } : null;
+}
+
+/** Starts the operation's workflow after the commit; if Temporal cannot take it, the site fails now rather than stay pending. */
+async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind'] & ('site.apply' | 'site.delete')): Promise<SiteRow> {
+  const opId = site.last_op_id!;
+  try {
+    await startNodeOp(deps.temporal, deps.nodeOps, { input: { opId, node: site.node_name, siteId: site.id, orgId: site.org_id, kind, generation: site.generation }, domain: site.domain });
+    return site;
+  } catch (err) {
+    deps.logger.error({ err, site_id: site.id, op_id: opId }, 'the node operation could not be started');
+    await finishSiteOp(deps.db, { siteId: site.id, opId, generation: site.generation, kind, result: { ok: false, refused: false, error: `the operation could not be started: ${(err as Error).message}` } });
+    return (await deps.db('panel_sites').where({ id: site.id }).first()) ?? site;
+  }
+}
+
+// ---- the API's functions --------------------------------------------------------------------
+
+/** Creates a site under a customer account in the actor's subtree: 201 with status pending; the node operation follows. */
+export async function createSite(deps: SitesDeps, actor: Actor, orgId: string, input: CreateSiteInput) {
+  const s = checkSiteInput(input);
+  const domains = [s.domain, ...s.aliases];
+  const site = await deps.db.transaction(async (trx) => {
+    const org = await findInScope(trx, actor, orgId);
+    if (org.type !== 'customer') throw new PanelError('conflict', { detail: `websites belong to customer accounts only; ${org.type} "${org.name}" is not one` });
+    const chain = await loadChain(trx, org.path, true);
+    if (chain[chain.length - 1]?.id !== org.id) throw notFound('organisation');
+    const suspendedLevel = chain.find((l) => l.status === 'suspended');
+    if (suspendedLevel) throw new PanelError('conflict', { detail: `${suspendedLevel.type} "${suspendedLevel.name}" is suspended: nothing new is created below it` });
+    const taken = await trx('panel_domains').whereIn('domain', domains).first('domain');
+    if (taken) throw domainTaken(taken.domain);
+    await checkCounted(trx, chain, 'websites', 1);
+    await checkCounted(trx, chain, 'domains', domains.length);
+    await checkDiskQuota(trx, chain, s.quota);
+    const placement = await place(trx, deps, actor, chain, { node: s.node, php: s.php });
+
+    const id = randomUUID();
+    const opId = randomUUID();
+    let row: SiteRow;
+    try {
+      [row] = await trx('panel_sites')
+        .insert({
+          id,
+          org_id: org.id,
+          domain: s.domain,
+          aliases: s.aliases,
+          php_version: s.php,
+          cron: s.cron,
+          node_name: placement.node,
+          quota_mb: s.quota,
+          php_workers: effectiveLimits(chain).php_workers.value,
+          placement: JSON.stringify(placement),
+          last_op_id: opId,
+        })
+        .returning('*');
+      await trx('panel_domains').insert(domains.map((domain) => ({ domain, site_id: id })));
+    } catch (err) {
+      const clash = domainOfUniqueViolation(err);
+      if (clash) throw domainTaken(clash);
+      throw err;
+    }
+    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specOf(row) });
+    await audit(trx, actor, { org, action: 'site.create', target: { type: 'site', id }, after: { ...siteView(row), placement: { mode: placement.mode, node: placement.node } } });
+    return row;
+  });
+  return siteView(await startOp(deps, site, 'site.apply'));
+}
+
+const domainTaken = (domain: string) => new PanelError('conflict', { domain, field: 'domain', detail: `the domain "${domain}" is already used by a website on this platform` });
+
+/** The domain named by a unique violation of panel_domains or panel_sites.domain (a concurrent create won). */
+function domainOfUniqueViolation(err: unknown): string | null {
+  const e = err as { code?: string; constraint?: string; detail?: string };
+  if (e?.code !== '23505' || !['panel_domains_pkey', 'panel_sites_domain_unique'].includes(e.constraint ?? '')) return null;
+  return /=\((.*)\)/.exec(e.detail ?? '')?.[1] ?? 'given';
+}
+
+export async function getSite(db: Db, actor: Actor, id: string) {
+  return siteView(await siteInScope(db, actor, id));
+}
+
+/** Why the site is on its node; the other nodes' verdicts only for the platform's own logins. */
+export async function getPlacement(db: Db, actor: Actor, id: string) {
+  const site = await siteInScope(db, actor, id);
+  const { nodes, ...rest } = site.placement;
+  return { site_id: site.id, ...rest, ...(nodes && actor.orgType === 'platform' ? { nodes } : {}) };
+}
+
+export interface ListSitesQuery {
+  /** the sites of every account below the org too */
+  subtree?: boolean;
+  status?: SiteRow['status'];
+  limit: number;
+  /** the last domain of the previous page */
+  after?: string;
+}
+
+/** The sites of an org (or of its whole subtree), by domain, a page at a time. */
+export async function listSites(db: Db, actor: Actor, orgId: string, query: ListSitesQuery) {
+  const org = await findInScope(db, actor, orgId);
+  const q = db('panel_sites as s').orderBy('s.domain').limit(query.limit).select('s.*');
+  if (query.subtree) q.join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${org.path}%`);
+  else q.where('s.org_id', org.id);
+  if (query.status) q.where('s.status', query.status);
+  if (query.after) q.where('s.domain', '>', query.after);
+  const rows: SiteRow[] = await q;
+  return { sites: rows.map(siteView), next: rows.length === query.limit ? rows[rows.length - 1].domain : null };
+}
+
+/** A change to an existing site: the next generation, status pending, one node operation, audited. */
+async function changeSite(
+  deps: SitesDeps,
+  actor: Actor,
+  id: string,
+  decide: (site: SiteRow) => { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown } | null,
+) {
+  const out = await deps.db.transaction(async (trx) => {
+    const site = await siteInScope(trx, actor, id, true);
+    if (site.deleting) throw new PanelError('conflict', { detail: `the website ${site.domain} is being deleted` });
+    const change = decide(site);
+    if (!change) return { site, started: false };
+    const opId = randomUUID();
+    const [row]: SiteRow[] = await trx('panel_sites')
+      .where({ id: site.id })
+      .update({ ...change.changes, generation: site.generation + 1, status: 'pending', last_op_id: opId, updated_at: trx.fn.now() })
+      .returning('*');
+    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specOf(row) });
+    await audit(trx, actor, { org: { id: site.org_id, path: site.org_path }, action: change.action, target: { type: 'site', id: site.id }, before: change.before, after: change.after });
+    return { site: row, started: true };
+  });
+  return siteView(out.started ? await startOp(deps, out.site, 'site.apply') : out.site);
+}
+
+/** Suspends or unsuspends a site (from the levels above its account): a new generation applied on its node. */
+export function setSiteSuspended(deps: SitesDeps, actor: Actor, id: string, suspended: boolean) {
+  return changeSite(deps, actor, id, (site) => {
+    if (site.org_id === actor.orgId) throw new PanelError('forbidden', { detail: "suspending a website belongs to the levels above its account" });
+    const settled = site.status === 'active' || site.status === 'suspended';
+    if (site.suspended === suspended && settled) return null;
+    return { action: suspended ? 'site.suspend' : 'site.unsuspend', changes: { suspended }, before: { suspended: site.suspended, status: site.status }, after: { suspended } };
+  });
+}
+
+export interface PhpSettingsInput {
+  allow_url_fopen?: boolean;
+  /** comma-separated PHP function names, at most 64 */
+  disabled_functions?: string;
+}
+
+/** Operator PHP settings of a site (php.admin: the platform's own logins); nothing inside the site overrides them. */
+export function setPhpSettings(deps: SitesDeps, actor: Actor, id: string, input: PhpSettingsInput) {
+  requireRolePower(actor, 'php.admin');
+  if (input.allow_url_fopen === undefined && input.disabled_functions === undefined) throw invalid('body', 'give allow_url_fopen and/or disabled_functions');
+  const disabled = input.disabled_functions === undefined ? undefined : parseDisabledFunctions(input.disabled_functions);
+  return changeSite(deps, actor, id, (site) => {
+    const changes: Partial<SiteRow> = {};
+    if (input.allow_url_fopen !== undefined) changes.allow_url_fopen = input.allow_url_fopen;
+    if (disabled !== undefined) changes.disabled_functions = disabled;
+    const before = { allow_url_fopen: site.allow_url_fopen, disabled_functions: site.disabled_functions };
+    return { action: 'site.set_php', changes, before, after: { ...before, ...changes } };
+  });
+}
+
+/** Deletes a site: the node removes it, then its rows go (its quota counts until then). 202 with status pending. */
+export async function deleteSite(deps: SitesDeps, actor: Actor, id: string) {
+  const out = await deps.db.transaction(async (trx) => {
+    const site = await siteInScope(trx, actor, id, true);
+    if (site.deleting && site.status === 'pending') return { site, started: false };
+    const opId = randomUUID();
+    const [row]: SiteRow[] = await trx('panel_sites')
+      .where({ id: site.id })
+      .update({ deleting: true, generation: site.generation + 1, status: 'pending', last_op_id: opId, updated_at: trx.fn.now() })
+      .returning('*');
+    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.delete', siteId: row.id, domain: row.domain });
+    await audit(trx, actor, { org: { id: site.org_id, path: site.org_path }, action: 'site.delete', target: { type: 'site', id: site.id }, before: siteView(site) });
+    return { site: row, started: true };
+  });
+  return siteView(out.started ? await startOp(deps, out.site, 'site.delete') : out.site);
+}
+
+// ---- outcomes (the node operation workflow's activities) --------------------------------------
+
+export interface SiteOpFinish {
+  siteId: string;
+  opId: string;
+  generation: number;
+  kind: 'site.apply' | 'site.delete';
+  result: OperationResult;
+}
+
+export interface SiteOpOutcome {
+  /** the site's status afterwards; `deleted` once its rows are gone */
+  status: SiteRow['status'] | 'deleted';
+  applied_generation: number | null;
+}
+
+/**
+ * Records an operation's outcome on its site, guarded by generations so that repeats and late
+ * outcomes of older operations change nothing: ok ⇒ applied_generation, and active or suspended
+ * if this was the latest generation (a delete removes the rows); failed, refused or expired ⇒
+ * `failed` with the error if this was the latest. Also closes the operation if it is still open.
+ */
+export async function finishSiteOp(q: Q, f: SiteOpFinish): Promise<SiteOpOutcome> {
+  const run = async (trx: Knex.Transaction): Promise<SiteOpOutcome> => {
+    await closeNodeOp(trx, f.opId, f.result);
+    const site: (SiteRow & { org_path: string }) | undefined = await trx('panel_sites as s')
+      .join('panel_orgs as o', 'o.id', 's.org_id')
+      .where('s.id', f.siteId)
+      .forUpdate('s')
+      .first('s.*', 'o.path as org_path');
+    if (!site) return { status: 'deleted', applied_generation: null };
+    const latest = site.generation <= f.generation;
+    const org = { id: site.org_id, path: site.org_path };
+    if (f.kind === 'site.delete') {
+      if (!latest) return { status: site.status, applied_generation: site.applied_generation };
+      if (f.result.ok) {
+        await trx('panel_sites').where({ id: site.id }).delete();
+        await audit(trx, null, { org, action: 'site.deleted', target: { type: 'site', id: site.id }, before: { domain: site.domain, node: site.node_name, quota_mb: site.quota_mb } });
+        return { status: 'deleted', applied_generation: null };
+      }
+      const [row] = await trx('panel_sites').where({ id: site.id }).update({ status: 'failed', deleting: false, error: `delete failed: ${f.result.error}`, updated_at: trx.fn.now() }).returning('*');
+      await audit(trx, null, { org, action: 'site.failed', target: { type: 'site', id: site.id }, after: { operation: f.opId, kind: f.kind, error: row.error } });
+      return { status: 'failed', applied_generation: row.applied_generation };
+    }
+    const changes: Record<string, unknown> = {};
+    if (f.result.ok) {
+      changes.applied_generation = Math.max(site.applied_generation, f.generation);
+      if (latest && !site.deleting) Object.assign(changes, { status: site.suspended ? 'suspended' : 'active', error: null });
+    } else if (latest && !site.deleting) Object.assign(changes, { status: 'failed', error: f.result.error });
+    if (!Object.keys(changes).length) return { status: site.status, applied_generation: site.applied_generation };
+    const [row]: SiteRow[] = await trx('panel_sites').where({ id: site.id }).update({ ...changes, updated_at: trx.fn.now() }).returning('*');
+    if (row.status === 'failed' && site.status !== 'failed') {
+      await audit(trx, null, { org, action: 'site.failed', target: { type: 'site', id: site.id }, after: { operation: f.opId, kind: f.kind, error: row.error, refused: !f.result.ok && f.result.refused } });
+    }
+    return { status: row.status, applied_generation: row.applied_generation };
+  };
+  // inside a transaction this is a savepoint, so the hosting node's apply records its outcome atomically with it
+  return q.transaction(run);
+}
+
+/** The hosting node's apply of one operation, under the site's row lock (so applies of one site never interleave). */
+export async function applyOnHosting(db: Db, op: { opId: string; generation: number }, apply: (op: NodeOperation) => Promise<OperationResult>): Promise<OperationResult> {
+  const opId = op.opId;
+  return db.transaction(async (trx) => {
+    const row = await operationStatus(trx, opId);
+    if (!row) throw new Error(`node operation ${opId} does not exist`);
+    const done = resultOf(row);
+    if (done) return done;
+    const payload: NodeOperation = (await trx('panel_node_ops').where({ id: opId }).first('payload')).payload;
+    if (payload.kind !== 'site.apply' && payload.kind !== 'site.delete') throw new Error(`node operation ${opId} is a ${payload.kind}, not a site operation`);
+    const site: SiteRow | undefined = await trx('panel_sites').where({ id: row.siteId }).forUpdate().first();
+    // The site is gone, or a newer generation was applied already: applying this one would undo that.
+    const skip = !site ? { site_gone: true } : payload.kind === 'site.apply' && site.applied_generation > op.generation ? { superseded_by_generation: site.applied_generation } : null;
+    if (skip) {
+      const skipped: OperationResult = { ok: true, detail: skip };
+      await closeNodeOp(trx, opId, skipped);
+      return skipped;
+    }
+    const result = await apply(payload);
+    await finishSiteOp(trx, { siteId: site!.id, opId, generation: op.generation, kind: payload.kind, result });
+    return result;
+  });
+}

@@ -1,0 +1,34 @@
+import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
+import type { Db } from '../platform/db';
+import { PANEL_TASK_QUEUE } from '../services/panel/client';
+import { createDomainWorker } from './base';
+
+export interface PanelWorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** `panel` (PANEL_TASK_QUEUE), or a test's own queue */
+  taskQueue?: string;
+  db: Db;
+  /** the panel's own hosting node, applied to directly; null: this worker cannot apply hosting operations */
+  hostingNode: HostingNodeApplier | null;
+  /** Pre-built panel bundle (tests build it once); otherwise bundled from workflows/panel. */
+  workflowBundle?: WorkflowBundleOption;
+  /** anything else for Worker.create (tests: stickyQueueScheduleToStartTimeout, identity) */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+/** Registers the panel's workflows (node operations) and their activities on the panel task queue. */
+export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
+  return createDomainWorker({
+    domain: 'panel',
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
+    workflowBundle: deps.workflowBundle,
+    activities: createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+    // A hosting apply holds a database connection (the site's row lock) while the node reloads:
+    // a few at a time, so the applies cannot take the whole pool.
+    options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },
+  });
+}

@@ -1,0 +1,2 @@
+// The panel worker's bundle: node operations.
+export * from './node-op';
