@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { startPanelApi } from '../../main/panel-api';
+import type { ControllerBounds } from '../../services/panel/controller';
 import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { parsePanelFlags } from '../../platform/panel-flags';
@@ -16,10 +17,12 @@ export interface PanelChild {
   url: string;
   pid: number;
   close(): Promise<void>;
+  /** sends `signal` (SIGKILL: the process dies without stopping anything) and waits until it has exited */
+  kill(signal: NodeJS.Signals): Promise<void>;
 }
 
 /** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
-export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number } = {}): Promise<PanelChild> {
+export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds> } = {}): Promise<PanelChild> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
     cwd: path.join(__dirname, '../..'),
     env: {
@@ -28,6 +31,7 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
       TEMPORAL_ADDRESS: env.temporalAddress,
       PANEL_CHILD_FLAGS: JSON.stringify(opts.flags ?? []),
       PANEL_CHILD_SESSION_IDLE_MS: String(opts.sessionIdleMs ?? 3_600_000),
+      PANEL_CHILD_CONTROLLER: JSON.stringify(opts.controller ?? {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -53,6 +57,11 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
       await exited;
       clearTimeout(timer);
     },
+    async kill(signal) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      await exited;
+    },
   };
 }
 
@@ -71,6 +80,7 @@ async function main() {
     sessionMaxMs: 7 * 86_400_000,
     // as startPanel() in ./panel: generous, so suites signing in often are not throttled
     throttle: { loginFailures: 1000, ipFailures: 100_000 },
+    controller: JSON.parse(e.PANEL_CHILD_CONTROLLER ?? '{}'),
   });
   const stop = async () => {
     await panel.close();
