@@ -8,8 +8,11 @@ import { isCronLine, isDomain, isPhpIdentifier, type NodeOperation, type SiteSpe
 // Nothing here quotes or escapes: every value that reaches a file is first checked to be made of
 // characters that mean nothing to nginx, PHP-FPM or cron (validateOperation, isSafeRoot).
 
-/** The node's root: an absolute path of plain characters, so it can stand unquoted in every config. */
-export const isSafeRoot = (p: string): boolean => /^(\/[A-Za-z0-9._-]+)+$/.test(p) && !/\/\.\.?(\/|$)/.test(p) && p.length <= 200;
+/**
+ * The node's root: an absolute path of plain characters, so it can stand unquoted in every config,
+ * and short enough for the unix sockets under it (at most 107 bytes each).
+ */
+export const isSafeRoot = (p: string): boolean => /^(\/[A-Za-z0-9._-]+)+$/.test(p) && !/\/\.\.?(\/|$)/.test(p) && p.length <= 72;
 
 export const isSiteId = (s: string): boolean => /^[A-Za-z0-9_-]{1,64}$/.test(s);
 export const isPhpVersion = (s: string): boolean => /^\d{1,2}\.\d{1,2}$/.test(s);
@@ -94,10 +97,17 @@ export function sitePaths(root: string, domain: string): SitePaths {
   };
 }
 
-/** Unix socket paths are limited to 107 bytes: the domain names the socket when it fits, else the site id. */
-export function phpSocketPath(root: string, site: Pick<SiteSpec, 'id' | 'domain'>): string {
+/** FNV-1a, 64 bits, as 16 hex digits: a short stable name for a long domain. */
+function fnv64(s: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(s)) h = ((h ^ BigInt(byte)) * 0x100000001b3n) & 0xffffffffffffffffn;
+  return h.toString(16).padStart(16, '0');
+}
+
+/** Unix socket paths are limited to 107 bytes: the domain names the socket when it fits, else a hash of it. */
+export function phpSocketPath(root: string, site: Pick<SiteSpec, 'domain'>): string {
   const byDomain = `${root}/run/php/${site.domain}.sock`;
-  return byDomain.length <= 107 ? byDomain : `${root}/run/php/${site.id}.sock`;
+  return byDomain.length <= 107 ? byDomain : `${root}/run/php/site-${fnv64(site.domain)}.sock`;
 }
 
 export const nodePaths = (root: string) => ({

@@ -122,6 +122,10 @@ export function startAgent(o: AgentOptions): Agent {
         continue;
       }
       for (const op of ops) {
+        if (typeof op?.id !== 'string' || !op.id) {
+          log.warn({ op }, 'operation without an id ignored');
+          continue;
+        }
         // applied even when stopping: the node records the result, so a re-sent op only reports it
         const result = await o.hostingNode.apply(op);
         // a 4xx other than 429 will never be accepted (the operation expired or is unknown): logged and dropped

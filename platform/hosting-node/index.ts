@@ -100,16 +100,25 @@ function systemUser(name: string): { uid: number; gid: number } | null {
   return { uid: Number(f[2]), gid: Number(f[3]) };
 }
 
+/** nginx and PHP workers run as www-data: every folder down to the root must be enterable by others. */
+function assertOthersCanEnter(root: string): void {
+  for (let d = root; ; d = path.dirname(d)) {
+    if ((fs.statSync(d).mode & 0o001) === 0) throw new Error(`node root ${root}: www-data cannot enter ${d} (chmod o+x ${d}, or choose another root)`);
+    if (d === path.dirname(d)) return;
+  }
+}
+
 export async function startHostingNode(opts: HostingNodeOptions): Promise<HostingNode> {
   const log = opts.logger;
   const root = path.resolve(opts.root);
-  if (!isSafeRoot(root)) throw new Error(`node root ${root}: use a path of letters, digits and . _ - only (it is written unquoted into nginx and PHP-FPM configs)`);
+  if (!isSafeRoot(root)) throw new Error(`node root ${root}: use a path of at most 72 letters, digits and . _ - (it is written unquoted into nginx and PHP-FPM configs, and sockets live under it)`);
   const p = nodePaths(root);
   for (const d of [p.sites, p.nginxSites, p.cronDir, p.state, `${root}/run`, `${root}/log`, `${root}/tmp`]) fs.mkdirSync(d, { recursive: true });
   if (opts.backupDir) fs.mkdirSync(opts.backupDir, { recursive: true, mode: 0o700 });
   // As root the sites' PHP and nginx workers run as www-data; otherwise as the node's own user.
   const webUser = process.getuid?.() === 0 && systemUser('www-data') ? 'www-data' : null;
   const webUserIds = webUser ? systemUser(webUser) : null;
+  if (webUser) assertOthersCanEnter(root);
   const cronUser = webUser ?? 'root';
   const webHost = opts.webHost ?? '0.0.0.0';
   const listen = listenAddress(webHost, opts.webPort);
@@ -257,7 +266,10 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
     await commitFiles(wanted, null);
     const existed = !!sites[siteId];
-    for (const d of domains) fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
+    for (const d of domains) {
+      fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
+      fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });
+    }
     delete sites[siteId];
     saveSites();
     return { ok: true, detail: { existed } };

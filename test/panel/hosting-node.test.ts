@@ -243,6 +243,31 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
   });
 });
 
+describe('hosting node: restarted on the same root', function () {
+  it('serves its sites again and still knows the operations it applied', async function () {
+    if (!findBinary('nginx')) return this.skip();
+    const root = tempNodeRoot();
+    const port = await freePort();
+    const start = () => startHostingNode({ root, webPort: port, webHost: '127.0.0.1', phpFpm: false, logger: env.logger });
+    let node = await start();
+    try {
+      assert.deepEqual(node.facts().phpVersions, []);
+      const s = siteSpec();
+      const op: NodeOperation = { id: opId(), kind: 'site.apply', site: s };
+      const first = await node.apply(op);
+      await node.stop();
+      assert.notEqual((await siteGet(port, s.domain).catch((e: Error) => ({ status: e.message }))).status, 200);
+      node = await start();
+      assert.match((await siteGet(port, s.domain)).body, /works/);
+      assert.deepEqual(await node.apply(op), first);
+      assert.equal((await node.usage())[0].siteId, s.id);
+    } finally {
+      await node.stop();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('hosting node: built-in web server (no nginx)', function () {
   let root: string;
   let port: number;

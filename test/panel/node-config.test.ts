@@ -90,9 +90,13 @@ describe('node config rendering', () => {
     assert.match(f, /^daemonize = no$/m);
   });
 
-  it('uses the site id for the socket when the domain would pass the unix socket limit', () => {
+  it('names the PHP socket by a hash of the domain when the domain would pass the unix socket limit', () => {
     const long = `${'a'.repeat(60)}.${'b'.repeat(60)}.com`;
-    assert.equal(phpSocketPath(root, site({ domain: long })), `${root}/run/php/${site().id}.sock`);
+    const sock = phpSocketPath('/' + 'r'.repeat(71), site({ domain: long }));
+    assert.match(sock, /\/run\/php\/site-[0-9a-f]{16}\.sock$/);
+    assert.ok(sock.length <= 107);
+    assert.equal(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: long, id: 'other' })));
+    assert.notEqual(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: `c${long.slice(1)}` })));
     assert.equal(sitePaths(root, 'x.com').pool('8.2'), `${root}/etc/php/8.2/pool.d/x.com.conf`);
   });
 
@@ -129,7 +133,7 @@ describe('node config rendering', () => {
 
   it('accepts only plain absolute roots and escapes nothing in the welcome page', () => {
     assert.ok(isSafeRoot('/var/lib/panel-host/node_1'));
-    for (const r of ['relative/x', '/a b', '/a;b', '/a/../b', '/a/"b', '/']) assert.ok(!isSafeRoot(r), r);
+    for (const r of ['relative/x', '/a b', '/a;b', '/a/../b', '/a/"b', '/', `/${'x'.repeat(72)}`]) assert.ok(!isSafeRoot(r), r);
     assert.match(renderWelcomePage('x.example.com', 'php'), /<\?php echo PHP_VERSION; \?>/);
   });
 });
