@@ -283,6 +283,29 @@ describe('panel: cluster nodes and the node API', function () {
     assert.ok(Date.now() - t2 >= 900);
   });
 
+  it('when the LISTEN connection is lost, a waiting long poll still gets its operation (poll fallback, then LISTEN again after reconnecting)', async () => {
+    const agent = await addAgent();
+    const polling = agent.poll(20);
+    await new Promise((r) => setTimeout(r, 300));
+    const killed = await env.db.raw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panel-node-ops'`);
+    assert.ok(killed.rows.length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    const op = siteOp();
+    const queuedAt = Date.now();
+    await env.db.transaction((trx) => queueOperation(trx, agent.name, op));
+    assert.deepEqual((await polling).json.operations, [op]);
+    assert.ok(Date.now() - queuedAt < 2500, `answered ${Date.now() - queuedAt} ms after queueing`);
+    // Reconnected: the next wait is woken by NOTIFY again.
+    await new Promise((r) => setTimeout(r, 1500));
+    const next = agent.poll(20);
+    await new Promise((r) => setTimeout(r, 300));
+    const op2 = siteOp();
+    const t = Date.now();
+    await env.db.transaction((trx) => queueOperation(trx, agent.name, op2));
+    assert.deepEqual((await next).json.operations, [op2]);
+    assert.ok(Date.now() - t < 1000, `answered ${Date.now() - t} ms after queueing`);
+  });
+
   it('a result is recorded once; a result for another node\'s operation is 404; a database password leaves the row once done; a new agent process gets its unreported operations again', async () => {
     const agent = await addAgent();
     const other = await addAgent();
