@@ -1,14 +1,20 @@
 import { Client, Connection } from '@temporalio/client';
 import type { ClientConfig } from 'pg';
+import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createPanelApp } from '../api/panel/app';
 import { createNodeApp } from '../api/panel/nodes/node-app';
 import type { Db } from '../platform/db';
 import { listen, type Listening } from '../platform/http-server';
+import { startHostingNode, type HostingNode } from '../platform/hosting-node';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/controller';
-import { ensureHostingNode, OperationWakeups } from '../services/panel/nodes';
+import type { NodeOpSettings } from '../services/panel/client';
+import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
+import { HOSTING_NODE } from '../domain/panel/node-ops';
+import { runWorker } from '../workers/base';
+import { createPanelWorker } from '../workers/panel';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -28,6 +34,27 @@ export interface PanelRuntimeOptions {
   controller?: Partial<ControllerBounds>;
   /** -node-api-listen: heartbeat interval told to agents, fallback poll of waiting long polls */
   nodeApi?: { heartbeatSeconds?: number; pollFallbackMs?: number };
+  /** node operations: the panel task queue and how long an agent has to report (tests shorten it) */
+  nodeOps?: Partial<NodeOpSettings>;
+  /**
+   * The panel's own hosting node and the panel worker that applies node operations (to that node
+   * directly, to the others through their agents). Absent: this process runs neither (another does).
+   */
+  hosting?: PanelHostingOptions;
+}
+
+export interface PanelHostingOptions {
+  /** the node's directory tree (PANEL.md section 2) */
+  root: string;
+  /** where the node's web server listens */
+  webPort: number;
+  webHost?: string;
+  backupDir?: string | null;
+  builtinWebServer?: boolean;
+  /** how often the hosting node's facts, metrics and site usage are recorded (default 30 s) */
+  reportEveryMs?: number;
+  /** pre-built panel workflow bundle (tests build it once); otherwise bundled from workflows/panel */
+  workflowBundle?: WorkflowBundleOption;
 }
 
 export interface PanelRuntime {
@@ -36,6 +63,8 @@ export interface PanelRuntime {
   nodeApiUrl: string | null;
   /** the controller with -controller-state, else null */
   controller: NodeController | null;
+  /** the panel's own hosting node when this process runs it, else null */
+  hostingNode: HostingNode | null;
   close(): Promise<void>;
 }
 
@@ -65,6 +94,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     issuer: 'Hosting panel',
     secureCookies: false,
     controllerState: o.flags.controllerState,
+    sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -90,11 +120,35 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       stops.push(() => n.close());
       nodeApi = n;
     }
+    const hostingNode = o.hosting ? await startHosting(o, o.hosting, stops) : null;
     const http = await listen(app.callback(), o.port, o.host);
     stops.push(() => http.close());
-    return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, close: stopAll };
+    return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };
   } catch (err) {
     await stopAll();
     throw err;
   }
+}
+
+/**
+ * Starts the panel's own hosting node, records what it reports (facts, metrics, site usage) on its
+ * node record now and every reportEveryMs, and runs the panel worker that applies node operations.
+ */
+async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stops: Array<() => Promise<unknown>>): Promise<HostingNode> {
+  const node = await startHostingNode({ root: h.root, webPort: h.webPort, webHost: h.webHost, backupDir: h.backupDir, builtinWebServer: h.builtinWebServer, logger: o.logger });
+  stops.push(() => node.stop());
+  const startedAt = new Date().toISOString();
+  const report = async () => {
+    const [metrics, usage] = await Promise.all([node.metrics(), node.usage()]);
+    await recordHeartbeat(o.db, HOSTING_NODE, { facts: node.facts(), metrics, usage, agentStartedAt: startedAt, reconnects: 0 });
+  };
+  await report();
+  const timer = setInterval(() => report().catch((err) => o.logger.warn({ err }, 'recording the hosting node report failed')), h.reportEveryMs ?? 30_000);
+  timer.unref();
+  stops.push(async () => clearInterval(timer));
+  const connection = await NativeConnection.connect({ address: o.temporalAddress });
+  stops.push(() => connection.close());
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
+  stops.push(runWorker(worker).stop);
+  return node;
 }

@@ -10,7 +10,7 @@ import { env } from './setup/env';
 // test/histories/record.ts) against today's bundle of its domain: a workflow change that would
 // break workflows already running fails here (use patched() for such changes).
 
-const DOMAINS: WorkflowDomain[] = ['credits', 'media', 'testruns'];
+const DOMAINS: WorkflowDomain[] = ['credits', 'media', 'testruns', 'panel'];
 const ROOT = path.join(__dirname, 'histories');
 
 describe('replay of committed workflow histories', function () {

@@ -1,11 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { call, newAccount, settled, startStack, type Stack } from '../helpers/stack';
 import { jobReaches, startVideoStack, type VideoStack } from '../helpers/video-stack';
 import { chatCase, newProject, startRun, startTestRunWorker, waitRun } from '../helpers/testruns';
 import { env } from '../setup/env';
+import { startPanelApi } from '../../main/panel-api';
+import { parsePanelFlags } from '../../platform/panel-flags';
+import { freePort } from '../../platform/ports';
+import { addNode } from '../../services/panel/nodes';
+import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
@@ -75,6 +82,58 @@ describe('record workflow histories', function () {
     } finally {
       await worker.stop();
       await stack.close();
+    }
+  });
+
+  it('panel: a site created on the hosting node, and one on an agent node that never reports (expired)', async function () {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-record-'));
+    fs.chmodSync(root, 0o755);
+    const taskQueue = `panel-record-${randomUUID()}`;
+    const panel = await startPanelApi({
+      db: env.db,
+      databaseUrl: env.databaseUrl,
+      temporalAddress: env.temporalAddress,
+      namespace: 'default',
+      logger: env.logger,
+      port: 0,
+      flags: parsePanelFlags([]),
+      sealingKey: PANEL_TEST_KEY,
+      sessionIdleMs: 3_600_000,
+      sessionMaxMs: 86_400_000,
+      nodeOps: { taskQueue, timeoutMs: 1500, pollMs: 300 },
+      hosting: { root, webPort: await freePort(), webHost: '127.0.0.1', workflowBundle: env.bundles.panel },
+    });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const waitFor = async (id: string, status: string) => {
+        for (let i = 0; i < 300; i++) {
+          const r = await customer.client.get(`/v1/sites/${id}`);
+          if (r.json.status === status) return r.json;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+        throw new Error(`site ${id} never ${status}`);
+      };
+      const client = new Client({ connection });
+      const hosted = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `record-${randomUUID().slice(0, 8)}.example.com` });
+      if (hosted.status !== 201) throw new Error(`create: ${hosted.status} ${JSON.stringify(hosted.json)}`);
+      await waitFor(hosted.json.id, 'active');
+      await save(client, 'panel', 'node-op-hosting', `node-op-${hosted.json.operation_id}`);
+
+      const node = `rec-${randomUUID().slice(0, 8)}`;
+      await addNode(env.db, null, node);
+      await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['web'] });
+      const agent = await admin.post(`/v1/orgs/${customer.id}/sites`, { domain: `record-${randomUUID().slice(0, 8)}.example.com`, node });
+      if (agent.status !== 201) throw new Error(`create: ${agent.status} ${JSON.stringify(agent.json)}`);
+      await waitFor(agent.json.id, 'failed');
+      await save(client, 'panel', 'node-op-agent-expired', `node-op-${agent.json.operation_id}`);
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+    } finally {
+      await connection.close();
+      await panel.close();
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 });
