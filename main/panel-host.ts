@@ -26,6 +26,11 @@ async function main(argv: string[]) {
     process.exit(2);
   }
   const log = createLogger(process.env.LOG_LEVEL ?? 'info').child({ node: flags.node });
+  // a signal while the services start is handled once they are up, so none is left running
+  let signalled: string | null = null;
+  let stop = async (signal: string) => void (signalled = signal);
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   const node = await startHostingNode({
     root: flags.root,
     webHost: flags.webListen.host,
@@ -37,7 +42,7 @@ async function main(argv: string[]) {
   const agent = startAgent({ node: flags.node, client: createPanelClient({ url: flags.panel, token: flags.token }), hostingNode: node, logger: log });
   log.info({ root: node.root, facts: node.facts(), panel: flags.panel }, 'panel-host running');
   let stopping = false;
-  const stop = async (signal: string) => {
+  stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
@@ -45,8 +50,7 @@ async function main(argv: string[]) {
     await node.stop();
     process.exit(0);
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (signalled) await stop(signalled);
 }
 
 main(process.argv.slice(2)).catch((err) => {

@@ -123,7 +123,7 @@ export function startAgent(o: AgentOptions): Agent {
       }
       for (const op of ops) {
         if (typeof op?.id !== 'string' || !op.id) {
-          log.warn({ op }, 'operation without an id ignored');
+          log.warn({ kind: (op as { kind?: unknown } | null)?.kind }, 'operation without an id ignored');
           continue;
         }
         // applied even when stopping: the node records the result, so a re-sent op only reports it
