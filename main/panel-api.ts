@@ -4,11 +4,13 @@ import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker'
 import { createPanelApp } from '../api/panel/app';
 import { createNodeApp } from '../api/panel/nodes/node-app';
 import type { Db } from '../platform/db';
+import { DEFAULT_NAMESERVERS } from '../platform/config';
 import { listen, type Listening } from '../platform/http-server';
 import { startHostingNode, type HostingNode } from '../platform/hosting-node';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/controller';
+import type { DnsSettings } from '../services/panel/dns';
 import type { NodeOpSettings } from '../services/panel/client';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
@@ -28,6 +30,8 @@ export interface PanelRuntimeOptions {
   sessionIdleMs: number;
   sessionMaxMs: number;
   throttle?: Partial<ThrottleSettings>;
+  /** DNS zones: the hosting node's zone directory (null: panel records only) and the NS names */
+  dns?: DnsSettings;
   /** for the LISTEN and controller lock connections; default: the connection `db` was made with */
   databaseUrl?: string | ClientConfig;
   /** -controller-state: tick and heartbeat-age bounds (tests shorten them) */
@@ -93,6 +97,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     requireTwoFactorRoles: o.flags.requireTwoFactorRoles,
     issuer: 'Hosting panel',
     secureCookies: false,
+    dns: o.dns ?? { zonesDir: null, nameservers: DEFAULT_NAMESERVERS },
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
   });

@@ -6,6 +6,7 @@ import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { AuthSettings } from '../../services/panel/auth';
 import { sitesDeps, type SiteSettings } from '../../services/panel/sites';
+import type { DnsSettings } from '../../services/panel/dns';
 import { healthCheck } from '../gateway/app';
 import { accountRoutes, signInRoutes } from './logins/account-routes';
 import { loginRoutes } from './logins/routes';
@@ -15,6 +16,7 @@ import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes'
 import { packageRoutes } from './packages/routes';
 import { siteRoutes } from './sites/routes';
 import { capacityRoutes } from './capacity/routes';
+import { dnsRoutes } from './dns/routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -29,6 +31,8 @@ export interface PanelDeps {
   secureCookies: boolean;
   /** sites: the node operations' task queue and agent wait, placement (-placement, -placement-node-facts) */
   sites?: SiteSettings;
+  /** where the hosting node's zone files go, and the NS names of every zone */
+  dns: DnsSettings;
   /** -controller-state: node records access (the cluster pages) */
   controllerState?: boolean;
 }
@@ -47,7 +51,7 @@ export function createPanelApp(d: PanelDeps): Koa {
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
-  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false })]) {
+  for (const r of [accountRoutes(account), orgRoutes(d.db), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db), dnsRoutes(d.db, d.dns), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
