@@ -1,4 +1,4 @@
-import type { SiteUsage } from './node-domain';
+import type { SiteUsage } from '../../domain/panel/node-ops';
 import type { Logger } from '../logger';
 import type { HostingNode } from './index';
 import { isUnreachable, type PanelClient } from './panel-client';

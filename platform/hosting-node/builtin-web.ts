@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
-import { MIME_TYPES, renderSuspendedPage } from './node-domain';
+import { MIME_TYPES, renderSuspendedPage } from '../../domain/panel/node-config';
 import { listen, type Listening } from '../http-server';
 
 // Where nginx is not installed, the node serves the same docroots itself (static files only, no

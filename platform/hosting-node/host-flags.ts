@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNodeName, isSafeRoot } from './node-domain';
+import { isNodeName } from '../../domain/panel/node-ops';
+import { isSafeRoot } from '../../domain/panel/node-config';
 import { FlagError } from '../panel-flags';
 
 // The flags of `panel-host serve` (PANEL.md section 1, spec 2 section 4.3), parsed like

@@ -1,18 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  isSafeRoot,
-  listenAddress,
-  nodePaths,
-  phpSocketPath,
-  renderCron,
-  renderPhpPool,
-  renderVhost,
-  renderWelcomePage,
-  sitePaths,
-  validateOperation,
-} from './node-domain';
-import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from './node-domain';
+import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation } from '../../domain/panel/node-config';
+import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
 import type { Listening } from '../http-server';
 import type { Logger } from '../logger';
 import { startBuiltinWeb } from './builtin-web';

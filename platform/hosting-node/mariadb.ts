@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
-import { nodePaths } from './node-domain';
+import { nodePaths } from '../../domain/panel/node-config';
 import type { Logger } from '../logger';
 import { stopOrphan } from '../orphans';
 import { findBinary, run, startService, waitFor } from './processes';

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { nodePaths, renderFastcgiParams, renderNginxMain, renderSuspendedPage, SUSPENDED_FILE } from './node-domain';
+import { nodePaths, renderFastcgiParams, renderNginxMain, renderSuspendedPage, SUSPENDED_FILE } from '../../domain/panel/node-config';
 import type { Logger } from '../logger';
 import { stopOrphan } from '../orphans';
 import { canConnect, childrenOf, run, startService, waitFor, type Service } from './processes';

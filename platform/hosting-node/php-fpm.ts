@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { nodePaths, renderPhpFpmMain } from './node-domain';
+import { nodePaths, renderPhpFpmMain } from '../../domain/panel/node-config';
 import type { Logger } from '../logger';
 import { stopOrphan } from '../orphans';
 import { writeFileAtomic } from './files';
