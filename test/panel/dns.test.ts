@@ -80,6 +80,17 @@ describe('panel: DNS zones', () => {
     assert.equal(fs.readdirSync(zonesDir).filter((f) => f.endsWith('.tmp')).length, 0);
   });
 
+  it('counts zones against the dns_zones limit of the account and every level above', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { dns_zones: 1 } });
+    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/dns-zones`, { name: `${unique('a')}.example.com` })).status, 201);
+    const second = await customer.client.post(`/v1/orgs/${customer.id}/dns-zones`, { name: `${unique('b')}.example.com` });
+    assert.equal(second.status, 409);
+    assert.equal(second.json.error.code, 'limit_reached');
+    assert.equal(second.json.error.details.limit, 'dns_zones');
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}/limits`)).json.usage.dns_zones.used, 1);
+  });
+
   it('renders zones named-checkzone accepts and gives serials that always grow', () => {
     assert.equal(nextSerial(null, new Date('2026-11-25T10:00:00Z')), 2026112500);
     assert.equal(nextSerial(2026112500, new Date('2026-11-25T11:00:00Z')), 2026112501);
