@@ -200,6 +200,10 @@ export async function deleteOrg(db: Db, actor: Actor, id: string, confirm: unkno
     if (below.n > 0) throw new PanelError('conflict', { detail: `the organisation has ${below.n} organisation(s) below it; delete them first` });
     const used = await trx('panel_orgs as o').join('panel_packages as p', 'p.id', 'o.package_id').where('p.owner_org_id', org.id).first(trx.raw('count(*)::int AS n'));
     if (used.n > 0) throw new PanelError('conflict', { detail: 'packages of this organisation are still assigned' });
+    const held = await countedUsage(trx, org);
+    if (held.websites + held.databases + held.dns_zones > 0) {
+      throw new PanelError('conflict', { detail: `the organisation still has ${held.websites} website(s), ${held.databases} database(s) and ${held.dns_zones} DNS zone(s); delete them first` });
+    }
     await trx('panel_logins').where({ org_id: org.id }).delete();
     await trx('panel_packages').where({ owner_org_id: org.id }).delete();
     await trx('panel_orgs').where({ id: org.id }).delete();

@@ -89,6 +89,9 @@ describe('panel: DNS zones', () => {
     assert.equal(second.json.error.code, 'limit_reached');
     assert.equal(second.json.error.details.limit, 'dns_zones');
     assert.equal((await provider.client.get(`/v1/orgs/${customer.id}/limits`)).json.usage.dns_zones.used, 1);
+    const refused = await provider.client.del(`/v1/orgs/${customer.id}`, { confirm: customer.id });
+    assert.equal(refused.status, 409, 'an org with a DNS zone cannot be deleted');
+    assert.match(refused.json.error.message, /1 DNS zone/);
   });
 
   it('renders zones named-checkzone accepts and gives serials that always grow', () => {
