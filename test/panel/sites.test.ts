@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
+import { startHostingNode } from '../../platform/hosting-node';
+import { startAgent } from '../../platform/hosting-node/agent';
+import { createPanelClient } from '../../platform/hosting-node/panel-client';
 import { addNode } from '../../services/panel/nodes';
 import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, unique, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -47,10 +50,10 @@ async function startSitesPanel(flags: string[], hosting: boolean, taskQueue: str
   return { url: runtime.url, runtime, webPort, root };
 }
 
-/** GET / on the node's web server with a Host header (fetch() does not let a caller set Host). */
-function serve(p: SitesPanel, host: string): Promise<{ status: number; body: string }> {
+/** GET / on a node's web server with a Host header (fetch() does not let a caller set Host). */
+function serve(p: { webPort: number }, host: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: p.webPort, path: '/', headers: { host } }, (res) => {
+    const req = http.get({ host: '127.0.0.1', port: p.webPort, path: '/', headers: { host }, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -369,6 +372,7 @@ describe('panel: scheduled placement and agent nodes', function () {
   let panel: SitesPanel;
   let admin: PanelClient;
   let factsFile: string;
+  let writeFacts: (extra?: Array<Record<string, unknown>>) => void;
   const region = unique('eu-');
   const nodes = { staleFacts: unique('n-'), wrongRegion: unique('n-'), noPhp: unique('n-'), staleAgent: unique('n-'), good: unique('n-') };
 
@@ -379,19 +383,25 @@ describe('panel: scheduled placement and agent nodes', function () {
     const fresh = new Date(now - day).toISOString();
     factsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'panel-facts-')), 'facts.json');
     const entry = (node: string, o: Record<string, unknown> = {}) => ({ node, preflight_passed: true, checked_at: fresh, php_versions: ['8.2'], ...o });
-    fs.writeFileSync(
-      factsFile,
-      JSON.stringify({
-        nodes: [
-          entry('hosting', { checked_at: new Date(now - 8 * day).toISOString() }),
-          entry(nodes.staleFacts, { checked_at: new Date(now - 8 * day).toISOString() }),
-          entry(nodes.wrongRegion),
-          entry(nodes.noPhp, { php_versions: ['7.4'] }),
-          entry(nodes.staleAgent),
-          entry(nodes.good),
-        ],
-      }),
-    );
+    // read at every scheduled placement, so a test can add a node to it
+    writeFacts = (extra = []) =>
+      fs.writeFileSync(
+        factsFile,
+        JSON.stringify({
+          nodes: [
+            entry('hosting', { checked_at: new Date(now - 8 * day).toISOString() }),
+            entry(nodes.staleFacts, { checked_at: new Date(now - 8 * day).toISOString() }),
+            entry(nodes.wrongRegion),
+            entry(nodes.noPhp, { php_versions: ['7.4'] }),
+            entry(nodes.staleAgent),
+            entry(nodes.good),
+            ...extra,
+          ],
+        }),
+      );
+    writeFacts();
+    panel = await startSitesPanel(['-placement', 'scheduled', '-placement-node-facts', factsFile, '-node-api-listen', '127.0.0.1:0'], true, taskQueue);
+    admin = await platformAdmin(panel.url);
     // Nodes other than these (left by other suites) are taken out of the picture: draining.
     await env.db('panel_nodes').whereNot('name', 'hosting').update({ draining: true });
     for (const name of Object.values(nodes)) {
@@ -400,8 +410,6 @@ describe('panel: scheduled placement and agent nodes', function () {
     }
     await env.db('panel_nodes').where({ name: nodes.wrongRegion }).update({ logical_region: 'elsewhere' });
     await env.db('panel_nodes').where({ name: nodes.staleAgent }).update({ last_pull_at: new Date(now - 5 * 60_000) });
-    panel = await startSitesPanel(['-placement', 'scheduled', '-placement-node-facts', factsFile, '-node-api-listen', '127.0.0.1:0'], true, taskQueue);
-    admin = await platformAdmin(panel.url);
   });
   after(async () => {
     await panel?.runtime.close();
@@ -461,5 +469,49 @@ describe('panel: scheduled placement and agent nodes', function () {
     assert.match(s.json.error, /did not report the operation within 2\.5 s/);
     assert.ok(Date.now() - t0 >= OP_TIMEOUT_MS);
     assert.equal((await env.db('panel_node_ops').where({ id: r.json.operation_id }).first()).status, 'expired');
+  });
+
+  it('a node with a real agent: the scheduler places the site there, the agent applies it, suspends it and deletes it', async function () {
+    this.timeout(90_000);
+    const name = unique('agent-');
+    const added = await addNode(env.db, null, name);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-agent-'));
+    fs.chmodSync(root, 0o755);
+    const webPort = await freePort();
+    const node = await startHostingNode({ root, webPort, webHost: '127.0.0.1', logger: env.logger });
+    const agent = startAgent({ node: name, client: createPanelClient({ url: panel.runtime.nodeApiUrl!, token: added.token }), hostingNode: node, logger: env.logger, pollWaitSeconds: 5 });
+    try {
+      await agent.enrolled;
+      // the controller (not run here) would mark it alive from its heartbeats; the operator labels its region
+      await env.db('panel_nodes').where({ name }).update({ state: 'alive', logical_region: region });
+      writeFacts([{ node: name, preflight_passed: true, checked_at: new Date().toISOString(), php_versions: node.facts().phpVersions }]);
+      const deadline = Date.now() + 10_000;
+      while (!(await env.db('panel_nodes').where({ name }).first()).last_pull_at && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+
+      const provider = await createOrgWithLogin(admin, { type: 'provider', required_region: region });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const d = domain('agent');
+      const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: d, php_version: '8.2', aliases: [`www.${d}`] });
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+      assert.equal(r.json.node, name);
+      const s = await settled(customer.client, r.json.id);
+      assert.equal(s.json.status, 'active', JSON.stringify(s.json));
+      assert.equal((await serve({ webPort }, `www.${d}`)).status, 200);
+      assert.equal((await env.db('panel_node_ops').where({ id: r.json.operation_id }).first()).status, 'done');
+
+      assert.equal((await provider.client.post(`/v1/sites/${r.json.id}/suspend`)).status, 200);
+      assert.equal((await settled(customer.client, r.json.id)).json.status, 'suspended');
+      assert.equal((await serve({ webPort }, d)).status, 503);
+
+      assert.equal((await customer.client.del(`/v1/sites/${r.json.id}`)).status, 202);
+      await gone(customer.client, r.json.id);
+      assert.notEqual((await serve({ webPort }, d)).status, 503);
+      assert.equal(await node.inspectSite(r.json.id), null);
+    } finally {
+      await agent.stop();
+      await node.stop();
+      await env.db('panel_nodes').where({ name }).update({ draining: true });
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
