@@ -11,7 +11,8 @@ import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/controller';
 import type { DnsSettings } from '../services/panel/dns';
-import type { NodeOpSettings } from '../services/panel/client';
+import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
+import { resumePendingOps } from '../services/panel/sites';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
@@ -57,6 +58,8 @@ export interface PanelHostingOptions {
   builtinWebServer?: boolean;
   /** how often the hosting node's facts, metrics and site usage are recorded (default 30 s) */
   reportEveryMs?: number;
+  /** how often lost starts of node operations are looked for (default 60 s) */
+  resumeEveryMs?: number;
   /** pre-built panel workflow bundle (tests build it once); otherwise bundled from workflows/panel */
   workflowBundle?: WorkflowBundleOption;
 }
@@ -125,7 +128,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       stops.push(() => n.close());
       nodeApi = n;
     }
-    const hostingNode = o.hosting ? await startHosting(o, o.hosting, stops) : null;
+    const hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
     const http = await listen(app.callback(), o.port, o.host);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };
@@ -137,9 +140,10 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
 
 /**
  * Starts the panel's own hosting node, records what it reports (facts, metrics, site usage) on its
- * node record now and every reportEveryMs, and runs the panel worker that applies node operations.
+ * node record now and every reportEveryMs, and runs the panel worker that applies node operations;
+ * every minute it starts the workflow of any site operation whose start was lost (resumePendingOps).
  */
-async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stops: Array<() => Promise<unknown>>): Promise<HostingNode> {
+async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stops: Array<() => Promise<unknown>>, temporal: Client): Promise<HostingNode> {
   const node = await startHostingNode({ root: h.root, webPort: h.webPort, webHost: h.webHost, backupDir: h.backupDir, builtinWebServer: h.builtinWebServer, logger: o.logger });
   stops.push(() => node.stop());
   const startedAt = new Date().toISOString();
@@ -155,5 +159,10 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(() => connection.close());
   const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
   stops.push(runWorker(worker).stop);
+  const resume = setInterval(() => {
+    resumePendingOps({ db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger }).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
+  }, h.resumeEveryMs ?? 60_000);
+  resume.unref();
+  stops.push(async () => clearInterval(resume));
   return node;
 }

@@ -499,6 +499,31 @@ export async function deleteSite(deps: SitesDeps, actor: Actor, id: string) {
   return siteView(out.started ? await startOp(deps, out.site, 'site.delete') : out.site);
 }
 
+/**
+ * Starts the workflow of every site's latest operation that has been pending longer than
+ * `olderThanMs` (an API process that died between its commit and the start leaves one behind);
+ * a workflow that exists already is left alone. Returns how many sites were looked at.
+ */
+export async function resumePendingOps(deps: Pick<SitesDeps, 'db' | 'temporal' | 'nodeOps' | 'logger'>, olderThanMs = 60_000, limit = 500): Promise<number> {
+  const rows: Array<SiteRow & { op_kind: string; op_payload: NodeOperation }> = await deps.db('panel_sites as s')
+    .join('panel_node_ops as o', 'o.id', 's.last_op_id')
+    .where('s.status', 'pending')
+    .where('s.updated_at', '<', new Date(Date.now() - olderThanMs))
+    .orderBy('s.updated_at')
+    .limit(limit)
+    .select('s.*', 'o.kind as op_kind', 'o.payload as op_payload');
+  for (const site of rows) {
+    const kind = site.op_kind === 'site.delete' ? 'site.delete' : 'site.apply';
+    const generation = site.op_payload.kind === 'site.apply' ? site.op_payload.site.generation : site.generation;
+    try {
+      await startNodeOp(deps.temporal, deps.nodeOps, { input: { opId: site.last_op_id!, node: site.node_name, siteId: site.id, orgId: site.org_id, kind, generation }, domain: site.domain });
+    } catch (err) {
+      deps.logger.warn({ err, site_id: site.id, op_id: site.last_op_id }, 'a pending node operation could not be resumed; retried at the next pass');
+    }
+  }
+  return rows.length;
+}
+
 // ---- outcomes (the node operation workflow's activities) --------------------------------------
 
 export interface SiteOpFinish {

@@ -4,13 +4,15 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
 import { startHostingNode } from '../../platform/hosting-node';
 import { startAgent } from '../../platform/hosting-node/agent';
 import { createPanelClient } from '../../platform/hosting-node/panel-client';
-import { addNode } from '../../services/panel/nodes';
+import { addNode, queueOperation } from '../../services/panel/nodes';
+import { resumePendingOps, specOf } from '../../services/panel/sites';
 import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, unique, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
@@ -346,6 +348,35 @@ describe('panel: websites on the hosting node', function () {
     const log = await admin.get(`/v1/orgs/${customer.id}/audit`);
     const entry = log.json.entries.find((e: { action: string }) => e.action === 'site.set_php');
     assert.deepEqual(entry.after, { allow_url_fopen: true, disabled_functions: ['exec', 'shell_exec'] });
+  });
+
+  it('an operation whose workflow start was lost (the API process died after its commit) is resumed', async () => {
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const d = domain();
+    const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: d });
+    await settled(customer.client, r.json.id);
+    // what a suspend leaves when its process dies between the commit and the workflow start
+    const opId = randomUUID();
+    await env.db.transaction(async (trx) => {
+      const [row] = await trx('panel_sites')
+        .where({ id: r.json.id })
+        .update({ suspended: true, generation: 2, status: 'pending', last_op_id: opId, updated_at: new Date(Date.now() - 120_000) })
+        .returning('*');
+      await queueOperation(trx, 'hosting', { id: opId, kind: 'site.apply', site: specOf(row) });
+    });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const deps = { db: env.db, temporal: new Client({ connection }), nodeOps: { taskQueue, timeoutMs: OP_TIMEOUT_MS, pollMs: 200 }, logger: env.logger };
+      assert.ok((await resumePendingOps(deps, 60_000)) >= 1);
+      const s = await settled(customer.client, r.json.id);
+      assert.equal(s.json.status, 'suspended');
+      assert.equal(s.json.applied_generation, 2);
+      assert.equal((await serve(panel, d)).status, 503);
+      // a second pass finds nothing to start again
+      assert.equal(await resumePendingOps(deps, 60_000), 0);
+    } finally {
+      await connection.close();
+    }
   });
 
   it('a site the node refuses (PHP version not installed) becomes failed with the node’s error and keeps its quota until deleted', async () => {
