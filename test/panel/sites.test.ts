@@ -404,6 +404,7 @@ describe('panel: scheduled placement and agent nodes', function () {
   let admin: PanelClient;
   let factsFile: string;
   let writeFacts: (extra?: Array<Record<string, unknown>>) => void;
+  let drained: string[] = [];
   const region = unique('eu-');
   const nodes = { staleFacts: unique('n-'), wrongRegion: unique('n-'), noPhp: unique('n-'), staleAgent: unique('n-'), good: unique('n-') };
 
@@ -433,8 +434,8 @@ describe('panel: scheduled placement and agent nodes', function () {
     writeFacts();
     panel = await startSitesPanel(['-placement', 'scheduled', '-placement-node-facts', factsFile, '-node-api-listen', '127.0.0.1:0'], true, taskQueue);
     admin = await platformAdmin(panel.url);
-    // Nodes other than these (left by other suites) are taken out of the picture: draining.
-    await env.db('panel_nodes').whereNot('name', 'hosting').update({ draining: true });
+    // Nodes of other suites are taken out of the picture while this suite runs (draining), then put back.
+    drained = (await env.db('panel_nodes').whereNot('name', 'hosting').where({ draining: false }).update({ draining: true }).returning('name')).map((r: { name: string }) => r.name);
     for (const name of Object.values(nodes)) {
       await addNode(env.db, null, name);
       await env.db('panel_nodes').where({ name }).update({ state: 'alive', roles: ['web'], logical_region: region, last_pull_at: new Date(), draining: name === nodes.good });
@@ -446,6 +447,7 @@ describe('panel: scheduled placement and agent nodes', function () {
     await panel?.runtime.close();
     if (panel) fs.rmSync(panel.root, { recursive: true, force: true });
     await env.db('panel_nodes').whereIn('name', Object.values(nodes)).update({ draining: true });
+    await env.db('panel_nodes').whereIn('name', drained).update({ draining: false });
   });
 
   it('no qualifying node: not created; the platform admin sees each node’s reason, a customer only that no node can take it (and the region)', async () => {
