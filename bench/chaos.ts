@@ -1,0 +1,625 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import Decimal from 'decimal.js';
+import { createAccount } from '../services/accounts/accounts';
+import { createKey } from '../services/keys/keys';
+import { seedSimulatorCatalog } from '../simulator/seed';
+import { startSimulator } from '../simulator/server';
+import { createDb, migrate, type Db } from '../platform/db';
+import { createLogger } from '../platform/logger';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../platform/postgres';
+import { startTemporalDevServer, type DevServer } from '../platform/temporal-server';
+import { killPostgres } from '../test/helpers/pg-crash';
+import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
+import { send, startLoad, target, type Sent, type Target } from './chaos/load';
+import { startTcpProxy, type TcpProxy } from './chaos/tcp-proxy';
+import { num, table } from './stats';
+
+// `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
+// a process of its own as `npm start` runs them (PostgreSQL, the Temporal dev server with its
+// SQLite file, the credits worker with the settlement relay, two gateway API processes: the
+// credits and the keyed variant; the provider simulator runs in this process). Under load, one
+// after the other: the API processes killed during streams and non-streaming requests; the
+// worker killed between claims and their workflows' starts, and during settlement; Temporal
+// killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery). After each:
+// the client-visible errors, the recovery time (the fault's end → every reservation it touched
+// resolved), and the money checks: no reservation charged twice, every answered request charged
+// exactly once with the charge its answer showed, no hold left, ledger drift 0, the key's spend
+// within its limit. A stream longer than every liveness threshold (configured down) runs across
+// the worker, Temporal and PostgreSQL faults and must be charged. Appends the report to
+// bench/chaos-results.md (CHAOS_RESULTS_FILE) with the commit; exits 1 when a check fails.
+
+const ROOT = path.resolve(__dirname, '..');
+const RESULTS = path.resolve(process.env.CHAOS_RESULTS_FILE ?? path.join(__dirname, 'chaos-results.md'));
+const T0 = Date.now();
+const BUDGET_MS = num('CHAOS_BUDGET_MS', 600_000);
+const log = (msg: string) => process.stderr.write(`[chaos +${((Date.now() - T0) / 1000).toFixed(0)}s] ${msg}\n`);
+
+// The thresholds, configured down so that the run stays short (defaults: 60 s, 900 s, 120 s).
+const DEAD_AFTER_S = 15;
+const HOLD_TIMEOUT_S = 30;
+const UPSTREAM_TIMEOUT_MS = 20_000;
+/** the long stream: 300 chunks 500 ms apart */
+const LONG_STREAM = 'the long one [sim tokens=300 chunk_delay=500]';
+
+const CONTENT = 'chaos [sim tokens=8 latency=20]';
+const STREAM_CONTENT = 'chaos stream [sim tokens=24 chunk_delay=80]';
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+/** A child process the run starts again when it dies on its own (as a supervisor would). */
+class Supervised {
+  child: Child | null = null;
+  /** the current process printed `ready` (latched: its output buffer keeps only the last few KB) */
+  isReady = false;
+  held = false;
+  stopping = false;
+  /** exits nobody asked for */
+  readonly unexpected: string[] = [];
+  constructor(
+    readonly name: string,
+    private readonly script: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  start(): void {
+    // Through tsx, as bench/children.ts expects (its SIGTERM goes to the node process under tsx).
+    const child = spawnChild(this.name, TSX_BIN, [this.script], this.env, ROOT);
+    this.child = child;
+    this.isReady = false;
+    const watch = setInterval(() => {
+      if (this.child !== child || child.exited()) clearInterval(watch);
+      else if (/(^|\n)ready\b/.test(child.output())) {
+        this.isReady = true;
+        clearInterval(watch);
+      }
+    }, 20);
+    void child.exit.then((how) => {
+      if (this.held || this.stopping || this.child !== child) return;
+      const last = child.output().trim().split('\n').slice(-1)[0]?.slice(0, 160) ?? '';
+      this.unexpected.push(`${this.name} exited on its own (${how}) at +${((Date.now() - T0) / 1000).toFixed(0)} s: ${last}`);
+      log(`${this.name} exited on its own (${how}); starting it again in 1 s`);
+      setTimeout(() => {
+        if (!this.held && !this.stopping && this.child === child) this.start();
+      }, 1000);
+    });
+  }
+
+  /** Resolves once the current process printed `ready` (a process that dies is replaced). */
+  async ready(timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.child && !this.child.exited() && this.isReady) return;
+      await sleep(50);
+    }
+    throw new Error(`${this.name} not ready within ${timeoutMs} ms:\n${this.child?.output().slice(-2000)}`);
+  }
+
+  /** kill -9 of the process (its whole process group); not started again until restart(). */
+  async kill9(): Promise<void> {
+    this.held = true;
+    const child = this.child!;
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+    await child.exit;
+  }
+
+  async restart(): Promise<void> {
+    this.held = false;
+    this.start();
+    await this.ready();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The money checks
+
+interface Checks {
+  doubleCharged: number;
+  chargeRowMismatch: number;
+  answered: number;
+  answeredNotChargedOnce: string[];
+  holdsLeft: number;
+  drift: string;
+  keySpend: string;
+  keySpendMax: string;
+  keyLimit: string;
+  keyOk: boolean;
+  recreated: number;
+  abandoned: number;
+}
+
+async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal): Promise<Checks> {
+  const dup = await db.raw(
+    `SELECT count(*)::int AS n FROM (SELECT reservation_id, kind FROM ledger WHERE account_id = ANY(?::uuid[]) AND reservation_id IS NOT NULL
+       GROUP BY 1, 2 HAVING count(*) > 1) d`,
+    [accountIds],
+  );
+  const mismatch = await db.raw(
+    `SELECT count(*)::int AS n FROM reservations r
+     LEFT JOIN ledger c ON c.reservation_id = r.id AND c.kind = 'charge'
+     LEFT JOIN ledger rel ON rel.reservation_id = r.id AND rel.kind = 'release'
+     LEFT JOIN ledger h ON h.reservation_id = r.id AND h.kind = 'hold'
+     WHERE r.account_id = ANY(?::uuid[]) AND (h.id IS NULL OR h.amount <> r.held_credits
+       OR (r.status <> 'held' AND (rel.id IS NULL OR COALESCE(c.amount, 0) <> COALESCE(r.charge, 0))))`,
+    [accountIds],
+  );
+  const drift = await db.raw(
+    `SELECT COALESCE(sum(abs(a.total_usage - l.usage) + abs(a.total_credits - l.grants) + abs(a.reserved_credits - r.held)), 0) AS drift,
+            COALESCE(sum(abs(a.pending_requests - r.n)), 0) AS pending_drift
+     FROM accounts a
+     CROSS JOIN LATERAL (SELECT COALESCE(sum(amount) FILTER (WHERE kind = 'grant'), 0) AS grants,
+       COALESCE(sum(amount) FILTER (WHERE kind = 'hold'), 0) - COALESCE(sum(amount) FILTER (WHERE kind = 'release'), 0)
+         + COALESCE(sum(amount) FILTER (WHERE kind = 'charge'), 0) AS usage FROM ledger WHERE account_id = a.id) l
+     CROSS JOIN LATERAL (SELECT COALESCE(sum(held_credits), 0) AS held, count(*) AS n FROM reservations WHERE account_id = a.id AND status = 'held') r
+     WHERE a.id = ANY(?::uuid[])`,
+    [accountIds],
+  );
+  const counts = await db.raw(
+    `SELECT count(*) FILTER (WHERE status = 'held')::int AS held, count(*) FILTER (WHERE hold_recreated_at IS NOT NULL)::int AS recreated,
+            count(*) FILTER (WHERE outcome = 'abandoned')::int AS abandoned
+     FROM reservations WHERE account_id = ANY(?::uuid[])`,
+    [accountIds],
+  );
+  const answered = sent.filter((s) => s.answered && s.id);
+  const rows = new Map<string, { status: string; charge: string | null; charges: number }>();
+  for (let i = 0; i < answered.length; i += 500) {
+    const ids = answered.slice(i, i + 500).map((s) => s.id!);
+    const r = await db.raw(
+      `SELECT r.id, r.status, r.charge, (SELECT count(*)::int FROM ledger WHERE reservation_id = r.id AND kind = 'charge') AS charges
+       FROM reservations r WHERE r.id = ANY(?::uuid[])`,
+      [ids],
+    );
+    for (const row of r.rows) rows.set(row.id, row);
+  }
+  const bad: string[] = [];
+  for (const s of answered) {
+    const row = rows.get(s.id!);
+    const shown = s.cost === null ? null : new Decimal(s.cost);
+    const ok =
+      row &&
+      row.status === 'settled' &&
+      row.charges === 1 &&
+      row.charge !== null &&
+      new Decimal(row.charge).gt(0) &&
+      (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'}, answer showed ${s.cost}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+  }
+  let keySpend = '—';
+  let keyLimit = '—';
+  let keyOk = true;
+  if (keyedKeyId) {
+    const k = await db.raw(
+      `SELECT k.spend, k.spend_limit, k.spend - (SELECT COALESCE(sum(CASE WHEN status = 'held' THEN held_credits ELSE charge END), 0)
+         FROM reservations WHERE key_id = k.id AND key_spend_tracked) AS drift
+       FROM api_keys k WHERE k.id = ?`,
+      [keyedKeyId],
+    );
+    const row = k.rows[0];
+    keySpend = new Decimal(row.spend).toFixed();
+    keyLimit = new Decimal(row.spend_limit).toFixed();
+    keyOk = new Decimal(row.spend).lte(row.spend_limit) && keySpendMax.lte(row.spend_limit) && new Decimal(row.drift).eq(0);
+    if (!new Decimal(row.drift).eq(0)) keySpend += ` (drift ${row.drift})`;
+  }
+  const d = drift.rows[0];
+  return {
+    doubleCharged: dup.rows[0].n,
+    chargeRowMismatch: mismatch.rows[0].n,
+    answered: answered.length,
+    answeredNotChargedOnce: bad,
+    holdsLeft: counts.rows[0].held,
+    drift: new Decimal(d.drift).plus(d.pending_drift).toFixed(),
+    keySpend,
+    keySpendMax: keySpendMax.toFixed(),
+    keyLimit,
+    keyOk,
+    recreated: counts.rows[0].recreated,
+    abandoned: counts.rows[0].abandoned,
+  };
+}
+
+const passed = (c: Checks) => c.doubleCharged === 0 && c.chargeRowMismatch === 0 && c.answeredNotChargedOnce.length === 0 && c.holdsLeft === 0 && c.drift === '0' && c.keyOk;
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+interface PhaseResult {
+  name: string;
+  fault: string;
+  sent: Sent[];
+  faultMs: number;
+  recoveryMs: number | null;
+  recoveryNote: string;
+  checks: Checks;
+  notes: string[];
+}
+
+function errorsOf(sent: Sent[]): string {
+  const by = new Map<string, number>();
+  for (const s of sent) {
+    const k = s.answered ? '200 answered' : s.status === 0 ? `connection failed (${s.error})` : s.status === 200 ? `200 then ${s.error}` : `${s.status} ${s.error ?? ''}`.trim();
+    by.set(k, (by.get(k) ?? 0) + 1);
+  }
+  return [...by]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('; ');
+}
+
+async function main(): Promise<number> {
+  const commit = git(['rev-parse', '--short', 'HEAD']);
+  const dirty = git(['status', '--porcelain']);
+  const load0 = os.loadavg();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-chaos-'));
+  fs.chmodSync(tmp, 0o755); // as root, PostgreSQL runs as the `postgres` user
+  const logger = createLogger('warn');
+  const [pgPort, temporalPort, simPort, creditsPort, keyedPort] = await freePorts(5);
+  const pgDir = path.join(tmp, 'pg');
+  const temporalOpts = { port: temporalPort, dbFile: path.join(tmp, 'temporal.sqlite'), pidFile: path.join(tmp, 'temporal.pid'), namespace: 'default', logger };
+  let pg: EmbeddedDatabase | null = null;
+  let temporal: DevServer | null = null;
+  let db: Db | null = null;
+  let proxy: TcpProxy | null = null;
+  let sim: { url: string; close(): Promise<void> } | null = null;
+  let connection: Connection | null = null;
+  const supervised: Supervised[] = [];
+  const targets: Target[] = [];
+  cleanup = async () => {
+    cleanup = async () => {};
+    for (const s of supervised) s.stopping = true;
+    await Promise.all(targets.map((t) => t.pool.destroy().catch(() => {})));
+    for (const line of await stopAll()) log(line);
+    await connection?.close().catch(() => {});
+    await proxy?.close().catch(() => {});
+    await sim?.close().catch(() => {});
+    await db?.destroy().catch(() => {});
+    await (temporal as DevServer | null)?.stop().catch(() => {});
+    await (pg as EmbeddedDatabase | null)?.stop().catch(() => {});
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    log(`starting PostgreSQL and Temporal (${tmp})`);
+    [pg, temporal] = await Promise.all([startEmbeddedPostgres({ dir: pgDir, port: pgPort, database: 'gateway', persistent: true, logger }), startTemporalDevServer(temporalOpts)]);
+    db = createDb(pg.url, 5);
+    await migrate(db);
+    sim = await startSimulator({ port: simPort });
+    await seedSimulatorCatalog(db, sim.url);
+    proxy = await startTcpProxy({ host: '127.0.0.1', port: temporalPort });
+    connection = await Connection.connect({ address: temporal.address });
+    const temporalClient = new Client({ connection });
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATA_DIR: tmp,
+      DATABASE_URL: pg.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      LOG_LEVEL: 'warn',
+      API_PROCESS_DEAD_AFTER_SECONDS: String(DEAD_AFTER_S),
+      HOLD_TIMEOUT_SECONDS: String(HOLD_TIMEOUT_S),
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+    };
+    const apis = [
+      new Supervised('api (credits)', 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(creditsPort), GATEWAY_VARIANT: 'credits' }),
+      new Supervised('api (keyed)', 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(keyedPort), GATEWAY_VARIANT: 'keyed' }),
+    ];
+    // The worker reaches Temporal through a proxy the run can hold (claims commit, starts cannot leave).
+    const worker = new Supervised('worker', 'bench/chaos/worker.ts', { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${proxy.port}` });
+    supervised.push(...apis, worker);
+    for (const s of supervised) s.start();
+    await Promise.all(supervised.map((s) => s.ready()));
+    log('system ready');
+    const creditsUrl = `http://127.0.0.1:${creditsPort}`;
+    const keyedUrl = `http://127.0.0.1:${keyedPort}`;
+
+    // A probe per variant: the system answers, and what one request holds and costs (for the key's limit).
+    const probe = await account(db, 'probe', 'mt', null);
+    const probeTarget = target('probe', keyedUrl, probe.key);
+    targets.push(probeTarget);
+    const p = await send(probeTarget, CONTENT, false);
+    if (!p.answered || !p.cost) throw new Error(`probe failed: ${JSON.stringify(p)}`);
+    const probeRow = await db('reservations').where({ id: p.id }).first('held_credits');
+    const perRequest = new Decimal(p.cost);
+    const held = new Decimal(probeRow.held_credits);
+    log(`one request holds ${held.toFixed()} and costs ${perRequest.toFixed()}`);
+
+    const results: PhaseResult[] = [];
+    const phaseAccounts: string[] = [probe.accountId];
+
+    /** One fault under load: `inject` returns when the system is whole again (the fault's end). */
+    const phase = async (name: string, fault: string, inject: (notes: string[]) => Promise<void>, recoveryLimitMs: number) => {
+      log(`${name}: load`);
+      const notes: string[] = [];
+      const credits = await account(db!, name, 'gw_ai', null);
+      // The keyed key's limit binds during the phase: about 40 requests' worth.
+      const keyed = await account(db!, `${name} keyed`, 'mt', perRequest.mul(40).plus(held).toFixed(12));
+      phaseAccounts.push(credits.accountId, keyed.accountId);
+      const tc = target(name, creditsUrl, credits.key);
+      const tk = target(`${name} keyed`, keyedUrl, keyed.key);
+      targets.push(tc, tk);
+      const loads = [
+        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
+        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
+      ];
+      let spendMax = new Decimal(0);
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const k = await db!('api_keys').where({ id: keyed.keyId }).first('spend').catch(() => null);
+          if (k && new Decimal(k.spend).gt(spendMax)) spendMax = new Decimal(k.spend);
+          await sleep(200);
+        }
+      })();
+      await sleep(5000);
+      log(`${name}: ${fault}`);
+      const faultStart = Date.now();
+      await inject(notes);
+      const faultEnd = Date.now();
+      log(`${name}: fault over after ${faultEnd - faultStart} ms; load goes on 5 s`);
+      await sleep(5000);
+      const sent = (await Promise.all(loads.map((l) => l.stop()))).flat();
+      log(`${name}: ${sent.length} requests; waiting until every reservation is resolved`);
+      const accounts = [credits.accountId, keyed.accountId];
+      const deadline = Date.now() + recoveryLimitMs;
+      while (Date.now() < deadline) {
+        const left = await db!('reservations').whereIn('account_id', accounts).where({ status: 'held' }).count<{ n: number }[]>({ n: '*' }).first().catch(() => null);
+        if (left && Number(left.n) === 0) break;
+        await sleep(250);
+      }
+      sampling = false;
+      await sampler;
+      // Recovery: from the fault's end until the last reservation the fault touched (taken before its end) resolved.
+      const rec = await db!.raw(
+        `SELECT extract(epoch from max(settled_at)) * 1000 AS last, count(*) FILTER (WHERE status = 'held')::int AS held
+         FROM reservations WHERE account_id = ANY(?::uuid[]) AND (created_at < to_timestamp(? / 1000.0) OR hold_recreated_at IS NOT NULL)`,
+        [accounts, faultEnd],
+      );
+      const r = rec.rows[0];
+      const recoveryMs = r.held > 0 ? null : Math.max(0, Number(r.last) - faultEnd);
+      const recoveryNote = r.held > 0 ? `NOT recovered: ${r.held} still held after ${recoveryLimitMs / 1000} s` : '';
+      const checks = await check(db!, accounts, keyed.keyId, sent, spendMax);
+      for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
+      results.push({ name, fault, sent, faultMs: faultEnd - faultStart, recoveryMs, recoveryNote, checks, notes });
+      log(`${name}: ${passed(checks) ? 'checks pass' : 'CHECKS FAIL'}; recovery ${recoveryMs ?? recoveryNote} ms`);
+    };
+
+    const describeAll = async (ids: string[]) => {
+      const states = await Promise.all(
+        ids.map(async (id) => {
+          try {
+            return (await temporalClient.workflow.getHandle(id).describe()).status.name;
+          } catch (err) {
+            return err instanceof WorkflowNotFoundError ? 'NOT_FOUND' : 'UNKNOWN';
+          }
+        }),
+      );
+      const by = new Map<string, number>();
+      for (const s of states) by.set(s, (by.get(s) ?? 0) + 1);
+      return by;
+    };
+    /** Claimed outcomes still held (of this run's accounts), claimed since `since`: their workflow ids and how many reservations. */
+    const claimedHeld = async (since: Date | null) => {
+      const rows: Array<{ id: string; n: number }> = (
+        await db!.raw(
+          `SELECT settlement_workflow_id AS id, count(*)::int AS n FROM reservations
+           WHERE status = 'held' AND settlement_workflow_id IS NOT NULL AND account_id = ANY(?::uuid[]) ${since ? 'AND settlement_claimed_at >= ?' : ''}
+           GROUP BY 1`,
+          since ? [phaseAccounts, since] : [phaseAccounts],
+        )
+      ).rows;
+      return { ids: rows.map((r) => r.id), reservations: rows.reduce((a, r) => a + r.n, 0) };
+    };
+
+    // 1. The API processes, killed during streams and non-streaming requests, started again at once.
+    await phase('API processes killed', 'kill -9 of both gateway API processes (credits and keyed) mid-load, started again at once', async (notes) => {
+      await Promise.all(apis.map((a) => a.kill9()));
+      await Promise.all(apis.map((a) => a.restart()));
+      notes.push(`the dead processes' holds without an outcome are released by the hold-sweeper schedule (every 60 s) once their heartbeat is ${DEAD_AFTER_S} s old`);
+    }, 150_000);
+
+    // The long stream, across the worker, Temporal and PostgreSQL faults.
+    const longAccount = await account(db, 'long stream', 'gw_ai', null);
+    phaseAccounts.push(longAccount.accountId);
+    const longTarget = target('long stream', creditsUrl, longAccount.key);
+    targets.push(longTarget);
+    const longStarted = Date.now();
+    const longStream = send(longTarget, LONG_STREAM, true);
+    log('long stream started');
+
+    // 2. The worker, killed between claims and their workflows' starts.
+    await phase('worker killed between claim and start', 'the worker’s link to Temporal held (its starts wait in the proxy) until new claims commit, then kill -9 of the worker; started again', async (notes) => {
+      const since = new Date((await db!.raw('SELECT now() AS t')).rows[0].t);
+      proxy!.hold();
+      // The relay claims a batch, then its start waits (up to 5 s) in the proxy.
+      const until = Date.now() + 15_000;
+      let claimed = { ids: [] as string[], reservations: 0 };
+      while (Date.now() < until && claimed.ids.length === 0) {
+        await sleep(100);
+        claimed = await claimedHeld(since);
+      }
+      await worker.kill9();
+      proxy!.drop();
+      const states = await describeAll(claimed.ids);
+      notes.push(
+        `at the kill, ${claimed.reservations} reservations claimed in ${claimed.ids.length} batch(es) since the link was held; their workflows in Temporal: ` +
+          `${[...states].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'} (NOT_FOUND: claimed, never started)`,
+      );
+      proxy!.release();
+      await worker.restart();
+    }, 90_000);
+
+    // 3. The worker, killed during settlement.
+    await phase('worker killed during settlement', 'kill -9 of the worker while settlement workflows run; started again after 2 s', async (notes) => {
+      let claimed = { ids: [] as string[], reservations: 0 };
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && claimed.ids.length === 0) {
+        claimed = await claimedHeld(null);
+        if (!claimed.ids.length) await sleep(20);
+      }
+      await worker.kill9();
+      const states = await describeAll(claimed.ids);
+      notes.push(`at the kill, ${claimed.reservations} claimed reservations not yet settled in ${claimed.ids.length} workflow(s); in Temporal: ${[...states].map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
+      await sleep(2000);
+      await worker.restart();
+    }, 90_000);
+
+    // 4. Temporal, killed and kept down 30 s.
+    await phase('Temporal killed for 30 s', 'kill -9 of the Temporal dev server, started again 30 s later on the same SQLite file', async (notes) => {
+      const pid = Number(fs.readFileSync(temporalOpts.pidFile, 'utf8').trim());
+      process.kill(pid, 'SIGKILL');
+      await sleep(30_000);
+      temporal = await startTemporalDevServer(temporalOpts);
+      await worker.ready();
+      notes.push('API answers never wait for Temporal; recorded outcomes wait in PostgreSQL and the relay starts their workflows again (stale claims after 10 s)');
+    }, 90_000);
+
+    // 5. PostgreSQL, killed and started again (crash recovery), three times 3 s apart.
+    await phase('PostgreSQL killed (3 times)', 'kill -9 of PostgreSQL (the server and every process of it), started again at once (crash recovery); three times, 3 s apart', async (notes) => {
+      const restarts: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        if (i) await sleep(3000);
+        const t = Date.now();
+        const pids = await killPostgres(pgDir);
+        pg = await startEmbeddedPostgres({ dir: pgDir, port: pgPort, database: 'gateway', persistent: true, logger });
+        restarts.push(`${pids.length} processes, up again in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      }
+      notes.push(`kills: ${restarts.join('; ')}; outcome writes that met an outage are retried (about 45 s in all)`);
+    }, 90_000);
+
+    log('waiting for the long stream');
+    const long = await longStream;
+    const longMs = long.endedAt - longStarted;
+    let longCheck: Checks | null = null;
+    const until = Date.now() + 30_000;
+    while (Date.now() < until && (await db('reservations').where({ account_id: longAccount.accountId, status: 'held' }).first('id'))) await sleep(250);
+    longCheck = await check(db, [longAccount.accountId], null, [long], new Decimal(0));
+
+    // Everything of the run, the probe and the long stream included.
+    const all = await check(db, phaseAccounts, null, [], new Decimal(0));
+    const loadEnd = os.loadavg();
+    const text = render({ commit, dirty, load0, load1: loadEnd, results, long, longMs, longCheck, all, perRequest, held });
+    process.stdout.write(text + '\n');
+    fs.appendFileSync(RESULTS, (fs.existsSync(RESULTS) ? '\n' : '# Chaos results\n\nAppended by `npm run chaos` (bench/chaos.ts); one section per run.\n\n') + text + '\n');
+    log(`appended to ${path.relative(ROOT, RESULTS)}`);
+    const ok = results.every((r) => passed(r.checks) && r.recoveryMs !== null) && long.answered && passed(longCheck) && passed(all);
+    return ok ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+/** Stops what the run started (children, servers, pools); set by main as things start. */
+let cleanup: () => Promise<void> = async () => {
+  for (const line of await stopAll()) log(line);
+};
+
+async function account(db: Db, name: string, format: 'gw_ai' | 'mt', spendLimit: string | null) {
+  const a = await createAccount(db, { name: `chaos ${name}`, tier: 'pro', credits: '1000' });
+  const k = await createKey(db, { accountId: a.id, label: 'chaos', format, settings: spendLimit ? { spend_limit: spendLimit } : {} });
+  return { accountId: a.id, keyId: k.id, key: k.key };
+}
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Report {
+  commit: string;
+  dirty: string;
+  load0: number[];
+  load1: number[];
+  results: PhaseResult[];
+  long: Sent;
+  longMs: number;
+  longCheck: Checks;
+  all: Checks;
+  perRequest: Decimal;
+  held: Decimal;
+}
+
+function render(r: Report): string {
+  const out: string[] = [];
+  const paths = r.dirty ? r.dirty.split('\n').map((l) => l.slice(3)).filter((p) => /credits|chaos|hold|outbox|relay/.test(p)) : [];
+  out.push(`## ${new Date().toISOString()} · commit ${r.commit}${paths.length ? ` (uncommitted: ${paths.join(', ')})` : ''}`);
+  out.push('');
+  out.push(
+    `node ${process.version} · nproc ${os.availableParallelism()} · load average ${r.load0.map((v) => v.toFixed(2)).join('/')} at start, ${r.load1.map((v) => v.toFixed(2)).join('/')} at end · ` +
+      `PostgreSQL (embedded), Temporal dev server (SQLite file), credits worker + relay, gateway API credits and keyed: one process each; simulator in the run's process. ` +
+      `Thresholds configured down: API_PROCESS_DEAD_AFTER_SECONDS=${DEAD_AFTER_S}, HOLD_TIMEOUT_SECONDS=${HOLD_TIMEOUT_S}, UPSTREAM_TIMEOUT_MS=${UPSTREAM_TIMEOUT_MS}; the hold sweeper runs every 60 s, stale claims are started again after 10 s. ` +
+      `Load per fault: credits API 25 non-streaming req/s + 4 streams (24 chunks, 80 ms apart) back to back; keyed API 6 req/s + 1 stream, its key's spend limit ≈ 40 requests (${r.perRequest.toFixed()} each, ${r.held.toFixed()} held), so it binds. ` +
+      `5 s of load before each fault and 5 s after its end.`,
+  );
+  out.push('');
+  out.push('### Faults');
+  out.push('');
+  const yes = (b: boolean) => (b ? 'yes' : 'NO');
+  out.push(
+    table(
+      ['fault', 'requests', 'client-visible outcomes (by status)', 'fault lasted', 'recovery (fault end → all it touched resolved)', 'charged twice', 'answered, not charged exactly once', 'holds left', 'ledger drift', 'key spend ≤ limit (max seen / limit)', 'passed'],
+      r.results.map((x) => [
+        x.name,
+        x.sent.length,
+        errorsOf(x.sent),
+        `${(x.faultMs / 1000).toFixed(1)} s`,
+        x.recoveryMs === null ? x.recoveryNote : `${(x.recoveryMs / 1000).toFixed(1)} s`,
+        x.checks.doubleCharged + x.checks.chargeRowMismatch,
+        `${x.checks.answeredNotChargedOnce.length} of ${x.checks.answered}`,
+        x.checks.holdsLeft,
+        x.checks.drift,
+        `${yes(x.checks.keyOk)} (${x.checks.keySpendMax} / ${x.checks.keyLimit})`,
+        yes(passed(x.checks) && x.recoveryMs !== null),
+      ]),
+    ),
+  );
+  out.push('');
+  for (const x of r.results) {
+    out.push(`- **${x.name}**: ${x.fault}. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
+    for (const b of x.checks.answeredNotChargedOnce.slice(0, 5)) out.push(`  - not charged exactly once: ${b}`);
+  }
+  out.push('');
+  const lc = r.longCheck;
+  out.push(
+    `Long stream (stands in for the 30-minute one: longer than every threshold above and than a sweeper period, across the worker, Temporal and PostgreSQL faults): ` +
+      `${(r.longMs / 1000).toFixed(0)} s, ${r.long.answered ? 'answered in full' : `NOT answered (${r.long.status} ${r.long.error})`}, ` +
+      `${lc.answeredNotChargedOnce.length === 0 && r.long.answered ? `charged once (${r.long.cost} credits, as its answer showed)` : `NOT charged exactly once: ${lc.answeredNotChargedOnce.join('; ')}`}.`,
+  );
+  out.push('');
+  const a = r.all;
+  out.push(
+    `Whole run (every account): ${a.doubleCharged + a.chargeRowMismatch} reservations charged twice or with ledger rows that differ, ${a.holdsLeft} holds left, ledger drift ${a.drift}, ${a.recreated} holds written again after the PostgreSQL crash. ` +
+      `${r.results.every((x) => passed(x.checks) && x.recoveryMs !== null) && r.long.answered && passed(lc) && passed(a) ? 'Every check passed.' : 'SOME CHECKS FAILED.'}`,
+  );
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let exiting = false;
+const bail = (why: string, code: number) => {
+  if (exiting) return;
+  exiting = true;
+  log(`${why}: stopping everything`);
+  void cleanup().finally(() => process.exit(code));
+};
+process.on('SIGINT', () => bail('SIGINT', 130));
+process.on('SIGTERM', () => bail('SIGTERM', 143));
+setTimeout(() => bail('time budget exceeded (CHAOS_BUDGET_MS)', 1), BUDGET_MS).unref();
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`chaos run failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
