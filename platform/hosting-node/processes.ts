@@ -36,6 +36,9 @@ export function run(cmd: string, args: string[], opts: { input?: string; timeout
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) || (err ? err.message : '') });
     });
+    // A command that exits without reading its stdin (nginx -t) closes the pipe: EPIPE on the write
+    // is expected then, and the exit status is what counts.
+    child.stdin?.on('error', () => {});
     child.stdin?.end(opts.input ?? '');
   });
 }
