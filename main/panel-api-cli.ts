@@ -3,9 +3,9 @@ import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
 import { createLogger } from '../platform/logger';
 import { FlagError, parsePanelFlags } from '../platform/panel-flags';
-import { loadSealingKey } from '../platform/secret-box';
 import { ensurePlatform } from '../services/panel/bootstrap';
 import { startPanelApi } from './panel-api';
+import { panelOptions } from './panel-options';
 
 // `panel-api serve [flags of spec 2 section 4.3]`: one panel API process on PANEL_PORT, against
 // the database and Temporal of `npm start` (or DATABASE_URL / TEMPORAL_ADDRESS).
@@ -33,19 +33,7 @@ async function main(argv: string[]) {
   const db = createDb(url, config.DB_POOL_MAX);
   await migrate(db);
   const initial = await ensurePlatform(db);
-  const panel = await startPanelApi({
-    db,
-    databaseUrl: url,
-    temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
-    namespace: config.TEMPORAL_NAMESPACE,
-    logger: log,
-    port: config.PANEL_PORT,
-    host: '0.0.0.0',
-    flags,
-    sealingKey: loadSealingKey(process.env, 'panel'),
-    sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
-    sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
-  });
+  const panel = await startPanelApi(await panelOptions(config, { db, logger: log, temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`, flags }));
   log.info({ url: panel.url, flags }, 'panel ready');
   process.stdout.write(`  Panel        http://127.0.0.1:${config.PANEL_PORT}\n`);
   if (panel.nodeApiUrl) process.stdout.write(`  Node API     ${panel.nodeApiUrl}   (on ${flags.nodeApiListen!.host}; what panel-host agents pull from)\n`);

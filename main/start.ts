@@ -7,8 +7,8 @@ import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startGatewayApi } from './gateway';
 import { startPanelApi } from './panel-api';
+import { panelOptions } from './panel-options';
 import { parsePanelFlags } from '../platform/panel-flags';
-import { loadSealingKey } from '../platform/secret-box';
 import { ensurePlatform } from '../services/panel/bootstrap';
 import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { MEDIA_TASK_QUEUE } from '../domain/media/video';
@@ -147,21 +147,9 @@ async function main() {
 
   // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1.
   const panelLogin = await ensurePlatform(db);
-  const panel = await startPanelApi({
-    db,
-    temporalAddress,
-    namespace: config.TEMPORAL_NAMESPACE,
-    logger: log,
-    port: config.PANEL_PORT,
-    host: '0.0.0.0',
-    flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state']),
-    sealingKey: loadSealingKey(process.env, 'panel'),
-    sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
-    sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
-    // The panel's own hosting node under DATA_DIR/hosting (nginx where installed, else the built-in
-    // server) and the panel worker that applies node operations.
-    hosting: { root: path.join(config.dataDir, 'hosting'), webPort: hostingWebPort(), webHost: '0.0.0.0' },
-  });
+  const panel = await startPanelApi(
+    await panelOptions(config, { db, logger: log, temporalAddress, flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state']) }),
+  );
   stops.push(panel.close);
 
   const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;
@@ -174,7 +162,7 @@ async function main() {
       `  Simulator    ${sim.url}`,
       `  Demo key     ${demoKey}`,
       `  Panel        http://127.0.0.1:${config.PANEL_PORT}   (API under /v1; docs/panel.md)`,
-      `  Hosting node http://127.0.0.1:${hostingWebPort()}   (websites by their Host header; ${panel.hostingNode?.facts().webServer ?? 'not running'})`,
+      `  Hosting node http://127.0.0.1:${config.PANEL_HOSTING_WEB_PORT}   (websites by their Host header; ${panel.hostingNode?.facts().webServer ?? 'not running'})`,
       panelLogin ? `  Panel login  ${panelLogin.username} / ${panelLogin.password}   (temporary: change it at first sign-in; shown once)` : `  Panel login  the platform's logins (the initial 'admin' password was shown at the first start)`,
       '',
       `  curl ${gatewayUrl}/v1/chat/completions -H "Authorization: Bearer ${demoKey}" \\`,
@@ -184,13 +172,6 @@ async function main() {
       '',
     ].join('\n'),
   );
-}
-
-/** Where the panel's hosting node serves websites: PANEL_HOSTING_WEB_PORT, default 8100. */
-function hostingWebPort(): number {
-  const v = Number(process.env.PANEL_HOSTING_WEB_PORT ?? 8100);
-  if (!Number.isInteger(v) || v < 1 || v > 65535) throw new ConfigError(`PANEL_HOSTING_WEB_PORT must be a port number (got "${process.env.PANEL_HOSTING_WEB_PORT}")`);
-  return v;
 }
 
 /**

@@ -25,6 +25,8 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   GATEWAY_PORT: port(8080),
   PANEL_PORT: port(8090),
+  // Where the panel's own hosting node serves websites (by Host header).
+  PANEL_HOSTING_WEB_PORT: port(8100),
   TEMPORAL_PORT: port(7233),
   TEMPORAL_UI_PORT: port(8233),
   PG_PORT: port(54320),

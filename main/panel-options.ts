@@ -1,0 +1,36 @@
+import path from 'node:path';
+import { DEFAULT_NAMESERVERS, type Config } from '../platform/config';
+import { databaseUrl } from '../platform/database-url';
+import type { Db } from '../platform/db';
+import type { Logger } from '../platform/logger';
+import type { PanelFlags } from '../platform/panel-flags';
+import { loadSealingKey } from '../platform/secret-box';
+import { zoneCheckerAvailable } from '../platform/zone-files';
+import type { PanelRuntimeOptions } from './panel-api';
+
+/**
+ * The options of a panel process from the configuration, shared by `npm start` and
+ * `panel-api serve`: its port, secrets and sessions, its own hosting node under DATA_DIR/hosting
+ * (nginx where installed, else the built-in server) and the zone files there (with named-checkzone).
+ */
+export async function panelOptions(config: Config, o: { db: Db; logger: Logger; temporalAddress: string; flags: PanelFlags }): Promise<PanelRuntimeOptions> {
+  const hostingRoot = path.join(config.dataDir, 'hosting');
+  return {
+    db: o.db,
+    databaseUrl: databaseUrl(config),
+    temporalAddress: o.temporalAddress,
+    namespace: config.TEMPORAL_NAMESPACE,
+    logger: o.logger,
+    port: config.PANEL_PORT,
+    host: '0.0.0.0',
+    flags: o.flags,
+    sealingKey: loadSealingKey(process.env, 'panel'),
+    sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
+    sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
+    hosting: { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webHost: '0.0.0.0' },
+    dns: {
+      zonesDir: (await zoneCheckerAvailable()) ? path.join(hostingRoot, 'etc', 'bind', 'zones') : null,
+      nameservers: config.PANEL_DNS_NAMESERVERS.length ? config.PANEL_DNS_NAMESERVERS : DEFAULT_NAMESERVERS,
+    },
+  };
+}
