@@ -227,7 +227,7 @@ async function checkDiskQuota(trx: Knex.Transaction, chain: ChainLevel[], quota:
 
 // ---- placement ------------------------------------------------------------------------------
 
-interface NodeRow {
+export interface NodeRow {
   name: string;
   kind: 'hosting' | 'agent';
   state: 'alive' | 'suspect' | 'dead';
@@ -239,7 +239,7 @@ interface NodeRow {
   metrics: { cpuPercent?: number } | null;
 }
 
-const candidateOf = (n: NodeRow, sites: number): NodeCandidate => ({
+export const candidateOf = (n: NodeRow, sites: number): NodeCandidate => ({
   name: n.name,
   state: n.state,
   draining: n.draining,
@@ -250,7 +250,7 @@ const candidateOf = (n: NodeRow, sites: number): NodeCandidate => ({
   cpuPercent: typeof n.metrics?.cpuPercent === 'number' ? n.metrics.cpuPercent : null,
 });
 
-function readFactsFile(file: string | null, logger: Logger): PreflightFacts[] {
+export function readFactsFile(file: string | null, logger: Logger): PreflightFacts[] {
   if (!file) return [];
   try {
     const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes?: unknown };

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import { addNode, clusterNode, clusterNodes, deleteNode, STATE_UNAVAILABLE } from '../../../services/panel/nodes';
+import { relocationPlan } from '../../../services/panel/relocation';
+import type { SitesDeps } from '../../../services/panel/sites';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 
@@ -15,6 +17,8 @@ import { bodyOf } from '../shared/http';
 export interface ClusterRouteOptions {
   db: Db;
   controllerState: boolean;
+  /** placement settings, for the relocation advice */
+  sites: Pick<SitesDeps, 'db' | 'placement' | 'logger'>;
 }
 
 function platformOnly(ctx: Context, next: Next) {
@@ -40,6 +44,9 @@ export function clusterRoutes(o: ClusterRouteOptions): Router {
     if (!withRecords(ctx)) return;
     ctx.status = 201;
     ctx.body = { ...(await addNode(o.db, principalOf(ctx), b.name)), message: 'the node token is shown once: give it to the node agent (-token-file)' };
+  });
+  r.get('/nodes/:name/relocation-plan', async (ctx) => {
+    if (withRecords(ctx)) ctx.body = await relocationPlan(o.sites, ctx.params.name);
   });
   r.get('/nodes/:name', async (ctx) => {
     if (withRecords(ctx)) ctx.body = await clusterNode(o.db, ctx.params.name);
