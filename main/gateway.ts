@@ -10,6 +10,7 @@ import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
 import { KEYED_DEFAULTS, startKeyedVariant, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
+import { OutcomeLine } from '../services/credits/outcome-line';
 import { registerApiProcess } from '../services/credits/processes';
 
 export interface GatewayRuntimeOptions {
@@ -48,8 +49,12 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const authStore = new AuthStore(o.db, invalidation, o.keyCacheTtlMs);
   const isKeyed = o.variant === 'keyed';
   const liveness = await registerApiProcess(o.db, o.logger, o.heartbeatMs);
+  // Outcomes leave the process before the answer's last byte (services/credits/outcome-line.ts).
+  const outcomeLine = new OutcomeLine(o.databaseUrl, o.logger);
+  await outcomeLine.start();
   const reservations = new Reservations(o.db, {
     processId: liveness.id,
+    outcomeLine,
     logger: o.logger,
     // Keyed variant: every hold also takes part in its key's spend limit.
     trackKeySpend: isKeyed,
@@ -67,6 +72,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await listening.close();
       await keyed?.close();
       await liveness.stop();
+      await outcomeLine.stop();
       await invalidation.stop();
       await connection.close();
     },

@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
 import { recordOutcome } from './outbox';
+import type { OutcomeLine } from './outcome-line';
 
 export interface HoldRequest {
   reservationId: string;
@@ -52,6 +53,8 @@ export class Reservations {
       trackKeySpend?: boolean;
       /** this API process (api_processes): its holds are released only once it is dead */
       processId?: string;
+      /** outcomes leave the process synchronously, before the answer's last byte (services/credits/outcome-line.ts) */
+      outcomeLine?: OutcomeLine;
     },
   ) {}
 
@@ -100,15 +103,17 @@ export class Reservations {
   /**
    * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): a durable
    * commit, before anything depends on Temporal. It carries the hold's terms, so a hold that a
-   * PostgreSQL crash lost is written again with it. The body id is readable by /v1/generation
-   * from then on. A database that is down is retried for about 45 s; this process's heartbeat
-   * keeps the hold from the sweeper meanwhile.
+   * PostgreSQL crash lost is written again with it. With an outcome line, the statement has left
+   * the process when this returns its promise (the API reports before it ends the answer). The
+   * body id is readable by /v1/generation from then on. A database that is down is retried for
+   * about 45 s; this process's heartbeat keeps the hold from the sweeper meanwhile.
    */
   private async report(t: HoldTerms, r: RequestReport): Promise<void> {
     if (t.ownerWorkflowId) throw new Error(`hold ${t.reservationId} is resolved by ${t.ownerWorkflowId}, not by a report`);
     for (let attempt = 0; ; attempt++) {
       try {
-        const recorded = await recordOutcome(this.db, t.reservationId, r, t);
+        // The first attempt goes out on the outcome line, synchronously; retries through the pool.
+        const recorded = await recordOutcome(this.db, t.reservationId, r, t, attempt === 0 ? this.opts.outcomeLine : undefined);
         if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');
         return;
       } catch (err) {

@@ -1,6 +1,7 @@
 import type { RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
+import type { OutcomeLine } from './outcome-line';
 
 // The outcome outbox on the reservation row. The API records an outcome once (durable, after the
 // client has its answer); the relay claims recorded outcomes for a workflow, at most `limit` a
@@ -16,9 +17,11 @@ export type Recorded = 'recorded' | 'recreated';
  * PostgreSQL crash lost the hold's commit, which does not wait for the disk) is written again
  * together with its outcome, its 'hold' ledger row and the account's (and key's) columns, by the
  * hold statement itself: 'recreated'. The row is written at most once (its id is the primary key).
+ * Given an outcome line, the statement is written to the database before this returns its promise
+ * (services/credits/outcome-line.ts); else through the pool.
  */
-export async function recordOutcome(db: Db, reservationId: string, report: RequestReport, lost?: HoldTerms): Promise<Recorded | null> {
-  const r = await db.raw(
+export async function recordOutcome(db: Db, reservationId: string, report: RequestReport, lost?: HoldTerms, line?: OutcomeLine): Promise<Recorded | null> {
+  const statement = db.raw(
     `WITH u AS (
        UPDATE reservations SET report = :report::jsonb, reported_at = now(), body_id = COALESCE(body_id, :body_id)
        WHERE id = :id AND status = 'held' AND report IS NULL
@@ -27,6 +30,10 @@ export async function recordOutcome(db: Db, reservationId: string, report: Reque
      SELECT count(*)::int AS n, pg_notify(:channel, '') FROM u`,
     { id: reservationId, report: JSON.stringify(report), body_id: report.bodyId ?? null, channel: OUTBOX_CHANNEL },
   );
+  // On the outcome line the statement leaves this process before this function first yields.
+  const native = line ? statement.toSQL().toNative() : null;
+  const sent = native ? line!.send(native.sql, native.bindings) : null;
+  const r = await (sent ?? statement);
   if (r.rows[0].n === 1) return 'recorded';
   if (!lost) return null;
   if (lost.reservationId !== reservationId) throw new Error(`the terms of ${lost.reservationId} given for ${reservationId}`);

@@ -3,12 +3,13 @@ import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 
 // A gateway API in a process of its own, so that a test can kill it (SIGKILL) mid-request.
-// Settings from the environment; prints `ready <url>` once it listens.
+// Settings from the environment (DATABASE_URL, TEMPORAL_ADDRESS, HEARTBEAT_MS, DB_POOL_MAX);
+// prints `ready <url>` once it listens.
 
 async function main() {
   const e = process.env;
   const gateway = await startGatewayApi({
-    db: createDb(e.DATABASE_URL!, 5),
+    db: createDb(e.DATABASE_URL!, Number(e.DB_POOL_MAX ?? 5)),
     databaseUrl: e.DATABASE_URL!,
     temporalAddress: e.TEMPORAL_ADDRESS!,
     namespace: 'default',

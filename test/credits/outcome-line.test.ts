@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { call, newAccount, settled, useStack } from '../helpers/stack';
+import { env } from '../setup/env';
+
+// An API process killed the moment its client has the whole answer still has its outcome recorded
+// (issue 14: every answered request charged exactly once): the outcome statement leaves the
+// process on the outcome line (services/credits/outcome-line.ts) before the answer's last byte.
+// To show that the pool could not have done it, the process's only pooled connection is kept
+// busy (another request's hold waits on a row lock) when the stream ends.
+
+describe('an API process killed right after answering', function () {
+  this.timeout(60_000);
+  useStack();
+
+  it('has handed the outcome to PostgreSQL before the answer ended: recorded and charged once', async function () {
+    const [a, b] = await Promise.all([newAccount({ credits: '5' }), newAccount({ credits: '5' })]);
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '../helpers/gateway-child.ts')], {
+      cwd: path.join(__dirname, '../..'),
+      env: { ...process.env, DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, HEARTBEAT_MS: '300', DB_POOL_MAX: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const trx = await env.db.transaction();
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d) => {
+          out += String(d);
+          const m = /ready (\S+)/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
+      });
+      await call(url, '/v1/chat/completions', { key: b.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'warm the key cache [sim tokens=2]' }] } });
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'answered, then killed [sim tokens=12 chunk_delay=150]' }] }),
+      });
+      assert.equal(res.status, 200);
+      const id = res.headers.get('x-gateway-request-id')!;
+      const reader = res.body!.getReader();
+      await reader.read();
+
+      // Another request's hold waits on a lock, on the child's only pooled connection.
+      await trx('accounts').where({ id: b.accountId }).forUpdate();
+      const blocked = call(url, '/v1/chat/completions', { key: b.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'blocked [sim tokens=2]' }] } }).catch(() => null);
+      for (let i = 0; ; i++) {
+        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE accounts%'`);
+        if (w.rows[0].n > 0) break;
+        assert.ok(i < 200, 'the second hold never waited on the lock');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+
+      // The whole answer, then kill -9 at once.
+      let text = '';
+      for (let c = await reader.read(); !c.done; c = await reader.read()) {
+        text += Buffer.from(c.value).toString();
+        if (text.includes('[DONE]')) {
+          child.kill('SIGKILL');
+          break;
+        }
+      }
+      assert.match(text, /"usage"/);
+      await trx.rollback();
+      await blocked;
+      const row = await settled(id);
+      assert.equal(row.report.outcome, 'completed');
+      assert.equal(row.status, 'settled');
+      assert.ok(Number(row.charge) > 0);
+      assert.deepEqual((await env.db('ledger').where({ reservation_id: id }).orderBy('id')).map((l) => l.kind), ['hold', 'release', 'charge']);
+    } finally {
+      if (!trx.isCompleted()) await trx.rollback().catch(() => {});
+      child.kill('SIGKILL');
+    }
+  });
+});
