@@ -2,7 +2,7 @@ import { loadConfig, ConfigError } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
 import { createLogger } from '../platform/logger';
-import { FlagError, parsePanelFlags } from '../platform/panel-flags';
+import { parsePanelFlags, serveFlags } from '../platform/panel-flags';
 import { ensurePlatform } from '../services/panel/bootstrap';
 import { startPanelApi } from './panel-api';
 import { panelOptions } from './panel-options';
@@ -15,18 +15,7 @@ const USAGE = `usage: panel-api serve [-metrics-interval 60s] [-reconcile dry-ru
                        [-require-2fa-roles ROLE,...] [-controller-state]`;
 
 async function main(argv: string[]) {
-  if (argv[0] !== 'serve') {
-    process.stderr.write(`${USAGE}\n`);
-    process.exit(2);
-  }
-  let flags;
-  try {
-    flags = parsePanelFlags(argv.slice(1));
-  } catch (err) {
-    if (!(err instanceof FlagError)) throw err;
-    process.stderr.write(`panel-api: ${err.message}\n${USAGE}\n`);
-    process.exit(2);
-  }
+  const flags = serveFlags('panel-api', USAGE, argv, parsePanelFlags);
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
   const url = databaseUrl(config);

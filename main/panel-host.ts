@@ -1,5 +1,6 @@
 import { startAgent } from '../platform/hosting-node/agent';
-import { FlagError, parseHostFlags } from '../platform/hosting-node/host-flags';
+import { parseHostFlags } from '../platform/hosting-node/host-flags';
+import { serveFlags } from '../platform/panel-flags';
 import { startHostingNode } from '../platform/hosting-node';
 import { createPanelClient } from '../platform/hosting-node/panel-client';
 import { createLogger } from '../platform/logger';
@@ -13,18 +14,7 @@ const USAGE = `usage: panel-host serve -node NAME -root DIR -panel URL -token-fi
                        [-backup-dir DIR] [-web-listen HOST:PORT (default :80)] [-mariadb-port PORT]`;
 
 async function main(argv: string[]) {
-  if (argv[0] !== 'serve') {
-    process.stderr.write(`${USAGE}\n`);
-    process.exit(2);
-  }
-  let flags;
-  try {
-    flags = parseHostFlags(argv.slice(1));
-  } catch (err) {
-    if (!(err instanceof FlagError)) throw err;
-    process.stderr.write(`panel-host: ${err.message}\n${USAGE}\n`);
-    process.exit(2);
-  }
+  const flags = serveFlags('panel-host', USAGE, argv, parseHostFlags);
   const log = createLogger(process.env.LOG_LEVEL ?? 'info').child({ node: flags.node });
   // a signal while the services start is handled once they are up, so none is left running
   let signalled: string | null = null;

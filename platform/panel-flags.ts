@@ -22,6 +22,24 @@ export interface PanelFlags {
 
 export class FlagError extends Error {}
 
+/**
+ * The flags of `<command> serve …`: anything but `serve` prints the usage and exits 2, and so does a
+ * bad flag (after naming it), as command-line tools do.
+ */
+export function serveFlags<T>(command: string, usage: string, argv: string[], parse: (args: string[]) => T): T {
+  if (argv[0] !== 'serve') {
+    process.stderr.write(`${usage}\n`);
+    process.exit(2);
+  }
+  try {
+    return parse(argv.slice(1));
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${command}: ${err.message}\n${usage}\n`);
+    process.exit(2);
+  }
+}
+
 const BOOLEAN = new Set(['billing-meter', 'controller-state']);
 const VALUED = new Set(['metrics-interval', 'reconcile', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
 

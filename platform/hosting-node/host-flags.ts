@@ -19,7 +19,6 @@ export interface HostFlags {
   mariadbPort: number | null;
 }
 
-export { FlagError };
 
 const REQUIRED = ['node', 'root', 'panel', 'token-file'] as const;
 const KNOWN = new Set([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port']);

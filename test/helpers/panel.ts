@@ -2,29 +2,28 @@ import { randomUUID } from 'node:crypto';
 import { generateSync } from 'otplib';
 import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
-import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
+import { startPanelApi, type PanelRuntime, type PanelRuntimeOptions } from '../../main/panel-api';
 import { ensurePlatform } from '../../services/panel/bootstrap';
-import type { DnsSettings } from '../../services/panel/dns';
-import type { ThrottleSettings } from '../../services/panel/throttle';
 import { env } from '../setup/env';
 
 export const PANEL_TEST_KEY = deriveKey('panel-test-secret');
 
-/** A panel API process over the suite's PostgreSQL and Temporal; `flags` as on the command line. */
-export async function startPanel(opts: { flags?: string[]; throttle?: Partial<ThrottleSettings>; sessionIdleMs?: number; dns?: DnsSettings } = {}): Promise<PanelRuntime> {
+/** A panel process over the suite's PostgreSQL and Temporal; `flags` as on the command line, any other option overrides. */
+export async function startPanel(opts: { flags?: string[] } & Partial<Omit<PanelRuntimeOptions, 'flags'>> = {}): Promise<PanelRuntime> {
+  const { flags, throttle, ...rest } = opts;
   return startPanelApi({
     db: env.db,
     temporalAddress: env.temporalAddress,
     namespace: 'default',
     logger: env.logger,
     port: 0,
-    flags: parsePanelFlags(opts.flags ?? []),
+    flags: parsePanelFlags(flags ?? []),
     sealingKey: PANEL_TEST_KEY,
-    sessionIdleMs: opts.sessionIdleMs ?? 3_600_000,
+    sessionIdleMs: 3_600_000,
     sessionMaxMs: 7 * 86_400_000,
     // Generous by default so suites signing in often are not throttled; throttle tests set their own.
-    throttle: { loginFailures: 1000, ipFailures: 100_000, ...opts.throttle },
-    dns: opts.dns,
+    throttle: { loginFailures: 1000, ipFailures: 100_000, ...throttle },
+    ...rest,
   });
 }
 

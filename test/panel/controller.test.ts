@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import type { NodeFacts } from '../../domain/panel/node-ops';
-import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
-import { parsePanelFlags } from '../../platform/panel-flags';
+import type { PanelRuntime } from '../../main/panel-api';
 import { currentLeader, type ControllerBounds } from '../../services/panel/controller';
 import { addNode, enrolNode, getNode } from '../../services/panel/nodes';
 import { startPanelChild, type PanelChild } from '../helpers/panel-child';
-import { PANEL_TEST_KEY, platformAdmin, unique } from '../helpers/panel';
+import { platformAdmin, startPanel, unique } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // The controller (PANEL.md section 1, spec 2 section 2.6): one leader among panel-api processes
@@ -13,19 +12,7 @@ import { env } from '../setup/env';
 // node's state from its heartbeat age; when the leader's process dies another takes over.
 
 async function startControllerPanel(controller: Partial<ControllerBounds>): Promise<PanelRuntime> {
-  return startPanelApi({
-    db: env.db,
-    temporalAddress: env.temporalAddress,
-    namespace: 'default',
-    logger: env.logger,
-    port: 0,
-    flags: parsePanelFlags(['-controller-state']),
-    sealingKey: PANEL_TEST_KEY,
-    sessionIdleMs: 3_600_000,
-    sessionMaxMs: 7 * 86_400_000,
-    throttle: { loginFailures: 1000, ipFailures: 100_000 },
-    controller,
-  });
+  return startPanel({ flags: ['-controller-state'], controller });
 }
 
 const FACTS: NodeFacts = { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:18080' };

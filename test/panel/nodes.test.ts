@@ -3,12 +3,11 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Heartbeat, NodeFacts, NodeOperation } from '../../domain/panel/node-ops';
-import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
-import { parsePanelFlags } from '../../platform/panel-flags';
+import type { PanelRuntime } from '../../main/panel-api';
 import { insertLogin } from '../../services/panel/logins';
 import { addNode, getNode, nodeRefusal, operationStatus, queueOperation, selectableNodes } from '../../services/panel/nodes';
 import { hashPassword } from '../../services/panel/passwords';
-import { createOrgWithLogin, PANEL_TEST_KEY, PanelClient, platformAdmin, signInFresh, startPanel, unique } from '../helpers/panel';
+import { createOrgWithLogin, PanelClient, platformAdmin, signInFresh, startPanel, unique } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // The panel's side of the cluster (spec 2 sections 2.6, 3, 4.1, 4.3; PANEL.md sections 1, 2, 4):
@@ -19,18 +18,7 @@ const ROOT = path.join(__dirname, '../..');
 
 /** A panel process with the node API on a free port and node records access. */
 async function startClusterPanel(flags: string[] = ['-controller-state', '-node-api-listen', '127.0.0.1:0']): Promise<PanelRuntime> {
-  return startPanelApi({
-    db: env.db,
-    temporalAddress: env.temporalAddress,
-    namespace: 'default',
-    logger: env.logger,
-    port: 0,
-    flags: parsePanelFlags(flags),
-    sealingKey: PANEL_TEST_KEY,
-    sessionIdleMs: 3_600_000,
-    sessionMaxMs: 7 * 86_400_000,
-    throttle: { loginFailures: 1000, ipFailures: 100_000 },
-  });
+  return startPanel({ flags });
 }
 
 const FACTS: NodeFacts = { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:18080' };

@@ -5,15 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { startPanelApi, type PanelRuntime } from '../../main/panel-api';
-import { parsePanelFlags } from '../../platform/panel-flags';
+import type { PanelRuntime } from '../../main/panel-api';
 import { freePort } from '../../platform/ports';
 import { startHostingNode } from '../../platform/hosting-node';
 import { startAgent } from '../../platform/hosting-node/agent';
 import { createPanelClient } from '../../platform/hosting-node/panel-client';
 import { addNode, queueOperation } from '../../services/panel/nodes';
 import { resumePendingOps, specOf } from '../../services/panel/sites';
-import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, unique, type PanelClient, type Reply } from '../helpers/panel';
+import { createOrgWithLogin, platformAdmin, startPanel, unique, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Websites (spec 2 sections 2.3, 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2) over real HTTP: a real
@@ -34,18 +33,9 @@ async function startSitesPanel(flags: string[], hosting: boolean, taskQueue: str
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-sites-'));
   fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
   const webPort = await freePort();
-  const runtime = await startPanelApi({
-    db: env.db,
+  const runtime = await startPanel({
+    flags,
     databaseUrl: env.databaseUrl,
-    temporalAddress: env.temporalAddress,
-    namespace: 'default',
-    logger: env.logger,
-    port: 0,
-    flags: parsePanelFlags(flags),
-    sealingKey: PANEL_TEST_KEY,
-    sessionIdleMs: 3_600_000,
-    sessionMaxMs: 7 * 86_400_000,
-    throttle: { loginFailures: 1000, ipFailures: 100_000 },
     nodeOps: { taskQueue, timeoutMs: OP_TIMEOUT_MS, pollMs: 200 },
     ...(hosting ? { hosting: { root, webPort, webHost: '127.0.0.1', workflowBundle: env.bundles.panel } } : {}),
   });
