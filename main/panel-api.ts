@@ -12,6 +12,7 @@ import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/controller';
 import type { DnsSettings } from '../services/panel/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
+import { resumePendingDatabaseOps } from '../services/panel/databases';
 import { resumePendingOps } from '../services/panel/sites';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/throttle';
@@ -56,6 +57,10 @@ export interface PanelHostingOptions {
   webHost?: string;
   backupDir?: string | null;
   builtinWebServer?: boolean;
+  /** run MariaDB on this port of 127.0.0.1 (the node's `db` role: customer databases); null or absent: none */
+  mariadbPort?: number | null;
+  /** how long MariaDB may take to come up before the node runs without it (default 30 s) */
+  mariadbTimeoutMs?: number;
   /** how often the hosting node's facts, metrics and site usage are recorded (default 30 s) */
   reportEveryMs?: number;
   /** how often lost starts of node operations are looked for (default 60 s) */
@@ -92,6 +97,8 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
   // Sign-in counts of every address that ever signed in would pile up: prune the stale ones hourly.
   const prune = setInterval(() => pruneAttempts(o.db, throttle).catch((err) => o.logger.warn({ err }, 'pruning sign-in counts failed')), 3_600_000);
   prune.unref();
+  // the hosting node starts after the app is built: the file manager reads it when a request comes
+  let hostingNode: HostingNode | null = null;
   const app = createPanelApp({
     db: o.db,
     temporal,
@@ -103,6 +110,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     dns: o.dns ?? { zonesDir: null, nameservers: DEFAULT_NAMESERVERS },
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
+    hostingNode: () => hostingNode,
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -128,7 +136,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       stops.push(() => n.close());
       nodeApi = n;
     }
-    const hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
+    hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
     const http = await listen(app.callback(), o.port, o.host);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };
@@ -141,10 +149,20 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
 /**
  * Starts the panel's own hosting node, records what it reports (facts, metrics, site usage) on its
  * node record now and every reportEveryMs, and runs the panel worker that applies node operations;
- * every minute it starts the workflow of any site operation whose start was lost (resumePendingOps).
+ * every minute it starts the workflow of any site or database operation whose start was lost
+ * (resumePendingOps, resumePendingDatabaseOps).
  */
 async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stops: Array<() => Promise<unknown>>, temporal: Client): Promise<HostingNode> {
-  const node = await startHostingNode({ root: h.root, webPort: h.webPort, webHost: h.webHost, backupDir: h.backupDir, builtinWebServer: h.builtinWebServer, logger: o.logger });
+  const node = await startHostingNode({
+    root: h.root,
+    webPort: h.webPort,
+    webHost: h.webHost,
+    backupDir: h.backupDir,
+    builtinWebServer: h.builtinWebServer,
+    mariadbPort: h.mariadbPort,
+    mariadbTimeoutMs: h.mariadbTimeoutMs,
+    logger: o.logger,
+  });
   stops.push(() => node.stop());
   const startedAt = new Date().toISOString();
   const report = async () => {
@@ -160,7 +178,9 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
   stops.push(runWorker(worker).stop);
   const resume = setInterval(() => {
-    resumePendingOps({ db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger }).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
+    const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
+    resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
+    resumePendingDatabaseOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending database operations failed'));
   }, h.resumeEveryMs ?? 60_000);
   resume.unref();
   stops.push(async () => clearInterval(resume));

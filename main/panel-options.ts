@@ -11,7 +11,8 @@ import type { PanelRuntimeOptions } from './panel-api';
 /**
  * The options of a panel process from the configuration, shared by `npm start` and
  * `panel-api serve`: its port, secrets and sessions, its own hosting node under DATA_DIR/hosting
- * (nginx where installed, else the built-in server) and the zone files there (with named-checkzone).
+ * (nginx where installed, else the built-in server; MariaDB on PANEL_HOSTING_DB_PORT where installed)
+ * and the zone files there (with named-checkzone).
  */
 export async function panelOptions(config: Config, o: { db: Db; logger: Logger; temporalAddress: string; flags: PanelFlags }): Promise<PanelRuntimeOptions> {
   const hostingRoot = path.join(config.dataDir, 'hosting');
@@ -27,7 +28,7 @@ export async function panelOptions(config: Config, o: { db: Db; logger: Logger; 
     sealingKey: loadSealingKey(process.env, 'panel'),
     sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
     sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
-    hosting: { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webHost: '0.0.0.0' },
+    hosting: { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webHost: '0.0.0.0', mariadbPort: config.PANEL_HOSTING_DB_PORT },
     dns: {
       zonesDir: (await zoneCheckerAvailable()) ? path.join(hostingRoot, 'etc', 'bind', 'zones') : null,
       nameservers: config.PANEL_DNS_NAMESERVERS.length ? config.PANEL_DNS_NAMESERVERS : DEFAULT_NAMESERVERS,

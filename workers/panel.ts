@@ -1,4 +1,5 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import type { Db } from '../platform/db';
 import { PANEL_TASK_QUEUE } from '../services/panel/client';
@@ -18,7 +19,7 @@ export interface PanelWorkerDeps {
   workerOptions?: Partial<WorkerOptions>;
 }
 
-/** Registers the panel's workflows (node operations) and their activities on the panel task queue. */
+/** Registers the panel's workflows (node operations on sites and databases) and their activities on the panel task queue. */
 export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
   return createDomainWorker({
     domain: 'panel',
@@ -26,7 +27,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
     workflowBundle: deps.workflowBundle,
-    activities: createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

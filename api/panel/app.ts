@@ -17,6 +17,8 @@ import { packageRoutes } from './packages/routes';
 import { siteRoutes } from './sites/routes';
 import { capacityRoutes } from './capacity/routes';
 import { dnsRoutes } from './dns/routes';
+import { databaseRoutes } from './databases/routes';
+import { quotaRoutes } from './quotas/routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -35,6 +37,8 @@ export interface PanelDeps {
   dns: DnsSettings;
   /** -controller-state: node records access (the cluster pages) */
   controllerState?: boolean;
+  /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
+  hostingNode?: () => { root: string } | null;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -58,6 +62,10 @@ export function createPanelApp(d: PanelDeps): Koa {
   const sites = siteRoutes(sitesDeps(d, d.sites));
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
+  for (const r of [databaseRoutes(sitesDeps(d, d.sites)), quotaRoutes({ db: d.db, hostingNode: d.hostingNode ?? (() => null) })]) {
+    v1.use(r.routes());
+    v1.use(r.allowedMethods());
+  }
   app.use(v1.routes());
   return app;
 }

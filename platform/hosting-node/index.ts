@@ -6,7 +6,7 @@ import type { Listening } from '../http-server';
 import type { Logger } from '../logger';
 import { startBuiltinWeb } from './builtin-web';
 import { readIfExists, readJson, restoreFile, sha256, writeFileAtomic, writeJson } from './files';
-import { startMariaDb, type MariaDb } from './mariadb';
+import { reservedDbName, startMariaDb, type MariaDb } from './mariadb';
 import { createMetricsSampler, treeUsage } from './metrics';
 import { startNginx, type Nginx } from './nginx';
 import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
@@ -58,6 +58,8 @@ export interface SiteInspection {
 
 export interface HostingNode {
   root: string;
+  /** the port MariaDB listens on (127.0.0.1) while it runs, else null */
+  readonly mariadbPort: number | null;
   /** applies one operation (queued behind any other); a repeated id returns the first result */
   apply(op: NodeOperation): Promise<OperationResult>;
   facts(): NodeFacts;
@@ -271,11 +273,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       case 'site.delete':
         return deleteSite(op.siteId, op.domain);
       case 'database.create':
-      case 'database.delete':
+      case 'database.delete': {
         if (!mariadb) throw new Refusal('this node runs no MariaDB (no db role)');
+        const reserved = reservedDbName(op.database, op.user);
+        if (reserved) throw new Refusal(reserved);
         if (op.kind === 'database.create') await mariadb.createDatabase(op.database, op.user, op.password);
         else await mariadb.dropDatabase(op.database, op.user);
         return { ok: true, detail: { database: op.database, user: op.user } };
+      }
     }
   };
 
@@ -319,6 +324,9 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const sample = createMetricsSampler();
   return {
     root,
+    get mariadbPort() {
+      return (mariadb as MariaDb | null)?.port ?? null;
+    },
     apply,
     facts,
     metrics: sample,

@@ -23,6 +23,17 @@ const literal = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")
 // customer accounts: socket connections match 'localhost', TCP connections from other hosts '%'
 const HOSTS = ['localhost', '%'];
 
+/** MariaDB's own databases and the accounts that administer the node: never created, altered or dropped for a customer. */
+const SYSTEM_DATABASES = new Set(['mysql', 'information_schema', 'performance_schema', 'sys']);
+const SYSTEM_USERS = new Set(['root', 'mysql', 'mariadb.sys', 'public']);
+
+/** Why a customer database or user may not be touched on this node (a system name, or the node's administrator), or null. */
+export function reservedDbName(database: string, user: string): string | null {
+  if (SYSTEM_DATABASES.has(database.toLowerCase())) return `"${database}" is one of MariaDB's own databases`;
+  if (SYSTEM_USERS.has(user.toLowerCase()) || user === os.userInfo().username) return `"${user}" administers this node's MariaDB`;
+  return null;
+}
+
 export async function startMariaDb(o: { root: string; port: number; logger: Logger; timeoutMs?: number }): Promise<MariaDb> {
   const [mariadbd, installDb, client] = [findBinary('mariadbd'), findBinary('mariadb-install-db'), findBinary('mariadb')];
   if (!mariadbd || !installDb || !client) throw new Error('MariaDB is not installed (mariadbd, mariadb-install-db and mariadb are needed)');

@@ -98,9 +98,10 @@ export async function countedUsage(q: Q, org: { id: string; path: string }): Pro
       q.raw(`(SELECT count(*)::int FROM panel_sites s JOIN panel_orgs so ON so.id = s.org_id WHERE so.path LIKE ?) AS websites`, [prefix]),
       q.raw(`(SELECT count(*)::int FROM panel_domains d JOIN panel_sites s ON s.id = d.site_id JOIN panel_orgs so ON so.id = s.org_id WHERE so.path LIKE ?) AS domains`, [prefix]),
       q.raw(`(SELECT count(*)::int FROM panel_dns_zones z JOIN panel_orgs zo ON zo.id = z.org_id WHERE zo.path LIKE ?) AS dns_zones`, [prefix]),
+      // a database counts from its creation until its node dropped it (its row goes then)
+      q.raw(`(SELECT count(*)::int FROM panel_databases b JOIN panel_orgs bo ON bo.id = b.org_id WHERE bo.path LIKE ?) AS databases`, [prefix]),
     );
-  // Databases arrive with the panel's database records.
-  return { customer_accounts: row.customer_accounts, resellers: row.resellers, websites: row.websites, domains: row.domains, databases: 0, dns_zones: row.dns_zones };
+  return { customer_accounts: row.customer_accounts, resellers: row.resellers, websites: row.websites, domains: row.domains, databases: row.databases, dns_zones: row.dns_zones };
 }
 
 /**

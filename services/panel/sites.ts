@@ -13,6 +13,7 @@ import { audit } from './audit';
 import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from './chain';
 import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from './client';
 import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from './nodes';
+import { checkMeasuredUse } from './quotas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create
 // (checked and recorded in one transaction that locks the account's path root first, so counted
@@ -353,6 +354,8 @@ export async function createSite(deps: SitesDeps, actor: Actor, orgId: string, i
     await checkCounted(trx, chain, 'websites', 1);
     await checkCounted(trx, chain, 'domains', domains.length);
     await checkDiskQuota(trx, chain, s.quota);
+    // soft quotas (spec 2.3 rule 3) on what the nodes measure, too: no new website at the disk or inode limit
+    await checkMeasuredUse(trx, chain, 'at-limit', 'no new website is created below it');
     const placement = await place(trx, deps, actor, chain, { node: s.node, php: s.php });
 
     const id = randomUUID();

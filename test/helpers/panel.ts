@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { generateSync } from 'otplib';
 import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
+import { freePort } from '../../platform/ports';
 import { startPanelApi, type PanelRuntime, type PanelRuntimeOptions } from '../../main/panel-api';
 import { ensurePlatform } from '../../services/panel/bootstrap';
 import { env } from '../setup/env';
@@ -25,6 +29,57 @@ export async function startPanel(opts: { flags?: string[] } & Partial<Omit<Panel
     throttle: { loginFailures: 1000, ipFailures: 100_000, ...throttle },
     ...rest,
   });
+}
+
+export interface HostingPanel {
+  runtime: PanelRuntime;
+  url: string;
+  /** the hosting node's root (a temp folder, removed by close) */
+  root: string;
+  webPort: number;
+  /** where the hosting node's MariaDB listens (127.0.0.1) when asked for, else null */
+  dbPort: number | null;
+  /** the panel worker's task queue (one per panel, so suites never take each other's tasks) */
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A panel process that runs its own hosting node (under a temp root, its web server on a free
+ * port; with `mariadb`, MariaDB on a free port: the node's `db` role) and the panel worker on a
+ * task queue of its own; any other option overrides.
+ */
+export async function startHostingPanel(
+  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
+): Promise<HostingPanel> {
+  const { mariadb, opTimeoutMs, reportEveryMs, ...rest } = opts;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-host-'));
+  fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
+  const [webPort, dbPort] = await Promise.all([freePort(), mariadb ? freePort() : Promise.resolve(null)]);
+  const taskQueue = `panel-test-${randomUUID()}`;
+  try {
+    const runtime = await startPanel({
+      databaseUrl: env.databaseUrl,
+      nodeOps: { taskQueue, timeoutMs: opTimeoutMs ?? 2500, pollMs: 200 },
+      hosting: { root, webPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel },
+      ...rest,
+    });
+    return {
+      runtime,
+      url: runtime.url,
+      root,
+      webPort,
+      dbPort,
+      taskQueue,
+      async close() {
+        await runtime.close();
+        fs.rmSync(root, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    fs.rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** Registers before/after hooks for one panel process; returns a getter for its URL. */

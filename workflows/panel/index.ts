@@ -1,2 +1,3 @@
-// The panel worker's bundle: node operations.
+// The panel worker's bundle: node operations on sites and on customer databases.
 export * from './node-op';
+export * from './database-op';

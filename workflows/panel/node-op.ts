@@ -58,8 +58,8 @@ async function applyDirectly(input: NodeOpInput): Promise<OperationResult> {
   }
 }
 
-/** Polls the queued operation until the agent reports, or expires it at the deadline. */
-async function waitForAgent(input: NodeOpInput): Promise<OperationResult> {
+/** Polls the queued operation until the agent reports, or expires it at the deadline (database operations wait the same way). */
+export async function waitForAgent(input: Pick<NodeOpInput, 'opId' | 'node' | 'timeoutMs' | 'pollMs'>): Promise<OperationResult> {
   const started = Date.now(); // workflow time: deterministic
   for (;;) {
     const op = await readNodeOp(input.opId);

@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { treeUsage } from './metrics';
+
+// The panel's file manager on the hosting node: list, upload (streamed to disk) and delete inside
+// one site's docroot. Every path is relative to the docroot and confined to it: no absolute paths,
+// no `.` or `..` segments, and no symbolic link is ever followed (a link anywhere on the way is
+// refused; deleting a link removes the link only). An upload goes to a temporary file next to its
+// target and is renamed into place only when complete, after its folder is checked again to still
+// lie inside the docroot, so a reader never sees half a file.
+
+export type SiteFileProblem = 'bad_path' | 'not_found' | 'not_a_directory' | 'is_a_directory' | 'too_large';
+
+export class SiteFileError extends Error {
+  constructor(
+    readonly problem: SiteFileProblem,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface FileEntry {
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  modified: string;
+}
+
+const MAX_SEGMENT = 255;
+const MAX_PATH = 4096;
+
+/** The segments of a docroot-relative path ('' is the docroot); refuses anything that could leave it. */
+export function pathSegments(rel: string): string[] {
+  if (typeof rel !== 'string' || rel.length > MAX_PATH) throw new SiteFileError('bad_path', 'a path of at most 4096 characters');
+  if (rel.includes('\0') || rel.includes('\\')) throw new SiteFileError('bad_path', 'NUL and backslashes are not allowed in paths');
+  if (rel.startsWith('/')) throw new SiteFileError('bad_path', 'absolute paths are not allowed: give a path relative to the docroot ("" for the docroot itself)');
+  if (rel === '') return [];
+  const segments = rel.split('/');
+  // a trailing slash names the same folder
+  if (segments.length > 1 && segments[segments.length - 1] === '') segments.pop();
+  for (const s of segments) {
+    if (s === '' || s === '.' || s === '..') throw new SiteFileError('bad_path', `"${rel}" is not a plain path inside the docroot (no empty, "." or ".." segments)`);
+    if (s.length > MAX_SEGMENT) throw new SiteFileError('bad_path', 'a name of at most 255 characters');
+    if (/\p{Cc}/u.test(s)) throw new SiteFileError('bad_path', 'control characters are not allowed in names');
+  }
+  return segments;
+}
+
+const lstatOrNull = async (p: string): Promise<fs.Stats | null> => {
+  try {
+    return await fs.promises.lstat(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+};
+
+const typeOf = (st: fs.Stats): FileEntry['type'] => (st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'other');
+
+/** The docroot itself, which must be a real directory (not a link). */
+async function docrootDir(docroot: string): Promise<string> {
+  const st = await lstatOrNull(docroot);
+  if (!st) throw new SiteFileError('not_found', 'the site has no docroot on the node (yet)');
+  if (!st.isDirectory()) throw new SiteFileError('bad_path', 'the docroot is not a directory');
+  return docroot;
+}
+
+/**
+ * Walks the folders of `segments` (all but the last) from the docroot, refusing links and non-folders.
+ * `missing`: how many of those folders do not exist (the walk stops at the first missing one).
+ */
+async function walkFolders(docroot: string, segments: string[]): Promise<{ dir: string; missing: number }> {
+  let dir = await docrootDir(docroot);
+  for (let i = 0; i < segments.length - 1; i++) {
+    const next = path.join(dir, segments[i]);
+    const st = await lstatOrNull(next);
+    if (!st) return { dir: next, missing: segments.length - 1 - i };
+    if (st.isSymbolicLink()) throw new SiteFileError('bad_path', `${segments.slice(0, i + 1).join('/')} is a symbolic link: links are not followed`);
+    if (!st.isDirectory()) throw new SiteFileError('not_a_directory', `${segments.slice(0, i + 1).join('/')} is not a directory`);
+    dir = next;
+  }
+  return { dir, missing: 0 };
+}
+
+/** Checks that `dir` (a real path) still lies inside the docroot (a folder swapped for a link meanwhile is caught here). */
+async function assertInside(docroot: string, dir: string): Promise<void> {
+  const [realRoot, realDir] = await Promise.all([fs.promises.realpath(docroot), fs.promises.realpath(dir)]);
+  if (realDir !== realRoot && !realDir.startsWith(`${realRoot}/`)) throw new SiteFileError('bad_path', 'the path leads outside the docroot');
+}
+
+/** The entries of a folder of the docroot, by name; links are listed, never followed. */
+export async function listFolder(docroot: string, rel: string): Promise<{ path: string; entries: FileEntry[] }> {
+  const segments = pathSegments(rel);
+  let dir: string;
+  if (segments.length === 0) dir = await docrootDir(docroot);
+  else {
+    const w = await walkFolders(docroot, segments);
+    if (w.missing) throw new SiteFileError('not_found', `no folder ${segments.join('/')}`);
+    dir = path.join(w.dir, segments[segments.length - 1]);
+    const st = await lstatOrNull(dir);
+    if (!st) throw new SiteFileError('not_found', `no folder ${segments.join('/')}`);
+    if (st.isSymbolicLink()) throw new SiteFileError('bad_path', `${segments.join('/')} is a symbolic link: links are not followed`);
+    if (!st.isDirectory()) throw new SiteFileError('not_a_directory', `${segments.join('/')} is a file, not a folder`);
+  }
+  const names = (await fs.promises.readdir(dir)).sort();
+  const entries: FileEntry[] = [];
+  for (const name of names) {
+    const st = await lstatOrNull(path.join(dir, name));
+    if (st) entries.push({ name, type: typeOf(st), size: st.isFile() ? st.size : 0, modified: st.mtime.toISOString() });
+  }
+  return { path: `/${segments.join('/')}`, entries };
+}
+
+/** What an upload to `rel` would replace or create: the existing file's size, and the folders to create. */
+export async function uploadTarget(docroot: string, rel: string): Promise<{ exists: boolean; size: number; missingFolders: number }> {
+  const segments = pathSegments(rel);
+  if (segments.length === 0) throw new SiteFileError('is_a_directory', 'the docroot is a folder: give a file path');
+  const w = await walkFolders(docroot, segments);
+  if (w.missing) return { exists: false, size: 0, missingFolders: w.missing };
+  const st = await lstatOrNull(path.join(w.dir, segments[segments.length - 1]));
+  if (!st) return { exists: false, size: 0, missingFolders: 0 };
+  if (st.isSymbolicLink()) throw new SiteFileError('bad_path', `${segments.join('/')} is a symbolic link: links are not followed`);
+  if (st.isDirectory()) throw new SiteFileError('is_a_directory', `${segments.join('/')} is a folder`);
+  return { exists: true, size: st.size, missingFolders: 0 };
+}
+
+/**
+ * Streams `body` to `rel` inside the docroot (missing folders are created), at most `maxBytes`:
+ * more and nothing is written (too_large). Replaces an existing file in one rename.
+ */
+export async function writeSiteFile(docroot: string, rel: string, body: Readable, maxBytes: number): Promise<{ path: string; bytes: number }> {
+  const segments = pathSegments(rel);
+  if (segments.length === 0) throw new SiteFileError('is_a_directory', 'the docroot is a folder: give a file path');
+  // create the missing folders one at a time, each checked not to be a link
+  let dir = await docrootDir(docroot);
+  for (const s of segments.slice(0, -1)) {
+    const next = path.join(dir, s);
+    const st = await lstatOrNull(next);
+    if (!st) await fs.promises.mkdir(next, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : Promise.reject(err)));
+    const now = await fs.promises.lstat(next);
+    if (now.isSymbolicLink()) throw new SiteFileError('bad_path', `${s} is a symbolic link: links are not followed`);
+    if (!now.isDirectory()) throw new SiteFileError('not_a_directory', `${s} is not a directory`);
+    dir = next;
+  }
+  const target = path.join(dir, segments[segments.length - 1]);
+  const existing = await lstatOrNull(target);
+  if (existing?.isSymbolicLink()) throw new SiteFileError('bad_path', `${segments.join('/')} is a symbolic link: links are not followed`);
+  if (existing?.isDirectory()) throw new SiteFileError('is_a_directory', `${segments.join('/')} is a folder`);
+  const tmp = path.join(dir, `.upload-${randomUUID()}.part`);
+  let bytes = 0;
+  const cap = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) return done(new SiteFileError('too_large', `the upload is larger than ${maxBytes} bytes`));
+      done(null, chunk);
+    },
+  });
+  // O_EXCL | O_NOFOLLOW: a fresh file of our own, never through a link
+  const handle = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
+  try {
+    await pipeline(body, cap, handle.createWriteStream());
+    await assertInside(docroot, dir);
+    await fs.promises.rename(tmp, target);
+  } catch (err) {
+    await fs.promises.rm(tmp, { force: true });
+    throw err;
+  } finally {
+    await handle.close().catch(() => {});
+  }
+  return { path: `/${segments.join('/')}`, bytes };
+}
+
+/** Deletes a file, a link (not what it points at) or a folder with everything in it; never the docroot. */
+export async function deleteSitePath(docroot: string, rel: string): Promise<{ path: string; type: FileEntry['type'] }> {
+  const segments = pathSegments(rel);
+  if (segments.length === 0) throw new SiteFileError('bad_path', 'the docroot itself cannot be deleted');
+  const w = await walkFolders(docroot, segments);
+  const target = path.join(w.dir, segments[segments.length - 1]);
+  const st = w.missing ? null : await lstatOrNull(target);
+  if (!st) throw new SiteFileError('not_found', `no file or folder ${segments.join('/')}`);
+  await assertInside(docroot, w.dir);
+  // rm does not follow links inside a folder: it removes the links themselves
+  if (st.isDirectory()) await fs.promises.rm(target, { recursive: true, force: true });
+  else await fs.promises.unlink(target);
+  return { path: `/${segments.join('/')}`, type: typeOf(st) };
+}
+
+/** Disk (MB allocated, 2 decimals) and inodes of a docroot, as the node reports them (HostingNode.usage). */
+export async function docrootUsage(docroot: string): Promise<{ diskMb: number; inodes: number }> {
+  const u = await treeUsage(docroot);
+  return { diskMb: Math.round((u.bytes / 1048576) * 100) / 100, inodes: u.inodes };
+}
+
+/**
+ * Memory (MB, resident) of each PHP-FPM pool's workers on this machine, by pool name (a site's pool
+ * is named by its domain): read from /proc. Only the panel's own hosting node runs on this machine,
+ * so memory is known for its sites only.
+ */
+export async function phpPoolMemoryMb(): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  let pids: string[];
+  try {
+    pids = (await fs.promises.readdir('/proc')).filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    try {
+      const cmd = (await fs.promises.readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
+      const m = /^php-fpm: pool (\S+)/.exec(cmd);
+      if (!m) continue;
+      const rss = /^VmRSS:\s+(\d+) kB/m.exec(await fs.promises.readFile(`/proc/${pid}/status`, 'utf8'));
+      if (rss) out.set(m[1], (out.get(m[1]) ?? 0) + Number(rss[1]) / 1024);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out;
+}
