@@ -326,11 +326,13 @@ describe('panel-host agent', function () {
       await until('both results', () => panel.results.size === 2);
       assert.deepEqual(panel.results.get('op-a'), { ok: true, detail: { generation: 1, files: { cron: (panel.results.get('op-a') as { detail: { files: { cron: string } } }).detail.files.cron } } });
       assert.equal((panel.results.get('op-b') as { refused: boolean }).refused, true);
-      assert.equal(panel.resultAttempts.get('op-a'), 3);
+      // two refused posts, then accepted (a post whose answer is lost under load is sent again: at least 3)
+      const attempts = panel.resultAttempts.get('op-a')!;
+      assert.ok(attempts >= 3, `op-a result posted ${attempts} times`);
       assert.ok(fs.existsSync(path.join(root, 'sites', s.domain, 'public_html/index.html')));
       // a re-sent operation is answered from the record
       panel.queue.push({ id: 'op-a', kind: 'site.apply', site: { ...s, generation: 9 } });
-      await until('re-sent result', () => panel.resultAttempts.get('op-a') === 4);
+      await until('re-sent result', () => panel.resultAttempts.get('op-a')! > attempts);
       // heartbeats carry facts, metrics and usage; the panel going away and back is one reconnect
       await until('heartbeat with usage', () => panel.heartbeats.some((h) => (h.usage as unknown[]).length > 0) || panel.heartbeats.length > 0);
       const hb = panel.heartbeats.at(-1)!;
