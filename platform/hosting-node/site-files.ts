@@ -130,9 +130,11 @@ export async function uploadTarget(docroot: string, rel: string): Promise<{ exis
 
 /**
  * Streams `body` to `rel` inside the docroot (missing folders are created), at most `maxBytes`:
- * more and nothing is written (too_large). Replaces an existing file in one rename.
+ * more and nothing is written (too_large). Replaces an existing file in one rename. A body over the
+ * limit is still read to its end (discarded) up to `drainBytes` in all, so an HTTP connection stays
+ * usable for the answer; a longer one is cut (destroyed).
  */
-export async function writeSiteFile(docroot: string, rel: string, body: Readable, maxBytes: number): Promise<{ path: string; bytes: number }> {
+export async function writeSiteFile(docroot: string, rel: string, body: Readable, maxBytes: number, drainBytes = maxBytes): Promise<{ path: string; bytes: number }> {
   const segments = pathSegments(rel);
   if (segments.length === 0) throw new SiteFileError('is_a_directory', 'the docroot is a folder: give a file path');
   // create the missing folders one at a time, each checked not to be a link
@@ -152,11 +154,16 @@ export async function writeSiteFile(docroot: string, rel: string, body: Readable
   if (existing?.isDirectory()) throw new SiteFileError('is_a_directory', `${segments.join('/')} is a folder`);
   const tmp = path.join(dir, `.upload-${randomUUID()}.part`);
   let bytes = 0;
+  const tooLarge = () => new SiteFileError('too_large', `the upload is larger than ${maxBytes} bytes`);
   const cap = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
-      if (bytes > maxBytes) return done(new SiteFileError('too_large', `the upload is larger than ${maxBytes} bytes`));
-      done(null, chunk);
+      if (bytes > Math.max(maxBytes, drainBytes)) return done(tooLarge());
+      // over the limit: nothing more is written; the rest is read and dropped
+      done(null, bytes > maxBytes ? undefined : chunk);
+    },
+    flush(done) {
+      done(bytes > maxBytes ? tooLarge() : null);
     },
   });
   // O_EXCL | O_NOFOLLOW: a fresh file of our own, never through a link

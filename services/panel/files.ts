@@ -96,6 +96,16 @@ const pendingBelow = (except: Reservation) => (path: string): MeasuredUse => {
   return out;
 };
 
+// The checks of uploads run one at a time (a measurement and a few reads), each reserving what it
+// admits before the next looks: so concurrent uploads never admit more than fits together. The
+// streams themselves run side by side.
+let checks: Promise<unknown> = Promise.resolve();
+function oneCheckAtATime<T>(fn: () => Promise<T>): Promise<T> {
+  const run = checks.then(fn, fn);
+  checks = run.catch(() => undefined);
+  return run;
+}
+
 const pendingOfSite = (except: Reservation, siteId: string) => [...underWay].filter((r) => r !== except && r.siteId === siteId).reduce((a, r) => a + Math.max(0, r.diskMb), 0);
 
 /** Measures the site's docroot now and records it as its latest usage. */
@@ -132,8 +142,7 @@ export async function uploadSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: 
   const target = await mapped(uploadTarget(site.docroot, rel));
   const inodes = (target.exists ? 0 : 1) + target.missingFolders;
   const me: Reservation = { siteId: site.id, orgPath: site.org_path, diskMb: length === null ? 0 : (length - target.size) / MB, inodes };
-  underWay.add(me);
-  try {
+  const admitted = await oneCheckAtATime(async () => {
     const now = await remeasure(deps.db, site);
     const chain = await loadChain(deps.db, site.org_path);
     const pending = pendingBelow(me);
@@ -154,11 +163,17 @@ export async function uploadSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: 
         cap = roomBytes;
         capReason = room && room.mb <= siteRoom ? limitOf(room) : quotaReached(site, siteUsed, 0);
       }
-      me.diskMb = cap / MB;
+      me.diskMb = (cap - target.size) / MB;
     }
+    underWay.add(me);
+    return { cap, capReason };
+  });
+  const { cap, capReason } = admitted;
+  try {
     let written: { path: string; bytes: number };
     try {
-      written = await writeSiteFile(site.docroot, rel, body, cap);
+      // a body over its cap is still read (and dropped) up to the 50 MB maximum and a little, so the answer reaches the client
+      written = await writeSiteFile(site.docroot, rel, body, cap, MAX_UPLOAD_BYTES + MB);
     } catch (err) {
       if (err instanceof SiteFileError && err.problem === 'too_large' && capReason) throw capReason;
       throw fileError(err);

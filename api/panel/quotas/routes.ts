@@ -26,7 +26,14 @@ export function quotaRoutes(deps: SiteFilesDeps): Router {
     const q = parse(pathQuery, ctx.query);
     const declared = ctx.get('content-length');
     const length = /^\d+$/.test(declared) ? Number(declared) : null;
-    const out = await uploadSiteFile(deps, principalOf(ctx), ctx.params.id, q.path, ctx.req, length);
+    let out;
+    try {
+      out = await uploadSiteFile(deps, principalOf(ctx), ctx.params.id, q.path, ctx.req, length);
+    } catch (err) {
+      // refused after reading began (the body cut): this connection cannot carry another request
+      if (ctx.req.readableDidRead && !ctx.req.complete) ctx.set('connection', 'close');
+      throw err;
+    }
     ctx.status = out.replaced ? 200 : 201;
     ctx.body = out;
   });
