@@ -12,7 +12,7 @@ import { startPanelApi } from '../../main/panel-api';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
 import { addNode } from '../../services/panel/nodes';
-import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin } from '../helpers/panel';
+import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, startHostingPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
@@ -134,6 +134,45 @@ describe('record workflow histories', function () {
       await connection.close();
       await panel.close();
       fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('panel: a database created and deleted on the hosting node (MariaDB), and one on an agent node that never reports (expired)', async function () {
+    const panel = await startHostingPanel({ mariadb: true });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const waitFor = async (id: string, done: (status: number, body: { status: string }) => boolean) => {
+        for (let i = 0; i < 300; i++) {
+          const r = await customer.client.get(`/v1/databases/${id}`);
+          if (done(r.status, r.json)) return;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+        throw new Error(`database ${id} did not settle`);
+      };
+      const client = new Client({ connection });
+      const created = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name: `rec_${randomUUID().slice(0, 8)}` });
+      if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.json)}`);
+      await waitFor(created.json.id, (_, b) => b.status === 'active');
+      await save(client, 'panel', 'database-op-create', `database-op-${created.json.operation_id}`);
+      const deleted = await customer.client.del(`/v1/databases/${created.json.id}`);
+      if (deleted.status !== 202) throw new Error(`delete: ${deleted.status} ${JSON.stringify(deleted.json)}`);
+      await waitFor(created.json.id, (status) => status === 404);
+      await save(client, 'panel', 'database-op-delete', `database-op-${deleted.json.operation_id}`);
+
+      const node = `rec-db-${randomUUID().slice(0, 8)}`;
+      await addNode(env.db, null, node);
+      await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['db'] });
+      const far = await admin.post(`/v1/orgs/${customer.id}/databases`, { name: `rec_${randomUUID().slice(0, 8)}`, node });
+      if (far.status !== 201) throw new Error(`create: ${far.status} ${JSON.stringify(far.json)}`);
+      await waitFor(far.json.id, (_, b) => b.status === 'failed');
+      await save(client, 'panel', 'database-op-agent-expired', `database-op-${far.json.operation_id}`);
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+    } finally {
+      await connection.close();
+      await panel.close();
     }
   });
 });
