@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { run } from '../../platform/hosting-node/processes';
-import { addNode, queueOperation } from '../../services/panel/nodes';
+import { addNode, queueOperation, recordResult } from '../../services/panel/nodes';
 import { databaseOpWorkflowId, resumePendingDatabaseOps } from '../../services/panel/databases';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -274,6 +274,32 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
       const after = await settled(customer.client, r.json.id, ['failed'], 20_000);
       assert.match(after.json.error, /^delete failed: /);
       assert.equal(after.json.deleting, false);
+    } finally {
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+    }
+  });
+
+  it('a create the node refuses ends failed with the node’s error, and such a database is deleted at once (nothing was made on the node)', async () => {
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const node = unique('db-');
+    await addNode(env.db, null, node);
+    await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['db'] });
+    try {
+      const r = await admin.post(`/v1/orgs/${customer.id}/databases`, { name: dbName('ref'), node });
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+      // what the node's agent reports for it (its MariaDB is gone, say)
+      assert.equal((await recordResult(env.db, node, r.json.operation_id, { ok: false, refused: true, error: 'this node runs no MariaDB (no db role)' })).recorded, true);
+      const s = await settled(customer.client, r.json.id);
+      assert.equal(s.json.status, 'failed');
+      assert.equal(s.json.error, 'this node runs no MariaDB (no db role)');
+      assert.equal((await env.db('panel_node_ops').where({ id: r.json.operation_id }).first()).payload.password, undefined);
+      assert.equal((await customer.client.get(`/v1/orgs/${customer.id}`)).json.counts.databases, 1);
+      const del = await customer.client.del(`/v1/databases/${r.json.id}`);
+      assert.equal(del.status, 202);
+      assert.equal(del.json.status, 'deleted');
+      refused(await customer.client.get(`/v1/databases/${r.json.id}`), 404, 'not_found');
+      assert.equal((await customer.client.get(`/v1/orgs/${customer.id}`)).json.counts.databases, 0);
+      assert.equal((await env.db('panel_node_ops').where({ node_name: node, kind: 'database.delete' }).first()), undefined);
     } finally {
       await env.db('panel_nodes').where({ name: node }).update({ draining: true });
     }
