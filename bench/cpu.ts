@@ -1,10 +1,8 @@
-import fs from 'node:fs';
+import { readProcs, TICKS_PER_SECOND } from './proc';
 
 // CPU time per process group of the benchmark, read from /proc (Linux only; elsewhere the
 // sampler reports nothing). Shows where the two cores went during a phase, including what
 // other programs on the machine took.
-
-const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every mainstream Linux
 
 interface ProcStat {
   pid: number;
@@ -14,29 +12,7 @@ interface ProcStat {
   ticks: number;
 }
 
-function readAll(): ProcStat[] {
-  let entries: string[];
-  try {
-    entries = fs.readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: ProcStat[] = [];
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    let s: string;
-    try {
-      s = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile
-    }
-    const close = s.lastIndexOf(')');
-    const comm = s.slice(s.indexOf('(') + 1, close);
-    const f = s.slice(close + 2).split(' '); // f[0] = state (field 3)
-    out.push({ pid: Number(e), comm, ppid: Number(f[1]), pgrp: Number(f[2]), ticks: Number(f[11]) + Number(f[12]) });
-  }
-  return out;
-}
+const readAll = (): ProcStat[] => [...readProcs().values()].map((p) => ({ pid: p.pid, comm: p.comm, ppid: p.ppid, pgrp: p.pgrp, ticks: p.ticks }));
 
 export interface CpuGroups {
   /** process group id of the `main/start.ts` child (tsx + node: gateway, worker, simulator; Temporal CLI; postmaster) */

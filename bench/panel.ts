@@ -1,20 +1,16 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import pino from 'pino';
 import { Pool } from 'undici';
 import { startPanelApi } from '../main/panel-api';
 import { createDb, migrate, type Db } from '../platform/db';
 import { createLogger } from '../platform/logger';
 import { parsePanelFlags } from '../platform/panel-flags';
-import { freePort } from '../platform/ports';
-import { startEmbeddedPostgres } from '../platform/postgres';
 import { deriveKey } from '../platform/secret-box';
-import { startTemporalDevServer } from '../platform/temporal-server';
 import { verifyPassword } from '../services/panel/passwords';
+import { appendResults, dirtyNote, firstSignIn, loadText, logSink, machine, onCleanup, progress, revision, runBench, send, signIn, startBackends, type Reply } from './panel-harness';
 import { NAME_WORDS, SEED_DEFAULTS, SEED_PASSWORD, seedPanel, type Seeded } from './panel-seed';
-import { fixed, nsToMs, num, summarize, table, type Summary } from './stats';
+import { fixed, num, summarize, table, type Summary } from './stats';
 
 // Panel benchmark (DESIGN.md section 6: "Panel: subtree listing at 10k orgs / 100k logins:
 // p50 ≤ 20 ms"). Starts its own embedded PostgreSQL and Temporal dev server (or uses
@@ -28,10 +24,6 @@ import { fixed, nsToMs, num, summarize, table, type Summary } from './stats';
 // markdown section and appends it to bench/results.md. `npm run bench:panel`. Stops everything
 // it started on every exit path.
 
-const ROOT = path.resolve(__dirname, '..');
-// BENCH_RESULTS_FILE: somewhere else for trial runs with reduced knobs.
-const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'results.md'));
-const T0 = Date.now();
 const TARGET_MS = 20;
 
 
@@ -45,50 +37,13 @@ const P = {
   hashes: num('BENCH_PANEL_HASHES', 200),
   budgetMs: num('BENCH_BUDGET_MS', 900_000),
 };
-const REQUEST_TIMEOUT_MS = 30_000;
 const PAGE = 50;
 const WALK_PAGES = 20;
 const SEARCH_WORD = 'bakery';
 const NO_MATCH = 'no-such-org-name';
 const PROVIDER_AS = 'provider admin (last provider by path)';
 
-const log = (msg: string) => process.stderr.write(`[bench:panel +${((Date.now() - T0) / 1000).toFixed(0)}s] ${msg}\n`);
-
-// ---------------------------------------------------------------------------------------------
-// HTTP
-
-interface Reply {
-  status: number;
-  ms: number;
-  text: string;
-  cookie: string | null;
-}
-
-async function send(pool: Pool, method: string, urlPath: string, cookie: string | null, body?: unknown): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (cookie) headers.cookie = cookie;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const start = process.hrtime.bigint();
-  const res = await pool.request({
-    method: method as 'GET',
-    path: urlPath,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headersTimeout: REQUEST_TIMEOUT_MS,
-    bodyTimeout: REQUEST_TIMEOUT_MS,
-  });
-  const text = await res.body.text();
-  const ms = nsToMs(process.hrtime.bigint() - start);
-  const set = res.headers['set-cookie'];
-  const first = Array.isArray(set) ? set[0] : set;
-  return { status: res.statusCode, ms, text, cookie: first ? first.split(';')[0] : null };
-}
-
-async function signIn(pool: Pool, username: string, password: string): Promise<string> {
-  const r = await send(pool, 'POST', '/v1/auth/sign-in', null, { username, password });
-  if (r.status !== 200 || !r.cookie) throw new Error(`sign-in of ${username}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
-  return r.cookie;
-}
+const log = progress('bench:panel');
 
 // ---------------------------------------------------------------------------------------------
 // What the database and the processes spent
@@ -308,41 +263,6 @@ async function explain(db: Db, label: string, q: KnexQuery): Promise<Plan> {
 
 // ---------------------------------------------------------------------------------------------
 
-function git(args: string[]): string {
-  try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
-/** A pino destination that drops the lines (the cost of writing them is still paid) and counts warnings and errors. */
-function nullSink() {
-  const seen = { warn: 0, error: 0, last: '' };
-  return {
-    seen,
-    write(line: string) {
-      const m = /"level":(\d+)/.exec(line);
-      if (!m || Number(m[1]) < 40) return;
-      if (Number(m[1]) >= 50) seen.error++;
-      else seen.warn++;
-      seen.last = line.slice(0, 300);
-    },
-  };
-}
-
-const cleanups: Array<[string, () => Promise<unknown>]> = [];
-async function cleanup(): Promise<void> {
-  while (cleanups.length) {
-    const [name, fn] = cleanups.pop()!;
-    try {
-      await fn();
-    } catch (err) {
-      log(`stopping ${name} failed: ${String(err)}`);
-    }
-  }
-}
-
 interface Report {
   meta: { commit: string; dirty: string[]; load0: number[]; load1: number[]; pgVersion: string; ownPg: boolean; ownTemporal: boolean };
   seeded: Seeded;
@@ -357,55 +277,15 @@ interface Report {
 }
 
 async function main(): Promise<void> {
-  const commit = git(['rev-parse', '--short', 'HEAD']);
-  const relevant = /^(bench\/panel|services\/panel|api\/panel|domain\/panel|main\/panel|migrations|platform|package\.json)/;
-  const dirty = git(['status', '--porcelain'])
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => l.slice(3))
-    .filter((p) => relevant.test(p));
+  const { commit, dirty } = revision(/^(bench\/panel|services\/panel|api\/panel|domain\/panel|main\/panel|migrations|platform|package\.json)/);
   const load0 = os.loadavg();
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
 
   // 1. PostgreSQL and Temporal.
-  let databaseUrl = process.env.DATABASE_URL;
-  let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  let postmasterPid: number | null = null;
-  let pgDir: string | null = null;
-  if (!databaseUrl || !temporalAddress) {
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-bench-'));
-    fs.chmodSync(tmp, 0o755); // as root, the embedded PostgreSQL runs as the `postgres` user
-    cleanups.push(['temp dir', async () => fs.rmSync(tmp, { recursive: true, force: true })]);
-    const starts: Array<Promise<unknown>> = [];
-    if (!databaseUrl) {
-      pgDir = path.join(tmp, 'pg');
-      const port = await freePort();
-      log(`starting embedded PostgreSQL on ${port}`);
-      starts.push(
-        startEmbeddedPostgres({ dir: pgDir, port, database: 'panel_bench', persistent: false, logger }).then((pg) => {
-          cleanups.push(['PostgreSQL', () => pg.stop()]);
-          databaseUrl = pg.url;
-        }),
-      );
-    }
-    if (!temporalAddress) {
-      const port = await freePort();
-      log(`starting the Temporal dev server on ${port}`);
-      starts.push(
-        startTemporalDevServer({ port, namespace: 'default', logger }).then((t) => {
-          cleanups.push(['Temporal dev server', () => t.stop()]);
-          temporalAddress = t.address;
-        }),
-      );
-    }
-    // Every start is awaited, even when one fails, so the cleanup stops whichever came up.
-    const settled = await Promise.allSettled(starts);
-    const failed = settled.find((r) => r.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
-    if (pgDir) postmasterPid = Number(fs.readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
-  }
-  const db = createDb(databaseUrl!, 20);
-  cleanups.push(['knex pool', () => db.destroy()]);
+  const backends = await startBackends({ logger, log, prefix: 'panel-bench-', database: 'panel_bench' });
+  const { postmasterPid } = backends;
+  const db = createDb(backends.databaseUrl, 20);
+  onCleanup('knex pool', () => db.destroy());
   await migrate(db);
   const pgVersion = (await db.raw('SHOW server_version')).rows[0].server_version as string;
   const collation = (await db.raw('SELECT datcollate FROM pg_database WHERE datname = current_database()')).rows[0].datcollate as string;
@@ -416,12 +296,12 @@ async function main(): Promise<void> {
   log(`seeded in ${fixed(seeded.ms.total / 1000, 1)} s (${JSON.stringify(seeded.counts.byType)}, max depth ${seeded.counts.maxDepth})`);
 
   // 3. One panel API process.
-  const sink = nullSink();
+  const sink = logSink();
   const clock = new QueryClock();
   clock.attach(db);
   const panel = await startPanelApi({
     db,
-    temporalAddress: temporalAddress!,
+    temporalAddress: backends.temporalAddress,
     namespace: 'default',
     // the access log is written (at info, as in production) to a sink that drops it
     logger: pino({ level: 'info', base: { pid: process.pid } }, sink),
@@ -431,19 +311,15 @@ async function main(): Promise<void> {
     sessionIdleMs: 3_600_000,
     sessionMaxMs: 7 * 86_400_000,
   });
-  cleanups.push(['panel API', () => panel.close()]);
+  onCleanup('panel API', () => panel.close());
   const pool = new Pool(panel.url, { connections: 16, pipelining: 1, keepAliveTimeout: 60_000 });
-  cleanups.push(['HTTP pool', () => pool.close()]);
+  onCleanup('HTTP pool', () => pool.close());
   const c: Ctx = { pool, clock, postmasterPid };
   log(`panel API at ${panel.url}`);
 
   // Sessions: the platform admin replaces its temporary password through the API, as at a first
   // sign-in; the provider and reseller admins are seeded logins (SEED_PASSWORD).
-  const adminPassword = 'bench admin password 2026';
-  let admin = await signIn(pool, 'admin', seeded.adminTemporaryPassword);
-  const changed = await send(pool, 'POST', '/v1/account/password', admin, { current_password: seeded.adminTemporaryPassword, new_password: adminPassword });
-  if (changed.status !== 204) throw new Error(`admin password change: HTTP ${changed.status} ${changed.text}`);
-  admin = await signIn(pool, 'admin', adminPassword);
+  const admin = await firstSignIn(pool, 'admin', seeded.adminTemporaryPassword, 'bench admin password 2026');
   // The provider last in path order: the worst case when the listing walks the path index from
   // its start (see the plans); its first reseller, which has two levels of sub-resellers below it.
   const provider = [...seeded.providers].sort((a, b) => (a.path < b.path ? 1 : -1))[0];
@@ -583,7 +459,7 @@ async function main(): Promise<void> {
   }
 
   const report: Report = {
-    meta: { commit, dirty, load0, load1: os.loadavg(), pgVersion: `${pgVersion} (database collation ${collation})`, ownPg: !process.env.DATABASE_URL, ownTemporal: !process.env.TEMPORAL_ADDRESS },
+    meta: { commit, dirty, load0, load1: os.loadavg(), pgVersion: `${pgVersion} (database collation ${collation})`, ownPg: backends.ownPg, ownTemporal: backends.ownTemporal },
     seeded,
     listing,
     detail,
@@ -594,10 +470,7 @@ async function main(): Promise<void> {
     logs: sink.seen,
     walk: { page20: summarize(page20) },
   };
-  const text = render(report);
-  process.stdout.write(`\n${text}\n`);
-  fs.appendFileSync(RESULTS, `\n${text}\n`);
-  log(`appended to ${path.relative(process.cwd(), RESULTS)}`);
+  appendResults(render(report));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -626,16 +499,12 @@ function render(r: Report): string {
   const out: string[] = [];
   const s = r.seeded;
   const m = r.meta;
-  const dirtyNote = m.dirty.length ? ` (uncommitted: ${m.dirty.slice(0, 8).join(', ')}${m.dirty.length > 8 ? ', …' : ''})` : '';
-  out.push(`## Panel: subtree listing and sign-in — ${new Date().toISOString()} · commit ${m.commit}${dirtyNote}`);
+  out.push(`## Panel: subtree listing and sign-in — ${new Date().toISOString()} · commit ${m.commit}${dirtyNote(m.dirty)}`);
   out.push('');
-  const load = (l: number[]) => l.map((v) => v.toFixed(2)).join('/');
   out.push(
     [
-      `node ${process.version}`,
-      `nproc ${os.availableParallelism()}`,
-      os.cpus()[0]?.model ?? 'unknown CPU',
-      `load average ${load(m.load0)} at start, ${load(m.load1)} at end`,
+      ...machine(),
+      `load average ${loadText(m.load0)} at start, ${loadText(m.load1)} at end`,
       `PostgreSQL ${m.pgVersion}${m.ownPg ? ', embedded, fresh cluster' : ', DATABASE_URL'}`,
       `Temporal ${m.ownTemporal ? 'dev server, in memory' : 'TEMPORAL_ADDRESS'}`,
       'one panel API process (startPanelApi, flags `parsePanelFlags([])`) in the benchmark\'s own node process: client and API share one event loop and one core',
@@ -780,30 +649,4 @@ function render(r: Report): string {
 
 // ---------------------------------------------------------------------------------------------
 
-let exiting = false;
-const bail = (why: string, code: number) => {
-  if (exiting) return;
-  exiting = true;
-  log(`${why}: stopping what was started`);
-  void cleanup().finally(() => process.exit(code));
-};
-process.on('SIGINT', () => bail('SIGINT', 130));
-process.on('SIGTERM', () => bail('SIGTERM', 143));
-// Hard stop: whatever happens, the run ends (and what it started is stopped) soon after the budget.
-setTimeout(() => bail('time budget exceeded', 1), P.budgetMs).unref();
-
-main().then(
-  async () => {
-    if (exiting) return;
-    exiting = true;
-    await cleanup();
-    process.exit(0);
-  },
-  async (err) => {
-    if (exiting) return; // stopped by a signal or the time budget: the failure is that stop's doing
-    process.stderr.write(`benchmark failed: ${err instanceof Error ? err.stack : String(err)}\n`);
-    exiting = true;
-    await cleanup();
-    process.exit(1);
-  },
-);
+runBench(main, { budgetMs: P.budgetMs, log });
