@@ -60,6 +60,8 @@ export function runBench(main: () => Promise<void>, o: { budgetMs: number; log: 
   };
   process.on('SIGINT', () => bail('SIGINT', 130));
   process.on('SIGTERM', () => bail('SIGTERM', 143));
+  // a promise that failed with nobody waiting for it would end the process before the stops ran
+  process.on('unhandledRejection', (err) => bail(`unhandled rejection: ${err instanceof Error ? err.stack : String(err)}`, 1));
   // Hard stop: whatever happens, the run ends (and what it started is stopped) soon after the budget.
   setTimeout(() => bail('time budget exceeded', 1), o.budgetMs).unref();
   main().then(

@@ -556,13 +556,17 @@ async function main(): Promise<void> {
   let watching = true;
   const watcher = (async () => {
     while (watching) {
-      if (waiting.size) {
-        const rows: Array<{ id: string; status: string; error: string | null }> = await db('panel_sites').whereIn('id', [...waiting.keys()]).whereNot('status', 'pending').select('id', 'status', 'error');
-        const at = performance.now();
-        for (const r of rows) {
-          waiting.get(r.id)?.({ status: r.status, error: r.error, at });
-          waiting.delete(r.id);
+      try {
+        if (waiting.size) {
+          const rows: Array<{ id: string; status: string; error: string | null }> = await db('panel_sites').whereIn('id', [...waiting.keys()]).whereNot('status', 'pending').select('id', 'status', 'error');
+          const at = performance.now();
+          for (const r of rows) {
+            waiting.get(r.id)?.({ status: r.status, error: r.error, at });
+            waiting.delete(r.id);
+          }
         }
+      } catch (err) {
+        if (watching) log(`watching panel_sites failed (retried): ${String(err)}`);
       }
       await sleep(WATCH_MS);
     }
