@@ -254,9 +254,9 @@ export async function deleteDatabase(deps: DatabasesDeps, actor: Actor, id: stri
 /**
  * Starts the workflow of every database operation pending for longer than `olderThanMs` (an API
  * process that died between its commit and the start leaves one behind); a workflow that exists
- * already is left alone. Returns how many databases were looked at.
+ * already is left alone. Returns the ids of the databases looked at.
  */
-export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs = 60_000, limit = 500): Promise<number> {
+export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs = 60_000, limit = 500): Promise<string[]> {
   const rows: Array<DatabaseRow & { op_kind: string }> = await deps.db('panel_databases as d')
     .join('panel_node_ops as o', 'o.id', 'd.last_op_id')
     .where('d.status', 'pending')
@@ -272,7 +272,7 @@ export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs 
       deps.logger.warn({ err, database_id: row.id, op_id: row.last_op_id }, 'a pending database operation could not be resumed; retried at the next pass');
     }
   }
-  return rows.length;
+  return rows.map((r) => r.id);
 }
 
 // ---- outcomes (the database operation workflow's activities) ----------------------------------

@@ -505,9 +505,9 @@ export async function deleteSite(deps: SitesDeps, actor: Actor, id: string) {
 /**
  * Starts the workflow of every site's latest operation that has been pending longer than
  * `olderThanMs` (an API process that died between its commit and the start leaves one behind);
- * a workflow that exists already is left alone. Returns how many sites were looked at.
+ * a workflow that exists already is left alone. Returns the ids of the sites looked at.
  */
-export async function resumePendingOps(deps: Pick<SitesDeps, 'db' | 'temporal' | 'nodeOps' | 'logger'>, olderThanMs = 60_000, limit = 500): Promise<number> {
+export async function resumePendingOps(deps: Pick<SitesDeps, 'db' | 'temporal' | 'nodeOps' | 'logger'>, olderThanMs = 60_000, limit = 500): Promise<string[]> {
   const rows: Array<SiteRow & { op_kind: string; op_payload: NodeOperation }> = await deps.db('panel_sites as s')
     .join('panel_node_ops as o', 'o.id', 's.last_op_id')
     .where('s.status', 'pending')
@@ -524,7 +524,7 @@ export async function resumePendingOps(deps: Pick<SitesDeps, 'db' | 'temporal' |
       deps.logger.warn({ err, site_id: site.id, op_id: site.last_op_id }, 'a pending node operation could not be resumed; retried at the next pass');
     }
   }
-  return rows.length;
+  return rows.map((r) => r.id);
 }
 
 // ---- outcomes (the node operation workflow's activities) --------------------------------------
