@@ -148,7 +148,7 @@ async function main() {
   // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1.
   const panelLogin = await ensurePlatform(db);
   const panel = await startPanelApi(
-    await panelOptions(config, { db, logger: log, temporalAddress, flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state']) }),
+    await panelOptions(config, { db, logger: log, temporalAddress, flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state', '-node-api-listen', `127.0.0.1:${config.PANEL_NODE_API_PORT}`]) }),
   );
   stops.push(panel.close);
 
@@ -163,6 +163,7 @@ async function main() {
       `  Demo key     ${demoKey}`,
       `  Panel        http://127.0.0.1:${config.PANEL_PORT}   (API under /v1; docs/panel.md)`,
       `  Hosting node http://127.0.0.1:${config.PANEL_HOSTING_WEB_PORT}   (websites by their Host header; ${panel.hostingNode?.facts().webServer ?? 'not running'})`,
+      `  Node API     ${panel.nodeApiUrl}   (panel-host agents pull from it: docs/panel.md)`,
       panelLogin ? `  Panel login  ${panelLogin.username} / ${panelLogin.password}   (temporary: change it at first sign-in; shown once)` : `  Panel login  the platform's logins (the initial 'admin' password was shown at the first start)`,
       '',
       `  curl ${gatewayUrl}/v1/chat/completions -H "Authorization: Bearer ${demoKey}" \\`,

@@ -19,8 +19,21 @@ interface System {
 }
 
 async function systemEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
-  const [g, p, t, u, pg, s] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, GATEWAY_PORT: `${g}`, PANEL_PORT: `${p}`, TEMPORAL_PORT: `${t}`, TEMPORAL_UI_PORT: `${u}`, PG_PORT: `${pg}`, SIMULATOR_PORT: `${s}`, LOG_LEVEL: 'info' };
+  const [g, p, t, u, pg, s, hw, hd, na] = await Promise.all(Array.from({ length: 9 }, () => freePort()));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    GATEWAY_PORT: `${g}`,
+    PANEL_PORT: `${p}`,
+    TEMPORAL_PORT: `${t}`,
+    TEMPORAL_UI_PORT: `${u}`,
+    PG_PORT: `${pg}`,
+    SIMULATOR_PORT: `${s}`,
+    PANEL_HOSTING_WEB_PORT: `${hw}`,
+    PANEL_HOSTING_DB_PORT: `${hd}`,
+    PANEL_NODE_API_PORT: `${na}`,
+    LOG_LEVEL: 'info',
+  };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
   return env;
