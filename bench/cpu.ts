@@ -43,16 +43,21 @@ export function cpuSnapshot(g: CpuGroups): CpuSnapshot {
 }
 
 /**
- * Cores used per category between two snapshots, per process; a process that ended in between
- * is not counted (the measured phases start and end none of their own).
+ * CPU seconds used per category between two snapshots, per process; a process that ended in
+ * between is not counted (the measured phases start and end none of their own).
  */
-export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): Array<[string, number]> {
-  const seconds = (b.at - a.at) / 1000;
-  if (seconds <= 0) return [];
+export function cpuSecondsBetween(a: CpuSnapshot, b: CpuSnapshot): Array<[string, number]> {
   const totals = new Map<string, number>();
   for (const [pid, p] of b.procs) {
     const delta = Math.max(0, p.ticks - (a.procs.get(pid)?.ticks ?? 0));
     totals.set(p.category, (totals.get(p.category) ?? 0) + delta);
   }
-  return [...totals].map(([k, v]): [string, number] => [k, v / TICKS_PER_SECOND / seconds]).sort((x, y) => y[1] - x[1]);
+  return [...totals].map(([k, v]): [string, number] => [k, v / TICKS_PER_SECOND]).sort((x, y) => y[1] - x[1]);
+}
+
+/** Cores used per category between two snapshots (CPU seconds over wall seconds). */
+export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): Array<[string, number]> {
+  const seconds = (b.at - a.at) / 1000;
+  if (seconds <= 0) return [];
+  return cpuSecondsBetween(a, b).map(([k, v]): [string, number] => [k, v / seconds]);
 }

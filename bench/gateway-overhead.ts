@@ -7,7 +7,7 @@ import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { createDb, type Db } from '../platform/db';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
-import { cpuBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
+import { cpuBetween, cpuSecondsBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
 import { fixed, ms3, nsToMs, num, summarize, table, type Summary } from './stats';
 
 // Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`main/start.ts`)
@@ -313,6 +313,9 @@ function nproc(): string {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The CPU category of the system process (gateway, worker, simulator): bench/cpu.ts. */
+const SYSTEM = 'system node (gateway+worker+sim)';
+
 interface Report {
   notes: string[];
   c1?: { direct: Summary; gateway: Summary; errors: string; cut: boolean };
@@ -324,6 +327,10 @@ interface Report {
   c1EndWall?: number;
   settles: Array<[string, SettleWait]>;
   cpu: Array<[string, Array<[string, number]>]>;
+  /** CPU seconds per category from a gateway phase's start until all its requests settled, and how many there were */
+  perSettled: Array<{ label: string; requests: number; cpu: Array<[string, number]> }>;
+  /** CPU seconds of the system process per direct request: the simulator's share, taken off the gateway's */
+  simulatorMsPerRequest?: number;
   shutdown?: string[];
 }
 
@@ -335,7 +342,7 @@ async function main(): Promise<number> {
   fs.chmodSync(dataDir, 0o755); // as root, the embedded PostgreSQL runs as the `postgres` user
   let db: Db | undefined;
   const pools: Pool[] = [];
-  const report: Report = { notes: [], rounds: [], settles: [], cpu: [] };
+  const report: Report = { notes: [], rounds: [], settles: [], cpu: [], perSettled: [] };
   try {
     const [gatewayPort, temporalPort, temporalUiPort, pgPort, simPort, barePort] = await freePorts(6);
     const env: NodeJS.ProcessEnv = {
@@ -452,10 +459,15 @@ async function main(): Promise<number> {
         continue;
       }
       log(`c=64 round ${round}: ${P.throughputSeconds} s each for direct, bare proxy, gateway`);
+      const dCpu = cpuSnapshot(groups);
       const d = await cpuPhase(`c=64 direct, round ${round}`, () => closedLoop(direct, 64, P.throughputSeconds));
+      const dSystem = cpuSecondsBetween(dCpu, cpuSnapshot(groups)).find(([k]) => k === SYSTEM)?.[1] ?? 0;
+      if (d.rec.ms.length) report.simulatorMsPerRequest = (dSystem * 1000) / d.rec.ms.length;
       const b = await cpuPhase(`c=64 bare proxy, round ${round}`, () => closedLoop(bareProxy, 64, P.throughputSeconds));
+      const gCpu = cpuSnapshot(groups);
       const g = await cpuPhase(`c=64 gateway, round ${round}`, () => closedLoop(gateway, 64, P.throughputSeconds));
       const s = await settle(`c=64 round ${round}`, SETTLE_TIMEOUT_MS, later);
+      report.perSettled.push({ label: `c=64 gateway, round ${round}`, requests: g.rec.ms.length, cpu: cpuSecondsBetween(gCpu, cpuSnapshot(groups)) });
       report.rounds.push({
         direct: d.rps,
         bare: b.rps,
@@ -470,8 +482,10 @@ async function main(): Promise<number> {
     // e. Fixed offered rate, open loop.
     if (remaining() > P.rateSeconds * 1000 + 5_000) {
       log(`fixed rate: ${P.rate} req/s for ${P.rateSeconds} s (cap ${OPEN_LOOP_CAP} in flight)`);
+      const rCpu = cpuSnapshot(groups);
       const r = await cpuPhase(`${P.rate} req/s gateway`, () => openLoop(gateway, P.rate, P.rateSeconds, OPEN_LOOP_CAP));
       const s = await settle(`${P.rate} req/s`, SETTLE_TIMEOUT_MS, 0);
+      report.perSettled.push({ label: `${P.rate} req/s gateway`, requests: r.rec.ms.length, cpu: cpuSecondsBetween(rCpu, cpuSnapshot(groups)) });
       report.rate = { offered: r.offered, sent: r.sent, dropped: r.dropped, unsent: r.unsent, achievedRps: r.achievedRps, errors: errors({ gateway: r.rec }), settle: s, ends: r.rec.ends, endWall: r.endWall };
     } else skip('fixed-rate phase');
 
@@ -591,6 +605,26 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
     out.push('');
   }
 
+  const perSettled = r.perSettled.filter((x) => x.requests > 0).map((x) => {
+    const ms = (k: string) => ((x.cpu.find(([c]) => c === k)?.[1] ?? 0) * 1000) / x.requests;
+    const system = Math.max(0, ms(SYSTEM) - (r.simulatorMsPerRequest ?? 0));
+    return { label: x.label, requests: x.requests, system, temporal: ms('temporal dev server'), postgres: ms('postgres'), total: system + ms('temporal dev server') + ms('postgres') };
+  });
+  if (perSettled.length) {
+    out.push('### CPU per settled request (ms, from the phase start until every request of it settled)');
+    out.push('');
+    out.push(
+      table(
+        ['phase', 'requests', 'gateway + worker', 'temporal dev server', 'postgres', 'total'],
+        perSettled.map((x) => [x.label, x.requests, fixed(x.system, 2), fixed(x.temporal, 2), fixed(x.postgres, 2), fixed(x.total, 2)]),
+      ),
+    );
+    out.push('');
+    out.push(`The gateway + worker column is the system process's CPU less the simulator's share, ${fixed(r.simulatorMsPerRequest ?? NaN, 2)} ms per request (its CPU per request in the c=64 direct phase, where it alone answers).`);
+    out.push('');
+  }
+  const rateCpu = perSettled.find((x) => x.label === `${P.rate} req/s gateway`);
+
   // Targets of DESIGN.md section 6 next to the measured values.
   const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'yes' : 'NO');
   const c1p50 = r.c1 ? r.c1.gateway.p50 - r.c1.direct.p50 : NaN;
@@ -628,6 +662,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
           verdict(rateSt && rateSt.requests > 0 && has(rateSt.settledPerSecond) ? rateSt.settledPerSecond >= 500 : null),
         ],
         ['streaming TTFB overhead, c=1, p50', '≤ 1 ms', `${ms3(streamP50)} ms`, verdict(has(streamP50) ? streamP50 <= 1 : null)],
+        [`CPU per settled request at ${P.rate} req/s (gateway + worker + Temporal + PostgreSQL)`, '≤ 2 ms', rateCpu ? `${fixed(rateCpu.total, 2)} ms` : 'n/a', verdict(rateCpu ? rateCpu.total <= 2 : null)],
       ],
     ),
   );
