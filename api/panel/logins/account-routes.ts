@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { rolePowers } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
-import { accountOf, changeOwnPassword, createToken, listTokens, revokeToken, signIn, signOut, type AuthSettings } from '../../../services/panel/auth';
-import { confirmEnrolment, startEnrolment } from '../../../services/panel/two-factor';
+import { accountOf, changeOwnPassword, createToken, listTokens, revokeToken, signIn, signOut, type AuthSettings } from '../../../services/panel/logins/auth';
+import { confirmEnrolment, startEnrolment } from '../../../services/panel/logins/two-factor';
 import { principalOf, SESSION_COOKIE } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { ROLES } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
-import { createLogin, deleteLogin, listLogins, removeTwoFactor, resetPassword, setLoginStatus } from '../../../services/panel/logins';
+import { createLogin, deleteLogin, listLogins, removeTwoFactor, resetPassword, setLoginStatus } from '../../../services/panel/logins/logins';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

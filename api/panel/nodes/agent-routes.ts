@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import { isNodeName, NODE_API_PREFIX, type Heartbeat, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
-import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes';
+import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes/nodes';
 import { parse } from '../shared/http';
 
 // The node API that agents (`panel-host serve`) call (domain/panel/node-ops.ts, PANEL.md section 1):

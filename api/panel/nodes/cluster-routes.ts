@@ -3,9 +3,9 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
-import { addNode, clusterNode, clusterNodes, deleteNode, STATE_UNAVAILABLE } from '../../../services/panel/nodes';
-import { relocationPlan } from '../../../services/panel/relocation';
-import type { SitesDeps } from '../../../services/panel/sites';
+import { addNode, clusterNode, clusterNodes, deleteNode, STATE_UNAVAILABLE } from '../../../services/panel/nodes/nodes';
+import { relocationPlan } from '../../../services/panel/nodes/relocation';
+import type { SitesDeps } from '../../../services/panel/sites/sites';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import type { OperationWakeups } from '../../../services/panel/nodes';
+import type { OperationWakeups } from '../../../services/panel/nodes/nodes';
 import { panelContext } from '../shared/http';
 import { agentRoutes } from './agent-routes';
 

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
-import { listAudit } from '../../../services/panel/audit';
-import { findInScope } from '../../../services/panel/chain';
-import { createOrg, deleteOrg, getOrg, listOrgs, renameOrg, setOrgStatus } from '../../../services/panel/orgs';
+import { listAudit } from '../../../services/panel/shared/audit';
+import { findInScope } from '../../../services/panel/shared/chain';
+import { createOrg, deleteOrg, getOrg, listOrgs, renameOrg, setOrgStatus } from '../../../services/panel/orgs/orgs';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 import { limitsSchema, pageLimit, powersSchema, regionSchema } from '../shared/schemas';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
-import { getBranding, limitsOf, publicBranding, setBranding, setLimits, setPowers, setRegions } from '../../../services/panel/settings';
+import { getBranding, limitsOf, publicBranding, setBranding, setLimits, setPowers, setRegions } from '../../../services/panel/orgs/settings';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 import { limitsSchema, powersSchema, regionSchema } from '../shared/schemas';

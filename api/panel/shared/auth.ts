@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { PanelError } from '../../../domain/panel/errors';
 import type { Role } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
-import { sessionPrincipal, tokenPrincipal, type AuthSettings, type Principal } from '../../../services/panel/auth';
+import { sessionPrincipal, tokenPrincipal, type AuthSettings, type Principal } from '../../../services/panel/logins/auth';
 
 export const SESSION_COOKIE = 'panel_session';
 

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { createSite, deleteSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites';
+import { createSite, deleteSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 import { pageLimit } from '../shared/schemas';

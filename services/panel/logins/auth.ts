@@ -1,10 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { PanelError } from '../../domain/panel/errors';
-import type { OrgType, Role } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { isUuid } from './chain';
+import { PanelError } from '../../../domain/panel/errors';
+import type { OrgType, Role } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { isUuid } from '../shared/chain';
 import { checkPassword, loginView } from './logins';
 import { hashPassword, verifyPassword } from './passwords';
 import { beginAttempt, endAttempt, type ThrottleSettings } from './throttle';

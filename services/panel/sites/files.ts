@@ -1,13 +1,13 @@
 import type { Readable } from 'node:stream';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { sitePaths } from '../../domain/panel/node-config';
-import { HOSTING_NODE } from '../../domain/panel/node-ops';
-import { isBelow } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../platform/hosting-node/site-files';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { isUuid, loadChain } from './chain';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { sitePaths } from '../../../domain/panel/node-config';
+import { HOSTING_NODE } from '../../../domain/panel/node-ops';
+import { isBelow } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../../platform/hosting-node/site-files';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { isUuid, loadChain } from '../shared/chain';
 import { checkMeasuredUse, diskHeadroom, recordSiteUsage, type MeasuredUse } from './quotas';
 
 // The panel's file manager for a website's docroot (spec 2 section 2.3 rule 3): list, upload (the

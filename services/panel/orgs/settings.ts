@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import { PanelError } from '../../domain/panel/errors';
-import { COUNTED, type Limits } from '../../domain/panel/limits';
-import type { DelegablePower } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { withCapacityCheck } from './capacity';
-import { checkRequiredRegion, countedUsage, editorChain, findInScope, loadChain, lockedChain, ownLimits, powersOf, refuseAboveOwn, requirePower, type ChainLevel, type OrgRow } from './chain';
+import { PanelError } from '../../../domain/panel/errors';
+import { COUNTED, type Limits } from '../../../domain/panel/limits';
+import type { DelegablePower } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { withCapacityCheck } from '../nodes/capacity';
+import { checkRequiredRegion, countedUsage, editorChain, findInScope, loadChain, lockedChain, ownLimits, powersOf, refuseAboveOwn, requirePower, type ChainLevel, type OrgRow } from '../shared/chain';
 import { detailsOf, grantable } from './orgs';
 
 // An org's settings (spec 2 sections 2.1-2.3, 2.7): limits, delegated powers and regions are

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../platform/db';
-import { audit } from './audit';
-import { hashPassword, temporaryPassword } from './passwords';
+import type { Db } from '../../../platform/db';
+import { audit } from '../shared/audit';
+import { hashPassword, temporaryPassword } from '../logins/passwords';
 
 /**
  * On an empty panel database: the platform org (the root of the tree) and its first login, `admin`,

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { aboveOwn, resolveLimits, type CountedItem, type LevelLimits, type Limits } from '../../domain/panel/limits';
-import { effectivePowers, isBelow, pathIds, type DelegablePower, type OrgType } from '../../domain/panel/tree';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { aboveOwn, resolveLimits, type CountedItem, type LevelLimits, type Limits } from '../../../domain/panel/limits';
+import { effectivePowers, isBelow, pathIds, type DelegablePower, type OrgType } from '../../../domain/panel/tree';
 import type { Actor } from './actor';
 
 // An org and the levels above it (its chain, root first), and the checks every panel change makes

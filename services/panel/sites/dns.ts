@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { nextSerial, recordProblem, renderZone, zoneProblem, type DnsRecord } from '../../domain/panel/dns';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { isDomain } from '../../domain/panel/node-ops';
-import { isBelow } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import { removeZoneFile, writeZoneFile, ZoneRefused } from '../../platform/zone-files';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { checkCounted, findInScope, isUuid, loadChain } from './chain';
+import { nextSerial, recordProblem, renderZone, zoneProblem, type DnsRecord } from '../../../domain/panel/dns';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { isDomain } from '../../../domain/panel/node-ops';
+import { isBelow } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import { removeZoneFile, writeZoneFile, ZoneRefused } from '../../../platform/zone-files';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { checkCounted, findInScope, isUuid, loadChain } from '../shared/chain';
 
 // DNS zones of customer accounts: created under a customer in the caller's subtree (a counted item:
 // dns_zones), records validated, the zone file rendered and checked on the hosting node inside the

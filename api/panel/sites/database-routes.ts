@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { createDatabase, deleteDatabase, getDatabase, listDatabases, type DatabasesDeps } from '../../../services/panel/databases';
+import { createDatabase, deleteDatabase, getDatabase, listDatabases, type DatabasesDeps } from '../../../services/panel/sites/databases';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

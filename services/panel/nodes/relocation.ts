@@ -1,7 +1,7 @@
-import { notFound } from '../../domain/panel/errors';
-import { schedule, type PreflightFacts } from '../../domain/panel/placement';
-import { effectiveRegions, loadChain } from './chain';
-import { candidateOf, readFactsFile, type NodeRow, type SitesDeps } from './sites';
+import { notFound } from '../../../domain/panel/errors';
+import { schedule, type PreflightFacts } from '../../../domain/panel/placement';
+import { effectiveRegions, loadChain } from '../shared/chain';
+import { candidateOf, readFactsFile, type NodeRow, type SitesDeps } from '../sites/sites';
 
 // Relocation plan of a node (spec 2 section 4.1): read-only advice on which sites to move where, and
 // why. Moving sites between nodes is planned (spec 2 section 8), so nothing here changes anything.

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { generateSecret, generateURI, verifySync } from 'otplib';
-import { PanelError } from '../../domain/panel/errors';
-import type { Db } from '../../platform/db';
-import { open, seal } from '../../platform/secret-box';
-import type { Actor } from './actor';
-import { audit } from './audit';
+import { PanelError } from '../../../domain/panel/errors';
+import type { Db } from '../../../platform/db';
+import { open, seal } from '../../../platform/secret-box';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
 
 // TOTP two-factor sign-in (RFC 6238, 30 s steps, 6 digits; spec 2 sections 5.2-5.3). The secret is
 // sealed at rest; a code is accepted once (the last accepted time step is kept); ten recovery codes

@@ -2,17 +2,17 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { HOSTING_NODE, isCronLine, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../domain/panel/node-ops';
-import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../domain/panel/placement';
-import { isBelow, rolePowers, type RolePower } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Logger } from '../../platform/logger';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from './chain';
-import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from './client';
-import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from './nodes';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { HOSTING_NODE, isCronLine, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
+import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
+import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
+import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from '../client';
+import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
 import { checkMeasuredUse } from './quotas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create

@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Client, type ClientConfig, type Notification } from 'pg';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { HOSTING_NODE, isNodeName, type EnrolRequest, type Heartbeat, type NodeOperation, type OperationResult } from '../../domain/panel/node-ops';
-import type { Db } from '../../platform/db';
-import type { Logger } from '../../platform/logger';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { isUuid } from './chain';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { HOSTING_NODE, isNodeName, type EnrolRequest, type Heartbeat, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { isUuid } from '../shared/chain';
 import { currentLeader, type LeaderInfo } from './controller';
 
 // The panel's side of the cluster (spec 2 section 2.6, PANEL.md sections 1, 2, 4): node records,

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { isBelow, rolesFor, type OrgType, type Role } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { findInScope, isUuid } from './chain';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { isBelow, rolesFor, type OrgType, type Role } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { findInScope, isUuid } from '../shared/chain';
 import { hashPassword } from './passwords';
 
 // Logins (spec 2 section 2.5): a login never manages the logins of its own org; the levels above do.

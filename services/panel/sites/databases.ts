@@ -1,26 +1,26 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { invalid, notFound, PanelError } from '../../domain/panel/errors';
-import { isDbName, isDbUser } from '../../domain/panel/node-config';
-import { HOSTING_NODE, isNodeName, type NodeOperation, type OperationResult } from '../../domain/panel/node-ops';
-import { isBelow, rolePowers } from '../../domain/panel/tree';
-import { SA } from '../../domain/shared/search-attributes';
-import type { Db } from '../../platform/db';
-import type { Logger } from '../../platform/logger';
-import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { checkCounted, findInScope, isUuid, lockedChain } from './chain';
-import type { NodeOpSettings } from './client';
-import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult } from './nodes';
+import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
+import { isDbName, isDbUser } from '../../../domain/panel/node-config';
+import { HOSTING_NODE, isNodeName, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import { isBelow, rolePowers } from '../../../domain/panel/tree';
+import { SA } from '../../../domain/shared/search-attributes';
+import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import type { DatabaseOpInput, databaseOpWorkflow } from '../../../workflows/panel/database-op';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { checkCounted, findInScope, isUuid, lockedChain } from '../shared/chain';
+import type { NodeOpSettings } from '../client';
+import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
 import { resultOf } from './sites';
 
 // Customer databases (spec 2 sections 2.3, 2.6; PANEL.md section 2): a MariaDB database and its own
 // user on a node with the `db` role, created under a customer account (a counted item, `databases`,
 // checked and taken in one transaction that locks the account's path root first). The generated
 // password is returned once and kept nowhere in clear: it travels to the node inside the queued
-// operation, whose row loses it when the operation ends (services/panel/nodes.ts). Each change
+// operation, whose row loses it when the operation ends (services/panel/nodes/nodes.ts). Each change
 // queues one node operation in the same transaction; after the commit its workflow
 // (`database-op-<op_id>`) applies it and records the outcome (finishDatabaseOp), so a database ends
 // active, failed or gone, never pending for good.

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { notFound, PanelError } from '../../domain/panel/errors';
-import type { Limits } from '../../domain/panel/limits';
-import { pathIds } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { refusePackageAboveCapacity, withCapacityCheck } from './capacity';
-import { checkRequiredRegion, editorChain, findInScope, isUuid, listedPackage, loadChain, lockedChain, ownLimits, refuseAboveOwn, requirePower, type ChainLevel } from './chain';
+import { notFound, PanelError } from '../../../domain/panel/errors';
+import type { Limits } from '../../../domain/panel/limits';
+import { pathIds } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { refusePackageAboveCapacity, withCapacityCheck } from '../nodes/capacity';
+import { checkRequiredRegion, editorChain, findInScope, isUuid, listedPackage, loadChain, lockedChain, ownLimits, refuseAboveOwn, requirePower, type ChainLevel } from '../shared/chain';
 import { given, isUniqueViolation, limitsView } from './settings';
 
 // Packages (spec 2 section 2.4): named limits and regions an org offers to the orgs below it. The

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
-import { assignPackage, createPackage, deletePackage, getPackage, listPackages, updatePackage } from '../../../services/panel/packages';
+import { assignPackage, createPackage, deletePackage, getPackage, listPackages, updatePackage } from '../../../services/panel/orgs/packages';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 import { limitsSchema, regionSchema } from '../shared/schemas';

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { PanelError } from '../../domain/panel/errors';
-import { HOSTING_NODE } from '../../domain/panel/node-ops';
-import { pathIds } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { effectiveLimits, findInScope, loadChain, ownLimits, type ChainLevel } from './chain';
+import { PanelError } from '../../../domain/panel/errors';
+import { HOSTING_NODE } from '../../../domain/panel/node-ops';
+import { pathIds } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { effectiveLimits, findInScope, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
 
 // Soft quotas (spec 2 section 2.3 rules 3-4): disk and inode use as the nodes measure it (each
 // node reports every site's docroot: panel_nodes.site_usage, from heartbeats and the hosting node's

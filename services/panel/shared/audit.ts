@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Db } from '../../platform/db';
+import type { Db } from '../../../platform/db';
 import type { Actor } from './actor';
 
 // The audit log: every change, written in the same transaction as the change itself.

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { RECORD_TYPES, MAX_RECORDS } from '../../../domain/panel/dns';
 import type { Db } from '../../../platform/db';
-import { createZone, deleteZone, getZone, listZones, replaceRecords, type DnsSettings } from '../../../services/panel/dns';
+import { createZone, deleteZone, getZone, listZones, replaceRecords, type DnsSettings } from '../../../services/panel/sites/dns';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Knex } from 'knex';
 import { Client, type ClientConfig } from 'pg';
-import type { Logger } from '../../platform/logger';
+import type { Logger } from '../../../platform/logger';
 
 // The controller (PANEL.md section 1, spec 2 section 2.6): inside every `panel-api serve
 // -controller-state`, one leader among the processes, the holder of a PostgreSQL advisory lock on a

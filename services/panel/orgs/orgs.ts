@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { invalid, PanelError } from '../../domain/panel/errors';
-import type { Limits } from '../../domain/panel/limits';
-import { ADMIN_ROLE, childTypes, DELEGABLE_POWERS, type DelegablePower, type OrgType } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
-import { checkCounted, checkRequiredRegion, countedUsage, effectiveLimits, effectiveRegions, findInScope, listedPackage, loadChain, powersOf, refuseAboveOwn, type ChainLevel, type OrgRow } from './chain';
-import { withCapacityCheck } from './capacity';
-import { checkPassword, checkUsername, insertLogin } from './logins';
-import { hashPassword } from './passwords';
+import { invalid, PanelError } from '../../../domain/panel/errors';
+import type { Limits } from '../../../domain/panel/limits';
+import { ADMIN_ROLE, childTypes, DELEGABLE_POWERS, type DelegablePower, type OrgType } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { checkCounted, checkRequiredRegion, countedUsage, effectiveLimits, effectiveRegions, findInScope, listedPackage, loadChain, powersOf, refuseAboveOwn, type ChainLevel, type OrgRow } from '../shared/chain';
+import { withCapacityCheck } from '../nodes/capacity';
+import { checkPassword, checkUsername, insertLogin } from '../logins/logins';
+import { hashPassword } from '../logins/passwords';
 
 // The org tree (spec 2 sections 1.1-1.4, 2.2, 3): create, list, read, rename, suspend, reactivate,
 // delete. Lock order: org rows along a path, root first (loadChain with lock), then logins.

@@ -1,4 +1,4 @@
-import type { OrgType, Role } from '../../domain/panel/tree';
+import type { OrgType, Role } from '../../../domain/panel/tree';
 
 /** Who is acting: the signed-in login (session or API token), its org, and the request id for the audit log. */
 export interface Actor {

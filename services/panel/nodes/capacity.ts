@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { PanelError } from '../../domain/panel/errors';
-import { resolveLimits, type Limits } from '../../domain/panel/limits';
-import { pathIds } from '../../domain/panel/tree';
-import type { Db } from '../../platform/db';
-import type { Actor } from './actor';
-import { audit } from './audit';
+import { PanelError } from '../../../domain/panel/errors';
+import { resolveLimits, type Limits } from '../../../domain/panel/limits';
+import { pathIds } from '../../../domain/panel/tree';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
 
 // Declared capacity (spec 2 section 4.2): CPU (% of one core summed over the cluster), memory and
 // disk, with an overcommit percentage. Committed = the sum of every customer account's effective

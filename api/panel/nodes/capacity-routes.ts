@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { notFound } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
-import { capacityView, clearCapacity, declareCapacity } from '../../../services/panel/capacity';
+import { capacityView, clearCapacity, declareCapacity } from '../../../services/panel/nodes/capacity';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 

@@ -1,5 +1,5 @@
-import { PanelError } from '../../domain/panel/errors';
-import type { Db } from '../../platform/db';
+import { PanelError } from '../../../domain/panel/errors';
+import type { Db } from '../../../platform/db';
 
 // Failed sign-ins are counted per username and per client IP in PostgreSQL, so every API process
 // sees the same counts: a scope that reaches its limit within the window is locked for a while and
