@@ -2,7 +2,7 @@ import { PanelError } from '../domain/panel/errors';
 import { ConfigError, loadConfig } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb } from '../platform/db';
-import { labelNode, setDraining, type NodeLabels } from '../services/panel/nodes';
+import { labelNode, setDraining, type NodeLabels } from '../services/panel/nodes/nodes';
 
 // `panel-controller label|drain|undrain …` (spec 2 section 4.3, PANEL.md section 1): edits node
 // records in the database of `npm start` (or DATABASE_URL), audited with no login as the actor

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../platform/db';
-import { ensurePlatform } from '../services/panel/bootstrap';
-import { hashPassword } from '../services/panel/passwords';
+import { ensurePlatform } from '../services/panel/orgs/bootstrap';
+import { hashPassword } from '../services/panel/logins/passwords';
 
 // The panel benchmark's tree (bench/panel.ts), seeded fast with bulk SQL: one INSERT … SELECT
 // FROM unnest(…) for the orgs and their admin logins, one INSERT … SELECT FROM generate_series
 // for the extra read_only logins. Paths are `<root>/<child>/…/<self>/` exactly as
-// services/panel/orgs.ts builds them. Every seeded login shares ONE argon2id hash (of
+// services/panel/orgs/orgs.ts builds them. Every seeded login shares ONE argon2id hash (of
 // SEED_PASSWORD, computed once), so the seeding does not spend minutes hashing; each sign-in
 // still verifies a real argon2id hash with the library's default parameters.
 //

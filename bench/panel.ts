@@ -7,7 +7,7 @@ import { createDb, migrate, type Db } from '../platform/db';
 import { createLogger } from '../platform/logger';
 import { parsePanelFlags } from '../platform/panel-flags';
 import { deriveKey } from '../platform/secret-box';
-import { verifyPassword } from '../services/panel/passwords';
+import { verifyPassword } from '../services/panel/logins/passwords';
 import { appendResults, dirtyNote, firstSignIn, loadText, logSink, machine, onCleanup, progress, revision, runBench, send, signIn, startBackends, type Reply } from './panel-harness';
 import { NAME_WORDS, SEED_DEFAULTS, SEED_PASSWORD, seedPanel, type Seeded } from './panel-seed';
 import { fixed, num, summarize, table, type Summary } from './stats';

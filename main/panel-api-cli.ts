@@ -3,7 +3,7 @@ import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
 import { createLogger } from '../platform/logger';
 import { parsePanelFlags, serveFlags } from '../platform/panel-flags';
-import { ensurePlatform } from '../services/panel/bootstrap';
+import { ensurePlatform } from '../services/panel/orgs/bootstrap';
 import { startPanelApi } from './panel-api';
 import { panelOptions } from './panel-options';
 

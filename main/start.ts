@@ -9,7 +9,7 @@ import { startGatewayApi } from './gateway';
 import { startPanelApi } from './panel-api';
 import { panelOptions } from './panel-options';
 import { parsePanelFlags } from '../platform/panel-flags';
-import { ensurePlatform } from '../services/panel/bootstrap';
+import { ensurePlatform } from '../services/panel/orgs/bootstrap';
 import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { MEDIA_TASK_QUEUE } from '../domain/media/video';
 import { startSimulator } from '../simulator/server';

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 // Customer databases (spec 2 sections 2.3 and 2.6: a counted item, `databases`): one MariaDB
 // database and its own user on a node with the `db` role. The panel keeps no password: the one
 // generated at creation is returned once and travels to the node inside the node operation, whose
-// row loses it when the operation ends (services/panel/nodes.ts). A name and a user are unique per
+// row loses it when the operation ends (services/panel/nodes/nodes.ts). A name and a user are unique per
 // node (one MariaDB server per node).
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('panel_databases', (t) => {

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import { applyDatabaseOnHosting, finishDatabaseOp as finish, type DatabaseOpFinish, type DatabaseOpOutcome } from '../../services/panel/databases';
+import { applyDatabaseOnHosting, finishDatabaseOp as finish, type DatabaseOpFinish, type DatabaseOpOutcome } from '../../services/panel/sites/databases';
 import type { HostingNodeApplier } from './node-ops';
 
 export type { DatabaseOpOutcome };

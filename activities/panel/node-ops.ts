@@ -1,7 +1,7 @@
 import type { NodeOperation, OperationResult } from '../../domain/panel/node-ops';
 import type { Db } from '../../platform/db';
-import { operationStatus } from '../../services/panel/nodes';
-import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../services/panel/sites';
+import { operationStatus } from '../../services/panel/nodes/nodes';
+import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../services/panel/sites/sites';
 
 export type { SiteOpOutcome };
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { startPanelApi } from '../../main/panel-api';
-import type { ControllerBounds } from '../../services/panel/controller';
+import type { ControllerBounds } from '../../services/panel/nodes/controller';
 import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { parsePanelFlags } from '../../platform/panel-flags';

@@ -7,7 +7,7 @@ import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
 import { startPanelApi, type PanelRuntime, type PanelRuntimeOptions } from '../../main/panel-api';
-import { ensurePlatform } from '../../services/panel/bootstrap';
+import { ensurePlatform } from '../../services/panel/orgs/bootstrap';
 import { env } from '../setup/env';
 
 export const PANEL_TEST_KEY = deriveKey('panel-test-secret');

@@ -11,7 +11,7 @@ import { env } from '../setup/env';
 import { startPanelApi } from '../../main/panel-api';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
-import { addNode } from '../../services/panel/nodes';
+import { addNode } from '../../services/panel/nodes/nodes';
 import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, startHostingPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 

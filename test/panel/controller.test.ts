@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { NodeFacts } from '../../domain/panel/node-ops';
 import type { PanelRuntime } from '../../main/panel-api';
-import { currentLeader, type ControllerBounds } from '../../services/panel/controller';
-import { addNode, enrolNode, getNode } from '../../services/panel/nodes';
+import { currentLeader, type ControllerBounds } from '../../services/panel/nodes/controller';
+import { addNode, enrolNode, getNode } from '../../services/panel/nodes/nodes';
 import { startPanelChild, type PanelChild } from '../helpers/panel-child';
 import { platformAdmin, startPanel, unique } from '../helpers/panel';
 import { env } from '../setup/env';

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { run } from '../../platform/hosting-node/processes';
-import { addNode, queueOperation, recordResult } from '../../services/panel/nodes';
-import { databaseOpWorkflowId, resumePendingDatabaseOps } from '../../services/panel/databases';
+import { addNode, queueOperation, recordResult } from '../../services/panel/nodes/nodes';
+import { databaseOpWorkflowId, resumePendingDatabaseOps } from '../../services/panel/sites/databases';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 

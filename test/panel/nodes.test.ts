@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Heartbeat, NodeFacts, NodeOperation } from '../../domain/panel/node-ops';
 import type { PanelRuntime } from '../../main/panel-api';
-import { insertLogin } from '../../services/panel/logins';
-import { addNode, getNode, nodeRefusal, operationStatus, queueOperation, selectableNodes } from '../../services/panel/nodes';
-import { hashPassword } from '../../services/panel/passwords';
+import { insertLogin } from '../../services/panel/logins/logins';
+import { addNode, getNode, nodeRefusal, operationStatus, queueOperation, selectableNodes } from '../../services/panel/nodes/nodes';
+import { hashPassword } from '../../services/panel/logins/passwords';
 import { createOrgWithLogin, PanelClient, platformAdmin, signInFresh, startPanel, unique } from '../helpers/panel';
 import { env } from '../setup/env';
 

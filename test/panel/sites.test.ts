@@ -10,8 +10,8 @@ import { freePort } from '../../platform/ports';
 import { startHostingNode } from '../../platform/hosting-node';
 import { startAgent } from '../../platform/hosting-node/agent';
 import { createPanelClient } from '../../platform/hosting-node/panel-client';
-import { addNode, queueOperation } from '../../services/panel/nodes';
-import { resumePendingOps, specOf } from '../../services/panel/sites';
+import { addNode, queueOperation } from '../../services/panel/nodes/nodes';
+import { resumePendingOps, specOf } from '../../services/panel/sites/sites';
 import { createOrgWithLogin, platformAdmin, startPanel, unique, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { pruneAttempts, THROTTLE_DEFAULTS } from '../../services/panel/throttle';
+import { pruneAttempts, THROTTLE_DEFAULTS } from '../../services/panel/logins/throttle';
 import { env } from '../setup/env';
 
 describe('panel: pruning sign-in counts', () => {
