@@ -131,7 +131,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       const wakeups = new OperationWakeups(o.databaseUrl ?? connectionOf(o.db), o.logger);
       await wakeups.start();
       stops.push(() => wakeups.stop());
-      const nodeApp = createNodeApp({ db: o.db, logger: o.logger, wakeups, ...o.nodeApi });
+      const nodeApp = createNodeApp({ db: o.db, temporal, logger: o.logger, wakeups, ...o.nodeApi });
       const n = await listen(nodeApp.callback(), o.flags.nodeApiListen.port, o.flags.nodeApiListen.host);
       stops.push(() => n.close());
       nodeApi = n;

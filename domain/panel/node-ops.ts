@@ -1,3 +1,5 @@
+import { defineSignal } from '@temporalio/workflow';
+
 // What the panel asks of a hosting node, and what a node tells the panel (PANEL.md sections 1-2, 4).
 // The same operations are applied by the panel itself on its own hosting node and by a node's agent
 // (`panel-host serve`) on every other node; both apply them idempotently, keyed by the operation id.
@@ -100,3 +102,6 @@ export interface Heartbeat {
 
 /** Node names: a DNS label. */
 export const isNodeName = (s: string): boolean => /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(s);
+
+/** Sent to an operation's workflow when its node's result is recorded, so it need not wait for its next poll. */
+export const nodeOpReportedSignal = defineSignal('nodeOpReported');

@@ -1,4 +1,5 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
 
@@ -8,6 +9,21 @@ import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op'
 export const PANEL_TASK_QUEUE = 'panel';
 
 export const nodeOpWorkflowId = (opId: string): string => `node-op-${opId}`;
+export const databaseOpWorkflowId = (opId: string): string => `database-op-${opId}`;
+
+/**
+ * Tells the workflow waiting for an operation that its node's result is recorded (site operations
+ * run in node-op-<op_id>, database ones in database-op-<op_id>). A workflow that is gone or not
+ * started yet reads the result at its next poll, so a failed signal changes nothing.
+ */
+export async function signalOperationReported(temporal: Client, opId: string, kind: string): Promise<void> {
+  const id = kind.startsWith('database.') ? databaseOpWorkflowId(opId) : nodeOpWorkflowId(opId);
+  try {
+    await temporal.workflow.getHandle(id).signal(nodeOpReportedSignal);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+}
 
 /** Where and how node operations run: the panel worker's task queue and the agent wait. */
 export interface NodeOpSettings {

@@ -5,7 +5,8 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { run } from '../../platform/hosting-node/processes';
 import { addNode, queueOperation, recordResult } from '../../services/panel/nodes/nodes';
-import { databaseOpWorkflowId, resumePendingDatabaseOps } from '../../services/panel/sites/databases';
+import { databaseOpWorkflowId } from '../../services/panel/client';
+import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 

@@ -36,7 +36,8 @@ async function startSitesPanel(flags: string[], hosting: boolean, taskQueue: str
   const runtime = await startPanel({
     flags,
     databaseUrl: env.databaseUrl,
-    nodeOps: { taskQueue, timeoutMs: OP_TIMEOUT_MS, pollMs: 200 },
+    // the production poll: a result reported by an agent ends the wait by signal, not by this poll
+    nodeOps: { taskQueue, timeoutMs: OP_TIMEOUT_MS, pollMs: 1000 },
     ...(hosting ? { hosting: { root, webPort, webHost: '127.0.0.1', workflowBundle: env.bundles.panel } } : {}),
   });
   return { url: runtime.url, runtime, webPort, root };
@@ -521,6 +522,14 @@ describe('panel: scheduled placement and agent nodes', function () {
       assert.equal(s.json.status, 'active', JSON.stringify(s.json));
       assert.equal((await serve({ webPort }, `www.${d}`)).status, 200);
       assert.equal((await env.db('panel_node_ops').where({ id: r.json.operation_id }).first()).status, 'done');
+      // the node API signalled the waiting workflow when the agent's result was recorded
+      const connection = await Connection.connect({ address: env.temporalAddress });
+      try {
+        const history = await new Client({ connection }).workflow.getHandle(`node-op-${r.json.operation_id}`).fetchHistory();
+        assert.ok(history.events!.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'nodeOpReported'), 'the workflow got the nodeOpReported signal');
+      } finally {
+        await connection.close();
+      }
 
       assert.equal((await provider.client.post(`/v1/sites/${r.json.id}/suspend`)).status, 200);
       assert.equal((await settled(customer.client, r.json.id)).json.status, 'suspended');

@@ -1,6 +1,6 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { NodeOpActivities, SiteOpOutcome } from '../../activities/panel/node-ops';
-import { HOSTING_NODE, type OperationResult } from '../../domain/panel/node-ops';
+import { HOSTING_NODE, nodeOpReportedSignal, type OperationResult } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 
 // One per node operation (`node-op-<op_id>`, PANEL.md section 4): applies a site change on the
@@ -58,9 +58,17 @@ async function applyDirectly(input: NodeOpInput): Promise<OperationResult> {
   }
 }
 
-/** Polls the queued operation until the agent reports, or expires it at the deadline (database operations wait the same way). */
+/**
+ * Polls the queued operation until the agent reports, or expires it at the deadline (database
+ * operations wait the same way). The node API signals when a result is recorded, which ends the
+ * wait at once; the poll stays as the fallback for a lost signal.
+ */
 export async function waitForAgent(input: Pick<NodeOpInput, 'opId' | 'node' | 'timeoutMs' | 'pollMs'>): Promise<OperationResult> {
   const started = Date.now(); // workflow time: deterministic
+  let reported = false;
+  setHandler(nodeOpReportedSignal, () => {
+    reported = true;
+  });
   for (;;) {
     const op = await readNodeOp(input.opId);
     if (op.result) return op.result;
@@ -71,6 +79,9 @@ export async function waitForAgent(input: Pick<NodeOpInput, 'opId' | 'node' | 't
       if (expired) return expired;
       continue; // the agent reported just now: read its result
     }
-    await sleep(Math.min(input.pollMs, left));
+    if (patched('node-op-reported-signal')) {
+      await condition(() => reported, Math.min(input.pollMs, left));
+      reported = false;
+    } else await sleep(Math.min(input.pollMs, left));
   }
 }

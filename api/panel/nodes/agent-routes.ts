@@ -4,7 +4,10 @@ import getRawBody from 'raw-body';
 import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import { isNodeName, NODE_API_PREFIX, type Heartbeat, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import type { Client } from '@temporalio/client';
 import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import { signalOperationReported } from '../../../services/panel/client';
 import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes/nodes';
 import { parse } from '../shared/http';
 
@@ -13,6 +16,9 @@ import { parse } from '../shared/http';
 
 export interface AgentRouteOptions {
   db: Db;
+  /** signals the workflow waiting for an operation once its result is recorded */
+  temporal: Client;
+  logger: Logger;
   wakeups: OperationWakeups;
   /** how often agents should send heartbeats (told at enrolment) */
   heartbeatSeconds: number;
@@ -144,8 +150,10 @@ export function agentRoutes(o: AgentRouteOptions): Router {
 
   r.post('/operations/:id/result', async (ctx) => {
     const b = await agentBody(ctx, resultBody);
-    await recordResult(o.db, nodeOf(ctx).name, ctx.params.id, b as OperationResult);
+    const r = await recordResult(o.db, nodeOf(ctx).name, ctx.params.id, b as OperationResult);
     ctx.status = 204;
+    // The recorded result is durable; the signal only ends the workflow's wait early (it polls too).
+    if (r.recorded) void signalOperationReported(o.temporal, ctx.params.id, r.kind ?? '').catch((err) => o.logger.warn({ err, op_id: ctx.params.id }, 'signalling the operation workflow failed; it reads the result at its next poll'));
   });
 
   return r;

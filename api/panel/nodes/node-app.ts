@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import Koa from 'koa';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
@@ -7,6 +8,7 @@ import { agentRoutes } from './agent-routes';
 
 export interface NodeApiDeps {
   db: Db;
+  temporal: Client;
   logger: Logger;
   wakeups: OperationWakeups;
   /** told to agents at enrolment; default 10 s (a node is alive while its last heartbeat is ≤ 30 s old) */
@@ -20,7 +22,7 @@ export function createNodeApp(d: NodeApiDeps): Koa {
   const app = new Koa();
   app.proxy = false;
   app.use(panelContext(d.logger));
-  const routes = agentRoutes({ db: d.db, wakeups: d.wakeups, heartbeatSeconds: d.heartbeatSeconds ?? 10, pollFallbackMs: d.pollFallbackMs ?? 5000 });
+  const routes = agentRoutes({ db: d.db, temporal: d.temporal, logger: d.logger, wakeups: d.wakeups, heartbeatSeconds: d.heartbeatSeconds ?? 10, pollFallbackMs: d.pollFallbackMs ?? 5000 });
   app.use(routes.routes());
   app.use(routes.allowedMethods());
   return app;

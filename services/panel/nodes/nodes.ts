@@ -332,17 +332,17 @@ const STRIP_SECRETS = `CASE WHEN kind = 'database.create' THEN payload - 'passwo
  * Records what `node` reports for operation `opId`: done or failed. A repeated result is a no-op
  * (`recorded: false`); an operation of another node, or none, is 404.
  */
-export async function recordResult(db: Q, node: string, opId: string, result: OperationResult): Promise<{ recorded: boolean; status: string }> {
+export async function recordResult(db: Q, node: string, opId: string, result: OperationResult): Promise<{ recorded: boolean; status: string; kind?: string }> {
   if (!isUuid(opId)) throw new PanelError('not_found', { what: 'operation' });
   const status = result.ok ? 'done' : 'failed';
   const { rows } = await db.raw(
     `WITH done AS (
        UPDATE panel_node_ops SET status = ?, result = ?::jsonb, finished_at = now(), payload = ${STRIP_SECRETS}
-       WHERE id = ? AND node_name = ? AND status IN ('queued', 'sent') RETURNING id, status)
-     SELECT id, status, pg_notify(?, id::text) FROM done`,
+       WHERE id = ? AND node_name = ? AND status IN ('queued', 'sent') RETURNING id, status, kind)
+     SELECT id, status, kind, pg_notify(?, id::text) FROM done`,
     [status, JSON.stringify(result), opId, node, OPERATION_RESULT_CHANNEL],
   );
-  if (rows.length) return { recorded: true, status };
+  if (rows.length) return { recorded: true, status, kind: rows[0].kind };
   const op = await db('panel_node_ops').where({ id: opId }).first('node_name', 'status');
   if (!op || op.node_name !== node) throw new PanelError('not_found', { what: 'operation' });
   return { recorded: false, status: op.status };

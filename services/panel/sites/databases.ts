@@ -12,7 +12,7 @@ import type { DatabaseOpInput, databaseOpWorkflow } from '../../../workflows/pan
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, findInScope, isUuid, lockedChain } from '../shared/chain';
-import type { NodeOpSettings } from '../client';
+import { databaseOpWorkflowId, type NodeOpSettings } from '../client';
 import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
 import { resultOf } from './sites';
 
@@ -49,7 +49,6 @@ export interface DatabasesDeps {
   logger: Logger;
 }
 
-export const databaseOpWorkflowId = (opId: string): string => `database-op-${opId}`;
 
 /** Names MariaDB keeps for itself, and accounts that administer a node: never a customer's. */
 const RESERVED_NAMES = new Set(['mysql', 'information_schema', 'performance_schema', 'sys', 'test']);
