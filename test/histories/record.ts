@@ -137,6 +137,53 @@ describe('record workflow histories', function () {
     }
   });
 
+  it('panel: a site on an agent node whose result the node API records and signals (nodeOpReported)', async function () {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-record-'));
+    fs.chmodSync(root, 0o755);
+    const taskQueue = `panel-record-${randomUUID()}`;
+    const panel = await startPanelApi({
+      db: env.db,
+      databaseUrl: env.databaseUrl,
+      temporalAddress: env.temporalAddress,
+      namespace: 'default',
+      logger: env.logger,
+      port: 0,
+      flags: parsePanelFlags(['-node-api-listen', '127.0.0.1:0']),
+      sealingKey: PANEL_TEST_KEY,
+      sessionIdleMs: 3_600_000,
+      sessionMaxMs: 86_400_000,
+      // a long poll, so the result can only be seen in time through the signal
+      nodeOps: { taskQueue, timeoutMs: 60_000, pollMs: 30_000 },
+      hosting: { root, webPort: await freePort(), webHost: '127.0.0.1', workflowBundle: env.bundles.panel },
+    });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    const node = `rec-${randomUUID().slice(0, 8)}`;
+    try {
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const { token } = await addNode(env.db, null, node);
+      await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['web'] });
+      const site = await admin.post(`/v1/orgs/${customer.id}/sites`, { domain: `record-${randomUUID().slice(0, 8)}.example.com`, node });
+      if (site.status !== 201) throw new Error(`create: ${site.status} ${JSON.stringify(site.json)}`);
+      // the agent's side, over the node API: pull the operation, report it applied
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const pulled = await fetch(`${panel.nodeApiUrl}/node/v1/operations?wait=5`, { headers });
+      const { operations } = (await pulled.json()) as { operations: Array<{ id: string }> };
+      if (operations[0]?.id !== site.json.operation_id) throw new Error(`pulled ${JSON.stringify(operations)}`);
+      // the workflow has read the operation and waits (on the signal, with the 30 s poll as its timeout)
+      await new Promise((res) => setTimeout(res, 2000));
+      const reported = await fetch(`${panel.nodeApiUrl}/node/v1/operations/${site.json.operation_id}/result`, { method: 'POST', headers, body: JSON.stringify({ ok: true }) });
+      if (reported.status !== 204) throw new Error(`result: ${reported.status}`);
+      await save(new Client({ connection }), 'panel', 'node-op-agent-signalled', `node-op-${site.json.operation_id}`);
+    } finally {
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+      await connection.close();
+      await panel.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('panel: a database created and deleted on the hosting node (MariaDB), and one on an agent node that never reports (expired)', async function () {
     const panel = await startHostingPanel({ mariadb: true });
     const connection = await Connection.connect({ address: env.temporalAddress });
