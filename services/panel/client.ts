@@ -1,10 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
+import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
 import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
 
-// The one place that starts the panel's workflows: node operations (`node-op-<op_id>`, PANEL.md
-// section 4) on the panel task queue. A start repeated for the same operation is not an error.
+// The one place that starts (and signals) the panel's workflows: site operations (`node-op-<op_id>`)
+// and database operations (`database-op-<op_id>`, PANEL.md section 4) on the panel task queue. A
+// start repeated for the same operation is not an error.
 
 export const PANEL_TASK_QUEUE = 'panel';
 
@@ -42,11 +44,20 @@ export interface NodeOpStart {
   domain: string;
 }
 
-/** Starts the operation's workflow; resolves once Temporal has it (an already started one counts). */
+/** Starts a workflow; resolves once Temporal has it (an already started one counts: a repeated start is not an error). */
+async function startOnce(start: () => Promise<unknown>): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/** Starts a site operation's workflow (`node-op-<op_id>`). */
 export async function startNodeOp(temporal: Client, settings: NodeOpSettings, s: NodeOpStart): Promise<void> {
   const { input } = s;
-  try {
-    await temporal.workflow.start<typeof nodeOpWorkflow>('nodeOpWorkflow', {
+  await startOnce(() =>
+    temporal.workflow.start<typeof nodeOpWorkflow>('nodeOpWorkflow', {
       taskQueue: settings.taskQueue,
       workflowId: nodeOpWorkflowId(input.opId),
       args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
@@ -59,9 +70,25 @@ export async function startNodeOp(temporal: Client, settings: NodeOpSettings, s:
         { key: SA.Status, value: 'pending' },
       ],
       memo: { what: `${input.kind} of ${s.domain} (generation ${input.generation}) on node ${input.node}`, op_id: input.opId, site_id: input.siteId, domain: s.domain },
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
+    }),
+  );
+}
+
+/** Starts a database operation's workflow (`database-op-<op_id>`). */
+export async function startDatabaseOp(temporal: Client, settings: NodeOpSettings, input: Omit<DatabaseOpInput, 'timeoutMs' | 'pollMs'>, name: string): Promise<void> {
+  await startOnce(() =>
+    temporal.workflow.start<typeof databaseOpWorkflow>('databaseOpWorkflow', {
+      taskQueue: settings.taskQueue,
+      workflowId: databaseOpWorkflowId(input.opId),
+      args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SA.OrgId, value: input.orgId },
+        { key: SA.NodeName, value: input.node },
+        { key: SA.Kind, value: input.kind },
+        { key: SA.Status, value: 'pending' },
+      ],
+      memo: { what: `${input.kind} of database ${name} on node ${input.node}`, op_id: input.opId, database_id: input.databaseId, database: name },
+    }),
+  );
 }

@@ -8,11 +8,9 @@ import { call, newAccount, settled, startStack, type Stack } from '../helpers/st
 import { jobReaches, startVideoStack, type VideoStack } from '../helpers/video-stack';
 import { chatCase, newProject, startRun, startTestRunWorker, waitRun } from '../helpers/testruns';
 import { env } from '../setup/env';
-import { startPanelApi } from '../../main/panel-api';
-import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
 import { addNode } from '../../services/panel/nodes/nodes';
-import { createOrgWithLogin, PANEL_TEST_KEY, platformAdmin, startHostingPanel } from '../helpers/panel';
+import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
@@ -89,17 +87,8 @@ describe('record workflow histories', function () {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-record-'));
     fs.chmodSync(root, 0o755);
     const taskQueue = `panel-record-${randomUUID()}`;
-    const panel = await startPanelApi({
-      db: env.db,
+    const panel = await startPanel({
       databaseUrl: env.databaseUrl,
-      temporalAddress: env.temporalAddress,
-      namespace: 'default',
-      logger: env.logger,
-      port: 0,
-      flags: parsePanelFlags([]),
-      sealingKey: PANEL_TEST_KEY,
-      sessionIdleMs: 3_600_000,
-      sessionMaxMs: 86_400_000,
       nodeOps: { taskQueue, timeoutMs: 1500, pollMs: 300 },
       hosting: { root, webPort: await freePort(), webHost: '127.0.0.1', workflowBundle: env.bundles.panel },
     });
@@ -141,17 +130,9 @@ describe('record workflow histories', function () {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-record-'));
     fs.chmodSync(root, 0o755);
     const taskQueue = `panel-record-${randomUUID()}`;
-    const panel = await startPanelApi({
-      db: env.db,
+    const panel = await startPanel({
       databaseUrl: env.databaseUrl,
-      temporalAddress: env.temporalAddress,
-      namespace: 'default',
-      logger: env.logger,
-      port: 0,
-      flags: parsePanelFlags(['-node-api-listen', '127.0.0.1:0']),
-      sealingKey: PANEL_TEST_KEY,
-      sessionIdleMs: 3_600_000,
-      sessionMaxMs: 86_400_000,
+      flags: ['-node-api-listen', '127.0.0.1:0'],
       // a long poll, so the result can only be seen in time through the signal
       nodeOps: { taskQueue, timeoutMs: 60_000, pollMs: 30_000 },
       hosting: { root, webPort: await freePort(), webHost: '127.0.0.1', workflowBundle: env.bundles.panel },

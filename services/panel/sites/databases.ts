@@ -1,18 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { isDbName, isDbUser } from '../../../domain/panel/node-config';
 import { HOSTING_NODE, isNodeName, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
 import { isBelow, rolePowers } from '../../../domain/panel/tree';
-import { SA } from '../../../domain/shared/search-attributes';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import type { DatabaseOpInput, databaseOpWorkflow } from '../../../workflows/panel/database-op';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, findInScope, isUuid, lockedChain } from '../shared/chain';
-import { databaseOpWorkflowId, type NodeOpSettings } from '../client';
+import { startDatabaseOp, type NodeOpSettings } from '../client';
 import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
 import { resultOf } from './sites';
 
@@ -131,30 +129,6 @@ function uniqueViolation(err: unknown): 'name' | 'user' | null {
   if (e.constraint === 'panel_databases_node_name_unique') return 'name';
   if (e.constraint === 'panel_databases_node_user_unique') return 'user';
   return null;
-}
-
-// ---- workflows ------------------------------------------------------------------------------
-
-/** Starts the operation's workflow; resolves once Temporal has it (an already started one counts). */
-export async function startDatabaseOp(temporal: Client, settings: NodeOpSettings, input: Omit<DatabaseOpInput, 'timeoutMs' | 'pollMs'>, name: string): Promise<void> {
-  try {
-    await temporal.workflow.start<typeof databaseOpWorkflow>('databaseOpWorkflow', {
-      taskQueue: settings.taskQueue,
-      workflowId: databaseOpWorkflowId(input.opId),
-      args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SA.OrgId, value: input.orgId },
-        { key: SA.NodeName, value: input.node },
-        { key: SA.Kind, value: input.kind },
-        { key: SA.Status, value: 'pending' },
-      ],
-      memo: { what: `${input.kind} of database ${name} on node ${input.node}`, op_id: input.opId, database_id: input.databaseId, database: name },
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    throw err;
-  }
 }
 
 /** Starts the workflow after the commit; if Temporal cannot take it, the database fails now rather than stay pending. */
