@@ -7,16 +7,8 @@ import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
 import { recordOutcome } from './outbox';
 import type { OutcomeLine } from './outcome-line';
 
-export interface HoldRequest {
-  reservationId: string;
-  accountId: string;
-  keyId: string;
-  model: string;
-  provider: string;
-  endpoint: string;
-  tariff: Tariff;
-  held: Credits;
-  complimentary: boolean;
+/** What a caller asks to hold: the hold's terms (hold-statement.ts), with the rest defaulted. */
+export type HoldRequest = Omit<HoldTerms, 'modality' | 'ownerWorkflowId' | 'processId' | 'trackKeySpend'> & {
   /**
    * Also add the hold to the key's spend, conditional on its spend limit, in the same statement
    * (keyed variant, spec 3 A). Defaults to the Reservations option of the same name.
@@ -29,7 +21,7 @@ export interface HoldRequest {
    * own workflow): then no reservation workflow starts and `report` must not be used.
    */
   ownerWorkflowId?: string;
-}
+};
 
 export interface Hold {
   reservationId: string;
