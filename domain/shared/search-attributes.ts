@@ -13,6 +13,11 @@ export const SA = {
   OrgId: defineSearchAttributeKey('OrgId', SearchAttributeType.KEYWORD),
   NodeName: defineSearchAttributeKey('NodeName', SearchAttributeType.KEYWORD),
   SiteId: defineSearchAttributeKey('SiteId', SearchAttributeType.KEYWORD),
+  // the panel's scheduled and long work: legacy imports, metered hours and closed months (YYYY-MM or
+  // YYYY-MM-DDTHH), reconciliation passes
+  ImportId: defineSearchAttributeKey('ImportId', SearchAttributeType.KEYWORD),
+  Period: defineSearchAttributeKey('Period', SearchAttributeType.KEYWORD),
+  PassId: defineSearchAttributeKey('PassId', SearchAttributeType.KEYWORD),
   // a settlement workflow's batch: `RequestIds = "<request id>"` finds any request's workflow
   RequestIds: defineSearchAttributeKey('RequestIds', SearchAttributeType.KEYWORD_LIST),
   AccountIds: defineSearchAttributeKey('AccountIds', SearchAttributeType.KEYWORD_LIST),
