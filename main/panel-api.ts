@@ -12,6 +12,7 @@ import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';
 import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
+import { ensureAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
@@ -47,6 +48,8 @@ export interface PanelRuntimeOptions {
    * directly, to the others through their agents). Absent: this process runs neither (another does).
    */
   hosting?: PanelHostingOptions;
+  /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries (tests shorten them) */
+  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry> };
 }
 
 export interface PanelHostingOptions {
@@ -111,6 +114,8 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     hostingNode: () => hostingNode,
+    metricsIntervalMs: o.flags.metricsIntervalMs,
+    webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -175,8 +180,10 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [] });
   stops.push(runWorker(worker).stop);
+  // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
+  if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
@@ -185,4 +192,9 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   resume.unref();
   stops.push(async () => clearInterval(resume));
   return node;
+}
+
+/** Where webhook deliveries run (the panel worker's queue) and how they are retried. */
+export function webhookSettings(o: Pick<PanelRuntimeOptions, 'nodeOps' | 'webhooks'>): WebhookSettings {
+  return { taskQueue: o.nodeOps?.taskQueue ?? PANEL_TASK_QUEUE, retry: { ...WEBHOOK_RETRY_DEFAULTS, ...o.webhooks?.retry } };
 }

@@ -68,6 +68,9 @@ const schema = z.object({
   PANEL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   PANEL_SESSION_IDLE_MINUTES: positive(720),
   PANEL_SESSION_MAX_HOURS: positive(168),
+  // Internal addresses (IPs or CIDR blocks) webhooks may be sent to; every other private, loopback
+  // or link-local target is refused.
+  PANEL_WEBHOOK_ALLOW_TARGETS: ipList,
   // The NS names every customer DNS zone lists (comma-separated host names).
   PANEL_DNS_NAMESERVERS: z
     .string()

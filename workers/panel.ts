@@ -1,4 +1,5 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createAlertActivities } from '../activities/panel/alerts';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import type { Db } from '../platform/db';
@@ -17,6 +18,10 @@ export interface PanelWorkerDeps {
   workflowBundle?: WorkflowBundleOption;
   /** anything else for Worker.create (tests: stickyQueueScheduleToStartTimeout, identity) */
   workerOptions?: Partial<WorkerOptions>;
+  /** webhook signing secrets are sealed with it (the panel's sealing key) */
+  sealingKey?: Buffer;
+  /** internal addresses the operator allows as webhook targets */
+  webhookAllowTargets?: string[];
 }
 
 /** Registers the panel's workflows (node operations on sites and databases) and their activities on the panel task queue. */
@@ -27,7 +32,9 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+      ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
+    },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

@@ -19,6 +19,8 @@ import { capacityRoutes } from './nodes/capacity-routes';
 import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
+import { alertRoutes } from './alerts/routes';
+import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -39,6 +41,10 @@ export interface PanelDeps {
   controllerState?: boolean;
   /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
   hostingNode?: () => { root: string } | null;
+  /** -metrics-interval: null or absent, sampling and alerts are off */
+  metricsIntervalMs?: number | null;
+  /** webhooks: sealing key, allowed internal targets, delivery settings; absent: no webhook routes */
+  webhooks?: Omit<WebhookRouteOptions, 'db' | 'temporal'>;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -63,6 +69,10 @@ export function createPanelApp(d: PanelDeps): Koa {
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
   for (const r of [databaseRoutes(sitesDeps(d, d.sites)), quotaRoutes({ db: d.db, hostingNode: d.hostingNode ?? (() => null) })]) {
+    v1.use(r.routes());
+    v1.use(r.allowedMethods());
+  }
+  for (const r of [alertRoutes({ db: d.db, metricsIntervalMs: d.metricsIntervalMs ?? null }), ...(d.webhooks ? [webhookRoutes({ db: d.db, temporal: d.temporal, ...d.webhooks })] : [])]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }

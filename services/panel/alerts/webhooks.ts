@@ -1,0 +1,219 @@
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import type net from 'node:net';
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
+import { request, type Dispatcher } from 'undici';
+import { EVENT_TYPES } from '../../../domain/panel/alerts';
+import { invalid, notFound } from '../../../domain/panel/errors';
+import type { Db } from '../../../platform/db';
+import { open, seal } from '../../../platform/secret-box';
+import type { Actor } from '../shared/actor';
+import { audit } from '../shared/audit';
+import { findInScope, isUuid } from '../shared/chain';
+import { startWebhookDelivery, type WebhookSettings } from '../client';
+import { eventPayload } from './events';
+import { checkHost, TargetRefused } from './targets';
+
+// Webhook endpoints, deliveries and attempts (spec 2 section 6, issue 17 item 4). An endpoint is set
+// on an org and receives the events of that org and everything below; its signing secret is shown
+// once and kept sealed. Each delivery runs in a `webhook-<delivery_id>` workflow that calls
+// attemptDelivery until the receiver answers 2xx or 24 h have passed; every attempt (status code,
+// latency, error) is a row. The signature header is `Panel-Signature: t=<unix seconds>,v1=<hex>`,
+// v1 = HMAC-SHA256(secret, "<t>.<body>").
+
+type Q = Knex | Knex.Transaction;
+
+export const SIGNATURE_HEADER = 'panel-signature';
+export const SECRET_PREFIX = 'whsec_';
+/** how long one attempt may take */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+
+export interface WebhookDeps {
+  db: Db;
+  sealingKey: Buffer;
+  /** internal addresses the operator allows as targets */
+  allowed: net.BlockList;
+}
+
+/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`. */
+export function signature(secret: string, timestamp: number, body: string): string {
+  return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+}
+
+async function checkUrl(url: string, allowed: net.BlockList): Promise<URL> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw invalid('url', 'not a URL');
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw invalid('url', 'http:// or https:// only');
+  if (u.username || u.password) throw invalid('url', 'credentials in the URL are not accepted: the signature authenticates the panel');
+  try {
+    await checkHost(u.hostname, allowed);
+  } catch (err) {
+    throw invalid('url', err instanceof TargetRefused ? err.message : `the host ${u.hostname} does not resolve`);
+  }
+  return u;
+}
+
+const endpointView = (e: { id: string; org_id: string; url: string; events: string[]; enabled: boolean; description: string | null; created_at: Date }) => ({
+  id: e.id,
+  org_id: e.org_id,
+  url: e.url,
+  events: e.events,
+  enabled: e.enabled,
+  description: e.description,
+  created_at: e.created_at,
+});
+
+/** Adds an endpoint on org `orgId`; the secret is in the answer only. */
+export async function createEndpoint(d: WebhookDeps, actor: Actor, orgId: string, input: { url: string; events: string[]; description?: string }) {
+  const org = await findInScope(d.db, actor, orgId);
+  const bad = input.events.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));
+  if (bad !== undefined || !input.events.length) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
+  const url = (await checkUrl(input.url, d.allowed)).toString();
+  const secret = SECRET_PREFIX + randomBytes(24).toString('base64url');
+  return d.db.transaction(async (trx) => {
+    const [row] = await trx('panel_webhook_endpoints')
+      .insert({ id: randomUUID(), org_id: org.id, url, events: [...new Set(input.events)], secret_sealed: seal(d.sealingKey, secret), description: input.description ?? null })
+      .returning('*');
+    await audit(trx, actor, { org, action: 'webhook.create', target: { type: 'webhook_endpoint', id: row.id }, after: { url, events: row.events } });
+    return { ...endpointView(row), secret, message: 'the signing secret is shown once: keep it to verify the Panel-Signature header' };
+  });
+}
+
+async function endpointInScope(q: Q, actor: Actor, id: string) {
+  if (!isUuid(id)) throw notFound('webhook endpoint');
+  const e = await q('panel_webhook_endpoints as e').join('panel_orgs as o', 'o.id', 'e.org_id').where('e.id', id).where('o.path', 'like', `${actor.orgPath}%`).first('e.*', 'o.path as org_path');
+  if (!e) throw notFound('webhook endpoint');
+  return e;
+}
+
+export async function listEndpoints(db: Db, actor: Actor, orgId: string) {
+  const org = await findInScope(db, actor, orgId);
+  return { endpoints: (await db('panel_webhook_endpoints').where({ org_id: org.id }).orderBy('created_at')).map(endpointView) };
+}
+
+export async function deleteEndpoint(db: Db, actor: Actor, id: string): Promise<void> {
+  await db.transaction(async (trx) => {
+    const e = await endpointInScope(trx, actor, id);
+    await trx('panel_webhook_endpoints').where({ id: e.id }).delete();
+    await audit(trx, actor, { org: { id: e.org_id, path: e.org_path }, action: 'webhook.delete', target: { type: 'webhook_endpoint', id: e.id }, before: { url: e.url, events: e.events } });
+  });
+}
+
+const DELIVERY_COLUMNS = ['d.id', 'd.endpoint_id', 'd.event_id', 'ev.type as event_type', 'd.status', 'd.attempts', 'd.redelivery_of', 'd.created_at', 'd.started_at', 'd.finished_at'];
+
+/** An endpoint's deliveries, newest first. */
+export async function listDeliveries(db: Db, actor: Actor, endpointId: string, limit: number) {
+  const e = await endpointInScope(db, actor, endpointId);
+  const rows = await db('panel_webhook_deliveries as d').join('panel_events as ev', 'ev.id', 'd.event_id').where('d.endpoint_id', e.id).orderBy('d.created_at', 'desc').limit(limit).select(DELIVERY_COLUMNS);
+  return { deliveries: rows };
+}
+
+async function deliveryInScope(q: Q, actor: Actor, id: string) {
+  if (!isUuid(id)) throw notFound('webhook delivery');
+  const d = await q('panel_webhook_deliveries as d')
+    .join('panel_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .join('panel_orgs as o', 'o.id', 'e.org_id')
+    .join('panel_events as ev', 'ev.id', 'd.event_id')
+    .where('d.id', id)
+    .where('o.path', 'like', `${actor.orgPath}%`)
+    .first([...DELIVERY_COLUMNS, 'e.org_id', 'o.path as org_path']);
+  if (!d) throw notFound('webhook delivery');
+  return d;
+}
+
+/** One delivery with its attempts. */
+export async function getDelivery(db: Db, actor: Actor, id: string) {
+  const { org_id: _o, org_path: _p, ...d } = await deliveryInScope(db, actor, id);
+  const attempts = await db('panel_webhook_attempts').where({ delivery_id: d.id }).orderBy('attempt').select('attempt', 'at', 'status_code', 'latency_ms', 'error');
+  return { ...d, attempts };
+}
+
+/** Redelivers a delivery's event to its endpoint: a new delivery (and workflow), whatever became of the first. */
+export async function redeliver(db: Db, temporal: Client, settings: WebhookSettings, actor: Actor, id: string) {
+  const d = await deliveryInScope(db, actor, id);
+  const newId = randomUUID();
+  await db.transaction(async (trx) => {
+    await trx('panel_webhook_deliveries').insert({ id: newId, endpoint_id: d.endpoint_id, event_id: d.event_id, redelivery_of: d.id });
+    await audit(trx, actor, { org: { id: d.org_id, path: d.org_path }, action: 'webhook.redeliver', target: { type: 'webhook_delivery', id: d.id }, after: { delivery_id: newId } });
+  });
+  await startPendingDeliveries(db, temporal, settings);
+  const { org_id: _o, org_path: _p, ...view } = await deliveryInScope(db, actor, newId);
+  return view;
+}
+
+/**
+ * Starts the workflow of every delivery not handed to Temporal yet (events recorded by emitEvent
+ * anywhere); a start that fails is given back, so the next call retries it. Returns how many started.
+ */
+export async function startPendingDeliveries(db: Db, temporal: Client, settings: WebhookSettings): Promise<number> {
+  const { rows } = await db.raw(
+    `UPDATE panel_webhook_deliveries d SET started_at = now()
+     FROM (SELECT id FROM panel_webhook_deliveries WHERE started_at IS NULL ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED) p, panel_webhook_endpoints e
+     WHERE d.id = p.id AND e.id = d.endpoint_id RETURNING d.id, e.org_id`,
+  );
+  let started = 0;
+  for (const r of rows as Array<{ id: string; org_id: string }>) {
+    try {
+      await startWebhookDelivery(temporal, settings, r.id, r.org_id);
+      started++;
+    } catch (err) {
+      await db('panel_webhook_deliveries').where({ id: r.id }).update({ started_at: null });
+      throw err;
+    }
+  }
+  return started;
+}
+
+export interface AttemptOutcome {
+  /** the delivery is finished (delivered now or before, or its endpoint is gone): no more attempts */
+  done: boolean;
+  delivered: boolean;
+  status: number | null;
+  error: string | null;
+}
+
+/** One attempt of a delivery: a signed POST, recorded as attempt number `attempt` (a retried activity overwrites its own row). */
+export async function attemptDelivery(d: WebhookDeps, dispatcher: Dispatcher, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
+  const row = await d.db('panel_webhook_deliveries as d')
+    .join('panel_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .join('panel_events as ev', 'ev.id', 'd.event_id')
+    .where('d.id', deliveryId)
+    .first('d.status', 'e.url', 'e.secret_sealed', 'ev.id', 'ev.type', 'ev.created_at', 'ev.org_id', 'ev.data');
+  if (!row || row.status !== 'pending') return { done: true, delivered: row?.status === 'delivered', status: null, error: row ? null : 'the delivery or its endpoint is gone' };
+  const body = JSON.stringify(eventPayload(row));
+  const t = Math.floor(Date.now() / 1000);
+  const started = process.hrtime.bigint();
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    const res = await request(row.url, {
+      method: 'POST',
+      dispatcher,
+      body,
+      headers: { 'content-type': 'application/json', 'user-agent': 'hosting-panel-webhooks', [SIGNATURE_HEADER]: signature(open(d.sealingKey, row.secret_sealed), t, body), 'panel-delivery': deliveryId, 'panel-event': row.type },
+      headersTimeout: ATTEMPT_TIMEOUT_MS,
+      bodyTimeout: ATTEMPT_TIMEOUT_MS,
+    });
+    status = res.statusCode;
+    await res.body.dump();
+    if (status < 200 || status > 299) error = `the receiver answered ${status}`;
+  } catch (err) {
+    error = (err as Error).message || String(err);
+  }
+  const latency = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+  const delivered = error === null;
+  await d.db.transaction(async (trx) => {
+    await trx('panel_webhook_attempts').insert({ delivery_id: deliveryId, attempt, status_code: status, latency_ms: latency, error }).onConflict(['delivery_id', 'attempt']).merge();
+    await trx('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ attempts: trx.raw('greatest(attempts, ?)', [attempt]), ...(delivered ? { status: 'delivered', finished_at: trx.fn.now() } : {}) });
+  });
+  return { done: delivered, delivered, status, error };
+}
+
+/** Gives up on a delivery after its retries (24 h). */
+export async function failDelivery(db: Q, deliveryId: string): Promise<void> {
+  await db('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', finished_at: db.fn.now() });
+}
