@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -9,7 +11,8 @@ import { jobReaches, startVideoStack, type VideoStack } from '../helpers/video-s
 import { chatCase, newProject, startRun, startTestRunWorker, waitRun } from '../helpers/testruns';
 import { env } from '../setup/env';
 import { freePort } from '../../platform/ports';
-import { addNode } from '../../services/panel/nodes/nodes';
+import { addNode, recordHeartbeat } from '../../services/panel/nodes/nodes';
+import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../services/panel/client';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 
@@ -201,6 +204,46 @@ describe('record workflow histories', function () {
     } finally {
       await connection.close();
       await panel.close();
+    }
+  });
+  it('panel: an alert evaluation (the alert-eval schedule) and a webhook delivery retried after a 500', async function () {
+    const panel = await startHostingPanel({ flags: ['-metrics-interval', '60s'], reportEveryMs: 3_600_000, webhooks: { allowTargets: ['127.0.0.1'], retry: { initialMs: 200, maxMs: 400, giveUpAfterMs: 10_000 } } });
+    let calls = 0;
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(calls++ === 0 ? 500 : 200).end());
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    const admin = await platformAdmin(panel.url);
+    const rules = ['node_heartbeat', 'node_cpu', 'node_load', 'node_memory', 'node_rootfs', 'disk_quota_80', 'disk_quota_100', 'inode_quota_80', 'inode_quota_100'];
+    try {
+      for (const key of rules) await admin.patch(`/v1/alert-rules/${key}`, { enabled: key === 'node_cpu', threshold: key === 'node_cpu' ? 80 : undefined, for_seconds: key === 'node_cpu' ? 0 : undefined });
+      const platform = (await env.db('panel_orgs').where({ type: 'platform' }).first('id')).id;
+      const hook = await admin.post(`/v1/orgs/${platform}/webhooks`, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['alert.fired'] });
+      if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.json)}`);
+      const node = `rec-${randomUUID().slice(0, 8)}`;
+      await addNode(env.db, null, node);
+      const metrics = { bootId: 'b', uptimeSeconds: 1, cpuPercent: 99, load: [0, 0, 0] as [number, number, number], memory: { totalMb: 100, availableMb: 90 }, rootFs: { totalMb: 100, freeMb: 90 }, network: { rxBytes: 0, txBytes: 0 }, sampledAt: new Date().toISOString() };
+      await recordHeartbeat(env.db, node, { facts: { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:1' }, metrics, usage: [], agentStartedAt: new Date().toISOString(), reconnects: 0 });
+      const client = new Client({ connection });
+      const schedule = client.schedule.getHandle(ALERT_EVAL_SCHEDULE_ID);
+      await schedule.trigger();
+      let delivery: { id: string } | undefined;
+      for (let i = 0; i < 300 && !delivery; i++) {
+        delivery = await env.db('panel_webhook_deliveries').where({ endpoint_id: hook.json.id, status: 'delivered' }).first('id');
+        if (!delivery) await new Promise((res) => setTimeout(res, 100));
+      }
+      if (!delivery) throw new Error('the webhook was not delivered');
+      const evaluation = (await schedule.describe()).info.recentActions.at(-1)!.action.workflow.workflowId;
+      await save(client, 'panel', 'alert-eval', evaluation);
+      await save(client, 'panel', 'webhook-retried', webhookWorkflowId(delivery.id));
+      await admin.del(`/v1/webhooks/${hook.json.id}`);
+    } finally {
+      for (const key of rules) await admin.post(`/v1/alert-rules/${key}/restore`);
+      await connection.close();
+      await panel.close();
+      await new Promise((r) => receiver.close(r));
     }
   });
 });
