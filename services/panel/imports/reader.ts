@@ -104,6 +104,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
   let top: string | null = null;
   let limitHit: string | null = null;
 
+  const source = fs.createReadStream(file);
   const parser = new Parser({ strict: true });
   const entryWork: Promise<void>[] = [];
 
@@ -112,7 +113,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
     if (read.entries > s.limits.maxEntries) {
       limitHit = `more than ${s.limits.maxEntries} entries`;
       entry.resume();
-      parser.abort(new LimitHit(limitHit));
+      source.destroy(new LimitHit(limitHit));
       return;
     }
     const header = { path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath };
@@ -176,11 +177,10 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
   });
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on('end', resolve);
-    parser.on('abort', (err: Error) => (err instanceof LimitHit ? resolve() : reject(err)));
     parser.on('error', reject);
   });
   try {
-    await Promise.all([pipeline(fs.createReadStream(file), compressedCounter, createGunzip(), expandedCounter, sink), parsed]);
+    await Promise.all([pipeline(source, compressedCounter, createGunzip(), expandedCounter, sink), parsed]);
     await Promise.all(entryWork);
   } catch (err) {
     if (!(err instanceof LimitHit) && !limitHit) throw new ArchiveUnreadable(`${path.basename(file)} cannot be read as a gzip'd tar archive: ${(err as Error).message}`);
