@@ -21,6 +21,7 @@ import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
+import { consoleApp } from './console/routes';
 
 export interface PanelDeps {
   db: Db;
@@ -49,6 +50,7 @@ export function createPanelApp(d: PanelDeps): Koa {
   const open = new Router();
   open.get('/healthz', healthCheck(d));
   app.use(open.routes());
+  app.use(consoleApp());
   const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
   app.use(signInRoutes(account).routes());
   app.use(publicBrandingRoutes(d.db).routes());
