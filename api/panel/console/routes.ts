@@ -19,10 +19,11 @@ import { bodyOf } from '../shared/http';
 const WEB = path.join(__dirname, 'web');
 
 /** The bare module names the console imports, and where they are in node_modules. */
-const VENDOR: Record<string, { pkg: string; resolve: string }> = {
+// htm exports no ES module path to require(): its ES module sits next to the CommonJS entry.
+const VENDOR: Record<string, { pkg: string; resolve: string; sibling?: string }> = {
   preact: { pkg: 'preact', resolve: 'preact' },
   'preact/hooks': { pkg: 'preact', resolve: 'preact/hooks' },
-  htm: { pkg: 'htm', resolve: 'htm/dist/htm.mjs' },
+  htm: { pkg: 'htm', resolve: 'htm', sibling: 'htm.mjs' },
 };
 
 interface Asset {
@@ -32,7 +33,7 @@ interface Asset {
   cache: string;
 }
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
 const asset = (body: Buffer | string, file: string, cache: string): Asset => {
   const b = Buffer.from(body);
@@ -56,7 +57,8 @@ function vendorAssets(): { imports: Record<string, string>; files: Map<string, A
   const imports: Record<string, string> = {};
   const files = new Map<string, Asset>();
   for (const [spec, v] of Object.entries(VENDOR)) {
-    const entry = require.resolve(v.resolve);
+    const resolved = require.resolve(v.resolve);
+    const entry = v.sibling ? path.join(path.dirname(resolved), v.sibling) : resolved;
     const { dir, version } = packageOf(v.pkg, entry);
     const url = `/console/vendor/${v.pkg}@${version}/${path.relative(dir, entry).split(path.sep).join('/')}`;
     imports[spec] = url;
@@ -126,11 +128,11 @@ function assetRoutes(vendor: Map<string, Asset>): Router {
   const app = new Map<string, Asset>();
   const r = new Router();
 
-  r.get('/console/vendor/(.*)', (ctx) => {
+  r.get('/console/vendor/*path', (ctx) => {
     const a = vendor.get(ctx.path);
     if (a) send(ctx, a);
   });
-  r.get('/console/app/(.*)', async (ctx) => {
+  r.get('/console/app/*path', async (ctx) => {
     const rel = ctx.path.slice('/console/app/'.length);
     if (!APP_FILE.test(rel)) return;
     let a = app.get(rel);

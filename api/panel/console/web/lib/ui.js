@@ -79,7 +79,7 @@ export function Field({ label, hint, type = 'text', value, onInput, required, ..
       ? html`<input id=${id} type="checkbox" checked=${value} onChange=${(e) => onInput(e.target.checked)} aria-describedby=${hint ? id + 'h' : undefined} ...${rest} />`
       : html`<input id=${id} type=${type} value=${value ?? ''} onInput=${(e) => onInput(e.target.value)} required=${required} aria-describedby=${hint ? id + 'h' : undefined} ...${rest} />`;
   return html`<div class=${'field ' + (type === 'checkbox' ? 'check' : '')}>
-    <label for=${id}>${label}${required ? html`<span aria-hidden="true"> *</span>` : null}</label>
+    <label for=${id}>${label}</label>
     ${input}
     ${hint ? html`<small id=${id + 'h'} class="muted">${hint}</small>` : null}
   </div>`;

@@ -134,7 +134,7 @@ function CreateOrg({ parent, done }) {
       <label class="inline"><input type="radio" name="limits-mode" value="package" checked=${mode === 'package'} onChange=${() => setMode('package')} /> Package</label>
       <label class="inline"><input type="radio" name="limits-mode" value="custom" checked=${mode === 'custom'} onChange=${() => setMode('custom')} /> Custom limits</label>
       ${mode === 'package'
-        ? html`<${Loaded} state=${packages}>${(d) => html`<${Select} label="Package" value=${packageId} onInput=${setPackageId}
+        ? html`<${Loaded} state=${packages}>${(d) => html`<${Select} label="Package to assign" value=${packageId} onInput=${setPackageId}
             options=${[{ value: '', label: d.packages.length ? '— choose —' : 'no packages listed' }, ...d.packages.map((p) => ({ value: p.id, label: p.name }))]} />`}<//>`
         : html`<${LimitInputs} limits=${limits} setLimits=${setLimits} />`}
     </fieldset>
