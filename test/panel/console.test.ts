@@ -248,7 +248,7 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name: 'Acme Hosting' }).waitFor();
     await page.getByRole('link', { name: 'help@acme.example' }).waitFor();
     assert.equal(await page.title(), 'Acme Hosting');
-    assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()), '#c0392b');
+    assert.equal(await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"), '#c0392b');
     await shot(page, 'branded-sign-in');
   });
 
@@ -261,7 +261,7 @@ describe('panel: web console in chromium', function () {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
       const sent = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: JSON.stringify({ name: 'real', limits: {} }) });
-      return [{ status: plain.status, body: await plain.json() }, { status: sent.status }];
+      return [{ status: plain.status, body: (await plain.json()) as { error: { code: string; message: string } } }, { status: sent.status }];
     }, provider.id);
     assert.equal(without.status, 403);
     assert.equal(without.body.error.code, 'forbidden');

@@ -25,11 +25,11 @@ export async function api(method, path, body, { quiet = false } = {}) {
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
   csrf = res.headers.get('x-csrf-token') || csrf;
   const text = await res.text();
-  let json = null;
+  let json;
   try {
     json = text ? JSON.parse(text) : null;
   } catch {
-    json = null;
+    json = null; // not JSON (a proxy's error page): the status speaks
   }
   if (!res.ok) {
     const err = new ApiError(res.status, json);
