@@ -32,7 +32,7 @@ describe('panel: web console in chromium', function () {
     const facts = path.join(factsDir, 'facts.json');
     fs.writeFileSync(facts, JSON.stringify({ nodes: [{ node: 'hosting', preflight_passed: true, checked_at: new Date().toISOString(), php_versions: ['8.2'] }] }));
     [panel, browser] = await Promise.all([
-      startHostingPanel({ flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller'] }),
+      startHostingPanel({ flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
       chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--host-resolver-rules=MAP *.console.test 127.0.0.1'] }),
     ]);
     admin = await platformAdmin(panel.url);
@@ -97,9 +97,10 @@ describe('panel: web console in chromium', function () {
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
@@ -254,9 +255,10 @@ describe('panel: web console in chromium', function () {
 
   it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
     const [without, withToken] = await page.evaluate(async (id) => {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
@@ -269,5 +271,82 @@ describe('panel: web console in chromium', function () {
     assert.equal(withToken.status, 201);
     const names = (await provider.client.get(`/v1/orgs/${provider.id}/packages`)).json.packages.map((p: { name: string }) => p.name);
     assert.deepEqual(names, ['real']);
+  });
+
+  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics, declared capacity', async () => {
+    const page = await newPage();
+    await signIn(page, 'admin', PASSWORD);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'hosting', exact: true }) });
+    await row.waitFor();
+    assert.match((await row.textContent())!, /web/);
+    await row.getByRole('link', { name: 'hosting' }).click();
+    await page.waitForURL('**/cluster/nodes/hosting');
+    await page.getByRole('heading', { name: /Latest metrics/ }).waitFor();
+    await page.getByRole('meter', { name: 'Memory' }).waitFor();
+    assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/);
+    await shot(page, 'node-page');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Cluster' }).click();
+    await page.getByRole('link', { name: 'Declared capacity' }).click();
+    const form = page.getByRole('form', { name: 'Declare capacity' });
+    await form.getByLabel('Disk (MB)').fill('5000000');
+    await form.getByLabel('Overcommit (%)').fill('150');
+    await form.getByRole('button', { name: 'Declare' }).click();
+    await page.getByText('Declared, overcommit 150 %').waitFor();
+    assert.match((await page.getByRole('row').filter({ hasText: 'Disk (MB)' }).textContent())!, /5000000\s*7500000/);
+    await shot(page, 'capacity');
+    page.once('dialog', (d) => void d.accept()); // "Clear the declaration? …"
+    await page.getByRole('button', { name: 'Clear declaration' }).click();
+    await page.getByText('Nothing declared').waitFor();
+  });
+
+  it('the platform admin sets operator PHP settings on a website (php.admin); a bad setting shows the API message', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const site = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('php-')}.console.test`, php_version: '8.2' });
+    assert.equal(site.status, 201, JSON.stringify(site.json));
+    const page = await newPage();
+    await signIn(page, 'admin', PASSWORD);
+    await page.waitForURL('**/orgs/*');
+    await page.goto(`/sites/${site.json.id}/php`);
+    await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    const form = page.getByRole('form', { name: 'Operator PHP settings' });
+    await form.getByLabel('Extra disabled functions').fill('exec, not a function');
+    await form.getByRole('button', { name: 'Save PHP settings' }).click();
+    await form.getByRole('alert').filter({ hasText: 'disabled_functions' }).waitFor();
+    await form.getByLabel('Extra disabled functions').fill('exec, passthru');
+    await form.getByLabel('allow_url_fopen').uncheck();
+    await form.getByRole('button', { name: 'Save PHP settings' }).click();
+    await page.getByRole('definition').filter({ hasText: 'exec, passthru' }).waitFor();
+    await shot(page, 'site-php');
+    const after = await admin.get(`/v1/sites/${site.json.id}`);
+    assert.deepEqual(after.json.php.disabled_functions, ['exec', 'passthru']);
+    assert.equal(after.json.php.allow_url_fopen, false);
+  });
+
+  it('measures page weight and time to interactive of the heaviest page (an org page with its create form)', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
+    const page = await newPage();
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    const measure = async () => {
+      await page.goto(`/orgs/${provider.id}`);
+      await page.getByRole('form', { name: 'Create organisation' }).getByRole('button', { name: 'Create reseller' }).waitFor();
+      return page.evaluate(`(() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const res = performance.getEntriesByType('resource');
+        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
+        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
+      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+    };
+    const cold = await measure(); // the session's first full load: nothing cached
+    const warm = await measure(); // a later load: vendor files from cache, app modules revalidated (304)
+    fs.writeFileSync(path.join(ARTIFACTS, 'page-weight.json'), JSON.stringify({ page: '/orgs/{id}', cold, warm }, null, 2));
+    console.log(`      org page: cold ${cold.body_bytes} B in ${cold.requests} requests (${cold.transfer_bytes} B transferred), interactive at ${cold.interactive_ms} ms; warm ${warm.transfer_bytes} B transferred, interactive at ${warm.interactive_ms} ms`);
+    assert.ok(cold.body_bytes < 200_000, `the console weighs ${cold.body_bytes} B`);
+    assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
+    await shot(page, 'org-page');
   });
 });
