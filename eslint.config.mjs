@@ -91,6 +91,16 @@ export default tseslint.config(
     },
   },
   {
+    // The panel console's browser modules (plain ES modules, no build step): browser globals.
+    files: ['api/panel/console/web/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'fetch', 'URLSearchParams', 'setTimeout', 'clearTimeout', 'btoa', 'getComputedStyle', 'performance'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O libraries.
     files: ['**/workflows/**/*.ts'],
     rules: {

@@ -208,9 +208,13 @@ export interface Reply {
   cookie: string | null;
 }
 
+/** Each session's CSRF token (x-csrf-token), sent back on changes made with its cookie. */
+const csrfOf = new Map<string, string>();
+
 export async function send(pool: Pool, method: string, urlPath: string, cookie: string | null, body?: unknown, timeoutMs = 30_000): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (cookie) headers.cookie = cookie;
+  if (cookie && csrfOf.has(cookie)) headers['x-csrf-token'] = csrfOf.get(cookie)!;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const start = process.hrtime.bigint();
   const res = await pool.request({
@@ -225,6 +229,9 @@ export async function send(pool: Pool, method: string, urlPath: string, cookie: 
   const ms = nsToMs(process.hrtime.bigint() - start);
   const set = res.headers['set-cookie'];
   const first = Array.isArray(set) ? set[0] : set;
+  const csrf = res.headers['x-csrf-token'];
+  const session = first ? first.split(';')[0] : cookie;
+  if (typeof csrf === 'string' && session) csrfOf.set(session, csrf);
   return { status: res.statusCode, ms, text, cookie: first ? first.split(';')[0] : null };
 }
 

@@ -23,6 +23,7 @@ import { alertRoutes } from './alerts/routes';
 import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
+import { consoleApp } from './console/routes';
 
 export interface PanelDeps {
   db: Db;
@@ -55,6 +56,7 @@ export function createPanelApp(d: PanelDeps): Koa {
   const open = new Router();
   open.get('/healthz', healthCheck(d));
   app.use(open.routes());
+  app.use(consoleApp());
   const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
   app.use(signInRoutes(account).routes());
   app.use(publicBrandingRoutes(d.db).routes());

@@ -108,6 +108,8 @@ export interface Reply {
 /** A panel client: keeps its session cookie like a browser, or sends an API token. */
 export class PanelClient {
   cookie: string | null = null;
+  /** the session's CSRF token (x-csrf-token), sent back on changes made with the cookie */
+  csrf: string | null = null;
   constructor(
     readonly base: string,
     public token: string | null = null,
@@ -120,11 +122,13 @@ export class PanelClient {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(this.cookie ? { cookie: this.cookie } : {}),
         ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        ...(this.cookie && this.csrf ? { 'x-csrf-token': this.csrf } : {}),
         ...headers,
       },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const set = res.headers.get('set-cookie');
+    this.csrf = res.headers.get('x-csrf-token') ?? this.csrf;
     if (set) {
       const pair = set.split(';')[0];
       this.cookie = pair.endsWith('=') ? null : pair;

@@ -6,6 +6,7 @@ import { accountOf, changeOwnPassword, createToken, listTokens, revokeToken, sig
 import { confirmEnrolment, startEnrolment } from '../../../services/panel/logins/two-factor';
 import { principalOf, SESSION_COOKIE } from '../shared/auth';
 import { bodyOf } from '../shared/http';
+import { CSRF_HEADER, csrfToken } from '../shared/csrf';
 
 // Signing in and out, and the caller's own account page: password, two-factor, API tokens.
 
@@ -31,6 +32,7 @@ export function signInRoutes(d: AccountDeps): Router {
     const s = await signIn(d.db, d.settings, { ...body, ip: ctx.ip, userAgent: ctx.get('user-agent') });
     // The cookie lives as long as the session may (sessionMaxMs); the server slides and enforces the
     // idle expiry, which the browser never learns of again after sign-in.
+    ctx.set(CSRF_HEADER, csrfToken(d.settings.sealingKey, s.token));
     ctx.cookies.set(SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'strict', secure: d.secureCookies, expires: new Date(Date.now() + d.settings.sessionMaxMs), overwrite: true });
     ctx.body = { login: s.login, expires_at: s.expires_at, must_change_password: s.login.must_change_password };
   });

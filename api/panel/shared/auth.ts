@@ -3,6 +3,7 @@ import { PanelError } from '../../../domain/panel/errors';
 import type { Role } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import { sessionPrincipal, tokenPrincipal, type AuthSettings, type Principal } from '../../../services/panel/logins/auth';
+import { checkCsrf } from './csrf';
 
 export const SESSION_COOKIE = 'panel_session';
 
@@ -40,6 +41,7 @@ export function panelAuth(o: PanelAuthOptions) {
     if (bearer) principal = await tokenPrincipal(o.db, bearer);
     else if (cookie) principal = await sessionPrincipal(o.db, o.settings, cookie);
     if (!principal) throw new PanelError('unauthenticated');
+    if (!bearer && cookie) checkCsrf(ctx, o.settings.sealingKey, cookie);
     principal.requestId = ctx.state.requestId;
     ctx.state.principal = principal;
     const { method, path } = ctx;

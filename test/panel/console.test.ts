@@ -1,0 +1,352 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+
+// The web console (PANEL.md section 5) in Debian's chromium, driven by playwright-core, against a
+// real panel with its hosting node (nginx), scheduled placement and two-factor required for
+// resellers. One browser for the file; a fresh context (cookies) per test; a screenshot per test
+// under test-artifacts/console (gitignored). Hosts *.console.test resolve to 127.0.0.1 inside the
+// browser, so a login hostname's branding can be shown.
+
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
+const HOST = 'panel.console.test';
+
+describe('panel: web console in chromium', function () {
+  this.timeout(60_000);
+  let panel: HostingPanel;
+  let browser: Browser;
+  let admin: PanelClient;
+  let base: string;
+  let factsDir: string;
+  const contexts: BrowserContext[] = [];
+
+  before(async function () {
+    this.timeout(120_000);
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    factsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-facts-'));
+    const facts = path.join(factsDir, 'facts.json');
+    fs.writeFileSync(facts, JSON.stringify({ nodes: [{ node: 'hosting', preflight_passed: true, checked_at: new Date().toISOString(), php_versions: ['8.2'] }] }));
+    [panel, browser] = await Promise.all([
+      startHostingPanel({ flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
+      chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--host-resolver-rules=MAP *.console.test 127.0.0.1'] }),
+    ]);
+    admin = await platformAdmin(panel.url);
+    base = panel.url.replace('127.0.0.1', HOST);
+  });
+  after(async () => {
+    await browser?.close();
+    await panel?.close();
+    if (factsDir) fs.rmSync(factsDir, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    for (const c of contexts.splice(0)) await c.close();
+  });
+
+  async function newPage(host = HOST): Promise<Page> {
+    const context = await browser.newContext({ baseURL: base.replace(HOST, host) });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    return page;
+  }
+  const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  async function signIn(page: Page, username: string, password: string) {
+    await page.goto('/sign-in');
+    await page.getByLabel('Username').fill(username);
+    await page.getByLabel('Password', { exact: true }).fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  /** A login created through the API with a temporary password (changed at its first sign-in). */
+  async function orgWithTemporaryLogin(by: PanelClient, input: Record<string, unknown>) {
+    const username = unique('con');
+    const temporary = `temp-${randomUUID()}`;
+    const r = await by.post('/v1/orgs', { name: username, ...input, login: { username, password: temporary } });
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    return { id: r.json.id as string, username, temporary };
+  }
+
+  it('first sign-in with a temporary password asks for a new one, then opens the organisation', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await orgWithTemporaryLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, customer.temporary);
+    await page.waitForURL('**/account/password');
+    await page.getByRole('heading', { name: 'Choose your password' }).waitFor();
+    await page.getByLabel('Current password').fill(customer.temporary);
+    await page.getByLabel('New password', { exact: true }).fill('too short');
+    await page.getByLabel('New password again').fill('too short');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    // the API's own refusal, as it is
+    await page.getByRole('alert').filter({ hasText: '12 characters' }).waitFor();
+    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
+    await page.getByLabel('New password again').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('heading', { name: customer.username }).waitFor();
+    await shot(page, 'first-sign-in');
+    // the password really changed: the temporary one no longer signs in
+    assert.equal((await provider.client.post('/v1/auth/sign-in', { username: customer.username, password: customer.temporary })).status, 401);
+  });
+
+  it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
+    const page = await newPage();
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    await page.getByRole('link', { name: 'Account' }).click();
+    await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
+    const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
+    await qr.waitFor();
+    await shot(page, 'totp-qr');
+    assert.match((await qr.getAttribute('src'))!, /^data:image\/svg\+xml;base64,/);
+    const secret = (await page.getByTestId('totp-secret').textContent())!.trim();
+    // the previous time step's code (an authenticator a little behind), so the current one is still unused for sign-in
+    await page.getByLabel('Code from the app').fill(totp(secret, Math.floor(Date.now() / 1000) - 30));
+    await page.getByRole('button', { name: 'Turn on two-factor sign-in' }).click();
+    const codes = page.getByRole('region', { name: 'Recovery codes' }).locator('li');
+    await codes.first().waitFor();
+    assert.ok((await codes.count()) >= 8, `${await codes.count()} recovery codes`);
+    await shot(page, 'totp-enrolled');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/sign-in');
+
+    // password alone is not enough now: the page asks for the code and signs in with it
+    await signIn(page, provider.username, PASSWORD);
+    await page.getByRole('alert').filter({ hasText: 'two-factor sign-in' }).waitFor();
+    await page.getByLabel('Two-factor code').fill(totp(secret));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    await page.getByRole('heading', { name: provider.username }).waitFor();
+    await shot(page, 'totp-sign-in');
+  });
+
+  it('a reseller login (two-factor required for its role) is held on its account page until it enrols', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await orgWithTemporaryLogin(provider.client, { type: 'reseller' });
+    const page = await newPage();
+    await signIn(page, reseller.username, reseller.temporary);
+    await page.waitForURL('**/account/password');
+    await page.getByLabel('Current password').fill(reseller.temporary);
+    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
+    await page.getByLabel('New password again').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    // the organisation page is refused by the API (two_factor_required): the console sends it to the account page
+    await page.waitForURL('**/account?two-factor=required');
+    await page.getByRole('status').filter({ hasText: 'must set up two-factor sign-in first' }).waitFor();
+    await shot(page, '2fa-required');
+    await page.goto(`/orgs/${reseller.id}/below`);
+    await page.waitForURL('**/account?two-factor=required');
+
+    await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
+    const secret = (await page.getByTestId('totp-secret').textContent())!.trim();
+    await page.getByLabel('Code from the app').fill(totp(secret));
+    await page.getByRole('button', { name: 'Turn on two-factor sign-in' }).click();
+    await page.getByRole('region', { name: 'Recovery codes' }).waitFor();
+    await page.getByRole('link', { name: 'Organisations' }).click();
+    await page.getByRole('heading', { name: reseller.username }).waitFor();
+    await page.getByRole('heading', { name: 'Organisations below' }).waitFor();
+  });
+
+  it('a provider creates a reseller with custom limits and a customer with a package; a limit refusal shows in the page', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const pkgName = unique('Basic ');
+    const pkg = await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: pkgName, limits: { websites: 3, disk_mb: 2048 } });
+    assert.equal(pkg.status, 201, JSON.stringify(pkg.json));
+    const page = await newPage();
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
+
+    const resellerName = unique('Reseller ');
+    const form = page.getByRole('form', { name: 'Create organisation' });
+    await form.getByLabel('Type').selectOption('reseller');
+    await form.getByLabel('Name', { exact: true }).fill(resellerName);
+    await form.getByLabel('First login username').fill(unique('rsl'));
+    await form.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await form.getByRole('radio', { name: 'Custom limits' }).check();
+    await form.getByLabel('Customer accounts').fill('1');
+    await form.getByRole('button', { name: 'Create reseller' }).click();
+    await page.getByRole('heading', { name: resellerName }).waitFor();
+    const resellerId = /\/orgs\/([^/]+)$/.exec(page.url())![1];
+    // breadcrumbs run from the caller's own org down to this one
+    await page.getByRole('navigation', { name: 'Breadcrumbs' }).getByRole('link', { name: provider.username }).waitFor();
+
+    const customerName = unique('Customer ');
+    await form.getByLabel('Type').selectOption('customer');
+    await form.getByLabel('Name', { exact: true }).fill(customerName);
+    await form.getByLabel('First login username').fill(unique('cus'));
+    await form.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await form.getByRole('radio', { name: 'Package' }).check();
+    await form.getByLabel('Package to assign').selectOption({ label: pkgName });
+    await form.getByRole('button', { name: 'Create customer' }).click();
+    await page.getByRole('heading', { name: customerName }).waitFor();
+    const customerId = /\/orgs\/([^/]+)$/.exec(page.url())![1];
+    const customer = await provider.client.get(`/v1/orgs/${customerId}`);
+    assert.equal(customer.json.parent_id, resellerId);
+    assert.equal(customer.json.package_id, pkg.json.id);
+    await page.getByRole('link', { name: 'Limits' }).click();
+    await page.getByText('Source: package').waitFor();
+    await shot(page, 'customer-with-package');
+
+    // a second customer is one over the reseller's customer_accounts limit: the API's message in the page
+    await page.getByRole('navigation', { name: 'Breadcrumbs' }).getByRole('link', { name: resellerName }).click();
+    await page.getByRole('heading', { name: resellerName }).waitFor();
+    await form.getByLabel('Type').selectOption('customer');
+    await form.getByLabel('Name', { exact: true }).fill(unique('Too many '));
+    await form.getByLabel('First login username').fill(unique('cus'));
+    await form.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await form.getByRole('radio', { name: 'Custom limits' }).check();
+    await form.getByRole('button', { name: 'Create customer' }).click();
+    const refusal = form.getByRole('alert');
+    await refusal.waitFor();
+    assert.match((await refusal.textContent())!, /The limit 'customer_accounts' of reseller .* is 1/);
+    assert.match((await refusal.textContent())!, /limit_reached/);
+    await shot(page, 'limit-refusal');
+    assert.equal((await provider.client.get(`/v1/orgs?root=${resellerId}&children=true`)).json.orgs.length, 1, 'nothing was created');
+  });
+
+  it('adds a website chosen by the scheduler and shows its placement reason; it becomes active on the hosting node', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('heading', { name: 'Websites' }).waitFor();
+    const form = page.getByRole('form', { name: 'Add website' });
+    const domain = `${unique('site-')}.console.test`;
+    await form.getByLabel('Domain').fill(domain);
+    assert.equal(await form.getByLabel('Node').inputValue(), '');
+    assert.equal(await form.getByLabel('Node').locator('option:checked').textContent(), 'Chosen by the scheduler');
+    await form.getByRole('button', { name: 'Add website' }).click();
+    await page.getByRole('heading', { name: domain }).waitFor();
+    const reason = page.getByTestId('placement-reason');
+    await reason.waitFor();
+    assert.match((await reason.textContent())!, /^hosting: chosen by the scheduler: the least loaded qualifying node/);
+    await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    await shot(page, 'website-placement');
+    // the site is served by the hosting node's nginx under its domain
+    // (fetch() cannot set Host, so a plain request)
+    const status = await new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: panel.webPort, path: '/', headers: { host: domain } }, (res) => resolve(res.resume().statusCode!)).on('error', reject);
+    });
+    assert.equal(status, 200);
+  });
+
+  it('shows the branding of the login hostname on the sign-in page', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const host = `${unique('brand-')}.console.test`;
+    const set = await provider.client.put(`/v1/orgs/${provider.id}/branding`, { display_name: 'Acme Hosting', accent_color: '#c0392b', support_email: 'help@acme.example', login_hostname: host });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    const page = await newPage(host);
+    await page.goto('/sign-in');
+    await page.getByRole('heading', { name: 'Acme Hosting' }).waitFor();
+    await page.getByRole('link', { name: 'help@acme.example' }).waitFor();
+    assert.equal(await page.title(), 'Acme Hosting');
+    assert.equal(await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"), '#c0392b');
+    await shot(page, 'branded-sign-in');
+  });
+
+  it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
+    const page = await newPage();
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    const [without, withToken] = await page.evaluate(async (id) => {
+      const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
+      const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
+      const sent = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: JSON.stringify({ name: 'real', limits: {} }) });
+      return [{ status: plain.status, body: (await plain.json()) as { error: { code: string; message: string } } }, { status: sent.status }];
+    }, provider.id);
+    assert.equal(without.status, 403);
+    assert.equal(without.body.error.code, 'forbidden');
+    assert.match(without.body.error.message, /x-csrf-token/);
+    assert.equal(withToken.status, 201);
+    const names = (await provider.client.get(`/v1/orgs/${provider.id}/packages`)).json.packages.map((p: { name: string }) => p.name);
+    assert.deepEqual(names, ['real']);
+  });
+
+  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics, declared capacity', async () => {
+    const page = await newPage();
+    await signIn(page, 'admin', PASSWORD);
+    await page.getByRole('link', { name: 'Cluster' }).click();
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'hosting', exact: true }) });
+    await row.waitFor();
+    assert.match((await row.textContent())!, /web/);
+    await row.getByRole('link', { name: 'hosting' }).click();
+    await page.waitForURL('**/cluster/nodes/hosting');
+    await page.getByRole('heading', { name: /Latest metrics/ }).waitFor();
+    await page.getByRole('meter', { name: 'Memory' }).waitFor();
+    assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/);
+    await shot(page, 'node-page');
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Cluster' }).click();
+    await page.getByRole('link', { name: 'Declared capacity' }).click();
+    const form = page.getByRole('form', { name: 'Declare capacity' });
+    await form.getByLabel('Disk (MB)').fill('5000000');
+    await form.getByLabel('Overcommit (%)').fill('150');
+    await form.getByRole('button', { name: 'Declare' }).click();
+    await page.getByText('Declared, overcommit 150 %').waitFor();
+    assert.match((await page.getByRole('row').filter({ hasText: 'Disk (MB)' }).textContent())!, /5000000\s*7500000/);
+    await shot(page, 'capacity');
+    page.once('dialog', (d) => void d.accept()); // "Clear the declaration? …"
+    await page.getByRole('button', { name: 'Clear declaration' }).click();
+    await page.getByText('Nothing declared').waitFor();
+  });
+
+  it('the platform admin sets operator PHP settings on a website (php.admin); a bad setting shows the API message', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const site = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('php-')}.console.test`, php_version: '8.2' });
+    assert.equal(site.status, 201, JSON.stringify(site.json));
+    const page = await newPage();
+    await signIn(page, 'admin', PASSWORD);
+    await page.waitForURL('**/orgs/*');
+    await page.goto(`/sites/${site.json.id}/php`);
+    await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    const form = page.getByRole('form', { name: 'Operator PHP settings' });
+    await form.getByLabel('Extra disabled functions').fill('exec, not a function');
+    await form.getByRole('button', { name: 'Save PHP settings' }).click();
+    await form.getByRole('alert').filter({ hasText: 'disabled_functions' }).waitFor();
+    await form.getByLabel('Extra disabled functions').fill('exec, passthru');
+    await form.getByLabel('allow_url_fopen').uncheck();
+    await form.getByRole('button', { name: 'Save PHP settings' }).click();
+    await page.getByRole('definition').filter({ hasText: 'exec, passthru' }).waitFor();
+    await shot(page, 'site-php');
+    const after = await admin.get(`/v1/sites/${site.json.id}`);
+    assert.deepEqual(after.json.php.disabled_functions, ['exec', 'passthru']);
+    assert.equal(after.json.php.allow_url_fopen, false);
+  });
+
+  it('measures page weight and time to interactive of the heaviest page (an org page with its create form)', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    // a browser that never loaded the console, holding the provider's session cookie
+    const page = await newPage();
+    const [name, value] = provider.client.cookie!.split('=');
+    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    const measure = async () => {
+      await page.goto(`/orgs/${provider.id}`);
+      await page.getByRole('form', { name: 'Create organisation' }).getByRole('button', { name: 'Create reseller' }).waitFor();
+      return page.evaluate(`(() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const res = performance.getEntriesByType('resource');
+        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
+        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
+      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+    };
+    const cold = await measure(); // the session's first full load: nothing cached
+    const warm = await measure(); // a later load: vendor files from cache, app modules revalidated (304)
+    fs.writeFileSync(path.join(ARTIFACTS, 'page-weight.json'), JSON.stringify({ page: '/orgs/{id}', cold, warm }, null, 2));
+    console.log(`      org page: cold ${cold.body_bytes} B in ${cold.requests} requests (${cold.transfer_bytes} B transferred), interactive at ${cold.interactive_ms} ms; warm ${warm.transfer_bytes} B transferred, interactive at ${warm.interactive_ms} ms`);
+    assert.ok(cold.body_bytes < 200_000, `the console weighs ${cold.body_bytes} B`);
+    assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
+    await shot(page, 'org-page');
+  });
+});
