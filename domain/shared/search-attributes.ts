@@ -13,11 +13,12 @@ export const SA = {
   OrgId: defineSearchAttributeKey('OrgId', SearchAttributeType.KEYWORD),
   NodeName: defineSearchAttributeKey('NodeName', SearchAttributeType.KEYWORD),
   SiteId: defineSearchAttributeKey('SiteId', SearchAttributeType.KEYWORD),
-  // the panel's scheduled and long work: legacy imports, metered hours and closed months (YYYY-MM or
-  // YYYY-MM-DDTHH), reconciliation passes
-  ImportId: defineSearchAttributeKey('ImportId', SearchAttributeType.KEYWORD),
-  Period: defineSearchAttributeKey('Period', SearchAttributeType.KEYWORD),
-  PassId: defineSearchAttributeKey('PassId', SearchAttributeType.KEYWORD),
+  // The panel's long work. The dev server's SQL visibility has only 10 Keyword slots (all taken), so
+  // a legacy import's id is a one-element KeywordList (`ImportId = 'x'` still finds it) and the
+  // period of a metered hour or closed month is the Datetime of its start (UTC), which also allows
+  // ranges (`Period >= '2026-11-01T00:00:00Z'`).
+  ImportId: defineSearchAttributeKey('ImportId', SearchAttributeType.KEYWORD_LIST),
+  Period: defineSearchAttributeKey('Period', SearchAttributeType.DATETIME),
   // a settlement workflow's batch: `RequestIds = "<request id>"` finds any request's workflow
   RequestIds: defineSearchAttributeKey('RequestIds', SearchAttributeType.KEYWORD_LIST),
   AccountIds: defineSearchAttributeKey('AccountIds', SearchAttributeType.KEYWORD_LIST),
