@@ -25,7 +25,11 @@ export function resolveTestServer(env: NodeJS.ProcessEnv = process.env): string 
 }
 
 const { IndexedValueType } = temporal.api.enums.v1;
-const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = { Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST };
+const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+};
 
 /**
  * A fresh time-skipping server (its own port, its own history; one per test file) knowing the
