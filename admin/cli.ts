@@ -41,7 +41,7 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],
-    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f) }),
+    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f), variant: loadConfig().GATEWAY_VARIANT }),
   },
   'key update': {
     flags: ['id', 'label', ...KEY_SETTING_FLAGS],

@@ -3,8 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { setModel, setProvider } from '../../services/catalog/entries';
 import { env } from '../setup/env';
 import { call, newAccount, useStack } from '../helpers/stack';
+import { cliWith, oneObject } from '../helpers/admin-cli';
 
 // Defects of issue 23, each reproduced over real HTTP against a running gateway.
+
+const ADMIN_TOKEN = 'issue-23-admin-token';
+const admin = (base: string, p: string, body?: unknown, method?: string) =>
+  call(base, p, { body, method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
 
 const user = (content: string) => [{ role: 'user', content }];
 
@@ -29,5 +34,45 @@ describe('issue 23 defects (credits variant)', function () {
     await setModel(env.db, { id: model, provider, upstream: 'sim-gpt-2026-01-15', capabilities: 'text', tiers: 'pro', input: '0.000001', output: '0.000001', cache: '0', 'cache-write': '0' });
     const served = await eventually(async () => (await chat(model)).status === 200);
     assert.ok(served, `new model answered ${JSON.stringify((await chat(model)).json)}`);
+  });
+});
+
+describe('issue 23 defect 2: keys the running variant can use', function () {
+  this.timeout(90_000);
+  const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
+  const credits = useStack({ adminToken: ADMIN_TOKEN });
+
+  it('CLI key create in the keyed variant makes an mt key the gateway accepts, and refuses gw_ai', async () => {
+    const acct = await newAccount();
+    const made = await cliWith({ GATEWAY_VARIANT: 'keyed' }, 'key', 'create', '--account', acct.accountId);
+    assert.equal(made.code, 0, made.stdout + made.stderr);
+    const k = oneObject(made);
+    assert.equal(k.format, 'mt');
+    assert.match(k.key, /^mt-/);
+    assert.equal((await call(keyed.gateway.url, '/v1/models', { key: k.key })).status, 200);
+    const refused = await cliWith({ GATEWAY_VARIANT: 'keyed' }, 'key', 'create', '--account', acct.accountId, '--format', 'gw_ai');
+    assert.equal(refused.code, 2, refused.stdout);
+    assert.match(oneObject(refused).error.message, /keyed variant running here accepts only mt keys/);
+    assert.equal((await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n, 2, 'only the test key and the mt key');
+  });
+
+  it('admin API refuses formats the running variant rejects and unknown model ids, creating nothing', async () => {
+    const acct = await newAccount();
+    const before = (await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n;
+    const gw = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, format: 'gw_ai' });
+    assert.equal(gw.status, 400, gw.text);
+    assert.match(gw.json.error.message, /accepts only mt keys/);
+    const mt = await admin(credits.gateway.url, '/admin/keys', { account_id: acct.accountId, format: 'mt' });
+    assert.equal(mt.status, 400, mt.text);
+    assert.match(mt.json.error.message, /accepts only gw_ai or rk_live keys/);
+    const unknown = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, models: ['sim-gpt', 'no-such-model'] });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.match(unknown.json.error.message, /unknown model id 'no-such-model'/);
+    assert.equal((await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n, before);
+    const ok = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, models: ['sim-gpt'] });
+    assert.equal(ok.status, 201, ok.text);
+    const patch = await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`, { models: ['nope'] }, 'PATCH');
+    assert.equal(patch.status, 400, patch.text);
+    assert.deepEqual((await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`)).json.models, ['sim-gpt']);
   });
 });
