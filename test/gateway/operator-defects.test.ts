@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setModel, setProvider } from '../../services/catalog/entries';
+import { createKey } from '../../services/keys/keys';
+import { hashKey } from '../../services/keys/key-format';
 import { env } from '../setup/env';
 import { call, newAccount, useStack } from '../helpers/stack';
 import { cliWith, oneObject } from '../helpers/admin-cli';
@@ -37,7 +39,7 @@ describe('issue 23 defects (credits variant)', function () {
   });
 });
 
-describe('issue 23 defect 2: keys the running variant can use', function () {
+describe('issue 23 defects (keyed variant)', function () {
   this.timeout(90_000);
   const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
   const credits = useStack({ adminToken: ADMIN_TOKEN });
@@ -74,5 +76,39 @@ describe('issue 23 defect 2: keys the running variant can use', function () {
     const patch = await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`, { models: ['nope'] }, 'PATCH');
     assert.equal(patch.status, 400, patch.text);
     assert.deepEqual((await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`)).json.models, ['sim-gpt']);
+  });
+});
+
+describe('issue 23 defect 4: spend limit refusals say what happened', function () {
+  this.timeout(60_000);
+  const keyed = useStack({ variant: 'keyed' });
+  const keyWith = async (spendLimit: string, credits = '100') => {
+    const acct = await newAccount({ credits });
+    return (await createKey(env.db, { accountId: acct.accountId, format: 'mt', settings: { spend_limit: spendLimit } })).key;
+  };
+  const chat = (key: string, maxTokens: number) => call(keyed.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: user('hi'), max_tokens: maxTokens } });
+
+  it('a hold that does not fit in what is left is not called a reached limit, and max_tokens is named as the way out', async () => {
+    const key = await keyWith('0.001');
+    const r = await chat(key, 1000);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json.error.code, 'key_spend_limit_exceeded');
+    assert.doesNotMatch(r.json.error.message, /reached/);
+    assert.match(r.json.error.message, /^This request's hold of 0\.008\d* does not fit in the 0\.001 left of this API key's spend limit of 0\.001\. .*max_tokens/);
+    // A smaller max_tokens makes a hold that fits.
+    assert.equal((await chat(key, 50)).status, 200);
+  });
+
+  it('a used-up limit says it is reached; amounts in messages carry no padding zeros', async () => {
+    const key = await keyWith('0.001');
+    await env.db('api_keys').where({ key_hash: hashKey(key) }).update({ spend: '0.001' });
+    const r = await chat(key, 10);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json.error.message, 'This API key has reached its spend limit of 0.001.');
+    const poor = await keyWith('1000', '0.0000001');
+    const q = await chat(poor, 10);
+    assert.equal(q.status, 402, q.text);
+    assert.match(q.json.error.message, /the balance is 0\.0000001\.$/);
+    assert.doesNotMatch(q.json.error.message, /\d\.\d*0{3,}\b/);
   });
 });
