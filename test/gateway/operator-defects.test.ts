@@ -39,6 +39,43 @@ describe('issue 23 defects (credits variant)', function () {
   });
 });
 
+describe('issue 23 defect 6: provider and model set for every adapter and media model', function () {
+  this.timeout(90_000);
+  const stack = useStack();
+
+  it('provider set --kind anthropic, and model set --details with media prices, make models that answer', async () => {
+    const acct = await newAccount();
+    const provider = `anth-${randomUUID().slice(0, 8)}`;
+    const p = await cliWith({}, 'provider', 'set', '--id', provider, '--kind', 'anthropic', '--base-url', env.simulator.url, '--api-keys', 'sim-upstream-key');
+    assert.equal(p.code, 0, p.stdout);
+    assert.equal(oneObject(p).kind, 'anthropic');
+    const claude = `claude-${randomUUID().slice(0, 8)}`;
+    const tokens = ['--input', '0.000001', '--output', '0.000002', '--cache', '0', '--cache-write', '0'];
+    const m = await cliWith({}, 'model', 'set', '--id', claude, '--provider', provider, '--upstream', 'sim-claude-2026-01-15', '--capabilities', 'text', '--tiers', 'pro', ...tokens);
+    assert.equal(m.code, 0, m.stdout);
+    const chat = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: claude, messages: user('hello [sim tokens=3]') } });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.json.usage.completion_tokens, 3);
+
+    const image = `img-${randomUUID().slice(0, 8)}`;
+    const details = JSON.stringify({ max_images: 2, supported_parameters: ['n', 'size'], pricing: { per_image: '0.05' } });
+    const noTokens = ['--input', '0', '--output', '0', '--cache', '0', '--cache-write', '0'];
+    const im = await cliWith({}, 'model', 'set', '--id', image, '--provider', 'simulator', '--upstream', 'sim-image-1-2026-01-15', '--capabilities', 'image_generation', '--tiers', 'pro', ...noTokens, '--details', details);
+    assert.equal(im.code, 0, im.stdout);
+    assert.deepEqual(oneObject(im).details.pricing, { per_image: '0.05' });
+    const gen = await call(stack.gateway.url, '/v1/images/generations', { key: acct.key, body: { model: image, prompt: 'a red square' } });
+    assert.equal(gen.status, 200, gen.text);
+    assert.equal(gen.headers.get('x-gateway-cost'), '0.05');
+
+    // Bad details are refused and change nothing.
+    for (const bad of ['{"pricing":{"per_image":"cheap"}}', 'not json', '{"supported_durations":[0]}']) {
+      const r = await cliWith({}, 'model', 'set', '--id', image, '--provider', 'simulator', '--upstream', 'x', '--capabilities', 'image_generation', '--tiers', 'pro', ...noTokens, '--details', bad);
+      assert.equal(r.code, 2, `${bad}: ${r.stdout}`);
+    }
+    assert.equal((await env.db('models').where({ id: image }).first()).upstream_model, 'sim-image-1-2026-01-15');
+  });
+});
+
 describe('issue 23 defects (keyed variant)', function () {
   this.timeout(90_000);
   const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
