@@ -9,6 +9,7 @@ import { InvalidInput } from '../services/shared/errors';
 import { addCredits, createAccount, deactivateAccount } from '../services/accounts/accounts';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
+import { uncoveredReport } from '../services/credits/uncovered';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on
@@ -54,6 +55,7 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
   'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
+  'report uncovered': { flags: ['since', 'limit'], run: (db, f) => uncoveredReport(db, { since: f.since, limit: f.limit }) },
   ...TESTRUN_COMMANDS,
 };
 

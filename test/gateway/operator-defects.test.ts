@@ -4,7 +4,7 @@ import { setModel, setProvider } from '../../services/catalog/entries';
 import { createKey } from '../../services/keys/keys';
 import { hashKey } from '../../services/keys/key-format';
 import { env } from '../setup/env';
-import { call, newAccount, useStack } from '../helpers/stack';
+import { call, newAccount, settled, useStack } from '../helpers/stack';
 import { cliWith, oneObject } from '../helpers/admin-cli';
 
 // Defects of issue 23, each reproduced over real HTTP against a running gateway.
@@ -73,6 +73,40 @@ describe('issue 23 defect 6: provider and model set for every adapter and media 
       assert.equal(r.code, 2, `${bad}: ${r.stdout}`);
     }
     assert.equal((await env.db('models').where({ id: image }).first()).upstream_model, 'sim-image-1-2026-01-15');
+  });
+});
+
+describe('issue 23 defect 3: a provider cost above the hold', function () {
+  this.timeout(60_000);
+  const stack = useStack();
+
+  it('is charged up to the hold, labelled provider_cost_capped, and the rest is reported to the operator', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('dear [sim tokens=5 cost=0.5]'), max_tokens: 20 } });
+    assert.equal(r.status, 200, r.text);
+    const id = r.headers.get('x-gateway-request-id')!;
+    const d = r.json.usage.cost_details;
+    const held = r.json.usage.balance.reserved_credits;
+    assert.ok(held < 0.5, `the hold ${held} is below the provider cost`);
+    assert.equal(r.json.usage.cost, held);
+    assert.equal(d.billing_source, 'provider_cost_capped');
+    assert.equal(d.is_estimate, false);
+    assert.ok(Math.abs(d.uncovered_credits - (0.5 - held)) < 1e-12, JSON.stringify(d));
+    const row = await settled(id);
+    assert.equal(row.billing_source, 'provider_cost_capped');
+    assert.equal(Number(row.charge), held);
+    assert.equal(Number(row.uncovered_credits) + Number(row.charge), 0.5);
+    const gen = await call(stack.gateway.url, `/v1/generation?id=${id}`, { key: acct.key });
+    assert.equal(gen.json.data.billing_source, 'provider_cost_capped');
+    assert.equal(gen.json.data.cost_details.uncovered_credits, Number(row.uncovered_credits));
+    const report = await cliWith({}, 'report', 'uncovered', '--limit', '1000');
+    assert.equal(report.code, 0, report.stdout);
+    const line = oneObject(report).data.find((l: { request_id: string }) => l.request_id === id);
+    assert.deepEqual(line && [line.provider_cost_credits, line.charge, line.uncovered_credits, line.account_id], ['0.5', String(Number(row.charge)), String(Number(row.uncovered_credits)), acct.accountId]);
+    // A cost within the hold stays provider_cost with nothing uncovered.
+    const fits = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('cheap [sim tokens=5 cost=0.00001]'), max_tokens: 20 } });
+    assert.equal(fits.json.usage.cost_details.billing_source, 'provider_cost');
+    assert.equal(fits.json.usage.cost_details.uncovered_credits, undefined);
   });
 });
 

@@ -6,6 +6,7 @@ import { createKey, getKey, keySettingsSchema, listKeyRequests, listKeys, reques
 import { GatewayError } from '../../../domain/shared/errors';
 import type { KeyFormat } from '../../../services/keys/key-format';
 import type { Db } from '../../../platform/db';
+import { uncoveredQuery, uncoveredReport } from '../../../services/credits/uncovered';
 import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
@@ -83,6 +84,10 @@ export function adminRoutes(deps: AdminDeps): Router {
   r.get('/keys/:id/requests', async (ctx) => {
     const q = validate(requestListQuery, ctx.query);
     ctx.body = await listKeyRequests(deps.db, ctx.params.id, q);
+  });
+
+  r.get('/reports/uncovered', async (ctx) => {
+    ctx.body = await uncoveredReport(deps.db, validate(uncoveredQuery, ctx.query));
   });
 
   r.get('/accounts/:id/keys', async (ctx) => {
