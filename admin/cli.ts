@@ -9,6 +9,7 @@ import { InvalidInput } from '../services/shared/errors';
 import { addCredits, createAccount, deactivateAccount } from '../services/accounts/accounts';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
+import { uncoveredReport } from '../services/credits/uncovered';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on
@@ -41,7 +42,7 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],
-    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f) }),
+    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f), variant: loadConfig().GATEWAY_VARIANT }),
   },
   'key update': {
     flags: ['id', 'label', ...KEY_SETTING_FLAGS],
@@ -54,6 +55,7 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
   'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
+  'report uncovered': { flags: ['since', 'limit'], run: (db, f) => uncoveredReport(db, { since: f.since, limit: f.limit }) },
   ...TESTRUN_COMMANDS,
 };
 

@@ -31,7 +31,9 @@ export interface TokenUsage {
   audio_output_tokens?: number;
 }
 
-export type BillingSource = 'provider_cost' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending';
+// provider_cost_capped: the provider reported a cost above the hold; the hold was charged and
+// the rest (uncovered_credits) is the operator's, listed by `admin report uncovered`.
+export type BillingSource = 'provider_cost' | 'provider_cost_capped' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending';
 
 export interface Charge {
   billing_source: BillingSource;
@@ -42,6 +44,8 @@ export interface Charge {
   cache_read_credits: Credits;
   output_credits: Credits;
   pricing_adjustment_credits: Credits;
+  /** the provider's cost above the hold, which was not charged; 0 unless provider_cost_capped */
+  uncovered_credits: Credits;
 }
 
 const fix = (d: Decimal): Credits => d.toDecimalPlaces(SCALE).toFixed();
@@ -115,13 +119,16 @@ export const tokensCharge = (r: TokenRates, input: number, output: number): Cred
 
 /** The charge of a settled request (spec 2.1 billing_source rules). Never above the hold. */
 export function computeCharge(c: ChargeInput): Charge {
-  const zero = { input_credits: ZERO, cache_write_credits: ZERO, cache_read_credits: ZERO, output_credits: ZERO, pricing_adjustment_credits: ZERO };
+  const zero = { input_credits: ZERO, cache_write_credits: ZERO, cache_read_credits: ZERO, output_credits: ZERO, pricing_adjustment_credits: ZERO, uncovered_credits: ZERO };
   if (!c.billable) return { billing_source: 'not_billed', is_estimate: false, charge: ZERO, ...zero };
   if (c.complimentary) return { billing_source: 'complimentary', is_estimate: false, charge: ZERO, ...zero };
   const held = new D(c.held);
   if (c.media) {
-    const charge = fix(D.min(new D(c.media.amount), held));
-    return { billing_source: c.media.billingSource, is_estimate: c.media.billingSource === 'estimate', charge, ...zero };
+    const amount = new D(c.media.amount);
+    if (c.media.billingSource === 'provider_cost' && amount.gt(held)) {
+      return { billing_source: 'provider_cost_capped', is_estimate: false, ...zero, charge: fix(held), uncovered_credits: fix(amount.sub(held)) };
+    }
+    return { billing_source: c.media.billingSource, is_estimate: c.media.billingSource === 'estimate', charge: fix(D.min(amount, held)), ...zero };
   }
   if (!c.usage) {
     // No usage reported: bill the reservation estimate, never invent token counts.
@@ -135,16 +142,18 @@ export function computeCharge(c: ChargeInput): Charge {
     output_credits: fix(p.output),
   };
   if (c.providerCost !== null) {
-    const charge = D.min(new D(c.providerCost), held);
+    const cost = new D(c.providerCost);
+    const charge = D.min(cost, held);
     return {
-      billing_source: 'provider_cost',
+      billing_source: cost.gt(held) ? 'provider_cost_capped' : 'provider_cost',
       is_estimate: false,
       charge: fix(charge),
       ...classes,
       pricing_adjustment_credits: fix(charge.sub(p.total)),
+      uncovered_credits: fix(cost.sub(charge)),
     };
   }
-  return { billing_source: 'token_fallback', is_estimate: true, charge: fix(D.min(p.total, held)), ...classes, pricing_adjustment_credits: ZERO };
+  return { billing_source: 'token_fallback', is_estimate: true, charge: fix(D.min(p.total, held)), ...classes, pricing_adjustment_credits: ZERO, uncovered_credits: ZERO };
 }
 
 export function convertProviderCost(cost: string | number, creditsPerUnit: Credits): Credits {

@@ -24,11 +24,8 @@ export const ERRORS = {
   model_not_found: { status: 403, type: 'invalid_request_error', message: "Model '{model}' does not exist or is not active." },
   model_not_permitted: { status: 403, type: 'permission_error', message: "Model '{model}' is not available on the {tier} plan." },
   model_not_allowed: { status: 403, type: 'permission_error', message: "Model '{model}' is not in this API key's allowed models." },
-  key_spend_limit_exceeded: {
-    status: 403,
-    type: 'permission_error',
-    message: 'This API key has reached its spend limit of {limit}: this request needs {needed} held and {remaining} remain.',
-  },
+  // detail: reached, or the hold does not fit in what is left (services/credits/holds.ts)
+  key_spend_limit_exceeded: { status: 403, type: 'permission_error', message: '{detail}' },
   browser_request_refused: {
     status: 403,
     type: 'permission_error',

@@ -8,6 +8,32 @@ import { credits, TIERS } from '../accounts/accounts';
 const csv = z.string().transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean));
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 
+// Media attributes and unit prices (models.details): a JSON object on the CLI (--details), an
+// object in the admin API. Prices are exact decimal strings in credits; the rest as the media
+// endpoints read it (docs/admin.md lists the keys).
+const prices = z.record(z.string(), credits);
+const detailsObject = z
+  .object({
+    pricing: z.union([prices, z.object({ per_input_token: credits, per_output_token: credits })]).optional(),
+    pricing_skus: prices.optional(),
+    voices: z.array(z.string().min(1)).optional(),
+    supported_durations: z.array(z.number().int().positive()).min(1).optional(),
+    max_images: z.number().int().positive().optional(),
+    max_input_images: z.number().int().nonnegative().optional(),
+  })
+  .passthrough();
+const details = z.union([
+  z.string().transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be a JSON object' });
+      return z.NEVER;
+    }
+  }),
+  z.record(z.string(), z.unknown()),
+]).pipe(detailsObject);
+
 export const modelInput = z.object({
   id: z.string().min(1).max(200),
   provider: z.string().min(1),
@@ -24,6 +50,8 @@ export const modelInput = z.object({
   'max-output-tokens': z.coerce.number().int().positive().default(4096),
   'free-trial': bool.default(false),
   active: bool.default(true),
+  // absent: the model's details are kept (a new model gets none)
+  details: details.optional(),
 });
 
 /** Creates or replaces a catalog entry; API processes reload the catalog on NOTIFY. */
@@ -44,6 +72,7 @@ export async function setModel(db: Db, input: z.input<typeof modelInput>) {
     max_output_tokens: m['max-output-tokens'],
     free_trial: m['free-trial'],
     active: m.active,
+    ...(m.details === undefined ? {} : { details: m.details }),
     updated_at: db.fn.now(),
   };
   const [saved] = await db('models').insert(row).onConflict('id').merge().returning('*');
@@ -54,7 +83,8 @@ export const listModels = (db: Db) => db('models').orderBy('id').select();
 
 export const providerInput = z.object({
   id: z.string().min(1).max(100),
-  kind: z.enum(['openai']),
+  // the upstream adapters (providers/index.ts): OpenAI chat completions, Anthropic messages
+  kind: z.enum(['openai', 'anthropic']),
   'base-url': z.string().url(),
   'api-keys': csv.default([]),
   'credits-per-cost-unit': credits.default('1'),

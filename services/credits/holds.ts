@@ -1,3 +1,4 @@
+import Decimal from 'decimal.js';
 import { GatewayError } from '../../domain/shared/errors';
 import { normalize, type Credits, type Tariff } from '../../domain/credits/pricing';
 import type { RequestReport } from '../../domain/credits/reservation';
@@ -37,6 +38,15 @@ export interface Hold {
  * Takes holds (one conditional statement: the balance check, the account update, the
  * reservation row and the ledger row together) and records each outcome for settlement.
  */
+/** Says which happened: the limit is used up, or only this request's hold does not fit. */
+function spendLimitRefusal(limit: string, needed: string, remaining: string): GatewayError {
+  const detail = new Decimal(remaining).isZero()
+    ? `This API key has reached its spend limit of ${limit}.`
+    : `This request's hold of ${needed} does not fit in the ${remaining} left of this API key's spend limit of ${limit}. ` +
+      "The hold is sized for max_tokens (or the model's maximum output when absent); a smaller max_tokens makes a smaller hold.";
+  return new GatewayError('key_spend_limit_exceeded', { detail, limit, needed, remaining });
+}
+
 export class Reservations {
   constructor(
     private readonly db: Db,
@@ -59,9 +69,9 @@ export class Reservations {
     const row = res.rows[0];
     if (row.balance_before === null) {
       if (terms.trackKeySpend && !row.key_ok) {
-        throw new GatewayError('key_spend_limit_exceeded', { limit: normalize(row.spend_limit ?? '0'), needed: h.held, remaining: normalize(row.key_remaining ?? '0') });
+        throw spendLimitRefusal(normalize(row.spend_limit ?? '0'), normalize(h.held), normalize(row.key_remaining ?? '0'));
       }
-      throw new GatewayError('insufficient_quota', { needed: h.held, balance: row.balance });
+      throw new GatewayError('insufficient_quota', { needed: normalize(h.held), balance: normalize(row.balance) });
     }
     return {
       reservationId: h.reservationId,

@@ -28,6 +28,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
          provider_cost = :provider_cost, charge = :charge, input_credits = :input_credits,
          cache_write_credits = :cache_write_credits, cache_read_credits = :cache_read_credits,
          output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
+         uncovered_credits = :uncovered_credits,
          is_estimate = :is_estimate, settled_at = now()
        WHERE id = :id AND status = 'held'
        RETURNING account_id, key_id, key_spend_tracked, held_credits, charge
@@ -67,6 +68,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
       cache_read_credits: c.cache_read_credits,
       output_credits: c.output_credits,
       pricing_adjustment_credits: c.pricing_adjustment_credits,
+      uncovered_credits: c.uncovered_credits,
       is_estimate: c.is_estimate,
     },
   );

@@ -108,19 +108,39 @@ export function keyView(r: KeyRow) {
 
 export type KeyView = ReturnType<typeof keyView>;
 
+export type GatewayVariant = 'credits' | 'keyed';
+
+/** The key formats each variant's API accepts; the first is the default of `key create`. */
+export const VARIANT_KEY_FORMATS: Record<GatewayVariant, KeyFormat[]> = { credits: ['gw_ai', 'rk_live'], keyed: ['mt'] };
+
 export interface CreateKeyInput {
   accountId: string;
   label?: string;
   format?: KeyFormat;
   settings?: KeySettingsInput;
+  /** the running variant: the default format is its own, and formats it would reject are refused */
+  variant?: GatewayVariant;
+}
+
+/** A key limited to models the catalog does not know would only ever be refused. */
+async function requireKnownModels(db: Db, s: KeySettings): Promise<void> {
+  if (!s.models) return;
+  const known = new Set((await db('models').whereIn('id', s.models).select('id')).map((m: { id: string }) => m.id));
+  const unknown = s.models.filter((m) => !known.has(m));
+  if (unknown.length > 0) throw new InvalidInput('models', `models: unknown model id${unknown.length > 1 ? 's' : ''} ${unknown.map((m) => `'${m}'`).join(', ')} (see \`admin model list\`)`);
 }
 
 /** Creates a key; the full key is in the answer only. */
 export async function createKey(db: Db, input: CreateKeyInput): Promise<KeyView & { key: string }> {
-  const format = z.enum(['gw_ai', 'rk_live', 'mt']).parse(input.format ?? 'gw_ai');
+  const allowed = input.variant ? VARIANT_KEY_FORMATS[input.variant] : undefined;
+  const format = z.enum(['gw_ai', 'rk_live', 'mt']).parse(input.format ?? allowed?.[0] ?? 'gw_ai');
+  if (allowed && !allowed.includes(format)) {
+    throw new InvalidInput('format', `format: the ${input.variant} variant running here accepts only ${allowed.join(' or ')} keys, a ${format} key would be refused`);
+  }
   uuid.parse(input.accountId);
   const settings = keySettingsSchema.parse(input.settings ?? {});
   requireMt(format, settings);
+  await requireKnownModels(db, settings);
   const account = await db('accounts').where({ id: input.accountId }).first('id');
   if (!account) throw new NotFound(`account ${input.accountId} not found`);
   const key = generateKey(format);
@@ -138,6 +158,7 @@ export async function updateKey(db: Db, id: string, input: { label?: string } & 
   const current = await db('api_keys').where({ id }).first('format');
   if (!current) throw new NotFound(`key ${id} not found`);
   requireMt(current.format, settings);
+  await requireKnownModels(db, settings);
   const changes = { ...settingColumns(settings), ...(label === undefined ? {} : { label: z.string().max(200).parse(label) }) };
   const q = db('api_keys').where({ id });
   const [row] = Object.keys(changes).length > 0 ? await q.update(changes).returning(VIEW) : await q.select(VIEW);

@@ -1,52 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { createAccount } from '../../services/accounts/accounts';
 import { env } from '../setup/env';
+import { cli, oneObject, type Run } from '../helpers/admin-cli';
 
 // The operator CLI (admin/cli.ts) as a real process against the test database.
-
-const ROOT = path.resolve(__dirname, '../..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** the one JSON object on stdout */
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-/** Runs the CLI; resolves with exit code and output whatever the exit code. */
-function cli(...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      TSX,
-      ['admin/cli.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: env.databaseUrl }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        const lines = stdout.split('\n').filter((l) => l.trim() !== '');
-        let json: unknown;
-        try {
-          json = lines.length === 1 ? JSON.parse(lines[0]) : undefined;
-        } catch {
-          json = undefined;
-        }
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr, json });
-      },
-    );
-  });
-}
-
-/** Exactly one JSON object on stdout. */
-function oneObject(r: Run) {
-  const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
-  assert.equal(lines.length, 1, `one line on stdout, got: ${r.stdout}\nstderr: ${r.stderr}`);
-  assert.ok(r.json && typeof r.json === 'object' && !Array.isArray(r.json), `a JSON object on stdout: ${r.stdout}`);
-  return r.json;
-}
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import path from 'node:path';
 import knex from 'knex';
 import { Agent, request } from 'undici';
 import { createAccount } from '../../services/accounts/accounts';
@@ -14,6 +12,7 @@ import { ConfigError, loadConfig } from '../../platform/config';
 import { createLogger } from '../../platform/logger';
 import { env } from '../setup/env';
 import { call, checkInvariants, settled, startStack, type Stack } from '../helpers/stack';
+import { cliWith } from '../helpers/admin-cli';
 
 // The key-authenticated variant (GATEWAY_VARIANT=keyed, spec 3 A) over real HTTP, PostgreSQL and
 // Temporal, with two API processes on one database where sharing matters.
@@ -576,7 +575,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
         [{ account_id: acct.id, rpm: 1.5 }, 'rpm'],
         [{ account_id: acct.id, expires_at: 'tomorrow' }, 'expires_at'],
         [{ account_id: acct.id, models: [] }, 'models'],
-        [{ account_id: acct.id, format: 'gw_ai', rpm: 5 }, 'rpm'],
+        [{ account_id: acct.id, format: 'gw_ai', rpm: 5 }, 'format'],
         [{ account_id: 'nope' }, 'account_id'],
       ] as const) {
         const r = await admin(a.gateway.url, '/admin/keys', { body });
@@ -596,14 +595,8 @@ describe('keyed gateway variant (spec 3 A)', function () {
   });
 
   describe('admin CLI', () => {
-    const ROOT = path.resolve(__dirname, '../..');
-    const cli = (...args: string[]) =>
-      new Promise<{ code: number; json: any }>((resolve, reject) => { // eslint-disable-line @typescript-eslint/no-explicit-any
-        execFile(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['admin/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: env.databaseUrl }, timeout: 30_000 }, (err, stdout) => {
-          if (err && typeof err.code !== 'number') return reject(err);
-          resolve({ code: err ? (err.code as number) : 0, json: JSON.parse(stdout.trim()) });
-        });
-      });
+    // the CLI finds the variant in GATEWAY_VARIANT, as the gateway does
+    const cli = (...args: string[]) => cliWith({ GATEWAY_VARIANT: 'keyed' }, ...args);
 
     it('key create --format mt --spend-limit 1500.50 --rpm 60 --expires-at 2027-01-01 --models sim-gpt,sim-gpt-mini returns {id, key}; key update changes and removes settings', async () => {
       const acct = await createAccount(env.db, { name: `cli-keyed-${randomUUID()}`, tier: 'pro', credits: '10' });
@@ -621,7 +614,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       assert.equal(u.code, 0, JSON.stringify(u.json));
       assert.deepEqual([u.json.rpm, u.json.spend_limit, u.json.models], [null, '2000', ['sim-gpt', 'sim-gpt-mini']]);
 
-      const wrong = await cli('key', 'create', '--account', acct.id, '--spend-limit', '10');
+      const wrong = await cliWith({ GATEWAY_VARIANT: 'credits' }, 'key', 'create', '--account', acct.id, '--spend-limit', '10');
       assert.equal(wrong.code, 2);
       assert.match(wrong.json.error.message, /format mt/);
       const bad = await cli('key', 'create', '--account', acct.id, '--format', 'mt', '--rpm', 'many');

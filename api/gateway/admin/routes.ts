@@ -2,10 +2,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import { createKey, getKey, keySettingsSchema, listKeyRequests, listKeys, requestListQuery, revokeKey, updateKey, uuid } from '../../../services/keys/keys';
+import { createKey, getKey, keySettingsSchema, listKeyRequests, listKeys, requestListQuery, revokeKey, updateKey, uuid, type GatewayVariant } from '../../../services/keys/keys';
 import { GatewayError } from '../../../domain/shared/errors';
 import type { KeyFormat } from '../../../services/keys/key-format';
 import type { Db } from '../../../platform/db';
+import { uncoveredQuery, uncoveredReport } from '../../../services/credits/uncovered';
 import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
@@ -18,6 +19,8 @@ export interface AdminDeps {
   token: string | null;
   /** format of keys created without one: `mt` in the keyed variant */
   defaultKeyFormat: KeyFormat;
+  /** the running variant: keys of formats it rejects are refused */
+  variant: GatewayVariant;
   invalidation: CacheInvalidation;
 }
 
@@ -58,7 +61,7 @@ export function adminRoutes(deps: AdminDeps): Router {
     const b = validate(createBody, await readJsonObject(ctx));
     const { account_id, label, format, ...settings } = b;
     ctx.status = 201;
-    ctx.body = await createKey(deps.db, { accountId: account_id, label, format: format ?? deps.defaultKeyFormat, settings });
+    ctx.body = await createKey(deps.db, { accountId: account_id, label, format: format ?? deps.defaultKeyFormat, settings, variant: deps.variant });
   });
 
   r.get('/keys/:id', async (ctx) => {
@@ -81,6 +84,10 @@ export function adminRoutes(deps: AdminDeps): Router {
   r.get('/keys/:id/requests', async (ctx) => {
     const q = validate(requestListQuery, ctx.query);
     ctx.body = await listKeyRequests(deps.db, ctx.params.id, q);
+  });
+
+  r.get('/reports/uncovered', async (ctx) => {
+    ctx.body = await uncoveredReport(deps.db, validate(uncoveredQuery, ctx.query));
   });
 
   r.get('/accounts/:id/keys', async (ctx) => {

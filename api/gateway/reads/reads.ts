@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { GatewayError } from '../../../domain/shared/errors';
 import { lt, sub, toNumber } from '../../../domain/credits/pricing';
+import { uncovered } from '../shared/usage-view';
 import type { Db } from '../../../platform/db';
 import type { AuthRecord } from '../../../services/keys/auth-store';
 import { isExpired } from '../shared/auth';
@@ -109,6 +110,7 @@ export function generation(db: Db) {
           cache_read_credits: toNumber(r.cache_read_credits),
           output_credits: toNumber(r.output_credits),
           pricing_adjustment_credits: toNumber(r.pricing_adjustment_credits),
+          ...uncovered(r),
         },
         reserved_credits: toNumber(r.held_credits),
         tokens: {

@@ -7,6 +7,10 @@ export function chargeFor(hold: Hold, usage: TokenUsage | null, providerCost: st
   return chargeOf(hold, { usage, providerCost, billable: true });
 }
 
+/** A capped provider cost shows what was not charged. */
+export const uncovered = (c: Pick<Charge, 'billing_source' | 'uncovered_credits'>) =>
+  c.billing_source === 'provider_cost_capped' ? { uncovered_credits: toNumber(c.uncovered_credits) } : {};
+
 /** Credit fields added to the provider's usage object (spec 1 section 2.2). */
 export function creditUsage(hold: Hold, c: Charge) {
   return {
@@ -19,6 +23,7 @@ export function creditUsage(hold: Hold, c: Charge) {
       pricing_adjustment_credits: toNumber(c.pricing_adjustment_credits),
       billing_source: c.billing_source,
       is_estimate: c.is_estimate,
+      ...uncovered(c),
     },
     balance: {
       before: toNumber(hold.balanceBefore),

@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { chargeOf as outcomeCharge } from '../../../../domain/credits/reservation';
 import { add, convertProviderCost, sub, toNumber, unitsCharge, type Charge, type Credits, type MediaCharge } from '../../../../domain/credits/pricing';
+import { uncovered } from '../../shared/usage-view';
 import type { CatalogModel, Provider } from '../../../../domain/catalog/model';
 import type { Hold } from '../../../../services/credits/holds';
 import type { ImageRequest } from './schema';
@@ -66,7 +67,7 @@ export function imageUsage(hold: Hold, c: Charge, tokens: { input: number; outpu
   return {
     ...(tokens ? { prompt_tokens: tokens.input, completion_tokens: tokens.output, total_tokens: tokens.input + tokens.output } : {}),
     cost: toNumber(c.charge),
-    cost_details: { billing_source: c.billing_source, is_estimate: c.is_estimate, reserved_credits: toNumber(hold.held) },
+    cost_details: { billing_source: c.billing_source, is_estimate: c.is_estimate, reserved_credits: toNumber(hold.held), ...uncovered(c) },
     balance: { before: toNumber(hold.balanceBefore), after: toNumber(sub(hold.balanceBefore, c.charge)), reserved_credits: toNumber(hold.held) },
   };
 }

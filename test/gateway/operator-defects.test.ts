@@ -1,0 +1,185 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setModel, setProvider } from '../../services/catalog/entries';
+import { createKey } from '../../services/keys/keys';
+import { hashKey } from '../../services/keys/key-format';
+import { env } from '../setup/env';
+import { call, newAccount, settled, useStack } from '../helpers/stack';
+import { cliWith, oneObject } from '../helpers/admin-cli';
+
+// Defects of issue 23, each reproduced over real HTTP against a running gateway.
+
+const ADMIN_TOKEN = 'issue-23-admin-token';
+const admin = (base: string, p: string, body?: unknown, method?: string) =>
+  call(base, p, { body, method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+const user = (content: string) => [{ role: 'user', content }];
+
+/** Polls until fn() is true or the time is up; returns the last value of fn(). */
+async function eventually(fn: () => Promise<boolean>, ms = 5000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await fn()) return true;
+  return fn();
+}
+
+describe('issue 23 defects (credits variant)', function () {
+  this.timeout(60_000);
+  const stack = useStack();
+
+  it('defect 1: a model and a provider added while the gateway runs are served without a restart', async () => {
+    const acct = await newAccount();
+    const chat = (model: string) => call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model, messages: user('hi [sim tokens=2]') } });
+    // The catalog is loaded (a known model answers) before the new rows exist.
+    assert.equal((await chat('sim-gpt')).status, 200);
+    const provider = `p-${randomUUID().slice(0, 8)}`;
+    const model = `m-${randomUUID().slice(0, 8)}`;
+    await setProvider(env.db, { id: provider, kind: 'openai', 'base-url': env.simulator.url, 'api-keys': 'sim-upstream-key' });
+    await setModel(env.db, { id: model, provider, upstream: 'sim-gpt-2026-01-15', capabilities: 'text', tiers: 'pro', input: '0.000001', output: '0.000001', cache: '0', 'cache-write': '0' });
+    const served = await eventually(async () => (await chat(model)).status === 200);
+    assert.ok(served, `new model answered ${JSON.stringify((await chat(model)).json)}`);
+  });
+});
+
+describe('issue 23 defect 6: provider and model set for every adapter and media model', function () {
+  this.timeout(90_000);
+  const stack = useStack();
+
+  it('provider set --kind anthropic, and model set --details with media prices, make models that answer', async () => {
+    const acct = await newAccount();
+    const provider = `anth-${randomUUID().slice(0, 8)}`;
+    const p = await cliWith({}, 'provider', 'set', '--id', provider, '--kind', 'anthropic', '--base-url', env.simulator.url, '--api-keys', 'sim-upstream-key');
+    assert.equal(p.code, 0, p.stdout);
+    assert.equal(oneObject(p).kind, 'anthropic');
+    const claude = `claude-${randomUUID().slice(0, 8)}`;
+    const tokens = ['--input', '0.000001', '--output', '0.000002', '--cache', '0', '--cache-write', '0'];
+    const m = await cliWith({}, 'model', 'set', '--id', claude, '--provider', provider, '--upstream', 'sim-claude-2026-01-15', '--capabilities', 'text', '--tiers', 'pro', ...tokens);
+    assert.equal(m.code, 0, m.stdout);
+    const chat = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: claude, messages: user('hello [sim tokens=3]') } });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.json.usage.completion_tokens, 3);
+
+    const image = `img-${randomUUID().slice(0, 8)}`;
+    const details = JSON.stringify({ max_images: 2, supported_parameters: ['n', 'size'], pricing: { per_image: '0.05' } });
+    const noTokens = ['--input', '0', '--output', '0', '--cache', '0', '--cache-write', '0'];
+    const im = await cliWith({}, 'model', 'set', '--id', image, '--provider', 'simulator', '--upstream', 'sim-image-1-2026-01-15', '--capabilities', 'image_generation', '--tiers', 'pro', ...noTokens, '--details', details);
+    assert.equal(im.code, 0, im.stdout);
+    assert.deepEqual(oneObject(im).details.pricing, { per_image: '0.05' });
+    const gen = await call(stack.gateway.url, '/v1/images/generations', { key: acct.key, body: { model: image, prompt: 'a red square' } });
+    assert.equal(gen.status, 200, gen.text);
+    assert.equal(gen.headers.get('x-gateway-cost'), '0.05');
+
+    // Bad details are refused and change nothing.
+    for (const bad of ['{"pricing":{"per_image":"cheap"}}', 'not json', '{"supported_durations":[0]}']) {
+      const r = await cliWith({}, 'model', 'set', '--id', image, '--provider', 'simulator', '--upstream', 'x', '--capabilities', 'image_generation', '--tiers', 'pro', ...noTokens, '--details', bad);
+      assert.equal(r.code, 2, `${bad}: ${r.stdout}`);
+    }
+    assert.equal((await env.db('models').where({ id: image }).first()).upstream_model, 'sim-image-1-2026-01-15');
+  });
+});
+
+describe('issue 23 defect 3: a provider cost above the hold', function () {
+  this.timeout(60_000);
+  const stack = useStack();
+
+  it('is charged up to the hold, labelled provider_cost_capped, and the rest is reported to the operator', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('dear [sim tokens=5 cost=0.5]'), max_tokens: 20 } });
+    assert.equal(r.status, 200, r.text);
+    const id = r.headers.get('x-gateway-request-id')!;
+    const d = r.json.usage.cost_details;
+    const held = r.json.usage.balance.reserved_credits;
+    assert.ok(held < 0.5, `the hold ${held} is below the provider cost`);
+    assert.equal(r.json.usage.cost, held);
+    assert.equal(d.billing_source, 'provider_cost_capped');
+    assert.equal(d.is_estimate, false);
+    assert.ok(Math.abs(d.uncovered_credits - (0.5 - held)) < 1e-12, JSON.stringify(d));
+    const row = await settled(id);
+    assert.equal(row.billing_source, 'provider_cost_capped');
+    assert.equal(Number(row.charge), held);
+    assert.equal(Number(row.uncovered_credits) + Number(row.charge), 0.5);
+    const gen = await call(stack.gateway.url, `/v1/generation?id=${id}`, { key: acct.key });
+    assert.equal(gen.json.data.billing_source, 'provider_cost_capped');
+    assert.equal(gen.json.data.cost_details.uncovered_credits, Number(row.uncovered_credits));
+    const report = await cliWith({}, 'report', 'uncovered', '--limit', '1000');
+    assert.equal(report.code, 0, report.stdout);
+    const line = oneObject(report).data.find((l: { request_id: string }) => l.request_id === id);
+    assert.deepEqual(line && [line.provider_cost_credits, line.charge, line.uncovered_credits, line.account_id], ['0.5', String(Number(row.charge)), String(Number(row.uncovered_credits)), acct.accountId]);
+    // A cost within the hold stays provider_cost with nothing uncovered.
+    const fits = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('cheap [sim tokens=5 cost=0.00001]'), max_tokens: 20 } });
+    assert.equal(fits.json.usage.cost_details.billing_source, 'provider_cost');
+    assert.equal(fits.json.usage.cost_details.uncovered_credits, undefined);
+  });
+});
+
+describe('issue 23 defects (keyed variant)', function () {
+  this.timeout(90_000);
+  const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
+  const credits = useStack({ adminToken: ADMIN_TOKEN });
+
+  it('CLI key create in the keyed variant makes an mt key the gateway accepts, and refuses gw_ai', async () => {
+    const acct = await newAccount();
+    const made = await cliWith({ GATEWAY_VARIANT: 'keyed' }, 'key', 'create', '--account', acct.accountId);
+    assert.equal(made.code, 0, made.stdout + made.stderr);
+    const k = oneObject(made);
+    assert.equal(k.format, 'mt');
+    assert.match(k.key, /^mt-/);
+    assert.equal((await call(keyed.gateway.url, '/v1/models', { key: k.key })).status, 200);
+    const refused = await cliWith({ GATEWAY_VARIANT: 'keyed' }, 'key', 'create', '--account', acct.accountId, '--format', 'gw_ai');
+    assert.equal(refused.code, 2, refused.stdout);
+    assert.match(oneObject(refused).error.message, /keyed variant running here accepts only mt keys/);
+    assert.equal((await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n, 2, 'only the test key and the mt key');
+  });
+
+  it('admin API refuses formats the running variant rejects and unknown model ids, creating nothing', async () => {
+    const acct = await newAccount();
+    const before = (await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n;
+    const gw = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, format: 'gw_ai' });
+    assert.equal(gw.status, 400, gw.text);
+    assert.match(gw.json.error.message, /accepts only mt keys/);
+    const mt = await admin(credits.gateway.url, '/admin/keys', { account_id: acct.accountId, format: 'mt' });
+    assert.equal(mt.status, 400, mt.text);
+    assert.match(mt.json.error.message, /accepts only gw_ai or rk_live keys/);
+    const unknown = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, models: ['sim-gpt', 'no-such-model'] });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.match(unknown.json.error.message, /unknown model id 'no-such-model'/);
+    assert.equal((await env.db('api_keys').where({ account_id: acct.accountId }).count({ n: '*' }))[0].n, before);
+    const ok = await admin(keyed.gateway.url, '/admin/keys', { account_id: acct.accountId, models: ['sim-gpt'] });
+    assert.equal(ok.status, 201, ok.text);
+    const patch = await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`, { models: ['nope'] }, 'PATCH');
+    assert.equal(patch.status, 400, patch.text);
+    assert.deepEqual((await admin(keyed.gateway.url, `/admin/keys/${ok.json.id}`)).json.models, ['sim-gpt']);
+  });
+});
+
+describe('issue 23 defect 4: spend limit refusals say what happened', function () {
+  this.timeout(60_000);
+  const keyed = useStack({ variant: 'keyed' });
+  const keyWith = async (spendLimit: string, credits = '100') => {
+    const acct = await newAccount({ credits });
+    return (await createKey(env.db, { accountId: acct.accountId, format: 'mt', settings: { spend_limit: spendLimit } })).key;
+  };
+  const chat = (key: string, maxTokens: number) => call(keyed.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: user('hi'), max_tokens: maxTokens } });
+
+  it('a hold that does not fit in what is left is not called a reached limit, and max_tokens is named as the way out', async () => {
+    const key = await keyWith('0.001');
+    const r = await chat(key, 1000);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json.error.code, 'key_spend_limit_exceeded');
+    assert.doesNotMatch(r.json.error.message, /reached/);
+    assert.match(r.json.error.message, /^This request's hold of 0\.008\d* does not fit in the 0\.001 left of this API key's spend limit of 0\.001\. .*max_tokens/);
+    // A smaller max_tokens makes a hold that fits.
+    assert.equal((await chat(key, 50)).status, 200);
+  });
+
+  it('a used-up limit says it is reached; amounts in messages carry no padding zeros', async () => {
+    const key = await keyWith('0.001');
+    await env.db('api_keys').where({ key_hash: hashKey(key) }).update({ spend: '0.001' });
+    const r = await chat(key, 10);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json.error.message, 'This API key has reached its spend limit of 0.001.');
+    const poor = await keyWith('1000', '0.0000001');
+    const q = await chat(poor, 10);
+    assert.equal(q.status, 402, q.text);
+    assert.match(q.json.error.message, /the balance is 0\.0000001\.$/);
+    assert.doesNotMatch(q.json.error.message, /\d\.\d*0{3,}\b/);
+  });
+});
