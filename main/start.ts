@@ -162,6 +162,7 @@ async function main() {
       `  Simulator    ${sim.url}`,
       `  Demo key     ${demoKey}`,
       `  Panel        http://127.0.0.1:${config.PANEL_PORT}   (API under /v1; docs/panel.md)`,
+      `  Console      http://127.0.0.1:${config.PANEL_PORT}/sign-in   (the panel's web console: sign in with the panel login)`,
       `  Hosting node http://127.0.0.1:${config.PANEL_HOSTING_WEB_PORT}   (websites by their Host header; ${panel.hostingNode?.facts().webServer ?? 'not running'})`,
       `  Node API     ${panel.nodeApiUrl}   (panel-host agents pull from it: docs/panel.md)`,
       panelLogin ? `  Panel login  ${panelLogin.username} / ${panelLogin.password}   (temporary: change it at first sign-in; shown once)` : `  Panel login  the platform's logins (the initial 'admin' password was shown at the first start)`,
