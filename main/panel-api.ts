@@ -12,6 +12,7 @@ import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';
 import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
+import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
@@ -47,7 +48,18 @@ export interface PanelRuntimeOptions {
    * directly, to the others through their agents). Absent: this process runs neither (another does).
    */
   hosting?: PanelHostingOptions;
+  /** reconciliation passes: interval (else -reconcile-interval, else 15 min), batch size, heartbeat timeout (tests shorten them) */
+  reconcile?: Partial<Omit<ReconcileSettings, 'mode' | 'taskQueue'>>;
 }
+
+/** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
+export const reconcileSettings = (o: Pick<PanelRuntimeOptions, 'flags' | 'reconcile' | 'nodeOps'>): ReconcileSettings => ({
+  ...RECONCILE_DEFAULTS,
+  ...(o.flags.reconcileIntervalMs ? { intervalMs: o.flags.reconcileIntervalMs } : {}),
+  ...o.reconcile,
+  mode: o.flags.reconcile,
+  taskQueue: o.nodeOps?.taskQueue ?? RECONCILE_DEFAULTS.taskQueue,
+});
 
 export interface PanelHostingOptions {
   /** the node's directory tree (PANEL.md section 2) */
@@ -111,6 +123,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     hostingNode: () => hostingNode,
+    reconcile: reconcileSettings(o),
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -175,8 +188,10 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle });
   stops.push(runWorker(worker).stop);
+  // the process that runs the hosting node keeps the schedule of its reconciliation passes
+  await ensureReconcileSchedule(temporal, reconcileSettings(o));
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));

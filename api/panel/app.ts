@@ -19,6 +19,8 @@ import { capacityRoutes } from './nodes/capacity-routes';
 import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
+import { reconcileRoutes } from './reconcile/routes';
+import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -39,6 +41,8 @@ export interface PanelDeps {
   controllerState?: boolean;
   /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
   hostingNode?: () => { root: string } | null;
+  /** reconciliation passes (-reconcile, -reconcile-interval); absent: off */
+  reconcile?: ReconcileSettings;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -66,6 +70,9 @@ export function createPanelApp(d: PanelDeps): Koa {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
+  const reconcile = reconcileRoutes({ db: d.db, temporal: d.temporal, settings: d.reconcile ?? { ...RECONCILE_DEFAULTS, mode: null } });
+  v1.use(reconcile.routes());
+  v1.use(reconcile.allowedMethods());
   app.use(v1.routes());
   return app;
 }
