@@ -8,48 +8,13 @@ import { sha256 } from '../../platform/hosting-node/files';
 import type { PanelRuntime } from '../../main/panel-api';
 import { specOf } from '../../services/panel/sites/sites';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { runPass, setPolicy, siteActive, waitPass } from '../helpers/reconcile';
 import { env } from '../setup/env';
 
 // Reconciliation of the hosting node (spec 2 sections 2.6, 3, 4.1, 4.4.3): a real hosting node
 // (nginx, PHP-FPM) under a temp root, sites created through the API, manual edits made on disk;
 // passes run as reconcile-<pass_id> workflows on the panel worker. One panel runs the node with
 // `-reconcile on`; a second API process with `-reconcile dry-run` starts passes on the same worker.
-
-export async function waitPass(c: PanelClient, id: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await c.get(`/v1/reconcile/passes/${id}`);
-    assert.equal(r.status, 200, JSON.stringify(r.json));
-    if (r.json.status !== 'running') return r.json;
-    if (Date.now() > deadline) throw new Error(`pass ${id} still running after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
-
-/** Starts a pass now and waits for its report. */
-export async function runPass(c: PanelClient) {
-  const r = await c.post('/v1/reconcile/run');
-  assert.ok(r.status === 202 || r.status === 200, JSON.stringify(r.json));
-  return waitPass(c, r.json.pass.id);
-}
-
-export async function siteActive(c: PanelClient, id: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await c.get(`/v1/sites/${id}`);
-    if (r.json?.status === 'active') return r.json;
-    if (r.json?.status === 'failed' || Date.now() > deadline) throw new Error(`site ${id}: ${JSON.stringify(r.json)}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
-
-/** Review, then confirm: the two requests of a policy change. */
-export async function setPolicy(admin: PanelClient, siteId: string, policy: 'observe' | 'remediate') {
-  const review = await admin.post(`/v1/reconcile/sites/${siteId}/policy`, { policy });
-  assert.equal(review.status, 200, JSON.stringify(review.json));
-  const done = await admin.post(`/v1/reconcile/sites/${siteId}/policy`, { policy, confirmation_token: review.json.confirmation_token });
-  assert.equal(done.status, 200, JSON.stringify(done.json));
-}
 
 const rewrites = (root: string): Array<{ site: string; op: string; files: Array<{ old_digest: string | null }> }> => {
   const f = path.join(root, 'state/reconcile.log');
