@@ -13,6 +13,7 @@ import { startController, type ControllerBounds, type NodeController } from '../
 import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
 import { ensureAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
+import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
@@ -50,7 +51,18 @@ export interface PanelRuntimeOptions {
   hosting?: PanelHostingOptions;
   /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries (tests shorten them) */
   webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry> };
+  /** reconciliation passes: interval (else -reconcile-interval, else 15 min), batch size, heartbeat timeout (tests shorten them) */
+  reconcile?: Partial<Omit<ReconcileSettings, 'mode' | 'taskQueue'>>;
 }
+
+/** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
+export const reconcileSettings = (o: Pick<PanelRuntimeOptions, 'flags' | 'reconcile' | 'nodeOps'>): ReconcileSettings => ({
+  ...RECONCILE_DEFAULTS,
+  ...(o.flags.reconcileIntervalMs ? { intervalMs: o.flags.reconcileIntervalMs } : {}),
+  ...o.reconcile,
+  mode: o.flags.reconcile,
+  taskQueue: o.nodeOps?.taskQueue ?? RECONCILE_DEFAULTS.taskQueue,
+});
 
 export interface PanelHostingOptions {
   /** the node's directory tree (PANEL.md section 2) */
@@ -116,6 +128,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     hostingNode: () => hostingNode,
     metricsIntervalMs: o.flags.metricsIntervalMs,
     webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
+    reconcile: reconcileSettings(o),
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -180,10 +193,12 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [] });
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [] });
   stops.push(runWorker(worker).stop);
   // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
+  // the process that runs the hosting node keeps the schedule of its reconciliation passes
+  await ensureReconcileSchedule(temporal, reconcileSettings(o));
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));

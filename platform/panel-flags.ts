@@ -12,6 +12,8 @@ export interface PanelFlags {
   metricsIntervalMs: number | null;
   /** reconciliation: observe and report, or also remediate opted-in sites; null: off */
   reconcile: 'dry-run' | 'on' | null;
+  /** -reconcile-interval: how often the schedule runs a pass; null: the default (15 min) */
+  reconcileIntervalMs?: number | null;
   placement: 'scheduled' | null;
   placementNodeFacts: string | null;
   nodeApiListen: { host: string; port: number } | null;
@@ -42,6 +44,7 @@ export function serveFlags<T>(command: string, usage: string, argv: string[], pa
 
 const BOOLEAN = new Set(['billing-meter', 'controller-state']);
 const VALUED = new Set(['metrics-interval', 'reconcile', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
+VALUED.add('reconcile-interval');
 
 /** `60s`, `5m`, `1h`, `500ms`, or a number of seconds; at least 1 s. */
 export function parseDuration(v: string): number | null {
@@ -90,6 +93,12 @@ function apply(f: PanelFlags, name: string, v: string): void {
       if (v !== 'dry-run' && v !== 'on' && v !== 'off') throw bad('dry-run (observe and report), on (also remediate opted-in sites) or off');
       f.reconcile = v === 'off' ? null : v;
       return;
+    case 'reconcile-interval': {
+      const ms = parseDuration(v);
+      if (ms === null || ms < 10_000) throw bad('a duration from 10s to 24h, such as 15m or 1h');
+      f.reconcileIntervalMs = ms;
+      return;
+    }
     case 'placement':
       if (v !== 'scheduled') throw bad('the only placement mode is "scheduled"');
       f.placement = 'scheduled';

@@ -2,6 +2,7 @@ import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } fr
 import { createAlertActivities } from '../activities/panel/alerts';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
+import { createReconcileActivities, type ReconcileNode } from '../activities/panel/reconcile';
 import type { Db } from '../platform/db';
 import { PANEL_TASK_QUEUE } from '../services/panel/client';
 import { createDomainWorker } from './base';
@@ -14,6 +15,8 @@ export interface PanelWorkerDeps {
   db: Db;
   /** the panel's own hosting node, applied to directly; null: this worker cannot apply hosting operations */
   hostingNode: HostingNodeApplier | null;
+  /** the same node as reconciliation reads and rewrites it; absent: reconciliation passes fail on this worker */
+  reconcileNode?: ReconcileNode | null;
   /** Pre-built panel bundle (tests build it once); otherwise bundled from workflows/panel. */
   workflowBundle?: WorkflowBundleOption;
   /** anything else for Worker.create (tests: stickyQueueScheduleToStartTimeout, identity) */
@@ -34,6 +37,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     workflowBundle: deps.workflowBundle,
     activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
+      ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
     },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.

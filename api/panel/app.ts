@@ -21,6 +21,8 @@ import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
 import { alertRoutes } from './alerts/routes';
 import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes';
+import { reconcileRoutes } from './reconcile/routes';
+import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
@@ -46,6 +48,8 @@ export interface PanelDeps {
   metricsIntervalMs?: number | null;
   /** webhooks: sealing key, allowed internal targets, delivery settings; absent: no webhook routes */
   webhooks?: Omit<WebhookRouteOptions, 'db' | 'temporal'>;
+  /** reconciliation passes (-reconcile, -reconcile-interval); absent: off */
+  reconcile?: ReconcileSettings;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -78,6 +82,9 @@ export function createPanelApp(d: PanelDeps): Koa {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
+  const reconcile = reconcileRoutes({ db: d.db, temporal: d.temporal, settings: d.reconcile ?? { ...RECONCILE_DEFAULTS, mode: null } });
+  v1.use(reconcile.routes());
+  v1.use(reconcile.allowedMethods());
   app.use(v1.routes());
   return app;
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation } from '../../domain/panel/node-config';
+import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
 import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
 import type { Listening } from '../http-server';
 import type { Logger } from '../logger';
@@ -11,6 +11,7 @@ import { createMetricsSampler, treeUsage } from './metrics';
 import { startNginx, type Nginx } from './nginx';
 import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
 import { findBinary } from './processes';
+import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -70,6 +71,27 @@ export interface HostingNode {
   inspectSite(siteId: string): Promise<SiteInspection | null>;
   /** stops the web server, PHP-FPM and MariaDB (after the operation in progress) */
   stop(): Promise<void>;
+  // ---- reconciliation (services/panel/reconcile) ----
+  /** the managed files a spec renders on this node (what the panel expects on disk) */
+  renderSite(s: SiteSpec): RenderedFile[];
+  /** the spec the node last applied for a site, null: it has no record of it */
+  appliedSite(siteId: string): SiteSpec | null;
+  /** one managed file as it is on disk; an unreadable file is reported, never thrown */
+  readManaged(file: string): ManagedRead;
+  /** every managed file on disk (vhosts, pools, cron files), known sites' or not */
+  listManaged(): string[];
+  /**
+   * Rewrites the managed files of sites the node already serves to match their specs, in one
+   * config test and one reload for the whole batch; idempotent by each rewrite's id (a repeated
+   * id returns its first result). Each rewrite appends what it overwrote to <root>/state/reconcile.log.
+   */
+  rewriteSites(batch: Array<{ opId: string; site: SiteSpec }>): Promise<OperationResult[]>;
+}
+
+export interface RenderedFile {
+  kind: ManagedFile['kind'];
+  path: string;
+  text: string;
 }
 
 /** An operation the node will not apply as sent (bad value, not capable): reported with refused: true. */
@@ -286,6 +308,9 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
 
   const record = (id: string, kind: string, result: OperationResult) => {
     ops[id] = { kind, at: new Date().toISOString(), result };
+    saveOps();
+  };
+  const saveOps = () => {
     const ids = Object.keys(ops);
     // insertion order is application order: the oldest are dropped first
     for (const old of ids.slice(0, Math.max(0, ids.length - OPS_KEPT))) delete ops[old];
@@ -321,6 +346,55 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     return next;
   };
 
+  /** The reconciliation rewrite of a batch (HostingNode.rewriteSites), run in the operation queue. */
+  const rewriteBatch = async (batch: Array<{ opId: string; site: SiteSpec }>): Promise<OperationResult[]> => {
+    const todo = batch.filter((b) => !Object.hasOwn(ops, b.opId));
+    const refusal = (s: SiteSpec): string | null => {
+      const prev = sites[s.id];
+      if (!prev) return `the node has no record of site ${s.id}: it is created by an operation, not rewritten`;
+      if (s.generation < prev.generation) return `stale generation ${s.generation}: generation ${prev.generation} is applied`;
+      if (s.phpVersion && !fpm.has(s.phpVersion)) return `PHP ${s.phpVersion} is not available on this node`;
+      return validateSite(s);
+    };
+    const refused = new Map(todo.map((b) => [b.opId, refusal(b.site)]));
+    const go = todo.filter((b) => refused.get(b.opId) === null);
+    const wanted = new Map<string, string | null>();
+    for (const { site } of go) for (const f of possibleFiles(site.domain)) wanted.set(f, null);
+    for (const { site } of go) for (const f of managedFiles(site)) wanted.set(f.path, f.text);
+    const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
+    let failure: string | null = null;
+    try {
+      await commitFiles(wanted, null);
+    } catch (err) {
+      failure = (err as Error).message;
+    }
+    const at = new Date().toISOString();
+    const lines: string[] = [];
+    for (const b of todo) {
+      const why = refused.get(b.opId);
+      let result: OperationResult;
+      if (why) result = { ok: false, error: why, refused: true };
+      else if (failure) result = { ok: false, error: failure, refused: false };
+      else {
+        const rendered = managedFiles(b.site);
+        const files = rendered.map((f) => ({ kind: f.kind, path: f.path, old_digest: before.get(f.path) == null ? null : sha256(before.get(f.path)!), new_digest: sha256(f.text) }));
+        // files already as rendered (a retry after a crash that wrote them): nothing was overwritten now
+        const overwrote = rendered.some((f) => before.get(f.path) !== f.text);
+        sites[b.site.id] = b.site;
+        if (overwrote) lines.push(JSON.stringify({ op: b.opId, site: b.site.id, domain: b.site.domain, generation: b.site.generation, at, files }));
+        result = { ok: true, detail: { generation: b.site.generation, files, overwrote } };
+      }
+      ops[b.opId] = { kind: 'site.reconcile', at, result };
+    }
+    if (lines.length) {
+      saveSites();
+      fs.appendFileSync(`${p.state}/reconcile.log`, lines.map((l) => `${l}\n`).join(''));
+    }
+    if (todo.length) saveOps();
+    log.info({ rewritten: lines.length, asked: batch.length, ...(failure ? { error: failure } : {}) }, 'reconciliation rewrite applied');
+    return batch.map((b) => ops[b.opId].result);
+  };
+
   const sample = createMetricsSampler();
   return {
     root,
@@ -352,6 +426,18 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
           return { kind: f.kind, path: f.path, expected: sha256(f.text), actual: actual === null ? null : sha256(actual) };
         }),
       };
+    },
+    renderSite: (s) => managedFiles(s),
+    appliedSite: (siteId) => (Object.hasOwn(sites, siteId) ? sites[siteId] : null),
+    readManaged: readManagedFile,
+    listManaged: () => listManagedFiles(root),
+    rewriteSites(batch) {
+      const next = queue.then(() => {
+        if (stopped) throw new Error('the node is stopping');
+        return rewriteBatch(batch);
+      });
+      queue = next.catch(() => {});
+      return next;
     },
     async stop() {
       stopped = true;

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { startPanelApi } from '../../main/panel-api';
+import { startPanelApi, type PanelRuntimeOptions } from '../../main/panel-api';
 import type { ControllerBounds } from '../../services/panel/nodes/controller';
 import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
@@ -22,7 +22,7 @@ export interface PanelChild {
 }
 
 /** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
-export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds> } = {}): Promise<PanelChild> {
+export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; child?: ChildHosting } = {}): Promise<PanelChild> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
     cwd: path.join(__dirname, '../..'),
     env: {
@@ -32,6 +32,7 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
       PANEL_CHILD_FLAGS: JSON.stringify(opts.flags ?? []),
       PANEL_CHILD_SESSION_IDLE_MS: String(opts.sessionIdleMs ?? 3_600_000),
       PANEL_CHILD_CONTROLLER: JSON.stringify(opts.controller ?? {}),
+      PANEL_CHILD_HOSTING: JSON.stringify(opts.child ?? null),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -65,8 +66,17 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
   };
 }
 
+/** A child that runs the hosting node under `root` and the panel worker on `taskQueue` (as startHostingPanel does in-process). */
+export interface ChildHosting {
+  root: string;
+  webPort: number;
+  taskQueue: string;
+  reconcile?: PanelRuntimeOptions['reconcile'];
+}
+
 async function main() {
   const e = process.env;
+  const child: ChildHosting | null = JSON.parse(e.PANEL_CHILD_HOSTING ?? 'null');
   const db = createDb(e.DATABASE_URL!, 5);
   const panel = await startPanelApi({
     db,
@@ -81,6 +91,7 @@ async function main() {
     // as startPanel() in ./panel: generous, so suites signing in often are not throttled
     throttle: { loginFailures: 1000, ipFailures: 100_000 },
     controller: JSON.parse(e.PANEL_CHILD_CONTROLLER ?? '{}'),
+    ...(child ? { nodeOps: { taskQueue: child.taskQueue, pollMs: 200 }, hosting: { root: child.root, webPort: child.webPort, webHost: '127.0.0.1' }, reconcile: child.reconcile } : {}),
   });
   const stop = async () => {
     await panel.close();

@@ -15,6 +15,7 @@ import { addNode, recordHeartbeat } from '../../services/panel/nodes/nodes';
 import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../services/panel/client';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
+import { runPass, setPolicy, siteActive } from '../helpers/reconcile';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
 // test/replay.test.ts to replay on every `npm test` (a change that breaks running workflows
@@ -244,6 +245,32 @@ describe('record workflow histories', function () {
       await connection.close();
       await panel.close();
       await new Promise((r) => receiver.close(r));
+    }
+  });
+  it('panel: a reconciliation pass that finds a drifted vhost and rewrites it (remediate policy, -reconcile on)', async function () {
+    const panel = await startHostingPanel({ flags: ['-reconcile', 'on'], reconcile: { batchSize: 2 } });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `record-${randomUUID().slice(0, 8)}.example.com` });
+        if (r.status !== 201) throw new Error(`create: ${r.status} ${JSON.stringify(r.json)}`);
+        ids.push(r.json.id);
+      }
+      for (const id of ids) await siteActive(customer.client, id);
+      await setPolicy(admin, ids[0], 'remediate');
+      const domain = (await customer.client.get(`/v1/sites/${ids[0]}`)).json.domain;
+      fs.appendFileSync(path.join(panel.root, 'etc/nginx/sites', `${domain}.conf`), '# edited by hand\n');
+      const pass = await runPass(admin);
+      if (pass.remediated !== 1) throw new Error(`pass: ${JSON.stringify(pass)}`);
+      await save(new Client({ connection }), 'panel', 'reconcile-remediated', `reconcile-${pass.id}`);
+      await env.db('panel_sites').whereIn('id', ids).delete();
+    } finally {
+      await connection.close();
+      await panel.close();
     }
   });
 });

@@ -2,3 +2,4 @@
 export * from './node-op';
 export * from './database-op';
 export * from './alerts';
+export * from './reconcile';
