@@ -19,6 +19,7 @@ import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../serv
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
+import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -47,6 +48,8 @@ export interface PanelRuntimeOptions {
    * directly, to the others through their agents). Absent: this process runs neither (another does).
    */
   hosting?: PanelHostingOptions;
+  /** billing (-billing-meter): clock, task queue, schedule id, workflow bundle (tests set them) */
+  billing?: PanelBillingOptions;
 }
 
 export interface PanelHostingOptions {
@@ -111,6 +114,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     hostingNode: () => hostingNode,
+    billing: billingSettings(o.flags.billingMeter, o.billing),
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -137,6 +141,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       nodeApi = n;
     }
     hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
+    if (o.flags.billingMeter) await startBilling(o, temporal, stops);
     const http = await listen(app.callback(), o.port, o.host);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };

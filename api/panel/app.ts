@@ -20,6 +20,8 @@ import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
 import { panelAuth } from './shared/auth';
+import { billingRoutes } from './billing/routes';
+import type { BillingSettings } from '../../services/panel/billing/statements';
 import { panelContext } from './shared/http';
 
 export interface PanelDeps {
@@ -39,6 +41,8 @@ export interface PanelDeps {
   controllerState?: boolean;
   /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
   hostingNode?: () => { root: string } | null;
+  /** billing: -billing-meter on or off, the clock, the billing worker's task queue */
+  billing?: BillingSettings & { taskQueue: string };
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -66,6 +70,9 @@ export function createPanelApp(d: PanelDeps): Koa {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }
+  const billing = billingRoutes({ db: d.db, temporal: d.temporal, settings: d.billing ?? { metering: false, clock: () => new Date(), taskQueue: 'panel-billing' } });
+  v1.use(billing.routes());
+  v1.use(billing.allowedMethods());
   app.use(v1.routes());
   return app;
 }
