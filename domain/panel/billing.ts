@@ -174,10 +174,15 @@ export function rateUsage(usage: PlanUsage[], plans: Map<string, RatingPlan>, mo
       });
     };
     add('base', 'per organisation', new Decimal(u.hours), plan.basePrice);
+    // accounts on a package the plan has no price for are charged the account price, on one line
+    const accounts = new Map<string, { hours: Decimal; price: string }>();
     for (const [pkg, hours] of Object.entries(u.accountHours).sort()) {
       const packaged = pkg !== '' && plan.packagePrices[pkg] !== undefined;
-      add('accounts', packaged ? `package ${pkg}` : 'per customer account', new Decimal(hours), packaged ? plan.packagePrices[pkg] : plan.accountPrice);
+      const detail = packaged ? `package ${pkg}` : 'per customer account';
+      const acc = accounts.get(detail) ?? { hours: new Decimal(0), price: packaged ? plan.packagePrices[pkg] : plan.accountPrice };
+      accounts.set(detail, { ...acc, hours: acc.hours.plus(hours) });
     }
+    for (const [detail, a] of accounts) add('accounts', detail, a.hours, a.price);
     // nodes rated by the same rate line make one line per kind
     const byLine = new Map<string, { rate: RateLine | null; site: Decimal; db: Decimal; gib: Decimal }>();
     for (const n of u.nodes) {

@@ -115,12 +115,13 @@ export async function listPlans(db: Db, actor: Actor, id: string) {
   return { plans: rows.map((r) => planView(r, r.orgs_billed)) };
 }
 
-/** A plan the actor may read: owned in its subtree, or billing its own org (by the level above). */
+/** A plan the actor may read: owned in its subtree, or one its parent bills it (or could) with. */
 async function visiblePlan(q: Knex | Knex.Transaction, actor: Actor, id: string) {
   const row = isUuid(id)
     ? await q('panel_billing_plans as p').join('panel_orgs as o', 'o.id', 'p.owner_org_id').where('p.id', id).whereNull('p.deleted_at').first('p.*', 'o.path as owner_path', orgsBilledSql(q))
     : undefined;
-  if (!row || !(row.owner_path.startsWith(actor.orgPath) || (actor.orgPath.startsWith(row.owner_path) && actor.orgPath !== row.owner_path))) throw notFound('billing plan');
+  const billsActor = actor.orgPath.replace(/[^/]+\/$/, '') === row?.owner_path;
+  if (!row || !(row.owner_path.startsWith(actor.orgPath) || billsActor)) throw notFound('billing plan');
   return row as PlanRow & { owner_path: string; orgs_billed: number };
 }
 

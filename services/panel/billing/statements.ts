@@ -45,40 +45,31 @@ export function readablePeriod(value: unknown, now: Date) {
 
 /** The metered usage of `orgIds` in [start, end), per org and plan, in one query per table. */
 async function usageOf(q: Q, orgIds: string[], start: Date, end: Date) {
-  const range = [orgIds, start, end];
-  const [hours, accounts, sites, databases] = await Promise.all([
-    q.raw(
-      `SELECT org_id, plan_id, count(*)::int AS hours, (array_agg(billed_by ORDER BY hour DESC))[1] AS billed_by, (array_agg(org_status ORDER BY hour DESC))[1] AS status, max(hour) AS last
-       FROM panel_meter_orgs WHERE org_id = ANY(?::uuid[]) AND hour >= ? AND hour < ? GROUP BY org_id, plan_id`,
-      range,
-    ),
-    q.raw(
-      `SELECT m.org_id, m.plan_id, kv.key AS pkg, sum(kv.value::int)::int AS n FROM panel_meter_orgs m CROSS JOIN LATERAL jsonb_each_text(m.accounts) kv
-       WHERE m.org_id = ANY(?::uuid[]) AND m.hour >= ? AND m.hour < ? GROUP BY 1, 2, 3`,
-      range,
-    ),
-    q.raw(
-      `SELECT s.org_id, m.plan_id, s.node_name, s.region, s.physical_region, s.zone, s.cell, count(*)::int AS n, sum(s.quota_mb)::bigint AS mb
-       FROM panel_meter_sites s JOIN panel_meter_orgs m ON m.hour = s.hour AND m.org_id = s.org_id
-       WHERE s.org_id = ANY(?::uuid[]) AND s.hour >= ? AND s.hour < ? GROUP BY 1, 2, 3, 4, 5, 6, 7`,
-      range,
-    ),
-    q.raw(
-      `SELECT d.org_id, m.plan_id, d.node_name, d.region, d.physical_region, d.zone, d.cell, count(*)::int AS n
-       FROM panel_meter_databases d JOIN panel_meter_orgs m ON m.hour = d.hour AND m.org_id = d.org_id
-       WHERE d.org_id = ANY(?::uuid[]) AND d.hour >= ? AND d.hour < ? GROUP BY 1, 2, 3, 4, 5, 6, 7`,
-      range,
-    ),
-  ]);
+  const queries = [
+    `SELECT org_id, plan_id, count(*)::int AS hours, (array_agg(billed_by ORDER BY hour DESC))[1] AS billed_by, (array_agg(org_status ORDER BY hour DESC))[1] AS status, max(hour) AS last
+     FROM panel_meter_orgs WHERE org_id = ANY(?::uuid[]) AND hour >= ? AND hour < ? GROUP BY org_id, plan_id`,
+    `SELECT m.org_id, m.plan_id, kv.key AS pkg, sum(kv.value::int)::int AS n FROM panel_meter_orgs m CROSS JOIN LATERAL jsonb_each_text(m.accounts) kv
+     WHERE m.org_id = ANY(?::uuid[]) AND m.hour >= ? AND m.hour < ? GROUP BY 1, 2, 3`,
+    `SELECT s.org_id, m.plan_id, s.node_name, s.region, s.physical_region, s.zone, s.cell, count(*)::int AS n, sum(s.quota_mb)::bigint AS mb
+     FROM panel_meter_sites s JOIN panel_meter_orgs m ON m.hour = s.hour AND m.org_id = s.org_id
+     WHERE s.org_id = ANY(?::uuid[]) AND s.hour >= ? AND s.hour < ? GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+    `SELECT d.org_id, m.plan_id, d.node_name, d.region, d.physical_region, d.zone, d.cell, count(*)::int AS n
+     FROM panel_meter_databases d JOIN panel_meter_orgs m ON m.hour = d.hour AND m.org_id = d.org_id
+     WHERE d.org_id = ANY(?::uuid[]) AND d.hour >= ? AND d.hour < ? GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+  ];
+  // one after the other: inside a transaction they share its one connection
+  const results = [];
+  for (const sql of queries) results.push((await q.raw(sql, [orgIds, start, end])).rows);
+  const [hours, accounts, sites, databases] = results;
   const byOrg = new Map<string, { billedBy: string; status: string; last: Date; usage: Map<string, PlanUsage> }>();
-  for (const r of hours.rows) {
+  for (const r of hours) {
     const o = byOrg.get(r.org_id) ?? { billedBy: r.billed_by, status: r.status, last: r.last, usage: new Map() };
     if (r.last > o.last) Object.assign(o, { billedBy: r.billed_by, status: r.status, last: r.last });
     o.usage.set(r.plan_id, { planId: r.plan_id, hours: r.hours, accountHours: {}, nodes: [] });
     byOrg.set(r.org_id, o);
   }
   const planUsage = (r: { org_id: string; plan_id: string }) => byOrg.get(r.org_id)!.usage.get(r.plan_id)!;
-  for (const r of accounts.rows) planUsage(r).accountHours[r.pkg] = r.n;
+  for (const r of accounts) planUsage(r).accountHours[r.pkg] = r.n;
   const node = (u: PlanUsage, r: Record<string, string | null>) => {
     let n = u.nodes.find((x) => x.node === r.node_name && x.region === r.region && x.physical_region === r.physical_region && x.zone === r.zone && x.cell === r.cell);
     if (!n) {
@@ -87,8 +78,8 @@ async function usageOf(q: Q, orgIds: string[], start: Date, end: Date) {
     }
     return n;
   };
-  for (const r of sites.rows) Object.assign(node(planUsage(r), r), { siteHours: r.n, diskMbHours: Number(r.mb) });
-  for (const r of databases.rows) node(planUsage(r), r).databaseHours = r.n;
+  for (const r of sites) Object.assign(node(planUsage(r), r), { siteHours: r.n, diskMbHours: Number(r.mb) });
+  for (const r of databases) node(planUsage(r), r).databaseHours = r.n;
   return byOrg;
 }
 
@@ -241,7 +232,7 @@ const LINE = ['org_id', 'period', 'plan', 'kind', 'detail', 'quantity_hours', 'u
 /** A statement as CSV: one row per line, then one total row per currency (kind `total`). */
 export function statementCsv(st: Statement): string {
   const rows = st.lines.map((l) => [st.org_id, st.period, l.plan, l.kind, l.detail, l.quantity_hours, l.unit_price, l.currency, l.amount]);
-  for (const [c, amount] of Object.entries(st.totals)) rows.push([st.org_id, st.period, '', 'total', `${st.metered_hours} metered hours, ${st.state}`, '', '', c, amount]);
+  for (const [c, amount] of Object.entries(st.totals)) rows.push([st.org_id, st.period, '', 'total', `${st.metered_hours} metered hours (${st.state})`, '', '', c, amount]);
   return toCsv(LINE, rows);
 }
 
