@@ -10,6 +10,8 @@ import { SA } from '../../domain/shared/search-attributes';
 
 const { dueMeterHours, recordMeterHour } = proxyActivities<BillingActivities>({
   startToCloseTimeout: '10 minutes',
+  // the activity heartbeats every second: a killed worker is noticed within 10 s
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 

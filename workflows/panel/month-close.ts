@@ -7,6 +7,8 @@ import type { BillingActivities } from '../../activities/panel/billing';
 
 const { closeMonthStatement } = proxyActivities<BillingActivities>({
   startToCloseTimeout: '5 minutes',
+  // the activity heartbeats every second: a killed worker is noticed within 10 s
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
