@@ -21,6 +21,7 @@ import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../serv
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
+import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -53,6 +54,8 @@ export interface PanelRuntimeOptions {
   webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry> };
   /** reconciliation passes: interval (else -reconcile-interval, else 15 min), batch size, heartbeat timeout (tests shorten them) */
   reconcile?: Partial<Omit<ReconcileSettings, 'mode' | 'taskQueue'>>;
+  /** billing (-billing-meter): clock, task queue, schedule id, workflow bundle (tests set them) */
+  billing?: PanelBillingOptions;
 }
 
 /** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
@@ -129,6 +132,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     metricsIntervalMs: o.flags.metricsIntervalMs,
     webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
     reconcile: reconcileSettings(o),
+    billing: billingSettings(o.flags.billingMeter, o.billing),
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -155,6 +159,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       nodeApi = n;
     }
     hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
+    if (o.flags.billingMeter) await startBilling(o, temporal, stops);
     const http = await listen(app.callback(), o.port, o.host);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };

@@ -24,6 +24,8 @@ import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes
 import { reconcileRoutes } from './reconcile/routes';
 import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
 import { panelAuth } from './shared/auth';
+import { billingRoutes } from './billing/routes';
+import type { BillingSettings } from '../../services/panel/billing/statements';
 import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
 
@@ -50,6 +52,8 @@ export interface PanelDeps {
   webhooks?: Omit<WebhookRouteOptions, 'db' | 'temporal'>;
   /** reconciliation passes (-reconcile, -reconcile-interval); absent: off */
   reconcile?: ReconcileSettings;
+  /** billing: -billing-meter on or off, the clock, the billing worker's task queue */
+  billing?: BillingSettings & { taskQueue: string };
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -85,6 +89,9 @@ export function createPanelApp(d: PanelDeps): Koa {
   const reconcile = reconcileRoutes({ db: d.db, temporal: d.temporal, settings: d.reconcile ?? { ...RECONCILE_DEFAULTS, mode: null } });
   v1.use(reconcile.routes());
   v1.use(reconcile.allowedMethods());
+  const billing = billingRoutes({ db: d.db, temporal: d.temporal, settings: d.billing ?? { metering: false, clock: () => new Date(), taskQueue: 'panel-billing' } });
+  v1.use(billing.routes());
+  v1.use(billing.allowedMethods());
   app.use(v1.routes());
   return app;
 }

@@ -16,6 +16,7 @@ import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../services/panel/
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 import { runPass, setPolicy, siteActive } from '../helpers/reconcile';
+import { addSite, addLabelledNode, startBillingPanel } from '../helpers/billing';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
 // test/replay.test.ts to replay on every `npm test` (a change that breaks running workflows
@@ -271,6 +272,29 @@ describe('record workflow histories', function () {
     } finally {
       await connection.close();
       await panel.close();
+    }
+  });
+
+  it('panel: a metering tick over two due hours, a metered hour, and a month close', async function () {
+    const bp = await startBillingPanel('2032-05-31T21:30:00Z');
+    try {
+      const admin = await platformAdmin(bp.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const plan = await provider.client.post(`/v1/orgs/${provider.id}/billing-plans`, { name: 'Record', currency: 'EUR', base_price: '10', account_price: '1', rates: 'default 1 1 1' });
+      await provider.client.put(`/v1/orgs/${customer.id}/billing-plan`, { plan_id: plan.json.id });
+      const node = `record-${randomUUID().slice(0, 8)}`;
+      await addLabelledNode(node, { logical_region: 'eu' });
+      await addSite(customer.id, node, 1024);
+      await bp.meterUntil('2032-06-01T00:30:00Z');
+      const recent = (await bp.temporal.schedule.getHandle(bp.scheduleId).describe()).info.recentActions;
+      await save(bp.temporal, 'panel', 'meter-tick', recent[recent.length - 1].action.workflow.workflowId);
+      await save(bp.temporal, 'panel', 'meter-hour', 'meter-2032-05-31T23');
+      const closed = await provider.client.post(`/v1/orgs/${customer.id}/billing/close`, { period: '2032-05', confirm: true });
+      if (closed.status !== 200) throw new Error(`close: ${closed.status} ${JSON.stringify(closed.json)}`);
+      await save(bp.temporal, 'panel', 'month-close', `month-close-${customer.id}-2032-05`);
+    } finally {
+      await bp.close();
     }
   });
 });

@@ -3,3 +3,5 @@ export * from './node-op';
 export * from './database-op';
 export * from './alerts';
 export * from './reconcile';
+export * from './metering';
+export * from './month-close';
