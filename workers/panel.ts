@@ -1,4 +1,5 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
+import { createBackupOpActivities } from '../activities/panel/backup-ops';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import type { Db } from '../platform/db';
@@ -27,7 +28,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

@@ -19,6 +19,7 @@ import { capacityRoutes } from './nodes/capacity-routes';
 import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
+import { backupRoutes } from './sites/backup-routes';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -62,6 +63,10 @@ export function createPanelApp(d: PanelDeps): Koa {
   const sites = siteRoutes(sitesDeps(d, d.sites));
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
+  for (const r of [backupRoutes(sitesDeps(d, d.sites))]) {
+    v1.use(r.routes());
+    v1.use(r.allowedMethods());
+  }
   for (const r of [databaseRoutes(sitesDeps(d, d.sites)), quotaRoutes({ db: d.db, hostingNode: d.hostingNode ?? (() => null) })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
