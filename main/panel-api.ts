@@ -47,6 +47,8 @@ export interface PanelRuntimeOptions {
    * directly, to the others through their agents). Absent: this process runs neither (another does).
    */
   hosting?: PanelHostingOptions;
+  /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
+  backupInspectionMs?: number;
 }
 
 export interface PanelHostingOptions {
@@ -111,6 +113,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     hostingNode: () => hostingNode,
+    backups: { hosting: () => hostingNode, inspectionMs: o.backupInspectionMs },
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];

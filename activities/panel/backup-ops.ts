@@ -1,6 +1,11 @@
 import type { Db } from '../../platform/db';
-import { applyBackupOnHosting, finishBackupOp as finish, type BackupOpFinish } from '../../services/panel/sites/backups';
+import { applyBackupOnHosting, finishBackupOp as finish, pruneRestorePoints, queueScheduledBackup as queue, type BackupOpFinish } from '../../services/panel/sites/backups';
+import type { NodeBackups } from '../../platform/hosting-node/site-backups';
+import { extractInspection as extract, finishInspection as finishInspecting } from '../../services/panel/sites/backup-admin';
 import type { HostingNodeApplier } from './node-ops';
+
+/** The hosting node's backups, when the node this worker drives has them (platform/hosting-node `HostingNode`). */
+const backupsOf = (node: HostingNodeApplier | null): NodeBackups | null => (node && 'backups' in node ? (node as { backups: NodeBackups }).backups : null);
 
 export interface BackupOpActivityDeps {
   db: Db;
@@ -22,7 +27,19 @@ export function createBackupOpActivities(deps: BackupOpActivityDeps) {
 
   const finishBackupOp = (f: BackupOpFinish) => finish(deps.db, f);
 
-  return { applyBackupOnHostingNode, finishBackupOp };
+  /** A scheduled backup: a pending restore point and its queued operation, or why none is taken. */
+  const queueScheduledBackup = (siteId: string) => queue(deps.db, siteId);
+
+  /** Queues the deletion of a site's ready restore points beyond the newest `keep`. */
+  const restorePointsBeyond = (siteId: string, keep: number) => pruneRestorePoints(deps.db, siteId, keep);
+
+  /** Extracts a restore point for inspection on the hosting node; records the folder or the failure. */
+  const extractInspection = (inspectionId: string) => extract(deps.db, backupsOf(deps.hostingNode), inspectionId);
+
+  /** Removes an inspection folder and records it removed. */
+  const finishInspection = (inspectionId: string) => finishInspecting(deps.db, backupsOf(deps.hostingNode), inspectionId);
+
+  return { applyBackupOnHostingNode, finishBackupOp, queueScheduledBackup, restorePointsBeyond, extractInspection, finishInspection };
 }
 
 export type BackupOpActivities = ReturnType<typeof createBackupOpActivities>;

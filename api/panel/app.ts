@@ -20,6 +20,8 @@ import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
 import { backupRoutes } from './sites/backup-routes';
+import { backupAdminRoutes } from './sites/backup-admin-routes';
+import type { NodeBackups } from '../../platform/hosting-node/site-backups';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -40,6 +42,8 @@ export interface PanelDeps {
   controllerState?: boolean;
   /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
   hostingNode?: () => { root: string } | null;
+  /** backups at platform level: the hosting node's backups once this process runs it, and how long inspection folders stay */
+  backups?: { hosting: () => { backups: NodeBackups; inspectSite(siteId: string): Promise<unknown> } | null; inspectionMs?: number };
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -63,7 +67,9 @@ export function createPanelApp(d: PanelDeps): Koa {
   const sites = siteRoutes(sitesDeps(d, d.sites));
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
-  for (const r of [backupRoutes(sitesDeps(d, d.sites))]) {
+  const hostingBackups = () => d.backups?.hosting()?.backups ?? null;
+  const hostingHasSite = async (id: string) => (await d.backups?.hosting()?.inspectSite(id)) != null;
+  for (const r of [backupRoutes(sitesDeps(d, d.sites)), backupAdminRoutes({ ...sitesDeps(d, d.sites), hostingBackups, hostingHasSite, inspectionMs: d.backups?.inspectionMs })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }

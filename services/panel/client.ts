@@ -114,3 +114,8 @@ export async function startBackupOp(temporal: Client, settings: NodeOpSettings, 
     }),
   );
 }
+
+export { removeInspectionSignal } from '../../domain/panel/backups';
+
+/** The workflow that keeps a restore point extracted for inspection and removes it (`inspection-<id>`). */
+export const inspectionWorkflowId = (inspectionId: string): string => `inspection-${inspectionId}`;

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { run } from '../../platform/hosting-node/processes';
+import { backupScheduleId } from '../../services/panel/sites/backups';
 import { siteGet } from '../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -26,6 +29,10 @@ async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) 
   }
 }
 
+/** how long an inspection folder stays in this suite (24 h in production) */
+const INSPECTION_MS = 6000;
+
+const randomId = () => crypto.randomUUID();
 const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
 const domainName = (label = 'site') => `${unique(label)}.example.com`;
 
@@ -53,7 +60,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
 
   before(async function () {
     this.timeout(120_000);
-    panel = await startHostingPanel({ mariadb: true, backups: true });
+    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS });
     assert.equal(panel.runtime.hostingNode?.facts().backups, true);
     admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
@@ -161,5 +168,179 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
     refused(await other.client.post(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
     refused(await other.client.get(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
+  });
+
+  it('a backup schedule (hourly, keep 2) is a Temporal schedule; each run takes a restore point and the oldest beyond 2 go', async () => {
+    const src = await siteWithData();
+    const c = src.customer.client;
+    refused(await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'weekly', keep: 2 }), 400, 'validation_failed');
+    refused(await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 0 }), 400, 'validation_failed');
+    const set = await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 2 });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    assert.equal(set.json.every, 'hourly');
+    assert.equal(set.json.next_runs.length > 0, true);
+    assert.match(set.json.offsite_copies, /PLANNED/);
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const schedule = new Client({ connection }).schedule.getHandle(backupScheduleId(src.site.id));
+      const described = await schedule.describe();
+      assert.equal(described.spec.intervals?.[0]?.every, 3_600_000);
+      const scheduled = async () => env.db('panel_restore_points').where({ site_id: src.site.id, trigger: 'scheduled' }).orderBy('created_at');
+      const created: string[] = [];
+      for (let i = 1; i <= 3; i++) {
+        await schedule.trigger();
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const rows = await scheduled();
+          const fresh = rows.filter((r: { id: string; status: string }) => !created.includes(r.id) && r.status === 'ready');
+          if (fresh.length && (i < 3 || rows.length === 2)) {
+            created.push(fresh[0].id);
+            break;
+          }
+          if (Date.now() > deadline) throw new Error(`run ${i}: ${JSON.stringify(rows)}`);
+          await new Promise((res) => setTimeout(res, 200));
+        }
+      }
+      const listed = await c.get(`/v1/sites/${src.site.id}/restore-points`);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [created[2], created[1]]);
+      assert.ok(!fs.existsSync(path.join(panel.root, 'backups/restore-points', src.site.id, `${created[0]}.tar.gz`)), 'the oldest archive is gone from the node');
+      assert.equal((await c.del(`/v1/sites/${src.site.id}/backup-schedule`)).status, 204);
+      await assert.rejects(schedule.describe());
+      refused(await c.get(`/v1/sites/${src.site.id}/backup-schedule`), 404, 'not_found');
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('extract for inspection: a root-only folder (0700) without TLS private keys, removed by Remove now or by its durable timer', async () => {
+    const src = await siteWithData();
+    const siteDir = path.join(panel.root, 'sites', src.domain);
+    fs.mkdirSync(path.join(siteDir, 'tls'), { recursive: true });
+    fs.writeFileSync(path.join(siteDir, 'tls', 'site.key'), '-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n');
+    fs.writeFileSync(path.join(src.docroot, 'server.key'), '-----BEGIN PRIVATE KEY-----\nsecret too\n');
+    const rp = await backupReady(src.customer.client, src.site.id);
+    refused(await src.customer.client.post(`/v1/restore-points/${rp.json.id}/inspection`), 403, 'forbidden');
+    refused(await admin.post(`/v1/restore-points/${randomId()}/inspection`), 404, 'not_found');
+
+    const inspect = async () => {
+      const r = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      return until('inspection ready', () => admin.get(`/v1/inspections/${r.json.id}`), (x) => x.json.status !== 'extracting');
+    };
+    const first = await inspect();
+    assert.equal(first.json.status, 'ready', JSON.stringify(first.json));
+    const dir: string = first.json.path;
+    assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
+    assert.equal(fs.statSync(dir).uid, process.getuid!());
+    const files = tree(dir);
+    assert.equal(files['site/public_html/index.html'], `<h1>${src.domain} from the backup</h1>`);
+    assert.match(files[`databases/${src.db}.sql`], /INSERT INTO `orders`/);
+    assert.ok(!Object.values(files).some((t) => t.includes('PRIVATE KEY')), `no TLS private key: ${Object.keys(files).join(', ')}`);
+    assert.ok(!fs.existsSync(path.join(dir, 'site/tls/site.key')));
+    // a restore point under inspection is not deleted
+    refused(await src.customer.client.del(`/v1/restore-points/${rp.json.id}`), 409, 'conflict');
+    // Remove now
+    const del = await admin.del(`/v1/inspections/${first.json.id}`);
+    assert.equal(del.status, 202, JSON.stringify(del.json));
+    const removed = await until('inspection removed', () => admin.get(`/v1/inspections/${first.json.id}`), (x) => x.json.status === 'removed', 4000);
+    assert.ok(new Date(removed.json.removed_at).getTime() < new Date(removed.json.expires_at).getTime(), 'removed before its time');
+    assert.ok(!fs.existsSync(dir));
+
+    // the durable timer
+    const second = await inspect();
+    assert.ok(fs.existsSync(second.json.path));
+    const gone = await until('inspection expired', () => admin.get(`/v1/inspections/${second.json.id}`), (x) => x.json.status === 'removed', INSPECTION_MS + 20_000);
+    assert.ok(new Date(gone.json.removed_at).getTime() >= new Date(gone.json.expires_at).getTime() - 500, JSON.stringify(gone.json));
+    assert.ok(!fs.existsSync(second.json.path));
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const result = await new Client({ connection }).workflow.getHandle(`inspection-${second.json.id}`).result();
+      assert.deepEqual(result, { extracted: true, removedBy: 'timer' });
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('deleting a site archives it; restore brings it back serving, listed under no account and charging no quota; refused while a site holds its id or domain', async () => {
+    const src = await siteWithData();
+    const c = src.customer.client;
+    const before = tree(src.docroot);
+    refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 404, 'not_found');
+    assert.equal((await c.del(`/v1/sites/${src.site.id}`)).status, 202);
+    await until('site gone', () => c.get(`/v1/sites/${src.site.id}`), (x) => x.status === 404);
+    assert.equal((await siteGet(panel.webPort, src.domain)).status, 404);
+
+    refused(await c.get('/v1/site-archives'), 403, 'forbidden');
+    const archives = await admin.get('/v1/site-archives');
+    assert.equal(archives.status, 200, JSON.stringify(archives.json));
+    const mine = archives.json.archives.filter((a: { site_id: string }) => a.site_id === src.site.id);
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].domain, src.domain);
+    assert.match(mine[0].sha256, /^[0-9a-f]{64}$/);
+    assert.ok(mine[0].time && mine[0].file.startsWith('archives/'));
+
+    // a new site took the domain meanwhile: site exists
+    const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const taker = await other.client.post(`/v1/orgs/${other.id}/sites`, { domain: src.domain });
+    assert.equal(taker.status, 201, JSON.stringify(taker.json));
+    await until('taker active', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.json.status === 'active');
+    const clash = await admin.post(`/v1/sites/${src.site.id}/restore`);
+    refused(clash, 409, 'conflict');
+    assert.match(clash.json.error.message, /^site exists/);
+    assert.equal(clash.json.error.details.reason, 'site_exists');
+    // a site the panel holds cannot be restored over either
+    const held = await admin.post(`/v1/sites/${taker.json.id}/restore`);
+    assert.equal(held.status, 404, 'no archive of a live site');
+    assert.equal((await other.client.del(`/v1/sites/${taker.json.id}`)).status, 202);
+    await until('taker gone', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.status === 404);
+
+    const countsBefore = (await c.get(`/v1/orgs/${src.customer.id}`)).json.counts;
+    const r = await admin.post(`/v1/sites/${src.site.id}/restore`);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.held_by_panel, false);
+    const home = await siteGet(panel.webPort, src.domain);
+    assert.equal(home.status, 200);
+    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`);
+    assert.deepEqual(tree(src.docroot), before);
+    // the panel holds no record of it: not listed, no quota
+    refused(await c.get(`/v1/sites/${src.site.id}`), 404, 'not_found');
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}/sites`)).json.sites, []);
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}`)).json.counts, countsBefore);
+    assert.equal(countsBefore.websites, 0);
+    // the node serves it, so restoring again is refused as site exists
+    refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
+  });
+
+  it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {
+    const dir = path.join(panel.root, 'backups');
+    const siteId = randomId();
+    fs.mkdirSync(path.join(dir, 'restore-points', siteId), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'restore-points', siteId, `${randomId()}.tar.gz.part`), Buffer.alloc(1000));
+    fs.writeFileSync(path.join(dir, 'restore-points', siteId, `${randomId()}.tar.gz.sha256`), 'abc');
+    fs.mkdirSync(path.join(dir, '.staging', 'left-behind'), { recursive: true });
+    const stale = randomId();
+    fs.mkdirSync(path.join(dir, 'inspect', stale), { recursive: true });
+    refused(await reseller.client.post('/v1/backups/cleanup'), 403, 'forbidden');
+    const r = await admin.post('/v1/backups/cleanup');
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const kinds = r.json.removed.map((x: { kind: string }) => x.kind).sort();
+    assert.deepEqual(kinds, ['expired inspection folder', 'orphaned sidecar', 'orphaned temp folder', 'partial archive']);
+    assert.equal(r.json.bytes_freed, 1003);
+    assert.ok(!fs.existsSync(path.join(dir, 'inspect', stale)));
+    assert.deepEqual((await admin.post('/v1/backups/cleanup')).json.removed, []);
+    // ready restore points survive it
+    const ready = await env.db('panel_restore_points').where({ status: 'ready', node_name: 'hosting' });
+    for (const rp of ready) assert.ok(fs.existsSync(path.join(dir, rp.file)), rp.file);
+
+    refused(await reseller.client.get('/v1/backups/metrics'), 403, 'forbidden');
+    const m = await admin.get('/v1/backups/metrics');
+    assert.equal(m.status, 200, JSON.stringify(m.json));
+    assert.ok(m.json.restore_points.by_status.ready.count >= 3);
+    assert.ok(m.json.restore_points.by_status.ready.bytes > 0);
+    assert.ok(m.json.restore_points.newest_age_seconds >= 0 && m.json.restore_points.newest_age_seconds < 600);
+    assert.ok(m.json.sites.length >= 3);
+    assert.ok(m.json.site_archives.count >= 1);
+    assert.ok(m.json.restores.count >= 2);
+    assert.ok(m.json.restores.duration_ms.max > 0);
   });
 });

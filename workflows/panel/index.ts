@@ -2,3 +2,5 @@
 export * from './node-op';
 export * from './database-op';
 export * from './backup-op';
+export * from './backup-schedule';
+export * from './inspection';

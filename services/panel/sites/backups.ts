@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { isDbName, isDbUser } from '../../../domain/panel/node-config';
@@ -8,6 +9,8 @@ import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, isUuid } from '../shared/chain';
 import { startBackupOp } from '../client';
+import type { BackupOpInput } from '../../../workflows/panel/backup-op';
+import type { ScheduledBackupInput } from '../../../workflows/panel/backup-schedule';
 import { getNode, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
 import { finishSiteOp, insertSite, resultOf, siteInScope, siteView, specOf, type SiteRow, type SitesDeps } from './sites';
 
@@ -145,6 +148,14 @@ export async function getRestorePoint(db: Db, actor: Actor, id: string) {
   return restorePointView(await restorePointInScope(db, actor, id));
 }
 
+/** Queues the removal of a restore point's archive on its node; the row goes once the node removed it. */
+async function queueDelete(trx: Knex.Transaction, rp: RestorePointRow): Promise<RestorePointRow> {
+  const opId = randomUUID();
+  const [row]: RestorePointRow[] = await trx('panel_restore_points').where({ id: rp.id }).update({ status: 'deleting', op_id: opId }).returning('*');
+  await queueOperation(trx, rp.node_name, { id: opId, kind: 'backup.delete', backupId: rp.id, siteId: rp.site_id });
+  return row;
+}
+
 /** Deletes a restore point: its node removes the archive, then the row goes. 202. */
 export async function deleteRestorePoint(deps: SitesDeps, actor: Actor, id: string) {
   const out = await deps.db.transaction(async (trx) => {
@@ -153,14 +164,119 @@ export async function deleteRestorePoint(deps: SitesDeps, actor: Actor, id: stri
     if (rp.status === 'pending') throw new PanelError('conflict', { detail: 'the restore point is still being written' });
     const open = await trx('panel_inspections').where({ restore_point_id: rp.id }).whereIn('status', ['extracting', 'ready']).first('id');
     if (open) throw new PanelError('conflict', { detail: `the restore point is extracted for inspection (${open.id}): remove that first` });
-    const opId = randomUUID();
-    const [row]: RestorePointRow[] = await trx('panel_restore_points').where({ id: rp.id }).update({ status: 'deleting', op_id: opId }).returning('*');
-    await queueOperation(trx, rp.node_name, { id: opId, kind: 'backup.delete', backupId: rp.id, siteId: rp.site_id });
+    const row = await queueDelete(trx, rp);
     await audit(trx, actor, { org: { id: rp.org_id, path: rp.org_path }, action: 'backup.delete', target: { type: 'restore_point', id: rp.id }, before: restorePointView(rp) });
     return { rp: row, started: true };
   });
   if (out.started) await startOp(deps, opStart(out.rp, 'backup.delete'));
   return restorePointView(out.rp);
+}
+
+// ---- schedules ------------------------------------------------------------------------------
+
+export const backupScheduleId = (siteId: string): string => `backup-schedule-${siteId}`;
+
+export interface BackupScheduleInput {
+  every: 'hourly' | 'daily';
+  /** how many restore points of the schedule's making are kept (the oldest go) */
+  keep: number;
+}
+
+export interface BackupScheduleRow {
+  site_id: string;
+  every: BackupScheduleInput['every'];
+  keep: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const scheduleView = (r: BackupScheduleRow, next: Date[] = []) => ({ site_id: r.site_id, every: r.every, keep: r.keep, next_runs: next, schedule_id: backupScheduleId(r.site_id), offsite_copies: OFFSITE_COPIES });
+
+/**
+ * Sets a site's backup schedule (daily or hourly, keep the newest N) as a Temporal schedule in the
+ * panel's scheduler; each due backup is an operation for the site's node. A node without
+ * -backup-dir is refused here already.
+ */
+export async function setBackupSchedule(deps: SitesDeps, actor: Actor, siteId: string, input: BackupScheduleInput) {
+  if (!Number.isInteger(input.keep) || input.keep < 1 || input.keep > 1000) throw invalid('keep', 'a whole number from 1 to 1000');
+  const row: BackupScheduleRow = await deps.db.transaction(async (trx) => {
+    const site = await siteInScope(trx, actor, siteId, true);
+    await requireBackupNode(trx, site.node_name);
+    const [r] = await trx('panel_backup_schedules')
+      .insert({ site_id: site.id, every: input.every, keep: input.keep })
+      .onConflict('site_id')
+      .merge({ every: input.every, keep: input.keep, updated_at: trx.fn.now() })
+      .returning('*');
+    await audit(trx, actor, { org: { id: site.org_id, path: site.org_path }, action: 'backup.schedule', target: { type: 'site', id: site.id }, after: { every: input.every, keep: input.keep } });
+    return r;
+  });
+  const args: ScheduledBackupInput[] = [{ siteId, keep: row.keep, timeoutMs: deps.nodeOps.timeoutMs, pollMs: deps.nodeOps.pollMs }];
+  const options = {
+    spec: { intervals: [{ every: row.every === 'hourly' ? '1 hour' : '1 day' }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
+    action: { type: 'startWorkflow' as const, workflowType: 'scheduledBackupWorkflow', taskQueue: deps.nodeOps.taskQueue, args, workflowId: `scheduled-backup-${siteId}` },
+  };
+  const handle = deps.temporal.schedule.getHandle(backupScheduleId(siteId));
+  try {
+    await deps.temporal.schedule.create({ scheduleId: backupScheduleId(siteId), ...options, memo: { what: `backups of site ${siteId}, ${row.every}, keeping ${row.keep}` } });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await handle.update((prev) => ({ ...prev, ...options }));
+  }
+  const described = await handle.describe();
+  return scheduleView(row, described.info.nextActionTimes);
+}
+
+export async function getBackupSchedule(deps: SitesDeps, actor: Actor, siteId: string) {
+  const site = await siteInScope(deps.db, actor, siteId);
+  const row: BackupScheduleRow | undefined = await deps.db('panel_backup_schedules').where({ site_id: site.id }).first();
+  if (!row) throw notFound('backup schedule');
+  const described = await deps.temporal.schedule.getHandle(backupScheduleId(site.id)).describe().catch(() => null);
+  return scheduleView(row, described?.info.nextActionTimes ?? []);
+}
+
+export async function deleteBackupSchedule(deps: SitesDeps, actor: Actor, siteId: string): Promise<void> {
+  const site = await siteInScope(deps.db, actor, siteId);
+  const n = await deps.db('panel_backup_schedules').where({ site_id: site.id }).delete();
+  if (!n) throw notFound('backup schedule');
+  try {
+    await deps.temporal.schedule.getHandle(backupScheduleId(site.id)).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+  await audit(deps.db, actor, { org: { id: site.org_id, path: site.org_path }, action: 'backup.unschedule', target: { type: 'site', id: site.id } });
+}
+
+type QueuedOp = Omit<BackupOpInput, 'timeoutMs' | 'pollMs'>;
+
+/** A due scheduled backup of a site: queued like a manual one, or why it is skipped (gone, not served, no backups on its node). */
+export async function queueScheduledBackup(db: Db, siteId: string): Promise<QueuedOp | { skipped: string }> {
+  try {
+    const rp = await db.transaction(async (trx) => {
+      const site: SiteRow | undefined = await trx('panel_sites').where({ id: siteId }).forUpdate().first();
+      if (!site) throw new PanelError('not_found', { what: 'site' });
+      return queueBackup(trx, site, 'scheduled');
+    });
+    const { domain: _domain, ...op } = opStart(rp, 'backup.create');
+    return op;
+  } catch (err) {
+    if (err instanceof PanelError) return { skipped: err.message };
+    throw err;
+  }
+}
+
+/** Queues the deletion of the site's scheduled restore points beyond the newest `keep` (manual ones are never pruned). */
+export async function pruneRestorePoints(db: Db, siteId: string, keep: number): Promise<QueuedOp[]> {
+  return db.transaction(async (trx) => {
+    const stale: RestorePointRow[] = await trx('panel_restore_points').where({ site_id: siteId, trigger: 'scheduled', status: 'ready' }).orderBy('created_at', 'desc').offset(keep).forUpdate();
+    const out: QueuedOp[] = [];
+    for (const rp of stale) {
+      const row = await queueDelete(trx, rp);
+      const { domain: _domain, ...op } = opStart(row, 'backup.delete');
+      out.push(op);
+    }
+    return out;
+  });
 }
 
 // ---- restore into another account ----------------------------------------------------------
