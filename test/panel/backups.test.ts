@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { extractArchive, fileSha256, UnsafeArchive } from '../../platform/hosting-node/backups';
 import { run } from '../../platform/hosting-node/processes';
+import { NO_BACKUP_DIR } from '../../platform/hosting-node/site-backups';
 import { backupScheduleId } from '../../services/panel/sites/backups';
 import { siteGet } from '../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
@@ -342,5 +345,86 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.ok(m.json.site_archives.count >= 1);
     assert.ok(m.json.restores.count >= 2);
     assert.ok(m.json.restores.duration_ms.max > 0);
+  });
+});
+
+describe('panel: a hosting node without -backup-dir refuses backups', function () {
+  this.timeout(120_000);
+  let panel: HostingPanel;
+  let admin: PanelClient;
+
+  before(async function () {
+    this.timeout(90_000);
+    panel = await startHostingPanel({});
+    admin = await platformAdmin(panel.url);
+  });
+  after(async () => {
+    await panel?.close();
+  });
+
+  it('refuses restore points and schedules of its sites with a clear error, and the node itself refuses the operation', async () => {
+    assert.equal(panel.runtime.hostingNode?.facts().backups, false);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domainName('nobackup') });
+    assert.equal(s.status, 201, JSON.stringify(s.json));
+    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
+    refused(r, 409, 'conflict');
+    assert.match(r.json.error.message, /keeps no backups \(it runs without -backup-dir\)/);
+    refused(await customer.client.put(`/v1/sites/${s.json.id}/backup-schedule`, { every: 'daily', keep: 7 }), 409, 'conflict');
+    assert.equal(await env.db('panel_restore_points').where({ site_id: s.json.id }).first(), undefined, 'nothing recorded');
+    refused(await admin.get('/v1/site-archives'), 409, 'conflict');
+    refused(await admin.post('/v1/backups/cleanup'), 409, 'conflict');
+    // the node refuses too, whatever the panel sends
+    const op = await panel.runtime.hostingNode!.apply({ id: crypto.randomUUID(), kind: 'backup.create', backupId: crypto.randomUUID(), siteId: s.json.id, databases: [] });
+    assert.deepEqual(op, { ok: false, refused: true, error: NO_BACKUP_DIR });
+    // deleting a site still works (nothing to archive it into)
+    assert.equal((await customer.client.del(`/v1/sites/${s.json.id}`)).status, 202);
+    await until('site gone', () => customer.client.get(`/v1/sites/${s.json.id}`), (x) => x.status === 404);
+  });
+});
+
+describe('hosting node: archive extraction refuses unsafe archives', function () {
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unsafe-'));
+    fs.mkdirSync(path.join(dir, 'site'));
+    fs.writeFileSync(path.join(dir, 'site/a'), 'hi');
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** A tar.gz made by GNU tar from `args` in `dir`, with its SHA-256 beside it as the node records it. */
+  async function archive(name: string, args: string[]): Promise<string> {
+    const file = path.join(dir, `${name}.tar.gz`);
+    const r = await run('tar', ['-C', dir, '-czf', file, ...args]);
+    assert.equal(r.code, 0, r.stderr);
+    fs.writeFileSync(`${file}.sha256`, `${await fileSha256(file)}  ${name}.tar.gz\n`);
+    return file;
+  }
+
+  for (const [name, make, why] of [
+    ['dotdot', () => archive('dotdot', ['--transform', 's,^site/a$,../../escape,', 'site/a']), /leaves the target folder/],
+    ['absolute', () => archive('absolute', ['-P', '--transform', 's,^site/a$,/tmp/escape-abs,', 'site/a']), /leaves the target folder/],
+    ['symlink', async () => (fs.symlinkSync('/etc/passwd', path.join(dir, 'site/link')), archive('symlink', ['site/link'])), /SymbolicLink entries are not extracted/],
+    ['hardlink', async () => (fs.linkSync(path.join(dir, 'site/a'), path.join(dir, 'site/hard')), archive('hardlink', ['site/a', 'site/hard'])), /Link entries are not extracted/],
+    ['device', async () => (await run('mknod', [path.join(dir, 'site/null'), 'c', '1', '3']), archive('device', ['site/null'])), /CharacterDevice entries are not extracted/],
+  ] as Array<[string, () => Promise<string>, RegExp]>) {
+    it(`refuses ${name} entries and leaves nothing extracted`, async () => {
+      const file = await make();
+      const target = path.join(dir, `out-${name}`);
+      await assert.rejects(extractArchive(file, target), (err: Error) => err instanceof UnsafeArchive && why.test(err.message));
+      assert.ok(!fs.existsSync(target));
+      assert.ok(!fs.existsSync(path.join(dir, '..', 'escape')) && !fs.existsSync('/tmp/escape-abs'));
+    });
+  }
+
+  it('verifies the SHA-256 before extracting anything', async () => {
+    const file = await archive('good', ['site/a']);
+    const target = path.join(dir, 'out-sha');
+    await assert.rejects(extractArchive(file, target, { expected: '0'.repeat(64) }), (err: Error) => err instanceof UnsafeArchive && /does not match its SHA-256/.test(err.message));
+    assert.ok(!fs.existsSync(target));
+    fs.appendFileSync(file, 'tampered');
+    await assert.rejects(extractArchive(file, target), /does not match its SHA-256/);
   });
 });
