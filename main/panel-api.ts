@@ -56,6 +56,8 @@ export interface PanelRuntimeOptions {
   reconcile?: Partial<Omit<ReconcileSettings, 'mode' | 'taskQueue'>>;
   /** billing (-billing-meter): clock, task queue, schedule id, workflow bundle (tests set them) */
   billing?: PanelBillingOptions;
+  /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
+  backupInspectionMs?: number;
 }
 
 /** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
@@ -133,6 +135,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
     reconcile: reconcileSettings(o),
     billing: billingSettings(o.flags.billingMeter, o.billing),
+    backups: { hosting: () => hostingNode, inspectionMs: o.backupInspectionMs },
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];

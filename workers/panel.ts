@@ -1,5 +1,6 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import { createAlertActivities } from '../activities/panel/alerts';
+import { createBackupOpActivities } from '../activities/panel/backup-ops';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import { createReconcileActivities, type ReconcileNode } from '../activities/panel/reconcile';
@@ -39,6 +40,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
       ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
       ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
     },
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

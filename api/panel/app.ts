@@ -23,6 +23,9 @@ import { alertRoutes } from './alerts/routes';
 import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes';
 import { reconcileRoutes } from './reconcile/routes';
 import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
+import { backupRoutes } from './sites/backup-routes';
+import { backupAdminRoutes } from './sites/backup-admin-routes';
+import type { NodeBackups } from '../../platform/hosting-node/site-backups';
 import { panelAuth } from './shared/auth';
 import { billingRoutes } from './billing/routes';
 import type { BillingSettings } from '../../services/panel/billing/statements';
@@ -54,6 +57,8 @@ export interface PanelDeps {
   reconcile?: ReconcileSettings;
   /** billing: -billing-meter on or off, the clock, the billing worker's task queue */
   billing?: BillingSettings & { taskQueue: string };
+  /** backups at platform level: the hosting node's backups once this process runs it, and how long inspection folders stay */
+  backups?: { hosting: () => { backups: NodeBackups; inspectSite(siteId: string): Promise<unknown> } | null; inspectionMs?: number };
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -78,6 +83,12 @@ export function createPanelApp(d: PanelDeps): Koa {
   const sites = siteRoutes(sitesDeps(d, d.sites));
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
+  const hostingBackups = () => d.backups?.hosting()?.backups ?? null;
+  const hostingHasSite = async (id: string) => (await d.backups?.hosting()?.inspectSite(id)) != null;
+  for (const r of [backupRoutes(sitesDeps(d, d.sites)), backupAdminRoutes({ ...sitesDeps(d, d.sites), hostingBackups, hostingHasSite, inspectionMs: d.backups?.inspectionMs })]) {
+    v1.use(r.routes());
+    v1.use(r.allowedMethods());
+  }
   for (const r of [databaseRoutes(sitesDeps(d, d.sites)), quotaRoutes({ db: d.db, hostingNode: d.hostingNode ?? (() => null) })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());

@@ -1,4 +1,4 @@
-import { isCronLine, isDomain, isPhpIdentifier, type NodeOperation, type SiteSpec } from './node-ops';
+import { isCronLine, isDomain, isPhpIdentifier, type BackupOperation, type NodeOperation, type SiteSpec } from './node-ops';
 
 // What a hosting node writes under its root (PANEL.md section 2), rendered from validated values
 // only: nginx's main config and each site's vhost, PHP-FPM's main config and each site's pool, each
@@ -67,6 +67,10 @@ export function validateOperation(op: NodeOperation): string | null {
       if (op.kind === 'database.create' && !(isStr(op.password) && op.password.length >= 8 && op.password.length <= LIMITS.passwordLength && !hasControlChars(op.password)))
         return `bad database password (8 to ${LIMITS.passwordLength} characters, no control characters)`;
       return null;
+    case 'backup.create':
+    case 'backup.delete':
+    case 'backup.restore':
+      return validateBackupOperation(op);
     default:
       return `unknown operation kind ${JSON.stringify((op as { kind: unknown }).kind)}`;
   }
@@ -318,4 +322,27 @@ export function renderWelcomePage(domain: string, kind: 'html' | 'php'): string 
 <html lang="en"><head><meta charset="utf-8"><title>${domain}</title></head>
 <body><h1>${domain} works</h1><p>This site is ready. Upload your files to replace this page.</p>`;
   return kind === 'html' ? `${body}</body></html>\n` : `${body}<p>PHP <?php echo PHP_VERSION; ?> is running.</p></body></html>\n`;
+}
+
+const isUuidLike = (v: unknown): v is string => isStr(v) && /^[0-9a-f-]{36}$/.test(v);
+
+/** Why a backup operation cannot be applied as sent, or null: ids only (archive names come from them), plain database names. */
+function validateBackupOperation(op: BackupOperation): string | null {
+  if (!isUuidLike(op.backupId)) return `bad restore point id ${JSON.stringify(op.backupId)}`;
+  const siteId = op.kind === 'backup.restore' ? op.fromSiteId : op.siteId;
+  if (!isStr(siteId) || !isSiteId(siteId)) return `bad site id ${JSON.stringify(siteId)}`;
+  if (op.kind === 'backup.create') {
+    if (!isStrArray(op.databases) || op.databases.length > 100 || !op.databases.every(isDbName)) return 'databases: at most 100 database names';
+    return null;
+  }
+  if (op.kind === 'backup.delete') return null;
+  if (!isStr(op.sha256) || !/^[0-9a-f]{64}$/.test(op.sha256)) return 'bad SHA-256';
+  const why = validateSite(op.site);
+  if (why) return why;
+  if (!Array.isArray(op.databases) || op.databases.length > 100) return 'databases: at most 100';
+  for (const d of op.databases) {
+    if (typeof d !== 'object' || d === null || !isStr(d.from) || !isDbName(d.from) || !isStr(d.name) || !isDbName(d.name) || !isStr(d.user) || !isDbUser(d.user)) return 'databases: from, name and user are plain names';
+    if (!(isStr(d.password) && d.password.length >= 8 && d.password.length <= LIMITS.passwordLength && !hasControlChars(d.password))) return 'bad database password';
+  }
+  return null;
 }

@@ -26,7 +26,31 @@ export type NodeOperation =
   | { id: string; kind: 'site.apply'; site: SiteSpec }
   | { id: string; kind: 'site.delete'; siteId: string; domain: string }
   | { id: string; kind: 'database.create'; database: string; user: string; password: string }
-  | { id: string; kind: 'database.delete'; database: string; user: string };
+  | { id: string; kind: 'database.delete'; database: string; user: string }
+  | BackupOperation;
+
+/**
+ * Backups of a site on its node (`-backup-dir`, PANEL.md section 2): a restore point (files, a
+ * consistent dump of each database, config), its removal, and a restore of one into a new site
+ * (new databases, each with its own new user and password). Archive names are the ids below.
+ */
+export type BackupOperation =
+  | { id: string; kind: 'backup.create'; backupId: string; siteId: string; databases: string[] }
+  | { id: string; kind: 'backup.delete'; backupId: string; siteId: string }
+  | {
+      id: string;
+      kind: 'backup.restore';
+      backupId: string;
+      /** the site the restore point was taken of */
+      fromSiteId: string;
+      /** the SHA-256 the panel recorded: the archive must match it before anything is extracted */
+      sha256: string;
+      /** the new site */
+      site: SiteSpec;
+      databases: Array<{ from: string; name: string; user: string; password: string }>;
+    };
+
+export const isBackupKind = (kind: string): kind is BackupOperation['kind'] => kind.startsWith('backup.');
 
 export type OperationResult =
   | { ok: true; detail?: Record<string, unknown> }

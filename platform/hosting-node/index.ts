@@ -12,6 +12,7 @@ import { startNginx, type Nginx } from './nginx';
 import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
 import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
+import { createSiteBackups, type NodeBackups } from './site-backups';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -69,6 +70,8 @@ export interface HostingNode {
   usage(): Promise<SiteUsage[]>;
   /** what the node applied for a site and the digests of its managed files on disk (reconciliation); null: not on this node */
   inspectSite(siteId: string): Promise<SiteInspection | null>;
+  /** archives of deleted sites, restores, inspection folders and cleanup (`-backup-dir`), run in the operation queue */
+  backups: NodeBackups;
   /** stops the web server, PHP-FPM and MariaDB (after the operation in progress) */
   stop(): Promise<void>;
   // ---- reconciliation (services/panel/reconcile) ----
@@ -271,9 +274,21 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     return { ok: true, detail: { generation: s.generation, files: Object.fromEntries(files.map((f) => [f.kind, sha256(f.text)])) } };
   };
 
+  const siteBackups = createSiteBackups({
+    root,
+    backupDir: opts.backupDir ?? null,
+    sites,
+    mariadb: () => mariadb,
+    applySite: (s) => applySite(s),
+    refuse: (message) => new Refusal(message),
+    logger: log,
+  });
+
   const deleteSite = async (siteId: string, domain: string): Promise<OperationResult> => {
     const owner = Object.values(sites).find((s) => s.domain === domain);
     if (owner && owner.id !== siteId) throw new Refusal(`${domain} belongs to site ${owner.id} on this node, not ${siteId}`);
+    // with -backup-dir a deleted site is archived first (spec 4.4.5); a failed archive keeps the site
+    const archive = await siteBackups.archiveBeforeDelete(siteId);
     const domains = new Set([domain, ...(sites[siteId] ? [sites[siteId].domain] : [])]);
     const wanted = new Map<string, string | null>();
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
@@ -285,7 +300,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     }
     delete sites[siteId];
     saveSites();
-    return { ok: true, detail: { existed } };
+    return { ok: true, detail: { existed, ...(archive ? { archive: { file: archive.file, sha256: archive.sha256, bytes: archive.bytes } } : {}) } };
   };
 
   const applyOne = async (op: NodeOperation): Promise<OperationResult> => {
@@ -303,6 +318,10 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         else await mariadb.dropDatabase(op.database, op.user);
         return { ok: true, detail: { database: op.database, user: op.user } };
       }
+      case 'backup.create':
+      case 'backup.delete':
+      case 'backup.restore':
+        return siteBackups.apply(op);
     }
   };
 
@@ -395,6 +414,13 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     return batch.map((b) => ops[b.opId].result);
   };
 
+  /** Runs `fn` in the operation queue (after the operation in progress), like an operation. */
+  const inQueue = <T>(fn: () => Promise<T> | T): Promise<T> => {
+    const next = queue.then(fn);
+    queue = next.catch(() => {});
+    return next;
+  };
+
   const sample = createMetricsSampler();
   return {
     root,
@@ -438,6 +464,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       });
       queue = next.catch(() => {});
       return next;
+    },
+    backups: {
+      backupDir: opts.backupDir ?? null,
+      listSiteArchives: () => siteBackups.listSiteArchives(),
+      restoreSiteArchive: (siteId) => inQueue(() => siteBackups.restoreSiteArchive(siteId)),
+      inspect: (siteId, backupId, inspectionId, sha) => inQueue(() => siteBackups.inspect(siteId, backupId, inspectionId, sha)),
+      removeInspection: (id) => siteBackups.removeInspection(id),
+      cleanup: (expired) => inQueue(() => siteBackups.cleanup(expired)),
     },
     async stop() {
       stopped = true;

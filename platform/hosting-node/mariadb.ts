@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import { pipeline } from 'node:stream/promises';
 import { nodePaths } from '../../domain/panel/node-config';
 import type { Logger } from '../logger';
 import { stopOrphan } from '../orphans';
@@ -15,6 +17,10 @@ export interface MariaDb {
   port: number;
   createDatabase(database: string, user: string, password: string): Promise<void>;
   dropDatabase(database: string, user: string): Promise<void>;
+  /** a consistent dump of `database` (one transaction, no CREATE DATABASE: it loads under any name), streamed into `file` */
+  dump(database: string, file: string): Promise<void>;
+  /** runs the SQL of `file` in `database`, streamed */
+  load(database: string, file: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -58,8 +64,9 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
     '--skip-log-bin',
     '--innodb-buffer-pool-size=64M',
   ], o.logger);
+  const admin = ['--no-defaults', `--socket=${p.mariadbSocket}`, `--user=${osUser}`];
   const sql = async (statements: string) => {
-    const r = await run(client, ['--no-defaults', `--socket=${p.mariadbSocket}`, `--user=${osUser}`, '--batch'], { input: statements });
+    const r = await run(client, [...admin, '--batch'], { input: statements });
     if (r.code !== 0) throw new Error(`mariadb: ${r.stderr.trim()}`);
     return r.stdout;
   };
@@ -86,6 +93,22 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
     async dropDatabase(database, user) {
       await sql([`DROP DATABASE IF EXISTS \`${database}\`;`, ...HOSTS.map((h) => `DROP USER IF EXISTS ${literal(user)}@${literal(h)};`)].join('\n'));
     },
+    dump: (database, file) => streamed(findBinary('mariadb-dump') ?? 'mariadb-dump', [...admin, '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', database], { out: file }),
+    load: (database, file) => streamed(client, [...admin, `--database=${database}`], { in: file }),
     stop: () => svc.stop('SIGTERM', 30_000),
   };
+}
+
+/** Runs a client with its stdin from a file or its stdout into one, streamed (dumps can be large); fails with its stderr. */
+async function streamed(cmd: string, args: string[], io: { in: string } | { out: string }): Promise<void> {
+  const child = spawn(cmd, args, { stdio: ['in' in io ? 'pipe' : 'ignore', 'out' in io ? 'pipe' : 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => void (stderr = (stderr + String(d)).slice(-2000)));
+  const exited = new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve(code ?? 1));
+  });
+  const copy = 'in' in io ? pipeline(fs.createReadStream(io.in), child.stdin!) : pipeline(child.stdout!, fs.createWriteStream(io.out, { mode: 0o600 }));
+  const [code] = await Promise.all([exited, copy.catch((err) => { child.kill('SIGKILL'); throw err; })]);
+  if (code !== 0) throw new Error(`${cmd.split('/').pop()}: ${stderr.trim() || `exit code ${code}`}`);
 }

@@ -2,6 +2,7 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, W
 import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../workflows/panel/alerts';
+import type { BackupOpInput, backupOpWorkflow } from '../../workflows/panel/backup-op';
 import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
 import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
 import type { ReconcileInput, reconcileWorkflow } from '../../workflows/panel/reconcile';
@@ -248,3 +249,29 @@ export async function nextReconcilePass(temporal: Client): Promise<Date | null> 
     throw err;
   }
 }
+
+/** Starts a backup operation's workflow (`node-op-<op_id>`: a restore point taken, deleted or restored on its node). */
+export async function startBackupOp(temporal: Client, settings: NodeOpSettings, s: Omit<BackupOpInput, 'timeoutMs' | 'pollMs'> & { domain: string }): Promise<void> {
+  const { domain, ...input } = s;
+  await startOnce(() =>
+    temporal.workflow.start<typeof backupOpWorkflow>('backupOpWorkflow', {
+      taskQueue: settings.taskQueue,
+      workflowId: nodeOpWorkflowId(input.opId),
+      args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SA.OrgId, value: input.orgId },
+        { key: SA.NodeName, value: input.node },
+        { key: SA.SiteId, value: input.siteId },
+        { key: SA.Kind, value: input.kind },
+        { key: SA.Status, value: 'pending' },
+      ],
+      memo: { what: `${input.kind} of ${domain} (restore point ${input.restorePointId}) on node ${input.node}`, op_id: input.opId, site_id: input.siteId, restore_point_id: input.restorePointId, domain },
+    }),
+  );
+}
+
+export { removeInspectionSignal } from '../../domain/panel/backups';
+
+/** The workflow that keeps a restore point extracted for inspection and removes it (`inspection-<id>`). */
+export const inspectionWorkflowId = (inspectionId: string): string => `inspection-${inspectionId}`;

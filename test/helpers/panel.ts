@@ -50,9 +50,9 @@ export interface HostingPanel {
  * task queue of its own; any other option overrides.
  */
 export async function startHostingPanel(
-  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
+  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number; backups?: boolean } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
 ): Promise<HostingPanel> {
-  const { mariadb, opTimeoutMs, reportEveryMs, ...rest } = opts;
+  const { mariadb, opTimeoutMs, reportEveryMs, backups, ...rest } = opts;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-host-'));
   fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
   const [webPort, dbPort] = await Promise.all([freePort(), mariadb ? freePort() : Promise.resolve(null)]);
@@ -61,7 +61,7 @@ export async function startHostingPanel(
     const runtime = await startPanel({
       databaseUrl: env.databaseUrl,
       nodeOps: { taskQueue, timeoutMs: opTimeoutMs ?? 2500, pollMs: 200 },
-      hosting: { root, webPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel },
+      hosting: { root, webPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel, ...(backups ? { backupDir: path.join(root, 'backups') } : {}) },
       ...rest,
     });
     return {

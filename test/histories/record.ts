@@ -297,4 +297,58 @@ describe('record workflow histories', function () {
       await bp.close();
     }
   });
+
+  it('panel: backups on the hosting node (a restore point, a restore into another account, a scheduled backup, inspections removed by request and by timer)', async function () {
+    const panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: 1500 });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const client = new Client({ connection });
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const target = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const until = async (path: string, done: (b: { status: string }) => boolean) => {
+        for (let i = 0; i < 600; i++) {
+          const r = await admin.get(path);
+          if (r.status === 200 && done(r.json)) return r.json;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+        throw new Error(`${path} did not settle`);
+      };
+      const site = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `record-${randomUUID().slice(0, 8)}.example.com` });
+      await until(`/v1/sites/${site.json.id}`, (b) => b.status === 'active');
+      const db = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name: `rec_${randomUUID().slice(0, 8)}` });
+      await until(`/v1/databases/${db.json.id}`, (b) => b.status === 'active');
+      const rp = await customer.client.post(`/v1/sites/${site.json.id}/restore-points`);
+      if (rp.status !== 202) throw new Error(`backup: ${rp.status} ${JSON.stringify(rp.json)}`);
+      await until(`/v1/restore-points/${rp.json.id}`, (b) => b.status === 'ready');
+      await save(client, 'panel', 'backup-op-create', `node-op-${rp.json.operation_id}`);
+      const restored = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: `record-${randomUUID().slice(0, 8)}.example.com` });
+      if (restored.status !== 202) throw new Error(`restore: ${restored.status} ${JSON.stringify(restored.json)}`);
+      await until(`/v1/sites/${restored.json.site.id}`, (b) => b.status === 'active');
+      await save(client, 'panel', 'backup-op-restore', `node-op-${restored.json.site.operation_id}`);
+
+      const set = await customer.client.put(`/v1/sites/${site.json.id}/backup-schedule`, { every: 'daily', keep: 1 });
+      if (set.status !== 200) throw new Error(`schedule: ${set.status} ${JSON.stringify(set.json)}`);
+      const schedule = client.schedule.getHandle(set.json.schedule_id);
+      await schedule.trigger();
+      let runId: string | undefined;
+      for (let i = 0; i < 100 && !runId; i++) {
+        runId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
+        if (!runId) await new Promise((res) => setTimeout(res, 100));
+      }
+      await save(client, 'panel', 'scheduled-backup', runId!);
+      await schedule.delete();
+
+      const early = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
+      await until(`/v1/inspections/${early.json.id}`, (b) => b.status === 'ready');
+      await admin.del(`/v1/inspections/${early.json.id}`);
+      await save(client, 'panel', 'inspection-remove-now', `inspection-${early.json.id}`);
+      const timed = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
+      await save(client, 'panel', 'inspection-timer', `inspection-${timed.json.id}`);
+    } finally {
+      await connection.close();
+      await panel.close();
+    }
+  });
 });

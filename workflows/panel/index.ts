@@ -5,3 +5,6 @@ export * from './alerts';
 export * from './reconcile';
 export * from './metering';
 export * from './month-close';
+export * from './backup-op';
+export * from './backup-schedule';
+export * from './inspection';

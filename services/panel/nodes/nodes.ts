@@ -291,7 +291,7 @@ export function nodeChannel(name: string): string {
 export const OPERATION_RESULT_CHANNEL = 'panel_node_op_results';
 
 const siteOf = (op: NodeOperation): string | null => {
-  const id = op.kind === 'site.apply' ? op.site.id : op.kind === 'site.delete' ? op.siteId : null;
+  const id = op.kind === 'site.apply' || op.kind === 'backup.restore' ? op.site.id : op.kind === 'site.delete' || op.kind === 'backup.create' || op.kind === 'backup.delete' ? op.siteId : null;
   return id && isUuid(id) ? id : null;
 };
 
@@ -326,7 +326,7 @@ export async function claimOperations(db: Q, node: string, limit: number): Promi
 }
 
 // Secrets in an operation (a new database user's password) leave the row once it is finished.
-const STRIP_SECRETS = `CASE WHEN kind = 'database.create' THEN payload - 'password' ELSE payload END`;
+const STRIP_SECRETS = `CASE WHEN kind = 'database.create' THEN payload - 'password' WHEN kind = 'backup.restore' THEN payload - 'databases' ELSE payload END`;
 
 /**
  * Records what `node` reports for operation `opId`: done or failed. A repeated result is a no-op

@@ -191,7 +191,7 @@ function requireRolePower(actor: Actor, power: RolePower): void {
 const inScope = (actor: Actor, org: { id: string; path: string }) => org.id === actor.orgId || isBelow(org.path, actor.orgPath);
 
 /** The site `id` and its org's path if it lies in the actor's subtree (`lock`: its row FOR UPDATE); else 404. */
-async function siteInScope(q: Q, actor: Actor, id: string, lock = false): Promise<SiteRow & { org_path: string }> {
+export async function siteInScope(q: Q, actor: Actor, id: string, lock = false): Promise<SiteRow & { org_path: string }> {
   if (!isUuid(id)) throw notFound('site');
   const query = q('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('s.id', id).first('s.*', 'o.path as org_path');
   if (lock) query.forUpdate('s');
@@ -340,54 +340,69 @@ async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind
 
 /** Creates a site under a customer account in the actor's subtree: 201 with status pending; the node operation follows. */
 export async function createSite(deps: SitesDeps, actor: Actor, orgId: string, input: CreateSiteInput) {
+  const { row: site } = await deps.db.transaction((trx) => insertSite(trx, deps, actor, orgId, input));
+  return siteView(await startOp(deps, site, 'site.apply'));
+}
+
+/** How a site made from something else (a restore point) is placed and built, instead of placement and a plain site.apply. */
+export interface SiteOrigin {
+  placement: PlacementRecord;
+  /** the node operation that builds the site (its id is the row's last_op_id) */
+  operation(row: SiteRow): NodeOperation;
+  action: string;
+}
+
+/**
+ * Checks and records a new site in `trx` (every quota and the domain-unused rule, under the lock of
+ * the account's path) and queues the operation that builds it; the caller starts its workflow
+ * after the commit. Returns the row and the locked chain.
+ */
+export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, orgId: string, input: CreateSiteInput, origin?: SiteOrigin): Promise<{ row: SiteRow; chain: ChainLevel[] }> {
   const s = checkSiteInput(input);
   const domains = [s.domain, ...s.aliases];
-  const site = await deps.db.transaction(async (trx) => {
-    const org = await findInScope(trx, actor, orgId);
-    if (org.type !== 'customer') throw new PanelError('conflict', { detail: `websites belong to customer accounts only; ${org.type} "${org.name}" is not one` });
-    const chain = await loadChain(trx, org.path, true);
-    if (chain[chain.length - 1]?.id !== org.id) throw notFound('organisation');
-    const suspendedLevel = chain.find((l) => l.status === 'suspended');
-    if (suspendedLevel) throw new PanelError('conflict', { detail: `${suspendedLevel.type} "${suspendedLevel.name}" is suspended: nothing new is created below it` });
-    const taken = await trx('panel_domains').whereIn('domain', domains).first('domain');
-    if (taken) throw domainTaken(taken.domain);
-    await checkCounted(trx, chain, 'websites', 1);
-    await checkCounted(trx, chain, 'domains', domains.length);
-    await checkDiskQuota(trx, chain, s.quota);
-    // soft quotas (spec 2.3 rule 3) on what the nodes measure, too: no new website at the disk or inode limit
-    await checkMeasuredUse(trx, chain, 'at-limit', 'no new website is created below it');
-    const placement = await place(trx, deps, actor, chain, { node: s.node, php: s.php });
+  const org = await findInScope(trx, actor, orgId);
+  if (org.type !== 'customer') throw new PanelError('conflict', { detail: `websites belong to customer accounts only; ${org.type} "${org.name}" is not one` });
+  const chain = await loadChain(trx, org.path, true);
+  if (chain[chain.length - 1]?.id !== org.id) throw notFound('organisation');
+  const suspendedLevel = chain.find((l) => l.status === 'suspended');
+  if (suspendedLevel) throw new PanelError('conflict', { detail: `${suspendedLevel.type} "${suspendedLevel.name}" is suspended: nothing new is created below it` });
+  const taken = await trx('panel_domains').whereIn('domain', domains).first('domain');
+  if (taken) throw domainTaken(taken.domain);
+  await checkCounted(trx, chain, 'websites', 1);
+  await checkCounted(trx, chain, 'domains', domains.length);
+  await checkDiskQuota(trx, chain, s.quota);
+  // soft quotas (spec 2.3 rule 3) on what the nodes measure, too: no new website at the disk or inode limit
+  await checkMeasuredUse(trx, chain, 'at-limit', 'no new website is created below it');
+  const placement = origin?.placement ?? (await place(trx, deps, actor, chain, { node: s.node, php: s.php }));
 
-    const id = randomUUID();
-    const opId = randomUUID();
-    let row: SiteRow;
-    try {
-      [row] = await trx('panel_sites')
-        .insert({
-          id,
-          org_id: org.id,
-          domain: s.domain,
-          aliases: s.aliases,
-          php_version: s.php,
-          cron: s.cron,
-          node_name: placement.node,
-          quota_mb: s.quota,
-          php_workers: effectiveLimits(chain).php_workers.value,
-          placement: JSON.stringify(placement),
-          last_op_id: opId,
-        })
-        .returning('*');
-      await trx('panel_domains').insert(domains.map((domain) => ({ domain, site_id: id })));
-    } catch (err) {
-      const clash = domainOfUniqueViolation(err);
-      if (clash) throw domainTaken(clash);
-      throw err;
-    }
-    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specOf(row) });
-    await audit(trx, actor, { org, action: 'site.create', target: { type: 'site', id }, after: { ...siteView(row), placement: { mode: placement.mode, node: placement.node } } });
-    return row;
-  });
-  return siteView(await startOp(deps, site, 'site.apply'));
+  const id = randomUUID();
+  const opId = randomUUID();
+  let row: SiteRow;
+  try {
+    [row] = await trx('panel_sites')
+      .insert({
+        id,
+        org_id: org.id,
+        domain: s.domain,
+        aliases: s.aliases,
+        php_version: s.php,
+        cron: s.cron,
+        node_name: placement.node,
+        quota_mb: s.quota,
+        php_workers: effectiveLimits(chain).php_workers.value,
+        placement: JSON.stringify(placement),
+        last_op_id: opId,
+      })
+      .returning('*');
+    await trx('panel_domains').insert(domains.map((domain) => ({ domain, site_id: id })));
+  } catch (err) {
+    const clash = domainOfUniqueViolation(err);
+    if (clash) throw domainTaken(clash);
+    throw err;
+  }
+  await queueOperation(trx, row.node_name, origin?.operation(row) ?? { id: opId, kind: 'site.apply', site: specOf(row) });
+  await audit(trx, actor, { org, action: origin?.action ?? 'site.create', target: { type: 'site', id }, after: { ...siteView(row), placement: { mode: placement.mode, node: placement.node } } });
+  return { row, chain };
 }
 
 const domainTaken = (domain: string) => new PanelError('conflict', { domain, field: 'domain', detail: `the domain "${domain}" is already used by a website on this platform` });
@@ -511,6 +526,7 @@ export async function resumePendingOps(deps: Pick<SitesDeps, 'db' | 'temporal' |
   const rows: Array<SiteRow & { op_kind: string; op_payload: NodeOperation }> = await deps.db('panel_sites as s')
     .join('panel_node_ops as o', 'o.id', 's.last_op_id')
     .where('s.status', 'pending')
+    .whereIn('o.kind', ['site.apply', 'site.delete']) // a restore's site is built by its backup operation
     .where('s.updated_at', '<', new Date(Date.now() - olderThanMs))
     .orderBy('s.updated_at')
     .limit(limit)

@@ -1,0 +1,430 @@
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { extractArchive, fileSha256, UnsafeArchive } from '../../platform/hosting-node/backups';
+import { run } from '../../platform/hosting-node/processes';
+import { NO_BACKUP_DIR } from '../../platform/hosting-node/site-backups';
+import { backupScheduleId } from '../../services/panel/sites/backups';
+import { siteGet } from '../helpers/hosting-node';
+import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { env } from '../setup/env';
+
+// Backups (spec 2 sections 2.6, 4.1, 4.2 "Backups at platform level", 4.4.5-4.4.6, 7, 8) over real
+// HTTP: a real panel whose hosting node runs nginx and MariaDB with a -backup-dir, a real Temporal
+// worker. Restore points are real archives on disk holding the site's real files and real dumps.
+
+function refused(r: Reply, status: number, code: string) {
+  assert.equal(r.status, status, JSON.stringify(r.json));
+  assert.equal(r.json.error.code, code, JSON.stringify(r.json));
+}
+
+/** Polls `read` until `done` holds. */
+async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) => boolean, timeoutMs = 60_000): Promise<Reply> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await read();
+    if (done(r)) return r;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${r.status} ${JSON.stringify(r.json)} after ${timeoutMs} ms`);
+    await new Promise((res) => setTimeout(res, 150));
+  }
+}
+
+/** how long an inspection folder stays in this suite (24 h in production) */
+const INSPECTION_MS = 6000;
+
+const randomId = () => crypto.randomUUID();
+const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
+const domainName = (label = 'site') => `${unique(label)}.example.com`;
+
+/** SQL as the node's administrator over its socket. */
+async function sql(panel: HostingPanel, statements: string): Promise<string> {
+  const r = await run('mariadb', ['--no-defaults', `--socket=${path.join(panel.root, 'run/my.sock')}`, '--default-character-set=utf8mb4', '--batch', '--skip-column-names', '-e', statements], { timeoutMs: 20_000 });
+  if (r.code !== 0) throw new Error(r.stderr);
+  return r.stdout.trim();
+}
+
+/** Every regular file under a folder, by relative path, with its content. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isFile()) out[path.relative(dir, path.join(e.parentPath, e.name))] = fs.readFileSync(path.join(e.parentPath, e.name), 'utf8');
+  }
+  return out;
+}
+
+describe('panel: backups on the hosting node (restore points, restore into another account)', function () {
+  this.timeout(180_000);
+  let panel: HostingPanel;
+  let admin: PanelClient;
+  let reseller: Awaited<ReturnType<typeof createOrgWithLogin>>;
+
+  before(async function () {
+    this.timeout(120_000);
+    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS });
+    assert.equal(panel.runtime.hostingNode?.facts().backups, true);
+    admin = await platformAdmin(panel.url);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+  });
+  after(async () => {
+    await panel?.close();
+  });
+
+  /** A customer with an active site (some files) and an active database with rows. */
+  async function siteWithData() {
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const domain = domainName('shop');
+    const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain });
+    assert.equal(s.status, 201, JSON.stringify(s.json));
+    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    const name = dbName('shop');
+    const d = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name });
+    assert.equal(d.status, 201, JSON.stringify(d.json));
+    await until('database active', () => customer.client.get(`/v1/databases/${d.json.id}`), (r) => r.json.status === 'active');
+    await sql(panel, `CREATE TABLE ${name}.orders (id INT PRIMARY KEY, item VARCHAR(40), price DECIMAL(10,2)) DEFAULT CHARSET=utf8mb4; INSERT INTO ${name}.orders VALUES (1,'tea','3.50'),(2,'cake','4.25'),(3,'ünïcode ☕','0.99');`);
+    const docroot = path.join(panel.root, 'sites', domain, 'public_html');
+    fs.mkdirSync(path.join(docroot, 'img/deep'), { recursive: true });
+    fs.writeFileSync(path.join(docroot, 'index.html'), `<h1>${domain} from the backup</h1>`);
+    fs.writeFileSync(path.join(docroot, 'img/deep/a.txt'), 'deep file');
+    fs.writeFileSync(path.join(docroot, 'big.bin'), Buffer.alloc(3 << 20, 7).toString('latin1'));
+    return { customer, site: s.json, domain, db: name, docroot };
+  }
+
+  async function backupReady(by: PanelClient, siteId: string): Promise<Reply> {
+    const r = await by.post(`/v1/sites/${siteId}/restore-points`);
+    assert.equal(r.status, 202, JSON.stringify(r.json));
+    assert.equal(r.json.status, 'pending');
+    assert.match(r.json.offsite_copies, /^PLANNED/);
+    return until('restore point ready', () => by.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending');
+  }
+
+  it('backup → modify → restore into another account: the files and database rows are those of the restore point', async () => {
+    const src = await siteWithData();
+    const before = tree(src.docroot);
+    const rowsBefore = await sql(panel, `SELECT * FROM ${src.db}.orders ORDER BY id`);
+    const rp = await backupReady(src.customer.client, src.site.id);
+    assert.equal(rp.json.status, 'ready', JSON.stringify(rp.json));
+    assert.match(rp.json.sha256, /^[0-9a-f]{64}$/);
+    assert.deepEqual(rp.json.databases, [src.db]);
+    const file = path.join(panel.root, 'backups', rp.json.file);
+    assert.ok(fs.existsSync(file), file);
+    assert.equal(fs.statSync(file).size, rp.json.bytes);
+    const listed = await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`);
+    assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [rp.json.id]);
+    assert.match(listed.json.offsite_copies, /PLANNED/);
+
+    // the site changes after the restore point
+    fs.writeFileSync(path.join(src.docroot, 'index.html'), 'changed');
+    fs.rmSync(path.join(src.docroot, 'img'), { recursive: true });
+    await sql(panel, `DELETE FROM ${src.db}.orders WHERE id = 2; INSERT INTO ${src.db}.orders VALUES (9,'later','1.00');`);
+
+    // into another account (platform level only)
+    const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const newDomain = domainName('restored');
+    const newDb = dbName('copy');
+    refused(await src.customer.client.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain }), 403, 'forbidden');
+    // the domain-unused rule: the original site still holds its domain
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id }), 409, 'conflict');
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { nope: 'x' } }), 400, 'validation_failed');
+    const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: newDb } });
+    assert.equal(r.status, 202, JSON.stringify(r.json));
+    assert.equal(r.json.site.org_id, target.id);
+    assert.equal(r.json.site.domain, newDomain);
+    assert.equal(r.json.databases.length, 1);
+    const { password } = r.json.databases[0];
+    const site = await until('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    assert.equal(site.json.status, 'active', JSON.stringify(site.json));
+    const dbRow = await target.client.get(`/v1/databases/${r.json.databases[0].id}`);
+    assert.equal(dbRow.json.status, 'active', JSON.stringify(dbRow.json));
+
+    const restoredRoot = path.join(panel.root, 'sites', newDomain, 'public_html');
+    assert.deepEqual(tree(restoredRoot), before);
+    assert.equal(await sql(panel, `SELECT * FROM ${newDb}.orders ORDER BY id`), rowsBefore);
+    const asUser = await run('mariadb', ['--no-defaults', '--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`, `--user=${newDb}`, `--password=${password}`, '--batch', '--skip-column-names', '-e', `SELECT count(*) FROM ${newDb}.orders`]);
+    assert.equal(asUser.stdout.trim(), '3', asUser.stderr);
+    const home = await siteGet(panel.webPort, newDomain);
+    assert.equal(home.status, 200);
+    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`);
+    // it counts in the target account like any site and database
+    const counts = (await target.client.get(`/v1/orgs/${target.id}`)).json.counts;
+    assert.equal(counts.websites, 1);
+    assert.equal(counts.databases, 1);
+    // the password left the operation's row once it ended
+    const op = await env.db('panel_node_ops').where({ id: site.json.operation_id }).first();
+    assert.equal(op.kind, 'backup.restore');
+    assert.equal(op.payload.databases, undefined);
+  });
+
+  it('deletes a restore point: its archive goes from the node and it is no longer listed', async () => {
+    const src = await siteWithData();
+    const rp = await backupReady(src.customer.client, src.site.id);
+    const file = path.join(panel.root, 'backups', rp.json.file);
+    assert.ok(fs.existsSync(file));
+    const d = await src.customer.client.del(`/v1/restore-points/${rp.json.id}`);
+    assert.equal(d.status, 202, JSON.stringify(d.json));
+    await until('restore point gone', () => src.customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.status === 404);
+    assert.ok(!fs.existsSync(file));
+    assert.deepEqual((await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`)).json.restore_points, []);
+    const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    refused(await other.client.post(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
+    refused(await other.client.get(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
+  });
+
+  it('a backup schedule (hourly, keep 2) is a Temporal schedule; each run takes a restore point and the oldest beyond 2 go', async () => {
+    const src = await siteWithData();
+    const c = src.customer.client;
+    refused(await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'weekly', keep: 2 }), 400, 'validation_failed');
+    refused(await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 0 }), 400, 'validation_failed');
+    const set = await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 2 });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    assert.equal(set.json.every, 'hourly');
+    assert.equal(set.json.next_runs.length > 0, true);
+    assert.match(set.json.offsite_copies, /PLANNED/);
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const schedule = new Client({ connection }).schedule.getHandle(backupScheduleId(src.site.id));
+      const described = await schedule.describe();
+      assert.equal(described.spec.intervals?.[0]?.every, 3_600_000);
+      const scheduled = async () => env.db('panel_restore_points').where({ site_id: src.site.id, trigger: 'scheduled' }).orderBy('created_at');
+      const created: string[] = [];
+      for (let i = 1; i <= 3; i++) {
+        await schedule.trigger();
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const rows = await scheduled();
+          const fresh = rows.filter((r: { id: string; status: string }) => !created.includes(r.id) && r.status === 'ready');
+          if (fresh.length && (i < 3 || rows.length === 2)) {
+            created.push(fresh[0].id);
+            break;
+          }
+          if (Date.now() > deadline) throw new Error(`run ${i}: ${JSON.stringify(rows)}`);
+          await new Promise((res) => setTimeout(res, 200));
+        }
+      }
+      const listed = await c.get(`/v1/sites/${src.site.id}/restore-points`);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [created[2], created[1]]);
+      assert.ok(!fs.existsSync(path.join(panel.root, 'backups/restore-points', src.site.id, `${created[0]}.tar.gz`)), 'the oldest archive is gone from the node');
+      assert.equal((await c.del(`/v1/sites/${src.site.id}/backup-schedule`)).status, 204);
+      await assert.rejects(schedule.describe());
+      refused(await c.get(`/v1/sites/${src.site.id}/backup-schedule`), 404, 'not_found');
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('extract for inspection: a root-only folder (0700) without TLS private keys, removed by Remove now or by its durable timer', async () => {
+    const src = await siteWithData();
+    const siteDir = path.join(panel.root, 'sites', src.domain);
+    fs.mkdirSync(path.join(siteDir, 'tls'), { recursive: true });
+    fs.writeFileSync(path.join(siteDir, 'tls', 'site.key'), '-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n');
+    fs.writeFileSync(path.join(src.docroot, 'server.key'), '-----BEGIN PRIVATE KEY-----\nsecret too\n');
+    const rp = await backupReady(src.customer.client, src.site.id);
+    refused(await src.customer.client.post(`/v1/restore-points/${rp.json.id}/inspection`), 403, 'forbidden');
+    refused(await admin.post(`/v1/restore-points/${randomId()}/inspection`), 404, 'not_found');
+
+    const inspect = async () => {
+      const r = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      return until('inspection ready', () => admin.get(`/v1/inspections/${r.json.id}`), (x) => x.json.status !== 'extracting');
+    };
+    const first = await inspect();
+    assert.equal(first.json.status, 'ready', JSON.stringify(first.json));
+    const dir: string = first.json.path;
+    assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
+    assert.equal(fs.statSync(dir).uid, process.getuid!());
+    const files = tree(dir);
+    assert.equal(files['site/public_html/index.html'], `<h1>${src.domain} from the backup</h1>`);
+    assert.match(files[`databases/${src.db}.sql`], /INSERT INTO `orders`/);
+    assert.ok(!Object.values(files).some((t) => t.includes('PRIVATE KEY')), `no TLS private key: ${Object.keys(files).join(', ')}`);
+    assert.ok(!fs.existsSync(path.join(dir, 'site/tls/site.key')));
+    // a restore point under inspection is not deleted
+    refused(await src.customer.client.del(`/v1/restore-points/${rp.json.id}`), 409, 'conflict');
+    // Remove now
+    const del = await admin.del(`/v1/inspections/${first.json.id}`);
+    assert.equal(del.status, 202, JSON.stringify(del.json));
+    const removed = await until('inspection removed', () => admin.get(`/v1/inspections/${first.json.id}`), (x) => x.json.status === 'removed', 4000);
+    assert.ok(new Date(removed.json.removed_at).getTime() < new Date(removed.json.expires_at).getTime(), 'removed before its time');
+    assert.ok(!fs.existsSync(dir));
+
+    // the durable timer
+    const second = await inspect();
+    assert.ok(fs.existsSync(second.json.path));
+    const gone = await until('inspection expired', () => admin.get(`/v1/inspections/${second.json.id}`), (x) => x.json.status === 'removed', INSPECTION_MS + 20_000);
+    assert.ok(new Date(gone.json.removed_at).getTime() >= new Date(gone.json.expires_at).getTime() - 500, JSON.stringify(gone.json));
+    assert.ok(!fs.existsSync(second.json.path));
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const result = await new Client({ connection }).workflow.getHandle(`inspection-${second.json.id}`).result();
+      assert.deepEqual(result, { extracted: true, removedBy: 'timer' });
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('deleting a site archives it; restore brings it back serving, listed under no account and charging no quota; refused while a site holds its id or domain', async () => {
+    const src = await siteWithData();
+    const c = src.customer.client;
+    const before = tree(src.docroot);
+    refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 404, 'not_found');
+    assert.equal((await c.del(`/v1/sites/${src.site.id}`)).status, 202);
+    await until('site gone', () => c.get(`/v1/sites/${src.site.id}`), (x) => x.status === 404);
+    assert.equal((await siteGet(panel.webPort, src.domain)).status, 404);
+
+    refused(await c.get('/v1/site-archives'), 403, 'forbidden');
+    const archives = await admin.get('/v1/site-archives');
+    assert.equal(archives.status, 200, JSON.stringify(archives.json));
+    const mine = archives.json.archives.filter((a: { site_id: string }) => a.site_id === src.site.id);
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].domain, src.domain);
+    assert.match(mine[0].sha256, /^[0-9a-f]{64}$/);
+    assert.ok(mine[0].time && mine[0].file.startsWith('archives/'));
+
+    // a new site took the domain meanwhile: site exists
+    const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const taker = await other.client.post(`/v1/orgs/${other.id}/sites`, { domain: src.domain });
+    assert.equal(taker.status, 201, JSON.stringify(taker.json));
+    await until('taker active', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.json.status === 'active');
+    const clash = await admin.post(`/v1/sites/${src.site.id}/restore`);
+    refused(clash, 409, 'conflict');
+    assert.match(clash.json.error.message, /^site exists/);
+    assert.equal(clash.json.error.details.reason, 'site_exists');
+    // a site the panel holds cannot be restored over either
+    const held = await admin.post(`/v1/sites/${taker.json.id}/restore`);
+    assert.equal(held.status, 404, 'no archive of a live site');
+    assert.equal((await other.client.del(`/v1/sites/${taker.json.id}`)).status, 202);
+    await until('taker gone', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.status === 404);
+
+    const countsBefore = (await c.get(`/v1/orgs/${src.customer.id}`)).json.counts;
+    const r = await admin.post(`/v1/sites/${src.site.id}/restore`);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.held_by_panel, false);
+    const home = await siteGet(panel.webPort, src.domain);
+    assert.equal(home.status, 200);
+    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`);
+    assert.deepEqual(tree(src.docroot), before);
+    // the panel holds no record of it: not listed, no quota
+    refused(await c.get(`/v1/sites/${src.site.id}`), 404, 'not_found');
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}/sites`)).json.sites, []);
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}`)).json.counts, countsBefore);
+    assert.equal(countsBefore.websites, 0);
+    // the node serves it, so restoring again is refused as site exists
+    refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
+  });
+
+  it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {
+    const dir = path.join(panel.root, 'backups');
+    const siteId = randomId();
+    fs.mkdirSync(path.join(dir, 'restore-points', siteId), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'restore-points', siteId, `${randomId()}.tar.gz.part`), Buffer.alloc(1000));
+    fs.writeFileSync(path.join(dir, 'restore-points', siteId, `${randomId()}.tar.gz.sha256`), 'abc');
+    fs.mkdirSync(path.join(dir, '.staging', 'left-behind'), { recursive: true });
+    const stale = randomId();
+    fs.mkdirSync(path.join(dir, 'inspect', stale), { recursive: true });
+    refused(await reseller.client.post('/v1/backups/cleanup'), 403, 'forbidden');
+    const r = await admin.post('/v1/backups/cleanup');
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const kinds = r.json.removed.map((x: { kind: string }) => x.kind).sort();
+    assert.deepEqual(kinds, ['expired inspection folder', 'orphaned sidecar', 'orphaned temp folder', 'partial archive']);
+    assert.equal(r.json.bytes_freed, 1003);
+    assert.ok(!fs.existsSync(path.join(dir, 'inspect', stale)));
+    assert.deepEqual((await admin.post('/v1/backups/cleanup')).json.removed, []);
+    // ready restore points survive it
+    const ready = await env.db('panel_restore_points').where({ status: 'ready', node_name: 'hosting' });
+    for (const rp of ready) assert.ok(fs.existsSync(path.join(dir, rp.file)), rp.file);
+
+    refused(await reseller.client.get('/v1/backups/metrics'), 403, 'forbidden');
+    const m = await admin.get('/v1/backups/metrics');
+    assert.equal(m.status, 200, JSON.stringify(m.json));
+    assert.ok(m.json.restore_points.by_status.ready.count >= 3);
+    assert.ok(m.json.restore_points.by_status.ready.bytes > 0);
+    assert.ok(m.json.restore_points.newest_age_seconds >= 0 && m.json.restore_points.newest_age_seconds < 600);
+    assert.ok(m.json.sites.length >= 3);
+    assert.ok(m.json.site_archives.count >= 1);
+    assert.ok(m.json.restores.count >= 2);
+    assert.ok(m.json.restores.duration_ms.max > 0);
+  });
+});
+
+describe('panel: a hosting node without -backup-dir refuses backups', function () {
+  this.timeout(120_000);
+  let panel: HostingPanel;
+  let admin: PanelClient;
+
+  before(async function () {
+    this.timeout(90_000);
+    panel = await startHostingPanel({});
+    admin = await platformAdmin(panel.url);
+  });
+  after(async () => {
+    await panel?.close();
+  });
+
+  it('refuses restore points and schedules of its sites with a clear error, and the node itself refuses the operation', async () => {
+    assert.equal(panel.runtime.hostingNode?.facts().backups, false);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domainName('nobackup') });
+    assert.equal(s.status, 201, JSON.stringify(s.json));
+    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
+    refused(r, 409, 'conflict');
+    assert.match(r.json.error.message, /keeps no backups \(it runs without -backup-dir\)/);
+    refused(await customer.client.put(`/v1/sites/${s.json.id}/backup-schedule`, { every: 'daily', keep: 7 }), 409, 'conflict');
+    assert.equal(await env.db('panel_restore_points').where({ site_id: s.json.id }).first(), undefined, 'nothing recorded');
+    refused(await admin.get('/v1/site-archives'), 409, 'conflict');
+    refused(await admin.post('/v1/backups/cleanup'), 409, 'conflict');
+    // the node refuses too, whatever the panel sends
+    const op = await panel.runtime.hostingNode!.apply({ id: crypto.randomUUID(), kind: 'backup.create', backupId: crypto.randomUUID(), siteId: s.json.id, databases: [] });
+    assert.deepEqual(op, { ok: false, refused: true, error: NO_BACKUP_DIR });
+    // deleting a site still works (nothing to archive it into)
+    assert.equal((await customer.client.del(`/v1/sites/${s.json.id}`)).status, 202);
+    await until('site gone', () => customer.client.get(`/v1/sites/${s.json.id}`), (x) => x.status === 404);
+  });
+});
+
+describe('hosting node: archive extraction refuses unsafe archives', function () {
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unsafe-'));
+    fs.mkdirSync(path.join(dir, 'site'));
+    fs.writeFileSync(path.join(dir, 'site/a'), 'hi');
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** A tar.gz made by GNU tar from `args` in `dir`, with its SHA-256 beside it as the node records it. */
+  async function archive(name: string, args: string[]): Promise<string> {
+    const file = path.join(dir, `${name}.tar.gz`);
+    const r = await run('tar', ['-C', dir, '-czf', file, ...args]);
+    assert.equal(r.code, 0, r.stderr);
+    fs.writeFileSync(`${file}.sha256`, `${await fileSha256(file)}  ${name}.tar.gz\n`);
+    return file;
+  }
+
+  for (const [name, make, why] of [
+    ['dotdot', () => archive('dotdot', ['--transform', 's,^site/a$,../../escape,', 'site/a']), /leaves the target folder/],
+    ['absolute', () => archive('absolute', ['-P', '--transform', 's,^site/a$,/tmp/escape-abs,', 'site/a']), /leaves the target folder/],
+    ['symlink', async () => (fs.symlinkSync('/etc/passwd', path.join(dir, 'site/link')), archive('symlink', ['site/link'])), /SymbolicLink entries are not extracted/],
+    ['hardlink', async () => (fs.linkSync(path.join(dir, 'site/a'), path.join(dir, 'site/hard')), archive('hardlink', ['site/a', 'site/hard'])), /Link entries are not extracted/],
+    ['device', async () => (await run('mknod', [path.join(dir, 'site/null'), 'c', '1', '3']), archive('device', ['site/null'])), /CharacterDevice entries are not extracted/],
+  ] as Array<[string, () => Promise<string>, RegExp]>) {
+    it(`refuses ${name} entries and leaves nothing extracted`, async () => {
+      const file = await make();
+      const target = path.join(dir, `out-${name}`);
+      await assert.rejects(extractArchive(file, target), (err: Error) => err instanceof UnsafeArchive && why.test(err.message));
+      assert.ok(!fs.existsSync(target));
+      assert.ok(!fs.existsSync(path.join(dir, '..', 'escape')) && !fs.existsSync('/tmp/escape-abs'));
+    });
+  }
+
+  it('verifies the SHA-256 before extracting anything', async () => {
+    const file = await archive('good', ['site/a']);
+    const target = path.join(dir, 'out-sha');
+    await assert.rejects(extractArchive(file, target, { expected: '0'.repeat(64) }), (err: Error) => err instanceof UnsafeArchive && /does not match its SHA-256/.test(err.message));
+    assert.ok(!fs.existsSync(target));
+    fs.appendFileSync(file, 'tampered');
+    await assert.rejects(extractArchive(file, target), /does not match its SHA-256/);
+  });
+});

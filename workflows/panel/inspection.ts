@@ -1,0 +1,34 @@
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { BackupOpActivities } from '../../activities/panel/backup-ops';
+import { removeInspectionSignal } from '../../domain/panel/backups';
+
+// One per extraction of a restore point for inspection (`inspection-<id>`, spec 2 section 8):
+// extracts it on the hosting node into a root-only folder (no TLS private keys), then waits on a
+// durable timer (24 hours; tests shorten it) or "Remove now", whichever comes first, and removes it.
+
+const { extractInspection, finishInspection } = proxyActivities<BackupOpActivities>({
+  startToCloseTimeout: '60 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
+
+export interface InspectionInput {
+  inspectionId: string;
+  restorePointId: string;
+  /** how long the folder stays */
+  durationMs: number;
+}
+
+export async function inspectionWorkflow(input: InspectionInput): Promise<{ extracted: boolean; removedBy: 'timer' | 'request' | 'failure'; error?: string }> {
+  let removeNow = false;
+  setHandler(removeInspectionSignal, () => {
+    removeNow = true;
+  });
+  const extracted = await extractInspection(input.inspectionId);
+  if (!extracted.ok) {
+    await finishInspection(input.inspectionId);
+    return { extracted: false, removedBy: 'failure', error: extracted.error };
+  }
+  const early = await condition(() => removeNow, input.durationMs);
+  await finishInspection(input.inspectionId);
+  return { extracted: true, removedBy: early ? 'request' : 'timer' };
+}
