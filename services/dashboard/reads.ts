@@ -133,3 +133,18 @@ export async function catalogModelIds(db: Db): Promise<string[]> {
   const rows = await db('models').where({ active: true }).orderBy('id').select('id');
   return rows.map((r: { id: string }) => r.id);
 }
+
+/**
+ * Settled credits per UTC day and model in [from, to), for the usage chart: the same rows and
+ * day boundaries as usageBreakdown (services/credits/reads.ts), split by model as well.
+ */
+export async function usageByDayAndModel(db: Db, accountId: string, from: Date, to: Date): Promise<{ day: string; model: string; credits: string }[]> {
+  return db('reservations')
+    .where({ account_id: accountId })
+    .whereIn('status', ['settled', 'cancelled'])
+    .where('settled_at', '>=', from)
+    .where('settled_at', '<', to)
+    .groupByRaw(`1, 2`)
+    .orderByRaw('1, 2')
+    .select(db.raw(`to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day`), 'model', db.raw('COALESCE(sum(charge),0) AS credits'));
+}

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { z } from 'zod';
 import { generateSecret, generateURI } from 'otplib';
 import type { Db } from '../../platform/db';
@@ -36,4 +37,20 @@ export async function createUser(db: Db, sealingKey: Buffer, input: z.input<type
     ...(u.password === undefined ? { password } : {}),
     ...(secret === null ? {} : { totp_secret: secret, otpauth_uri: generateURI({ issuer: 'Gateway dashboard', label: u.email, secret }) }),
   };
+}
+
+/**
+ * The dashboard user of `npm start`'s demo account: created once with a generated password kept in
+ * `passwordFile` (mode 600) to be printed again by the next start, like the demo key. A user whose
+ * file is gone gets a new password.
+ */
+export async function ensureDemoUser(db: Db, sealingKey: Buffer, accountId: string, passwordFile: string): Promise<{ email: string; password: string }> {
+  const email = 'demo@example.com';
+  const user = await db('dashboard_users').where({ email }).first('id', 'account_id');
+  if (user && user.account_id === accountId && fs.existsSync(passwordFile)) return { email, password: fs.readFileSync(passwordFile, 'utf8').trim() };
+  const password = temporaryPassword();
+  if (user) await db('dashboard_users').where({ id: user.id }).update({ account_id: accountId, password_hash: await hashPassword(password) });
+  else await createUser(db, sealingKey, { accountId, email, password });
+  fs.writeFileSync(passwordFile, password + '\n', { mode: 0o600 });
+  return { email, password };
 }

@@ -111,8 +111,8 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     const base = stack.gateway.url;
     const user = await dashboardUser({ credits: '250' });
     const k = await createKey(env.db, { accountId: user.accountId, label: 'usage', format: 'mt' });
-    for (const tokens of [5, 9]) {
-      const r = await call(base, '/v1/chat/completions', { key: k.key, body: { ...HI, messages: [{ role: 'user', content: `x [sim tokens=${tokens}]` }] } });
+    for (const [model, tokens] of [['sim-gpt', 5], ['sim-gpt', 9], ['sim-gpt-mini', 4]] as const) {
+      const r = await call(base, '/v1/chat/completions', { key: k.key, body: { model, messages: [{ role: 'user', content: `x [sim tokens=${tokens}]` }] } });
       assert.equal(r.status, 200, r.text);
       await settled(r.headers.get('x-request-id')!);
     }
@@ -125,9 +125,17 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     const [total, requests] = await Promise.all([chart!.getAttribute('data-total-credits'), chart!.getAttribute('data-total-requests')]);
     assert.equal(Number(total), v1.json.data.total.credits);
     assert.equal(Number(requests), v1.json.data.total.requests);
-    assert.equal(Number(requests), 2);
+    assert.equal(Number(requests), 3);
     assert.equal(Number(await page.textContent('#remaining')), credits.json.data.remaining_credits);
-    assert.equal(await page.$$eval('#usage-chart rect.bar', (bars) => bars.filter((b) => Number(b.getAttribute('height')) > 0).length), v1.json.data.by_day.length);
+    // One stacked segment per day and model, titled with its credits: they add up to /v1/usage's days.
+    const segments = await page.$$eval('#usage-chart rect.bar', (bars) => bars.map((b) => b.textContent!));
+    assert.equal(segments.length, 2, segments.join(' | '));
+    for (const day of v1.json.data.by_day) {
+      const sum = segments.filter((t) => t.startsWith(day.day)).reduce((s, t) => s + Number(t.split(': ')[1]), 0);
+      assert.ok(Math.abs(sum - day.credits) < 1e-9, `${day.day}: chart ${sum}, /v1/usage ${day.credits}`);
+    }
+    assert.deepEqual(await page.$$eval('#usage-chart .legend span', (s) => s.map((x) => x.textContent!.trim())), ['sim-gpt', 'sim-gpt-mini']);
+    assert.deepEqual(await page.$$eval('#by-model tbody tr td:first-child', (s) => s.map((x) => x.textContent)), v1.json.data.by_model.map((m: { model: string }) => m.model));
     // Page weight and time to interactive, for the report.
     // (a string: the test's TypeScript has no DOM types)
     const perf = await page.evaluate<{ interactiveMs: number; loadMs: number; bytes: number; resources: number }>(`(() => {

@@ -38,7 +38,20 @@ function settingsOf(form: URLSearchParams, blank: null | undefined): KeySettings
     return v ? v : blank;
   };
   const models = form.getAll('models').filter(Boolean);
-  return { spend_limit: field('spend_limit'), rpm: field('rpm'), expires_at: field('expires_at'), models: models.length ? models : blank };
+  // An expiry left as shown stays as stored (it may be an instant set by the operator, not a day).
+  const expiry = form.get('expires_at') === form.get('expires_at_shown') && form.has('expires_at_shown') ? undefined : field('expires_at');
+  return { spend_limit: field('spend_limit'), rpm: field('rpm'), expires_at: expiry, models: models.length ? models : blank };
+}
+
+/** The day an expiry shows in the form: the last valid day of one set by day, else the instant's day. */
+function shownDay(iso: string | null): string {
+  if (!iso) return '';
+  return (iso.endsWith('T00:00:00.000Z') ? new Date(Date.parse(iso) - 86_400_000).toISOString() : iso).slice(0, 10);
+}
+
+/** An expiry as the form set it: a whole UTC day stored as the next midnight reads "through" that day. */
+function validThrough(iso: string): string {
+  return iso.endsWith('T00:00:00.000Z') ? `through ${new Date(Date.parse(iso) - 86_400_000).toISOString().slice(0, 10)}` : `until ${when(iso)}`;
 }
 
 /** A caller's mistake in a form, in words. */
@@ -52,7 +65,7 @@ function settingsFields(models: string[], k?: KeyView): Html {
   const chosen = new Set(k?.models ?? []);
   return html`<div><label for="spend_limit">Spend limit <small>(rupiah)</small></label><input id="spend_limit" name="spend_limit" inputmode="decimal" placeholder="no limit" value="${k?.spend_limit ?? ''}"></div>
   <div><label for="rpm">Requests per minute</label><input id="rpm" name="rpm" type="number" min="1" placeholder="no limit" value="${k?.rpm ?? ''}"></div>
-  <div><label for="expires_at">Expires after <small>(UTC day)</small></label><input id="expires_at" name="expires_at" type="date" value="${k?.expires_at ? new Date(Date.parse(k.expires_at) - 86_400_000).toISOString().slice(0, 10) : ''}"></div>
+  <div><label for="expires_at">Expires after <small>(UTC day)</small></label><input id="expires_at" name="expires_at" type="date" value="${shownDay(k?.expires_at ?? null)}"><input type="hidden" name="expires_at_shown" value="${shownDay(k?.expires_at ?? null)}"></div>
   <div><label for="models">Allowed models <small>(none: all)</small></label><select id="models" name="models" multiple>${models.map((m) => html`<option${chosen.has(m) ? html` selected` : ''}>${m}</option>`)}</select></div>`;
 }
 
@@ -73,9 +86,9 @@ ${extra.created
 <thead><tr><th>Label</th><th>Prefix</th><th>Created</th><th>Last used</th><th class="num">Today</th><th class="num">This week</th><th class="num">This month</th>${keyed(d) ? html`<th>Limits</th>` : ''}<th>Status</th><th></th></tr></thead>
 <tbody>${keys.length === 0 ? html`<tr><td colspan="10">No keys yet.</td></tr>` : ''}${keys.map(
         (k) => html`<tr data-key-id="${k.id}">
-  <td>${k.label || '—'}</td><td><code>${k.key_prefix}…</code></td><td>${when(k.created_at)}</td><td>${when(k.last_used_at)}</td>
+  <td>${k.label || '—'}</td><td><code>${k.key_prefix}…</code></td><td class="nowrap">${when(k.created_at)}</td><td class="nowrap">${when(k.last_used_at)}</td>
   <td class="num">${k.usage.daily}<br><small>${k.requests.daily} req</small></td><td class="num">${k.usage.weekly}<br><small>${k.requests.weekly} req</small></td><td class="num">${k.usage.monthly}<br><small>${k.requests.monthly} req</small></td>
-  ${keyed(d) ? html`<td><small>${k.spend_limit === null ? 'no spend limit' : `spent ${k.spend} of ${k.spend_limit}`}<br>${k.rpm === null ? '' : `${k.rpm}/min · `}${k.expires_at ? `until ${when(k.expires_at)}` : ''}${k.models ? html`<br>${k.models.join(', ')}` : ''}</small></td>` : ''}
+  ${keyed(d) ? html`<td><small>${k.spend_limit === null ? 'no spend limit' : `spent ${k.spend} of ${k.spend_limit}`}<br>${[k.rpm === null ? '' : `${k.rpm}/min`, k.expires_at ? `valid ${validThrough(k.expires_at)}` : ''].filter(Boolean).join(' · ')}${k.models ? html`<br>${k.models.join(', ')}` : ''}</small></td>` : ''}
   <td class="status-${k.status}">${k.status}</td>
   <td>${k.status === 'revoked' ? '' : html`<a href="/dashboard/keys/${k.id}">Edit</a>`}</td>
 </tr>`,
