@@ -11,6 +11,8 @@ import { listModels, modelInput, providerInput, setModel, setProvider } from '..
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
 import { TESTRUN_COMMANDS } from './testrun-commands';
+import { createUser } from '../services/dashboard/users';
+import { loadSealingKey } from '../platform/secret-box';
 
 // Operator CLI: `npm run -s admin -- <command> [flags]`. Prints exactly one JSON object on
 // stdout; failures print {"error": …} and exit non-zero.
@@ -57,6 +59,11 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
   'report uncovered': { flags: ['since', 'limit'], run: (db, f) => uncoveredReport(db, { since: f.since, limit: f.limit }) },
   ...TESTRUN_COMMANDS,
+  // A dashboard user of an account; without --password one is generated and shown once, as is the TOTP secret of --totp yes.
+  'user create': {
+    flags: ['account', 'email', 'password', 'role', 'totp'],
+    run: (db, f) => createUser(db, loadSealingKey(), { accountId: need(f, 'account'), email: need(f, 'email'), password: f.password, role: f.role as never, totp: f.totp === 'yes' }),
+  },
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -12,6 +12,9 @@ import { KEYED_DEFAULTS, startKeyedVariant, type KeyedSettings, type KeyedVarian
 import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
 import { registerApiProcess } from '../services/credits/processes';
+import { createDashboard } from '../api/gateway/dashboard/app';
+import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
+import { loadSealingKey } from '../platform/secret-box';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -31,6 +34,8 @@ export interface GatewayRuntimeOptions {
   adminToken?: string | null;
   /** settings of the keyed variant; defaults in KEYED_DEFAULTS */
   keyed?: Partial<KeyedSettings>;
+  /** the dashboard's sign-in settings; the sealing key defaults to TESTRUN_SECRET's (platform/secret-box) */
+  dashboardAuth?: Partial<DashboardAuthSettings>;
 }
 
 export interface GatewayRuntime {
@@ -64,6 +69,15 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     : undefined;
   const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin });
+  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', invalidation });
+  const dashboard = createDashboard({
+    db: o.db,
+    logger: o.logger,
+    invalidation,
+    variant: isKeyed ? 'keyed' : 'credits',
+    auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
+  });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard });
   const listening = await listen(app.callback(), o.port, o.host);
   return {
     url: listening.url,

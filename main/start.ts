@@ -26,6 +26,8 @@ import { createDb, migrate, type Db } from '../platform/db';
 import { createLogger, type Logger } from '../platform/logger';
 import { startEmbeddedPostgres } from '../platform/postgres';
 import { startTemporalDevServer } from '../platform/temporal-server';
+import { ensureDemoUser } from '../services/dashboard/users';
+import { loadSealingKey } from '../platform/secret-box';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
@@ -88,6 +90,8 @@ async function main() {
   stops.push(sim.close);
   await seedSimulatorCatalog(db, sim.url);
   const demoKey = await demoAccountKey(db, config.dataDir, config.GATEWAY_VARIANT === 'keyed' ? 'mt' : 'gw_ai');
+  // The demo account's dashboard sign-in (api/gateway/dashboard), printed like the demo key.
+  const demoUser = await ensureDemoUser(db, loadSealingKey(), (await db('api_keys').where({ key_hash: hashKey(demoKey) }).first('account_id')).account_id, path.join(config.dataDir, 'demo-dashboard-password'));
 
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const clientConnection = await Connection.connect({ address: temporalAddress });
@@ -161,6 +165,7 @@ async function main() {
       config.TEMPORAL_ADDRESS ? `  Temporal     ${temporalAddress}` : `  Temporal UI  http://127.0.0.1:${config.TEMPORAL_UI_PORT}`,
       `  Simulator    ${sim.url}`,
       `  Demo key     ${demoKey}`,
+      `  Dashboard    ${gatewayUrl}/dashboard   (sign in as ${demoUser.email} / ${demoUser.password})`,
       `  Panel        http://127.0.0.1:${config.PANEL_PORT}   (API under /v1; docs/panel.md)`,
       `  Console      http://127.0.0.1:${config.PANEL_PORT}/sign-in   (the panel's web console: sign in with the panel login)`,
       `  Hosting node http://127.0.0.1:${config.PANEL_HOSTING_WEB_PORT}   (websites by their Host header; ${panel.hostingNode?.facts().webServer ?? 'not running'})`,

@@ -32,12 +32,16 @@ export interface GatewayDeps {
   keyed?: KeyedVariant;
   /** the admin HTTP API under /admin */
   admin?: Router;
+  /** the account users' dashboard under /dashboard (api/gateway/dashboard) */
+  dashboard?: Koa.Middleware;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
+  if (deps.dashboard) app.use(deps.dashboard);
   app.use(requestContext(deps.logger, deps.keyed ? 'x-request-id' : null));
   if (deps.keyed) app.use(deps.keyed.requestLogging);
 

@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { generateSync } from 'otplib';
+import { call, settled, useStack } from '../helpers/stack';
+import { dashboardUser, shot, signedIn, useBrowser } from '../helpers/dashboard';
+import { createKey } from '../../services/keys/keys';
+import { env } from '../setup/env';
+
+// The gateway dashboard (issue 22) in Debian's chromium against the real stack: sign-in, a key
+// created in the browser and used with the OpenAI SDK, its request found by x-request-id on the
+// requests page, revocation refusing the next call, and the usage page against /v1/usage.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const HI = { model: 'sim-gpt', messages: [{ role: 'user' as const, content: 'hi [sim tokens=7]' }] };
+
+describe('gateway dashboard, keyed variant (issue 22)', function () {
+  this.timeout(120_000);
+  const stack = useStack({ variant: 'keyed' });
+  const { browser } = useBrowser();
+
+  it('signs in, creates a key with limits, finds its request by x-request-id, revokes it and the next call is refused', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, user);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await shot(page, 'keyed-01-keys-empty');
+
+    await page.fill('#label', 'ci key');
+    await page.fill('#spend_limit', '500');
+    await page.fill('#rpm', '120');
+    await page.fill('#expires_at', '2099-12-31');
+    await page.selectOption('#models', ['sim-gpt']);
+    await page.click('#create-key button[type=submit]');
+    const key = (await page.textContent('#full-key'))!.trim();
+    assert.match(key, /^mt-/);
+    await page.click('[data-copy=full-key]');
+    assert.equal(await page.evaluate<string>('navigator.clipboard.readText()'), key, 'the copy button puts the key on the clipboard');
+    await shot(page, 'keyed-02-key-created');
+    // Shown once: the list does not show it again.
+    await page.goto(`${base}/dashboard/keys`);
+    assert.ok(!(await page.content()).includes(key), 'the full key is not on the keys page again');
+
+    const row = await env.db('api_keys').where({ account_id: user.accountId }).first();
+    assert.equal(row.label, 'ci key');
+    assert.equal(row.rpm, 120);
+    assert.equal(String(row.spend_limit).replace(/\.?0+$/, ''), '500');
+    assert.deepEqual(row.allowed_models, ['sim-gpt']);
+    assert.equal(row.expires_at.toISOString(), '2100-01-01T00:00:00.000Z');
+
+    const client = new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
+    const { data, response } = await client.chat.completions.create(HI).withResponse();
+    assert.equal(data.usage?.completion_tokens, 7);
+    const requestId = response.headers.get('x-request-id')!;
+    assert.match(requestId, /^[0-9a-f-]{36}$/);
+    await settled(requestId);
+
+    // The request log is written in batches after the answer: search until it is there.
+    for (let i = 0; ; i++) {
+      await page.goto(`${base}/dashboard/requests?id=${requestId}`);
+      if (await page.$(`tr[data-request-id="${requestId}"]`)) break;
+      if (i > 40) assert.fail('the request did not appear on the requests page');
+      await sleep(100);
+    }
+    const cells = await page.$$eval(`tr[data-request-id="${requestId}"] td`, (tds) => tds.map((td) => td.textContent!.trim()));
+    assert.equal(cells[2], 'ci key');
+    assert.equal(cells[3], 'sim-gpt');
+    assert.equal(cells[4], '200');
+    await shot(page, 'keyed-03-requests');
+    await page.click(`tr[data-request-id="${requestId}"] a`);
+    const detail = await page.textContent('#generation');
+    assert.match(detail!, /settled/);
+    assert.match(detail!, /7 out/);
+    await shot(page, 'keyed-04-request-detail');
+
+    // Revoke in the browser (after its confirmation): the very next call is refused.
+    await page.goto(`${base}/dashboard/keys`);
+    await page.click(`tr[data-key-id="${row.id}"] a`);
+    page.once('dialog', (d) => void d.accept());
+    await page.click('#revoke-key button[type=submit]');
+    await page.waitForURL(`${base}/dashboard/keys`);
+    assert.equal((await page.textContent(`tr[data-key-id="${row.id}"] td.status-revoked`))?.trim(), 'revoked');
+    await shot(page, 'keyed-05-revoked');
+    await assert.rejects(client.chat.completions.create(HI), (err: { status?: number }) => err.status === 401);
+    await context.close();
+  });
+
+  it('edits a key\'s settings, and a bad value is refused with the reason and nothing changed', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const k = await createKey(env.db, { accountId: user.accountId, label: 'before', format: 'mt', settings: { rpm: 10 } });
+    const { context, page } = await signedIn(browser(), base, user);
+    await page.goto(`${base}/dashboard/keys/${k.id}`);
+    await page.fill('#spend_limit', '-3');
+    await page.click('#edit-key button[type=submit]');
+    assert.match((await page.textContent('[role=alert]'))!, /spend_limit/);
+    assert.equal((await env.db('api_keys').where({ id: k.id }).first()).spend_limit, null);
+    await page.fill('#label', 'after');
+    await page.fill('#spend_limit', '12.5');
+    await page.fill('#rpm', '');
+    await page.click('#edit-key button[type=submit]');
+    await page.waitForURL(`${base}/dashboard/keys`);
+    const row = await env.db('api_keys').where({ id: k.id }).first();
+    assert.equal(row.label, 'after');
+    assert.equal(Number(row.spend_limit), 12.5);
+    assert.equal(row.rpm, null, 'an emptied field removes the setting');
+    await shot(page, 'keyed-06-edited');
+    await context.close();
+  });
+
+  it('shows the balance and a usage chart whose totals are those of /v1/usage', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser({ credits: '250' });
+    const k = await createKey(env.db, { accountId: user.accountId, label: 'usage', format: 'mt' });
+    for (const [model, tokens] of [['sim-gpt', 5], ['sim-gpt', 9], ['sim-gpt-mini', 4]] as const) {
+      const r = await call(base, '/v1/chat/completions', { key: k.key, body: { model, messages: [{ role: 'user', content: `x [sim tokens=${tokens}]` }] } });
+      assert.equal(r.status, 200, r.text);
+      await settled(r.headers.get('x-request-id')!);
+    }
+    const v1 = await call(base, '/v1/usage', { key: k.key });
+    const credits = await call(base, '/v1/credits', { key: k.key });
+    const { context, page } = await signedIn(browser(), base, user);
+    const started = Date.now();
+    await page.goto(`${base}/dashboard/usage`);
+    const chart = await page.$('#usage-chart');
+    const [total, requests] = await Promise.all([chart!.getAttribute('data-total-credits'), chart!.getAttribute('data-total-requests')]);
+    assert.equal(Number(total), v1.json.data.total.credits);
+    assert.equal(Number(requests), v1.json.data.total.requests);
+    assert.equal(Number(requests), 3);
+    assert.equal(Number(await page.textContent('#remaining')), credits.json.data.remaining_credits);
+    // One stacked segment per day and model, titled with its credits: they add up to /v1/usage's days.
+    const segments = await page.$$eval('#usage-chart rect.bar', (bars) => bars.map((b) => b.textContent!));
+    assert.equal(segments.length, 2, segments.join(' | '));
+    for (const day of v1.json.data.by_day) {
+      const sum = segments.filter((t) => t.startsWith(day.day)).reduce((s, t) => s + Number(t.split(': ')[1]), 0);
+      assert.ok(Math.abs(sum - day.credits) < 1e-9, `${day.day}: chart ${sum}, /v1/usage ${day.credits}`);
+    }
+    assert.deepEqual(await page.$$eval('#usage-chart .legend span', (s) => s.map((x) => x.textContent!.trim())), ['sim-gpt', 'sim-gpt-mini']);
+    assert.deepEqual(await page.$$eval('#by-model tbody tr td:first-child', (s) => s.map((x) => x.textContent)), v1.json.data.by_model.map((m: { model: string }) => m.model));
+    // Page weight and time to interactive, for the report.
+    // (a string: the test's TypeScript has no DOM types)
+    const perf = await page.evaluate<{ interactiveMs: number; loadMs: number; bytes: number; resources: number }>(`(() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      const resources = performance.getEntriesByType('resource');
+      return { interactiveMs: nav.domInteractive, loadMs: nav.loadEventEnd, bytes: nav.encodedBodySize + resources.reduce((s, r) => s + r.encodedBodySize, 0), resources: resources.length };
+    })()`);
+    console.log(`      usage page: ${perf.bytes} bytes in ${perf.resources + 1} responses, DOM interactive ${perf.interactiveMs.toFixed(0)} ms, load ${perf.loadMs.toFixed(0)} ms (wall ${Date.now() - started} ms)`);
+    await shot(page, 'keyed-07-usage');
+    await context.close();
+  });
+});
+
+describe('gateway dashboard, sign-in and protection (issue 22)', function () {
+  this.timeout(120_000);
+  const stack = useStack({ variant: 'credits' });
+  const { browser } = useBrowser();
+
+  it('credits variant: creates a gw_ai key, uses it, revokes it and the next call is refused', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, user);
+    assert.equal(await page.$('#spend_limit'), null, 'the credits variant has no per-key limits');
+    await page.fill('#label', 'credits key');
+    await page.click('#create-key button[type=submit]');
+    const key = (await page.textContent('#full-key'))!.trim();
+    assert.match(key, /^gw_ai_/);
+    await shot(page, 'credits-01-key-created');
+    const client = new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
+    assert.equal((await client.chat.completions.create(HI)).usage?.completion_tokens, 7);
+    await page.goto(`${base}/dashboard/keys`);
+    const id = await page.getAttribute('tr[data-key-id]', 'data-key-id');
+    await page.goto(`${base}/dashboard/keys/${id}`);
+    page.once('dialog', (d) => void d.accept());
+    await page.click('#revoke-key button[type=submit]');
+    await page.waitForURL(`${base}/dashboard/keys`);
+    await assert.rejects(client.chat.completions.create(HI), (err: { status?: number }) => err.status === 401);
+    await context.close();
+  });
+
+  it('refuses a wrong password, asks for the TOTP code of a user who has one, and throttles guessing', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser({ totp: true });
+    const context = await browser().newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/dashboard/keys`);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in', 'signed out: to the sign-in page');
+    const attempt = async (password: string, code?: string) => {
+      await page.fill('#email', user.email);
+      await page.fill('#password', password);
+      await page.fill('#code', code ?? '');
+      const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('button[type=submit]')]);
+      return res.status();
+    };
+    assert.equal(await attempt('wrong password'), 401);
+    assert.match((await page.textContent('[role=alert]'))!, /Wrong email, password or code/);
+    assert.equal(await attempt(user.password), 200);
+    assert.match((await page.textContent('[role=alert]'))!, /authenticator/);
+    await shot(page, 'signin-01-code-required');
+    assert.equal(await attempt(user.password, '000000'), 401);
+    await attempt(user.password, generateSync({ secret: user.totpSecret! }));
+    await page.waitForURL(`${base}/dashboard/keys`);
+    const cookie = (await context.cookies()).find((c) => c.name === 'gw_dashboard')!;
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Strict');
+    await context.close();
+
+    // Five failures for one email lock it, even for the right password.
+    const other = await dashboardUser();
+    const p2 = await (await browser().newContext()).newPage();
+    await p2.goto(`${base}/dashboard/sign-in`);
+    for (let i = 0; i < 5; i++) {
+      await p2.fill('#email', other.email);
+      await p2.fill('#password', `wrong-${i}`);
+      await p2.click('button[type=submit]');
+    }
+    await p2.fill('#email', other.email);
+    await p2.fill('#password', other.password);
+    const [res] = await Promise.all([p2.waitForResponse((r) => r.request().method() === 'POST'), p2.click('button[type=submit]')]);
+    assert.equal(res.status(), 429);
+    assert.ok(Number(res.headers()['retry-after']) > 0);
+    await shot(p2, 'signin-02-throttled');
+    await p2.context().close();
+  });
+
+  it('refuses a POST without the session\'s CSRF token or from another origin, a member\'s key changes, and another account\'s key', async () => {
+    const base = stack.gateway.url;
+    const owner = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, owner);
+    const cookie = (await context.cookies()).find((c) => c.name === 'gw_dashboard')!;
+    const csrf = await page.getAttribute('input[name=_csrf]', 'value');
+    const post = (p: string, body: string, headers: Record<string, string> = {}) =>
+      fetch(base + p, { method: 'POST', redirect: 'manual', headers: { cookie: `gw_dashboard=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+    assert.equal((await post('/dashboard/keys', 'label=x')).status, 403, 'no CSRF token');
+    assert.equal((await post('/dashboard/keys', `label=x&_csrf=${csrf}`, { origin: 'http://evil.example' })).status, 403, 'another origin');
+    assert.equal(await env.db('api_keys').where({ account_id: owner.accountId }).count('* as n').first().then((r) => Number(r!.n)), 0, 'nothing created');
+    assert.equal((await post('/dashboard/keys', `label=x&_csrf=${csrf}`)).status, 201);
+    const foreign = await createKey(env.db, { accountId: (await dashboardUser()).accountId, label: 'not yours' });
+    assert.equal((await post(`/dashboard/keys/${foreign.id}/revoke`, `_csrf=${csrf}`)).status, 404);
+    assert.equal((await env.db('api_keys').where({ id: foreign.id }).first()).revoked_at, null);
+    await context.close();
+
+    const member = await dashboardUser({ role: 'member', accountId: owner.accountId });
+    const m = await signedIn(browser(), base, member);
+    assert.equal(await m.page.$('#create-key'), null, 'a member sees no create form');
+    const mCookie = (await m.context.cookies()).find((c) => c.name === 'gw_dashboard')!;
+    const mCsrf = await m.page.getAttribute('input[name=_csrf]', 'value');
+    const r = await fetch(`${base}/dashboard/keys`, { method: 'POST', headers: { cookie: `gw_dashboard=${mCookie.value}`, 'content-type': 'application/x-www-form-urlencoded' }, body: `label=y&_csrf=${mCsrf}` });
+    assert.equal(r.status, 403);
+    // Signing out ends the session server-side: the old cookie is refused.
+    await m.page.click('.signout button');
+    await m.page.waitForURL(`${base}/dashboard/sign-in`);
+    const after = await fetch(`${base}/dashboard/keys`, { redirect: 'manual', headers: { cookie: `gw_dashboard=${mCookie.value}` } });
+    assert.equal(after.status, 302);
+    await m.context.close();
+  });
+});
