@@ -68,8 +68,6 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     ? await startKeyedVariant({ db: o.db, logger: o.logger, authStore, invalidation, settings: { ...KEYED_DEFAULTS, ...o.keyed } })
     : undefined;
   const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin });
-  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', invalidation });
   const dashboard = createDashboard({
     db: o.db,
     logger: o.logger,

@@ -39,8 +39,8 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
       ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
+      ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
     },
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },
