@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../../platform/db';
-import { emitEvent } from './events';
+import { emitEvents } from './events';
 import { effectiveRules } from './rules';
-import { alertEventData } from './alerts';
+import { alertView, type AlertRow } from './alerts';
 import { pruneSamples, takeSamples } from './samples';
 
 // One alert evaluation (the alert-eval schedule, at the metrics interval): take the samples, then,
@@ -48,9 +48,11 @@ const OBSERVED_SQL = `
   org_limits AS (
     SELECT o.id, o.path, o.name, ${OWN_LIMIT('disk_mb')} AS disk_mb, ${OWN_LIMIT('inodes')} AS inodes
     FROM panel_orgs o LEFT JOIN panel_packages p ON p.id = o.package_id),
+  -- every site counts at each org of its path (the path lists the org ids from the root), joined by id
   org_use AS (
     SELECT l.id, l.path, l.name, l.disk_mb AS disk_limit, l.inodes AS inode_limit, sum(u.disk_mb) AS disk_mb, sum(u.inodes) AS inodes
-    FROM org_limits l JOIN site_use u ON u.path LIKE l.path || '%'
+    FROM site_use u CROSS JOIN LATERAL unnest(string_to_array(rtrim(u.path, '/'), '/')) AS anc(id)
+    JOIN org_limits l ON l.id::text = anc.id
     WHERE l.disk_mb IS NOT NULL OR l.inodes IS NOT NULL GROUP BY l.id, l.path, l.name, l.disk_mb, l.inodes)
   SELECT v.key AS rule_key, 'node:' || v.name AS subject, v.name AS node_name, NULL::uuid AS site_id, pl.id AS org_id, pl.path AS org_path, v.value, v.threshold,
     'node ' || v.name || ': ' || replace(v.condition, '{threshold}', v.threshold::text) AS summary
@@ -77,7 +79,7 @@ export interface EvaluationResult {
   ms: number;
 }
 
-type Changed = { id: string; org_id: string };
+type Changed = AlertRow;
 
 /** Takes the samples and evaluates every rule once (see the top of this file). */
 export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
@@ -95,7 +97,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
       await trx.raw(
         `UPDATE panel_alerts a SET state = 'resolved', resolved_at = now()
          WHERE a.state <> 'resolved' AND NOT EXISTS (SELECT 1 FROM alert_observed o WHERE o.rule_key = a.rule_key AND o.subject = a.subject)
-         RETURNING a.id, a.org_id`,
+         RETURNING a.*`,
       )
     ).rows;
     await trx.raw(`INSERT INTO panel_alert_pending (rule_key, subject, since) SELECT rule_key, subject, now() FROM alert_observed ON CONFLICT DO NOTHING`);
@@ -117,7 +119,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
          FROM alert_due d
          WHERE a.id = (SELECT x.id FROM panel_alerts x WHERE x.rule_key = d.rule_key AND x.subject = d.subject AND x.state = 'resolved'
                          AND x.resolved_at >= now() - make_interval(secs => d.reopen_seconds) ORDER BY x.resolved_at DESC LIMIT 1)
-         RETURNING a.id, a.org_id`,
+         RETURNING a.*`,
       )
     ).rows;
     const fired: Changed[] = (
@@ -126,7 +128,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
          SELECT gen_random_uuid(), d.rule_key, d.subject, d.node_name, d.site_id, d.org_id, d.org_path, d.severity, 'open', d.summary, d.value, d.threshold, now(), now()
          FROM alert_due d WHERE NOT EXISTS (SELECT 1 FROM panel_alerts a WHERE a.rule_key = d.rule_key AND a.subject = d.subject AND a.state <> 'resolved')
          ON CONFLICT (rule_key, subject) WHERE state <> 'resolved' DO NOTHING
-         RETURNING id, org_id`,
+         RETURNING *`,
       )
     ).rows;
     const history = [...fired.map((a) => ({ a, kind: 'fired' })), ...reopened.map((a) => ({ a, kind: 'reopened' })), ...resolved.map((a) => ({ a, kind: 'resolved' }))];
@@ -146,7 +148,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
 
 /** One alert.fired / alert.resolved event per changed alert, with the alert as it is now. */
 async function emitAlertEvents(trx: Knex.Transaction, fired: Changed[], resolved: Changed[]): Promise<number> {
-  const changed = [...fired.map((a) => ({ ...a, type: 'alert.fired' })), ...resolved.map((a) => ({ ...a, type: 'alert.resolved' }))];
-  for (const c of changed) await emitEvent(trx, c.org_id, c.type, await alertEventData(trx, c.id));
-  return changed.length;
+  const events = [...fired.map((a) => ({ a, type: 'alert.fired' })), ...resolved.map((a) => ({ a, type: 'alert.resolved' }))];
+  await emitEvents(trx, events.map(({ a, type }) => ({ orgId: a.org_id, type, data: { alert: alertView(a) } })));
+  return events.length;
 }

@@ -145,27 +145,33 @@ export async function redeliver(db: Db, temporal: Client, settings: WebhookSetti
   return view;
 }
 
+/** A delivery handed to Temporal whose first attempt has not been made this long after is handed over again. */
+const START_LEASE = '5 minutes';
+
 /**
  * Starts the workflow of every delivery not handed to Temporal yet (events recorded by emitEvent
- * anywhere); a start that fails is given back, so the next call retries it. Returns how many started.
+ * anywhere), and again of any whose start was lost (a crash between the claim and the start; a
+ * second start of a running one is a no-op). A start that fails gives the rest back, so the next
+ * call retries them. Returns how many started.
  */
 export async function startPendingDeliveries(db: Db, temporal: Client, settings: WebhookSettings): Promise<number> {
   const { rows } = await db.raw(
     `UPDATE panel_webhook_deliveries d SET started_at = now()
-     FROM (SELECT id FROM panel_webhook_deliveries WHERE started_at IS NULL ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED) p, panel_webhook_endpoints e
+     FROM (SELECT id FROM panel_webhook_deliveries
+           WHERE started_at IS NULL OR (status = 'pending' AND attempts = 0 AND started_at < now() - interval '${START_LEASE}')
+           ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED) p, panel_webhook_endpoints e
      WHERE d.id = p.id AND e.id = d.endpoint_id RETURNING d.id, e.org_id`,
   );
-  let started = 0;
-  for (const r of rows as Array<{ id: string; org_id: string }>) {
+  const claimed = rows as Array<{ id: string; org_id: string }>;
+  for (let i = 0; i < claimed.length; i++) {
     try {
-      await startWebhookDelivery(temporal, settings, r.id, r.org_id);
-      started++;
+      await startWebhookDelivery(temporal, settings, claimed[i].id, claimed[i].org_id);
     } catch (err) {
-      await db('panel_webhook_deliveries').where({ id: r.id }).update({ started_at: null });
+      await db('panel_webhook_deliveries').whereIn('id', claimed.slice(i).map((r) => r.id)).update({ started_at: null });
       throw err;
     }
   }
-  return started;
+  return claimed.length;
 }
 
 export interface AttemptOutcome {
