@@ -12,9 +12,10 @@ import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';
 import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
-import { ensureAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
+import { ensureAlertEvalSchedule, removeAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
+import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
@@ -49,7 +50,7 @@ export interface PanelRuntimeOptions {
    */
   hosting?: PanelHostingOptions;
   /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries (tests shorten them) */
-  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry> };
+  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry>; dispatchEveryMs?: number };
 }
 
 export interface PanelHostingOptions {
@@ -184,6 +185,11 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(runWorker(worker).stop);
   // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
+  else await removeAlertEvalSchedule(temporal);
+  // Events recorded anywhere (emitEvent) get their webhook deliveries started within seconds.
+  const dispatch = setInterval(() => startPendingDeliveries(o.db, temporal, webhookSettings(o)).catch((err) => o.logger.warn({ err }, 'starting webhook deliveries failed')), o.webhooks?.dispatchEveryMs ?? 5000);
+  dispatch.unref();
+  stops.push(async () => clearInterval(dispatch));
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));

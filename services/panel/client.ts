@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type ScheduleOptions } from '@temporalio/client';
 import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../workflows/panel/alerts';
@@ -139,7 +139,7 @@ export async function ensureAlertEvalSchedule(temporal: Client, intervalMs: numb
   const options: Omit<ScheduleOptions, 'scheduleId'> = {
     spec: { intervals: [{ every: intervalMs }] },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
-    action: { type: 'startWorkflow', workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow }, taskQueue: webhooks.taskQueue, args: [{ webhooks }], workflowId: 'alert-eval' },
+    action: { type: 'startWorkflow', workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow }, taskQueue: webhooks.taskQueue, args: [{ webhooks }], workflowId: 'alert-eval', memo: { what: 'alert evaluation: samples node metrics, evaluates the alert rules, hands new webhook deliveries to Temporal' } },
     memo: { purpose: 'takes node metric samples and evaluates the alert rules (opens, re-opens and resolves alerts, emits alert.fired / alert.resolved)' },
   };
   try {
@@ -147,5 +147,14 @@ export async function ensureAlertEvalSchedule(temporal: Client, intervalMs: numb
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
     await temporal.schedule.getHandle(ALERT_EVAL_SCHEDULE_ID).update((prev) => ({ ...prev, spec: options.spec, action: options.action, policies: { ...prev.policies, overlap: ScheduleOverlapPolicy.SKIP } }));
+  }
+}
+
+/** Without -metrics-interval nothing is sampled: the schedule of an earlier start is removed. */
+export async function removeAlertEvalSchedule(temporal: Client): Promise<void> {
+  try {
+    await temporal.schedule.getHandle(ALERT_EVAL_SCHEDULE_ID).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
   }
 }

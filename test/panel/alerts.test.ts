@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import type { Heartbeat } from '../../domain/panel/node-ops';
 import { BUILT_IN_RULES } from '../../domain/panel/alerts';
 import { evaluateAlerts } from '../../services/panel/alerts/evaluate';
@@ -317,6 +317,17 @@ describe('panel: alerts without -metrics-interval', function () {
       assert.deepEqual(chart.json.points, []);
     } finally {
       await panel.close();
+    }
+  });
+
+  it('removes the alert-eval schedule of an earlier start', async () => {
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    const hosting = await startHostingPanel({ flags: [] });
+    try {
+      await assert.rejects(new Client({ connection }).schedule.getHandle(ALERT_EVAL_SCHEDULE_ID).describe(), ScheduleNotFoundError);
+    } finally {
+      await hosting.close();
+      await connection.close();
     }
   });
 });
