@@ -275,6 +275,10 @@ describe('panel: metrics samples, alert rules and alerts', function () {
     await rule('node_heartbeat', { enabled: false });
     await evaluateAlerts(env.db);
     await env.db('panel_sites').where({ id: siteId }).delete();
+    // the account can still be deleted: its alerts and events go with it
+    const gone = await provider.client.del(`/v1/orgs/${customer.id}`, { confirm: customer.id });
+    assert.equal(gone.status, 204, JSON.stringify(gone.json));
+    assert.equal((await admin.get(`/v1/alerts/${quota[0].id}`)).status, 404);
   });
 
   it('runs the evaluation from the alert-eval schedule', async () => {
