@@ -49,7 +49,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('node_name');
     t.uuid('site_id');
     t.uuid('org_id').notNullable().references('id').inTable('panel_orgs').onDelete('CASCADE');
-    t.text('org_path').notNullable();
+    t.specificType('org_path', 'text COLLATE "C"').notNullable(); // a subtree's alerts: one index range scan (LIKE prefix)
     t.text('severity').notNullable();
     t.text('state').notNullable().checkIn(['open', 'acknowledged', 'resolved'], 'panel_alerts_state');
     t.text('summary').notNullable();

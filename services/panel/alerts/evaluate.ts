@@ -79,8 +79,6 @@ export interface EvaluationResult {
   ms: number;
 }
 
-type Changed = AlertRow;
-
 /** Takes the samples and evaluates every rule once (see the top of this file). */
 export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
   const started = process.hrtime.bigint();
@@ -93,7 +91,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
     const observed = Number((await trx.raw('SELECT count(*) AS n FROM alert_observed')).rows[0].n);
     // Cleared conditions: forget them, resolve their alerts.
     await trx.raw(`DELETE FROM panel_alert_pending p WHERE NOT EXISTS (SELECT 1 FROM alert_observed o WHERE o.rule_key = p.rule_key AND o.subject = p.subject)`);
-    const resolved: Changed[] = (
+    const resolved: AlertRow[] = (
       await trx.raw(
         `UPDATE panel_alerts a SET state = 'resolved', resolved_at = now()
          WHERE a.state <> 'resolved' AND NOT EXISTS (SELECT 1 FROM alert_observed o WHERE o.rule_key = a.rule_key AND o.subject = a.subject)
@@ -112,7 +110,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
        JOIN jsonb_to_recordset(?::jsonb) AS r(key text, severity text, reopen_seconds int) ON r.key = d.rule_key`,
       [JSON.stringify(rules.map((x) => ({ key: x.key, for_seconds: x.for_seconds }))), JSON.stringify(rules.map((x) => ({ key: x.key, severity: x.severity, reopen_seconds: x.reopen_seconds })))],
     );
-    const reopened: Changed[] = (
+    const reopened: AlertRow[] = (
       await trx.raw(
         `UPDATE panel_alerts a SET state = 'open', reopened = a.reopened + 1, fired_at = now(), acknowledged_at = NULL, resolved_at = NULL,
            value = d.value, threshold = d.threshold, severity = d.severity, summary = d.summary
@@ -122,7 +120,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
          RETURNING a.*`,
       )
     ).rows;
-    const fired: Changed[] = (
+    const fired: AlertRow[] = (
       await trx.raw(
         `INSERT INTO panel_alerts (id, rule_key, subject, node_name, site_id, org_id, org_path, severity, state, summary, value, threshold, opened_at, fired_at)
          SELECT gen_random_uuid(), d.rule_key, d.subject, d.node_name, d.site_id, d.org_id, d.org_path, d.severity, 'open', d.summary, d.value, d.threshold, now(), now()
@@ -147,7 +145,7 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
 }
 
 /** One alert.fired / alert.resolved event per changed alert, with the alert as it is now. */
-async function emitAlertEvents(trx: Knex.Transaction, fired: Changed[], resolved: Changed[]): Promise<number> {
+async function emitAlertEvents(trx: Knex.Transaction, fired: AlertRow[], resolved: AlertRow[]): Promise<number> {
   const events = [...fired.map((a) => ({ a, type: 'alert.fired' })), ...resolved.map((a) => ({ a, type: 'alert.resolved' }))];
   await emitEvents(trx, events.map(({ a, type }) => ({ orgId: a.org_id, type, data: { alert: alertView(a) } })));
   return events.length;
