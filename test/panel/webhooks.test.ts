@@ -217,5 +217,13 @@ describe('panel: webhooks', function () {
     assert.equal((await other.client.get(`/v1/webhook-deliveries/${deliveryId}`)).status, 404);
     assert.equal((await customer.client.get(`/v1/webhooks/${mine.json.id}/deliveries`)).status, 404);
     assert.equal((await other.client.del(`/v1/webhooks/${mine.json.id}`)).status, 404);
+    assert.equal((await other.client.patch(`/v1/webhooks/${mine.json.id}`, { enabled: false })).status, 404);
+    // disabled, it gets nothing; a bad change changes nothing
+    assert.equal((await provider.client.patch(`/v1/webhooks/${mine.json.id}`, { url: 'http://10.0.0.1/', enabled: false })).status, 400);
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].enabled, true);
+    const off = await provider.client.patch(`/v1/webhooks/${mine.json.id}`, { enabled: false });
+    assert.equal(off.status, 200, JSON.stringify(off.json));
+    assert.equal(off.json.enabled, false);
+    assert.equal((await emitEvent(env.db, customer.id, 'alert.fired', {})).deliveries, 0);
   });
 });

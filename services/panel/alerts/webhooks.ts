@@ -57,6 +57,10 @@ async function checkUrl(url: string, allowed: net.BlockList): Promise<URL> {
   return u;
 }
 
+function checkEvents(events: string[]): void {
+  if (!events.length || events.some((t) => !(EVENT_TYPES as readonly string[]).includes(t))) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
+}
+
 const endpointView = (e: { id: string; org_id: string; url: string; events: string[]; enabled: boolean; description: string | null; created_at: Date }) => ({
   id: e.id,
   org_id: e.org_id,
@@ -70,8 +74,7 @@ const endpointView = (e: { id: string; org_id: string; url: string; events: stri
 /** Adds an endpoint on org `orgId`; the secret is in the answer only. */
 export async function createEndpoint(d: WebhookDeps, actor: Actor, orgId: string, input: { url: string; events: string[]; description?: string }) {
   const org = await findInScope(d.db, actor, orgId);
-  const bad = input.events.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));
-  if (bad !== undefined || !input.events.length) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
+  checkEvents(input.events);
   const url = (await checkUrl(input.url, d.allowed)).toString();
   const secret = SECRET_PREFIX + randomBytes(24).toString('base64url');
   return d.db.transaction(async (trx) => {
@@ -93,6 +96,19 @@ async function endpointInScope(q: Q, actor: Actor, id: string) {
 export async function listEndpoints(db: Db, actor: Actor, orgId: string) {
   const org = await findInScope(db, actor, orgId);
   return { endpoints: (await db('panel_webhook_endpoints').where({ org_id: org.id }).orderBy('created_at')).map(endpointView) };
+}
+
+/** Changes an endpoint's URL, events, description or enabled flag (absent fields stay). */
+export async function changeEndpoint(d: WebhookDeps, actor: Actor, id: string, change: { url?: string; events?: string[]; description?: string | null; enabled?: boolean }) {
+  if (change.events !== undefined) checkEvents(change.events);
+  const url = change.url === undefined ? undefined : (await checkUrl(change.url, d.allowed)).toString();
+  return d.db.transaction(async (trx) => {
+    const e = await endpointInScope(trx, actor, id);
+    const after = { url, events: change.events && [...new Set(change.events)], description: change.description, enabled: change.enabled };
+    const [row] = await trx('panel_webhook_endpoints').where({ id: e.id }).update(Object.fromEntries(Object.entries(after).filter(([, v]) => v !== undefined))).returning('*');
+    await audit(trx, actor, { org: { id: e.org_id, path: e.org_path }, action: 'webhook.change', target: { type: 'webhook_endpoint', id: e.id }, before: endpointView(e), after: endpointView(row) });
+    return endpointView(row);
+  });
 }
 
 export async function deleteEndpoint(db: Db, actor: Actor, id: string): Promise<void> {
