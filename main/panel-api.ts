@@ -14,8 +14,10 @@ import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
 import { ensureAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/client';
+import { ensureAlertEvalSchedule, removeAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
+import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
@@ -58,6 +60,7 @@ export interface PanelRuntimeOptions {
   billing?: PanelBillingOptions;
   /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
   backupInspectionMs?: number;
+  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry>; dispatchEveryMs?: number };
 }
 
 /** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
@@ -207,6 +210,11 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
   // the process that runs the hosting node keeps the schedule of its reconciliation passes
   await ensureReconcileSchedule(temporal, reconcileSettings(o));
+  else await removeAlertEvalSchedule(temporal);
+  // Events recorded anywhere (emitEvent) get their webhook deliveries started within seconds.
+  const dispatch = setInterval(() => startPendingDeliveries(o.db, temporal, webhookSettings(o)).catch((err) => o.logger.warn({ err }, 'starting webhook deliveries failed')), o.webhooks?.dispatchEveryMs ?? 5000);
+  dispatch.unref();
+  stops.push(async () => clearInterval(dispatch));
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));

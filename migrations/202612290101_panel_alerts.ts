@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 //   whether they fired (the for-time and "fires once per episode");
 // - panel_alerts / panel_alert_events: alerts (one not resolved per rule and subject) and their history;
 // - panel_events, panel_webhook_endpoints, panel_webhook_deliveries, panel_webhook_attempts.
+// An org's alerts, events and endpoints go with the org (deleted only with nothing below it).
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('panel_node_samples', (t) => {
     t.text('node_name').notNullable().references('name').inTable('panel_nodes').onDelete('CASCADE');
@@ -47,8 +48,8 @@ export async function up(knex: Knex): Promise<void> {
     t.text('subject').notNullable();
     t.text('node_name');
     t.uuid('site_id');
-    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs');
-    t.text('org_path').notNullable();
+    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs').onDelete('CASCADE');
+    t.specificType('org_path', 'text COLLATE "C"').notNullable(); // a subtree's alerts: one index range scan (LIKE prefix)
     t.text('severity').notNullable();
     t.text('state').notNullable().checkIn(['open', 'acknowledged', 'resolved'], 'panel_alerts_state');
     t.text('summary').notNullable();
@@ -77,14 +78,14 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.schema.createTable('panel_events', (t) => {
     t.uuid('id').primary();
-    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs');
+    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs').onDelete('CASCADE');
     t.text('type').notNullable();
     t.jsonb('data').notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
   await knex.schema.createTable('panel_webhook_endpoints', (t) => {
     t.uuid('id').primary();
-    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs');
+    t.uuid('org_id').notNullable().references('id').inTable('panel_orgs').onDelete('CASCADE');
     t.text('url').notNullable();
     t.specificType('events', 'text[]').notNullable();
     /** the signing secret, sealed (platform/secret-box) */
@@ -97,7 +98,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('panel_webhook_deliveries', (t) => {
     t.uuid('id').primary();
     t.uuid('endpoint_id').notNullable().references('id').inTable('panel_webhook_endpoints').onDelete('CASCADE');
-    t.uuid('event_id').notNullable().references('id').inTable('panel_events');
+    t.uuid('event_id').notNullable().references('id').inTable('panel_events').onDelete('CASCADE');
     t.text('status').notNullable().defaultTo('pending').checkIn(['pending', 'delivered', 'failed'], 'panel_webhook_deliveries_status');
     t.integer('attempts').notNullable().defaultTo(0);
     /** the redelivery this one repeats */

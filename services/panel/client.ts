@@ -141,7 +141,7 @@ export async function ensureAlertEvalSchedule(temporal: Client, intervalMs: numb
   const options: Omit<ScheduleOptions, 'scheduleId'> = {
     spec: { intervals: [{ every: intervalMs }] },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
-    action: { type: 'startWorkflow', workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow }, taskQueue: webhooks.taskQueue, args: [{ webhooks }], workflowId: 'alert-eval' },
+    action: { type: 'startWorkflow', workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow }, taskQueue: webhooks.taskQueue, args: [{ webhooks }], workflowId: 'alert-eval', memo: { what: 'alert evaluation: samples node metrics, evaluates the alert rules, hands new webhook deliveries to Temporal' } },
     memo: { purpose: 'takes node metric samples and evaluates the alert rules (opens, re-opens and resolves alerts, emits alert.fired / alert.resolved)' },
   };
   try {
@@ -275,3 +275,12 @@ export { removeInspectionSignal } from '../../domain/panel/backups';
 
 /** The workflow that keeps a restore point extracted for inspection and removes it (`inspection-<id>`). */
 export const inspectionWorkflowId = (inspectionId: string): string => `inspection-${inspectionId}`;
+
+/** Without -metrics-interval nothing is sampled: the schedule of an earlier start is removed. */
+export async function removeAlertEvalSchedule(temporal: Client): Promise<void> {
+  try {
+    await temporal.schedule.getHandle(ALERT_EVAL_SCHEDULE_ID).delete();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+}

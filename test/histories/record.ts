@@ -224,6 +224,7 @@ describe('record workflow histories', function () {
       const platform = (await env.db('panel_orgs').where({ type: 'platform' }).first('id')).id;
       const hook = await admin.post(`/v1/orgs/${platform}/webhooks`, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['alert.fired'] });
       if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.json)}`);
+      await env.db('panel_nodes').update({ metrics_at: null }); // only the node below counts
       const node = `rec-${randomUUID().slice(0, 8)}`;
       await addNode(env.db, null, node);
       const metrics = { bootId: 'b', uptimeSeconds: 1, cpuPercent: 99, load: [0, 0, 0] as [number, number, number], memory: { totalMb: 100, availableMb: 90 }, rootFs: { totalMb: 100, freeMb: 90 }, network: { rxBytes: 0, txBytes: 0 }, sampledAt: new Date().toISOString() };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import type { Heartbeat } from '../../domain/panel/node-ops';
 import { BUILT_IN_RULES } from '../../domain/panel/alerts';
 import { evaluateAlerts } from '../../services/panel/alerts/evaluate';
@@ -245,19 +245,23 @@ describe('panel: metrics samples, alert rules and alerts', function () {
 
   it('shows platform alerts at the root only and soft-quota alerts to the account chain (404 elsewhere)', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { disk_mb: 100 } });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { disk_mb: 100, inodes: 10 } });
     const other = await createOrgWithLogin(admin, { type: 'provider' });
-    // a site of the customer on the hosting node, measured at 90 MB of the account's 100
+    // a site of the customer on the hosting node, measured at 90 MB of the account's 100 and of its own
+    // quota of 100, and at 10 files of the account's 10
     const siteId = randomUUID();
-    await env.db('panel_sites').insert({ id: siteId, org_id: customer.id, domain: `${unique('v')}.example.com`, node_name: 'hosting', quota_mb: 1000, status: 'active', placement: JSON.stringify({}) });
+    await env.db('panel_sites').insert({ id: siteId, org_id: customer.id, domain: `${unique('v')}.example.com`, node_name: 'hosting', quota_mb: 100, status: 'active', placement: JSON.stringify({}) });
     await recordHeartbeat(env.db, 'hosting', heartbeat({}, [{ siteId, diskMb: 90, inodes: 10 }]));
-    await rule('disk_quota_80', { enabled: true });
+    for (const key of ['disk_quota_80', 'disk_quota_100', 'inode_quota_80', 'inode_quota_100']) await rule(key, { enabled: true });
     await rule('node_heartbeat', { enabled: true, threshold: 0 });
     const node = await newNode();
     await evaluateAlerts(env.db);
-    const quota = (await customer.client.get('/v1/alerts')).json.alerts;
-    assert.equal(quota.length, 1, JSON.stringify(quota));
-    assert.equal(quota[0].subject, `org:${customer.id}`);
+    const seen = (await customer.client.get('/v1/alerts')).json.alerts;
+    assert.deepEqual(
+      seen.map((x: { rule: string; subject: string; severity: string }) => `${x.rule} ${x.subject} ${x.severity}`).sort(),
+      [`disk_quota_80 org:${customer.id} warning`, `disk_quota_80 site:${siteId} warning`, `inode_quota_100 org:${customer.id} critical`, `inode_quota_80 org:${customer.id} warning`],
+    );
+    const quota = seen.filter((x: { rule: string; subject: string }) => x.rule === 'disk_quota_80' && x.subject === `org:${customer.id}`);
     assert.equal(quota[0].scope, 'account');
     assert.equal(quota[0].value, 90);
     const nodeAlert = (await alertsOf(node))[0];
@@ -271,10 +275,13 @@ describe('panel: metrics samples, alert rules and alerts', function () {
     assert.equal((await admin.get(`/v1/alerts/${quota[0].id}`)).status, 200);
     const ack = await customer.client.post(`/v1/alerts/${quota[0].id}/acknowledge`, { note: 'cleaning up' });
     assert.equal(ack.json.state, 'acknowledged');
-    await rule('disk_quota_80', { enabled: false });
-    await rule('node_heartbeat', { enabled: false });
+    for (const key of ['disk_quota_80', 'disk_quota_100', 'inode_quota_80', 'inode_quota_100', 'node_heartbeat']) await rule(key, { enabled: false });
     await evaluateAlerts(env.db);
     await env.db('panel_sites').where({ id: siteId }).delete();
+    // the account can still be deleted: its alerts and events go with it
+    const gone = await provider.client.del(`/v1/orgs/${customer.id}`, { confirm: customer.id });
+    assert.equal(gone.status, 204, JSON.stringify(gone.json));
+    assert.equal((await admin.get(`/v1/alerts/${quota[0].id}`)).status, 404);
   });
 
   it('runs the evaluation from the alert-eval schedule', async () => {
@@ -317,6 +324,17 @@ describe('panel: alerts without -metrics-interval', function () {
       assert.deepEqual(chart.json.points, []);
     } finally {
       await panel.close();
+    }
+  });
+
+  it('removes the alert-eval schedule of an earlier start', async () => {
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    const hosting = await startHostingPanel({ flags: [] });
+    try {
+      await assert.rejects(new Client({ connection }).schedule.getHandle(ALERT_EVAL_SCHEDULE_ID).describe(), ScheduleNotFoundError);
+    } finally {
+      await hosting.close();
+      await connection.close();
     }
   });
 });

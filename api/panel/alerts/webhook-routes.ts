@@ -4,13 +4,14 @@ import { z } from 'zod';
 import type { Db } from '../../../platform/db';
 import type { WebhookSettings } from '../../../services/panel/client';
 import { allowList } from '../../../services/panel/alerts/targets';
-import { createEndpoint, deleteEndpoint, getDelivery, listDeliveries, listEndpoints, redeliver } from '../../../services/panel/alerts/webhooks';
+import { changeEndpoint, createEndpoint, deleteEndpoint, getDelivery, listDeliveries, listEndpoints, redeliver } from '../../../services/panel/alerts/webhooks';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 
 // Webhooks (spec 2 section 6, issue 17 item 4), for the org and everything below the caller's:
 //   POST   /v1/orgs/{id}/webhooks {url, events, description?}   → 201 with the secret (shown once)
 //   GET    /v1/orgs/{id}/webhooks
+//   PATCH  /v1/webhooks/{id} {url?, events?, description?, enabled?}
 //   DELETE /v1/webhooks/{id}
 //   GET    /v1/webhooks/{id}/deliveries[?limit]
 //   GET    /v1/webhook-deliveries/{id}                          with its attempts
@@ -26,6 +27,7 @@ export interface WebhookRouteOptions {
 }
 
 const endpointBody = z.strictObject({ url: z.string().min(1).max(2000), events: z.array(z.string()).min(1).max(20), description: z.string().max(200).optional() });
+const endpointChange = z.strictObject({ url: z.string().min(1).max(2000).optional(), events: z.array(z.string()).max(20).optional(), description: z.string().max(200).nullable().optional(), enabled: z.boolean().optional() });
 const limitQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) });
 
 export function webhookRoutes(o: WebhookRouteOptions): Router {
@@ -38,6 +40,9 @@ export function webhookRoutes(o: WebhookRouteOptions): Router {
   });
   r.get('/orgs/:id/webhooks', async (ctx) => {
     ctx.body = await listEndpoints(o.db, principalOf(ctx), ctx.params.id);
+  });
+  r.patch('/webhooks/:id', async (ctx) => {
+    ctx.body = await changeEndpoint(deps, principalOf(ctx), ctx.params.id, await bodyOf(ctx, endpointChange));
   });
   r.delete('/webhooks/:id', async (ctx) => {
     await deleteEndpoint(o.db, principalOf(ctx), ctx.params.id);

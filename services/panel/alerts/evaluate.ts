@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../../platform/db';
-import { emitEvent } from './events';
+import { emitEvents } from './events';
 import { effectiveRules } from './rules';
-import { alertEventData } from './alerts';
+import { alertView, type AlertRow } from './alerts';
 import { pruneSamples, takeSamples } from './samples';
 
 // One alert evaluation (the alert-eval schedule, at the metrics interval): take the samples, then,
@@ -48,9 +48,11 @@ const OBSERVED_SQL = `
   org_limits AS (
     SELECT o.id, o.path, o.name, ${OWN_LIMIT('disk_mb')} AS disk_mb, ${OWN_LIMIT('inodes')} AS inodes
     FROM panel_orgs o LEFT JOIN panel_packages p ON p.id = o.package_id),
+  -- every site counts at each org of its path (the path lists the org ids from the root), joined by id
   org_use AS (
     SELECT l.id, l.path, l.name, l.disk_mb AS disk_limit, l.inodes AS inode_limit, sum(u.disk_mb) AS disk_mb, sum(u.inodes) AS inodes
-    FROM org_limits l JOIN site_use u ON u.path LIKE l.path || '%'
+    FROM site_use u CROSS JOIN LATERAL unnest(string_to_array(rtrim(u.path, '/'), '/')) AS anc(id)
+    JOIN org_limits l ON l.id::text = anc.id
     WHERE l.disk_mb IS NOT NULL OR l.inodes IS NOT NULL GROUP BY l.id, l.path, l.name, l.disk_mb, l.inodes)
   SELECT v.key AS rule_key, 'node:' || v.name AS subject, v.name AS node_name, NULL::uuid AS site_id, pl.id AS org_id, pl.path AS org_path, v.value, v.threshold,
     'node ' || v.name || ': ' || replace(v.condition, '{threshold}', v.threshold::text) AS summary
@@ -77,8 +79,6 @@ export interface EvaluationResult {
   ms: number;
 }
 
-type Changed = { id: string; org_id: string };
-
 /** Takes the samples and evaluates every rule once (see the top of this file). */
 export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
   const started = process.hrtime.bigint();
@@ -91,11 +91,11 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
     const observed = Number((await trx.raw('SELECT count(*) AS n FROM alert_observed')).rows[0].n);
     // Cleared conditions: forget them, resolve their alerts.
     await trx.raw(`DELETE FROM panel_alert_pending p WHERE NOT EXISTS (SELECT 1 FROM alert_observed o WHERE o.rule_key = p.rule_key AND o.subject = p.subject)`);
-    const resolved: Changed[] = (
+    const resolved: AlertRow[] = (
       await trx.raw(
         `UPDATE panel_alerts a SET state = 'resolved', resolved_at = now()
          WHERE a.state <> 'resolved' AND NOT EXISTS (SELECT 1 FROM alert_observed o WHERE o.rule_key = a.rule_key AND o.subject = a.subject)
-         RETURNING a.id, a.org_id`,
+         RETURNING a.*`,
       )
     ).rows;
     await trx.raw(`INSERT INTO panel_alert_pending (rule_key, subject, since) SELECT rule_key, subject, now() FROM alert_observed ON CONFLICT DO NOTHING`);
@@ -110,23 +110,23 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
        JOIN jsonb_to_recordset(?::jsonb) AS r(key text, severity text, reopen_seconds int) ON r.key = d.rule_key`,
       [JSON.stringify(rules.map((x) => ({ key: x.key, for_seconds: x.for_seconds }))), JSON.stringify(rules.map((x) => ({ key: x.key, severity: x.severity, reopen_seconds: x.reopen_seconds })))],
     );
-    const reopened: Changed[] = (
+    const reopened: AlertRow[] = (
       await trx.raw(
         `UPDATE panel_alerts a SET state = 'open', reopened = a.reopened + 1, fired_at = now(), acknowledged_at = NULL, resolved_at = NULL,
            value = d.value, threshold = d.threshold, severity = d.severity, summary = d.summary
          FROM alert_due d
          WHERE a.id = (SELECT x.id FROM panel_alerts x WHERE x.rule_key = d.rule_key AND x.subject = d.subject AND x.state = 'resolved'
                          AND x.resolved_at >= now() - make_interval(secs => d.reopen_seconds) ORDER BY x.resolved_at DESC LIMIT 1)
-         RETURNING a.id, a.org_id`,
+         RETURNING a.*`,
       )
     ).rows;
-    const fired: Changed[] = (
+    const fired: AlertRow[] = (
       await trx.raw(
         `INSERT INTO panel_alerts (id, rule_key, subject, node_name, site_id, org_id, org_path, severity, state, summary, value, threshold, opened_at, fired_at)
          SELECT gen_random_uuid(), d.rule_key, d.subject, d.node_name, d.site_id, d.org_id, d.org_path, d.severity, 'open', d.summary, d.value, d.threshold, now(), now()
          FROM alert_due d WHERE NOT EXISTS (SELECT 1 FROM panel_alerts a WHERE a.rule_key = d.rule_key AND a.subject = d.subject AND a.state <> 'resolved')
          ON CONFLICT (rule_key, subject) WHERE state <> 'resolved' DO NOTHING
-         RETURNING id, org_id`,
+         RETURNING *`,
       )
     ).rows;
     const history = [...fired.map((a) => ({ a, kind: 'fired' })), ...reopened.map((a) => ({ a, kind: 'reopened' })), ...resolved.map((a) => ({ a, kind: 'resolved' }))];
@@ -145,8 +145,8 @@ export async function evaluateAlerts(db: Db): Promise<EvaluationResult> {
 }
 
 /** One alert.fired / alert.resolved event per changed alert, with the alert as it is now. */
-async function emitAlertEvents(trx: Knex.Transaction, fired: Changed[], resolved: Changed[]): Promise<number> {
-  const changed = [...fired.map((a) => ({ ...a, type: 'alert.fired' })), ...resolved.map((a) => ({ ...a, type: 'alert.resolved' }))];
-  for (const c of changed) await emitEvent(trx, c.org_id, c.type, await alertEventData(trx, c.id));
-  return changed.length;
+async function emitAlertEvents(trx: Knex.Transaction, fired: AlertRow[], resolved: AlertRow[]): Promise<number> {
+  const events = [...fired.map((a) => ({ a, type: 'alert.fired' })), ...resolved.map((a) => ({ a, type: 'alert.resolved' }))];
+  await emitEvents(trx, events.map(({ a, type }) => ({ orgId: a.org_id, type, data: { alert: alertView(a) } })));
+  return events.length;
 }

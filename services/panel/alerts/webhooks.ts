@@ -57,6 +57,10 @@ async function checkUrl(url: string, allowed: net.BlockList): Promise<URL> {
   return u;
 }
 
+function checkEvents(events: string[]): void {
+  if (!events.length || events.some((t) => !(EVENT_TYPES as readonly string[]).includes(t))) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
+}
+
 const endpointView = (e: { id: string; org_id: string; url: string; events: string[]; enabled: boolean; description: string | null; created_at: Date }) => ({
   id: e.id,
   org_id: e.org_id,
@@ -70,8 +74,7 @@ const endpointView = (e: { id: string; org_id: string; url: string; events: stri
 /** Adds an endpoint on org `orgId`; the secret is in the answer only. */
 export async function createEndpoint(d: WebhookDeps, actor: Actor, orgId: string, input: { url: string; events: string[]; description?: string }) {
   const org = await findInScope(d.db, actor, orgId);
-  const bad = input.events.find((t) => !(EVENT_TYPES as readonly string[]).includes(t));
-  if (bad !== undefined || !input.events.length) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
+  checkEvents(input.events);
   const url = (await checkUrl(input.url, d.allowed)).toString();
   const secret = SECRET_PREFIX + randomBytes(24).toString('base64url');
   return d.db.transaction(async (trx) => {
@@ -93,6 +96,19 @@ async function endpointInScope(q: Q, actor: Actor, id: string) {
 export async function listEndpoints(db: Db, actor: Actor, orgId: string) {
   const org = await findInScope(db, actor, orgId);
   return { endpoints: (await db('panel_webhook_endpoints').where({ org_id: org.id }).orderBy('created_at')).map(endpointView) };
+}
+
+/** Changes an endpoint's URL, events, description or enabled flag (absent fields stay). */
+export async function changeEndpoint(d: WebhookDeps, actor: Actor, id: string, change: { url?: string; events?: string[]; description?: string | null; enabled?: boolean }) {
+  if (change.events !== undefined) checkEvents(change.events);
+  const url = change.url === undefined ? undefined : (await checkUrl(change.url, d.allowed)).toString();
+  return d.db.transaction(async (trx) => {
+    const e = await endpointInScope(trx, actor, id);
+    const after = { url, events: change.events && [...new Set(change.events)], description: change.description, enabled: change.enabled };
+    const [row] = await trx('panel_webhook_endpoints').where({ id: e.id }).update(Object.fromEntries(Object.entries(after).filter(([, v]) => v !== undefined))).returning('*');
+    await audit(trx, actor, { org: { id: e.org_id, path: e.org_path }, action: 'webhook.change', target: { type: 'webhook_endpoint', id: e.id }, before: endpointView(e), after: endpointView(row) });
+    return endpointView(row);
+  });
 }
 
 export async function deleteEndpoint(db: Db, actor: Actor, id: string): Promise<void> {
@@ -145,27 +161,33 @@ export async function redeliver(db: Db, temporal: Client, settings: WebhookSetti
   return view;
 }
 
+/** A delivery handed to Temporal whose first attempt has not been made this long after is handed over again. */
+const START_LEASE = '5 minutes';
+
 /**
  * Starts the workflow of every delivery not handed to Temporal yet (events recorded by emitEvent
- * anywhere); a start that fails is given back, so the next call retries it. Returns how many started.
+ * anywhere), and again of any whose start was lost (a crash between the claim and the start; a
+ * second start of a running one is a no-op). A start that fails gives the rest back, so the next
+ * call retries them. Returns how many started.
  */
 export async function startPendingDeliveries(db: Db, temporal: Client, settings: WebhookSettings): Promise<number> {
   const { rows } = await db.raw(
     `UPDATE panel_webhook_deliveries d SET started_at = now()
-     FROM (SELECT id FROM panel_webhook_deliveries WHERE started_at IS NULL ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED) p, panel_webhook_endpoints e
+     FROM (SELECT id FROM panel_webhook_deliveries
+           WHERE started_at IS NULL OR (status = 'pending' AND attempts = 0 AND started_at < now() - interval '${START_LEASE}')
+           ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED) p, panel_webhook_endpoints e
      WHERE d.id = p.id AND e.id = d.endpoint_id RETURNING d.id, e.org_id`,
   );
-  let started = 0;
-  for (const r of rows as Array<{ id: string; org_id: string }>) {
+  const claimed = rows as Array<{ id: string; org_id: string }>;
+  for (let i = 0; i < claimed.length; i++) {
     try {
-      await startWebhookDelivery(temporal, settings, r.id, r.org_id);
-      started++;
+      await startWebhookDelivery(temporal, settings, claimed[i].id, claimed[i].org_id);
     } catch (err) {
-      await db('panel_webhook_deliveries').where({ id: r.id }).update({ started_at: null });
+      await db('panel_webhook_deliveries').whereIn('id', claimed.slice(i).map((r) => r.id)).update({ started_at: null });
       throw err;
     }
   }
-  return started;
+  return claimed.length;
 }
 
 export interface AttemptOutcome {
