@@ -7,6 +7,8 @@ import { SA } from '../../domain/shared/search-attributes';
 import { sha256 } from '../../platform/hosting-node/files';
 import type { PanelRuntime } from '../../main/panel-api';
 import { specOf } from '../../services/panel/sites/sites';
+import { RECONCILE_SCHEDULE_ID } from '../../services/panel/client';
+import { parsePanelFlags } from '../../platform/panel-flags';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 import { runPass, setPolicy, siteActive, waitPass } from '../helpers/reconcile';
 import { env } from '../setup/env';
@@ -236,5 +238,42 @@ describe('panel: reconciliation passes of the hosting node', function () {
     await waitPass(admin, x.json.pass.id);
     if (again.status === 202) await waitPass(admin, again.json.pass.id);
     assert.equal((await env.db('panel_reconcile_passes').where({ status: 'running' })).length, 0);
+  });
+  it('the schedule starts passes of its own (reconcile-scheduled-<time>, trigger schedule)', async () => {
+    const handle = temporal.schedule.getHandle(RECONCILE_SCHEDULE_ID);
+    const desc = await handle.describe();
+    assert.equal(desc.action.type, 'startWorkflow');
+    assert.equal((desc.action as { taskQueue: string }).taskQueue, host.taskQueue);
+    await handle.trigger();
+    const deadline = Date.now() + 30_000;
+    let pass;
+    for (;;) {
+      pass = await env.db('panel_reconcile_passes').where({ trigger: 'schedule' }).whereNot({ status: 'running' }).orderBy('started_at', 'desc').first();
+      if (pass) break;
+      if (Date.now() > deadline) throw new Error('the scheduled pass did not run');
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.match(pass.id, /^scheduled-/);
+    assert.equal(pass.status, 'done');
+    const report = await waitPass(admin, pass.id);
+    assert.equal(report.workflow_id, `reconcile-${pass.id}`);
+    assert.ok(report.sites >= 4);
+  });
+
+  it('-reconcile off: the summary says so and no pass can be started; -reconcile-interval is checked', async () => {
+    const off = await startPanel({ flags: ['-reconcile', 'off'], nodeOps: { taskQueue: host.taskQueue } });
+    try {
+      const c = await platformAdmin(off.url);
+      const sum = await c.get('/v1/reconcile');
+      assert.equal(sum.json.mode, 'off');
+      assert.equal(sum.json.next_pass_at, null);
+      const run = await c.post('/v1/reconcile/run');
+      assert.equal(run.status, 409);
+      assert.match(run.json.error.message, /-reconcile off/);
+    } finally {
+      await off.close();
+    }
+    assert.equal(parsePanelFlags(['-reconcile-interval', '30m']).reconcileIntervalMs, 1_800_000);
+    assert.throws(() => parsePanelFlags(['-reconcile-interval', '5s']), /-reconcile-interval "5s"/);
   });
 });
