@@ -98,7 +98,9 @@ describe('panel: reconciliation passes of the hosting node', function () {
     // a pass is a workflow the Temporal UI finds by its id, with its memo in words
     const d = await temporal.workflow.getHandle(`reconcile-${pass.id}`).describe();
     assert.equal(d.status.name, 'COMPLETED');
-    assert.match(String((await d.memo)?.what), /reconciliation pass over every site on the hosting node/);
+    const memo = await d.memo;
+    assert.match(String(memo?.what), /reconciliation pass over every site on the hosting node/);
+    assert.match(String(memo?.outcome), /sites checked \(.*in sync.*\); 0 rewritten/);
     assert.equal(d.typedSearchAttributes.get(SA.Kind), 'reconcile');
   });
 
