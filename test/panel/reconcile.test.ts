@@ -9,7 +9,9 @@ import type { PanelRuntime } from '../../main/panel-api';
 import { specOf } from '../../services/panel/sites/sites';
 import { RECONCILE_SCHEDULE_ID } from '../../services/panel/client';
 import { parsePanelFlags } from '../../platform/panel-flags';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { insertLogin } from '../../services/panel/logins/logins';
+import { hashPassword } from '../../services/panel/logins/passwords';
 import { runPass, setPolicy, siteActive, waitPass } from '../helpers/reconcile';
 import { env } from '../setup/env';
 
@@ -104,12 +106,23 @@ describe('panel: reconciliation passes of the hosting node', function () {
     assert.equal(d.typedSearchAttributes.get(SA.Kind), 'reconcile');
   });
 
-  it('reconciliation pages belong to the platform: 404 to other orgs, policy changes and runs refused to non-admins', async () => {
+  it('reconciliation pages belong to the platform: 404 to other orgs; a platform read_only login reads but gets 403 on runs and policy changes', async () => {
     for (const c of [provider.client, customer.client]) {
       assert.equal((await c.get('/v1/reconcile')).status, 404);
       assert.equal((await c.post('/v1/reconcile/run')).status, 404);
       assert.equal((await c.get(`/v1/reconcile/sites/${sites.a.id}`)).status, 404);
       assert.equal((await c.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'remediate' })).status, 404);
+    }
+    // a platform read_only login reads, and is refused what changes things
+    const username = unique('ro');
+    const platform = await env.db('panel_orgs').whereNull('parent_id').first('id', 'type');
+    await env.db.transaction(async (trx) => insertLogin(trx, platform, { username, passwordHash: await hashPassword('temporary-pass-1'), role: 'read_only' }));
+    const ro = await signInFresh(host.url, username, 'temporary-pass-1');
+    assert.equal((await ro.get('/v1/reconcile')).status, 200);
+    assert.equal((await ro.get(`/v1/reconcile/sites/${sites.a.id}`)).status, 200);
+    for (const r of [await ro.post('/v1/reconcile/run'), await ro.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'remediate' })]) {
+      assert.equal(r.status, 403, JSON.stringify(r.json));
+      assert.equal(r.json.error.code, 'forbidden');
     }
     assert.equal((await admin.get(`/v1/reconcile/sites/${randomUUID()}`)).status, 404);
     const bad = await admin.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'fix-it' });
