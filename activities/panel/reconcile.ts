@@ -97,7 +97,12 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
     const todo = sites.filter((s) => recorded.get(s.id)?.phase !== 'done');
     const checked = todo.map((s) => ({ site: s, ...inspect(s) }));
     const rewrite = checked.filter((c) => recorded.get(c.site.id)?.phase === 'remediating' || shouldRemediate(p.mode, c.site.policy, c.verdict));
-    for (const c of rewrite) c.result.remediation = recorded.get(c.site.id)?.remediation ?? plan(c.files);
+    for (const c of rewrite) {
+      const intent = recorded.get(c.site.id);
+      // a rewrite begun before a crash may have happened already: what was found then is the verdict
+      if (intent?.phase === 'remediating') Object.assign(c.result, { status: intent.status, findings: intent.findings, remediation: intent.remediation });
+      else c.result.remediation = plan(c.files);
+    }
     await recordIntents(deps.db, p.passId, rewrite.map((c) => c.result));
     heartbeat({ passId: p.passId, after: p.after, phase: 'rewriting', sites: rewrite.length });
     if (rewrite.length) {
