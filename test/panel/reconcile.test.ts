@@ -189,6 +189,13 @@ describe('panel: reconciliation passes of the hosting node', function () {
     assert.equal(ev.detail.files[0].old_digest, sha256(editedA));
     assert.ok(ev.detail.files[0].diff.includes('+# hand-made change'));
     assert.equal((await view('b')).status, 'drift');
+    const listed = await admin.get('/v1/reconcile/sites?status=drift&limit=500');
+    assert.equal(listed.status, 200, JSON.stringify(listed.json));
+    const driftIds = listed.json.sites.map((x: { site_id: string }) => x.site_id);
+    assert.ok(driftIds.includes(sites.b.id) && !driftIds.includes(sites.a.id), JSON.stringify(listed.json));
+    const optedIn = await admin.get('/v1/reconcile/sites?policy=remediate&limit=500');
+    assert.deepEqual(optedIn.json.sites.filter((x: { site_id: string }) => Object.values(sites).some((y) => y.id === x.site_id)).map((x: { site_id: string }) => x.site_id), [sites.a.id]);
+    assert.equal((await admin.get('/v1/reconcile/sites?status=bogus')).status, 400);
     const log = rewrites(host.root);
     assert.equal(log.length, 1);
     assert.equal(log[0].site, sites.a.id);
