@@ -1,10 +1,9 @@
 import { heartbeat } from '@temporalio/activity';
 import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck, type ReconcileMode, type SiteVerdict } from '../../domain/panel/reconcile';
-import type { OperationResult, SiteSpec } from '../../domain/panel/node-ops';
+import type { SiteSpec } from '../../domain/panel/node-ops';
 import type { Db } from '../../platform/db';
 import { sha256 } from '../../platform/hosting-node/files';
-import type { ManagedRead } from '../../platform/hosting-node/managed-files';
-import type { RenderedFile } from '../../platform/hosting-node';
+import type { HostingNode } from '../../platform/hosting-node';
 import {
   failPass as fail,
   finishPass as finish,
@@ -23,14 +22,7 @@ import {
 import { specOf } from '../../services/panel/sites/sites';
 
 /** What reconciliation needs of the panel's own hosting node (platform/hosting-node `HostingNode`). */
-export interface ReconcileNode {
-  root: string;
-  renderSite(s: SiteSpec): RenderedFile[];
-  appliedSite(siteId: string): SiteSpec | null;
-  readManaged(file: string): ManagedRead;
-  listManaged(): string[];
-  rewriteSites(batch: Array<{ opId: string; site: SiteSpec }>): Promise<OperationResult[]>;
-}
+export type ReconcileNode = Pick<HostingNode, 'root' | 'renderSite' | 'appliedSite' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
 
 export interface ReconcileActivityDeps {
   db: Db;
@@ -105,7 +97,12 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
     const todo = sites.filter((s) => recorded.get(s.id)?.phase !== 'done');
     const checked = todo.map((s) => ({ site: s, ...inspect(s) }));
     const rewrite = checked.filter((c) => recorded.get(c.site.id)?.phase === 'remediating' || shouldRemediate(p.mode, c.site.policy, c.verdict));
-    for (const c of rewrite) c.result.remediation = recorded.get(c.site.id)?.remediation ?? plan(c.files);
+    for (const c of rewrite) {
+      const intent = recorded.get(c.site.id);
+      // a rewrite begun before a crash may have happened already: what was found then is the verdict
+      if (intent?.phase === 'remediating') Object.assign(c.result, { status: intent.status, findings: intent.findings, remediation: intent.remediation });
+      else c.result.remediation = plan(c.files);
+    }
     await recordIntents(deps.db, p.passId, rewrite.map((c) => c.result));
     heartbeat({ passId: p.passId, after: p.after, phase: 'rewriting', sites: rewrite.length });
     if (rewrite.length) {

@@ -366,6 +366,13 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
 
   /** The reconciliation rewrite of a batch (HostingNode.rewriteSites), run in the operation queue. */
+  const rewriteLog = `${p.state}/reconcile.log`;
+  /** op ids in reconcile.log (read once): a rewrite is logged once however often it is retried */
+  let logged: Set<string> | null = null;
+  const loggedRewrites = (): Set<string> => {
+    logged ??= new Set((readIfExists(rewriteLog) ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { op: string; failed?: string }).filter((l) => !l.failed).map((l) => l.op));
+    return logged;
+  };
   const rewriteBatch = async (batch: Array<{ opId: string; site: SiteSpec }>): Promise<OperationResult[]> => {
     const todo = batch.filter((b) => !Object.hasOwn(ops, b.opId));
     const refusal = (s: SiteSpec): string | null => {
@@ -381,36 +388,40 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const { site } of go) for (const f of possibleFiles(site.domain)) wanted.set(f, null);
     for (const { site } of go) for (const f of managedFiles(site)) wanted.set(f.path, f.text);
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
+    const at = new Date().toISOString();
+    const planned = go.map((b) => {
+      const rendered = managedFiles(b.site);
+      const files = rendered.map((f) => ({ kind: f.kind, path: f.path, old_digest: before.get(f.path) == null ? null : sha256(before.get(f.path)!), new_digest: sha256(f.text) }));
+      // files already as rendered (a retry after a crash that wrote them): nothing is overwritten now
+      return { b, files, overwrites: rendered.some((f) => before.get(f.path) !== f.text) };
+    });
+    // written ahead of the files, so a crash after the rewrite cannot lose what it overwrote
+    const ahead = planned.filter((x) => x.overwrites && !loggedRewrites().has(x.b.opId));
+    const line = (x: (typeof planned)[number], extra: object = {}) => JSON.stringify({ op: x.b.opId, site: x.b.site.id, domain: x.b.site.domain, generation: x.b.site.generation, at, files: x.files, ...extra });
+    if (ahead.length) fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x)}\n`).join(''));
+    for (const x of ahead) loggedRewrites().add(x.b.opId);
     let failure: string | null = null;
     try {
       await commitFiles(wanted, null);
     } catch (err) {
       failure = (err as Error).message;
+      fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x, { failed: failure })}\n`).join(''));
+      for (const x of ahead) loggedRewrites().delete(x.b.opId);
     }
-    const at = new Date().toISOString();
-    const lines: string[] = [];
+    for (const x of planned) if (!failure) sites[x.b.site.id] = x.b.site;
     for (const b of todo) {
       const why = refused.get(b.opId);
-      let result: OperationResult;
-      if (why) result = { ok: false, error: why, refused: true };
-      else if (failure) result = { ok: false, error: failure, refused: false };
-      else {
-        const rendered = managedFiles(b.site);
-        const files = rendered.map((f) => ({ kind: f.kind, path: f.path, old_digest: before.get(f.path) == null ? null : sha256(before.get(f.path)!), new_digest: sha256(f.text) }));
-        // files already as rendered (a retry after a crash that wrote them): nothing was overwritten now
-        const overwrote = rendered.some((f) => before.get(f.path) !== f.text);
-        sites[b.site.id] = b.site;
-        if (overwrote) lines.push(JSON.stringify({ op: b.opId, site: b.site.id, domain: b.site.domain, generation: b.site.generation, at, files }));
-        result = { ok: true, detail: { generation: b.site.generation, files, overwrote } };
-      }
+      const x = planned.find((y) => y.b === b);
+      const result: OperationResult = why
+        ? { ok: false, error: why, refused: true }
+        : failure
+          ? { ok: false, error: failure, refused: false }
+          : { ok: true, detail: { generation: b.site.generation, files: x!.files, overwrote: x!.overwrites } };
       ops[b.opId] = { kind: 'site.reconcile', at, result };
     }
-    if (lines.length) {
-      saveSites();
-      fs.appendFileSync(`${p.state}/reconcile.log`, lines.map((l) => `${l}\n`).join(''));
-    }
+    if (planned.length && !failure) saveSites();
     if (todo.length) saveOps();
-    log.info({ rewritten: lines.length, asked: batch.length, ...(failure ? { error: failure } : {}) }, 'reconciliation rewrite applied');
+    log.info({ rewritten: failure ? 0 : planned.filter((x) => x.overwrites).length, asked: batch.length, ...(failure ? { error: failure } : {}) }, 'reconciliation rewrite applied');
     return batch.map((b) => ops[b.opId].result);
   };
 

@@ -7,7 +7,11 @@ import { SA } from '../../domain/shared/search-attributes';
 import { sha256 } from '../../platform/hosting-node/files';
 import type { PanelRuntime } from '../../main/panel-api';
 import { specOf } from '../../services/panel/sites/sites';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { RECONCILE_SCHEDULE_ID } from '../../services/panel/client';
+import { parsePanelFlags } from '../../platform/panel-flags';
+import { createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { insertLogin } from '../../services/panel/logins/logins';
+import { hashPassword } from '../../services/panel/logins/passwords';
 import { runPass, setPolicy, siteActive, waitPass } from '../helpers/reconcile';
 import { env } from '../setup/env';
 
@@ -96,16 +100,29 @@ describe('panel: reconciliation passes of the hosting node', function () {
     // a pass is a workflow the Temporal UI finds by its id, with its memo in words
     const d = await temporal.workflow.getHandle(`reconcile-${pass.id}`).describe();
     assert.equal(d.status.name, 'COMPLETED');
-    assert.match(String((await d.memo)?.what), /reconciliation pass over every site on the hosting node/);
+    const memo = await d.memo;
+    assert.match(String(memo?.what), /reconciliation pass over every site on the hosting node/);
+    assert.match(String(memo?.outcome), /sites checked \(.*in sync.*\); 0 rewritten/);
     assert.equal(d.typedSearchAttributes.get(SA.Kind), 'reconcile');
   });
 
-  it('reconciliation pages belong to the platform: 404 to other orgs, policy changes and runs refused to non-admins', async () => {
+  it('reconciliation pages belong to the platform: 404 to other orgs; a platform read_only login reads but gets 403 on runs and policy changes', async () => {
     for (const c of [provider.client, customer.client]) {
       assert.equal((await c.get('/v1/reconcile')).status, 404);
       assert.equal((await c.post('/v1/reconcile/run')).status, 404);
       assert.equal((await c.get(`/v1/reconcile/sites/${sites.a.id}`)).status, 404);
       assert.equal((await c.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'remediate' })).status, 404);
+    }
+    // a platform read_only login reads, and is refused what changes things
+    const username = unique('ro');
+    const platform = await env.db('panel_orgs').whereNull('parent_id').first('id', 'type');
+    await env.db.transaction(async (trx) => insertLogin(trx, platform, { username, passwordHash: await hashPassword('temporary-pass-1'), role: 'read_only' }));
+    const ro = await signInFresh(host.url, username, 'temporary-pass-1');
+    assert.equal((await ro.get('/v1/reconcile')).status, 200);
+    assert.equal((await ro.get(`/v1/reconcile/sites/${sites.a.id}`)).status, 200);
+    for (const r of [await ro.post('/v1/reconcile/run'), await ro.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'remediate' })]) {
+      assert.equal(r.status, 403, JSON.stringify(r.json));
+      assert.equal(r.json.error.code, 'forbidden');
     }
     assert.equal((await admin.get(`/v1/reconcile/sites/${randomUUID()}`)).status, 404);
     const bad = await admin.post(`/v1/reconcile/sites/${sites.a.id}/policy`, { policy: 'fix-it' });
@@ -172,6 +189,13 @@ describe('panel: reconciliation passes of the hosting node', function () {
     assert.equal(ev.detail.files[0].old_digest, sha256(editedA));
     assert.ok(ev.detail.files[0].diff.includes('+# hand-made change'));
     assert.equal((await view('b')).status, 'drift');
+    const listed = await admin.get('/v1/reconcile/sites?status=drift&limit=500');
+    assert.equal(listed.status, 200, JSON.stringify(listed.json));
+    const driftIds = listed.json.sites.map((x: { site_id: string }) => x.site_id);
+    assert.ok(driftIds.includes(sites.b.id) && !driftIds.includes(sites.a.id), JSON.stringify(listed.json));
+    const optedIn = await admin.get('/v1/reconcile/sites?policy=remediate&limit=500');
+    assert.deepEqual(optedIn.json.sites.filter((x: { site_id: string }) => Object.values(sites).some((y) => y.id === x.site_id)).map((x: { site_id: string }) => x.site_id), [sites.a.id]);
+    assert.equal((await admin.get('/v1/reconcile/sites?status=bogus')).status, 400);
     const log = rewrites(host.root);
     assert.equal(log.length, 1);
     assert.equal(log[0].site, sites.a.id);
@@ -236,5 +260,42 @@ describe('panel: reconciliation passes of the hosting node', function () {
     await waitPass(admin, x.json.pass.id);
     if (again.status === 202) await waitPass(admin, again.json.pass.id);
     assert.equal((await env.db('panel_reconcile_passes').where({ status: 'running' })).length, 0);
+  });
+  it('the schedule starts passes of its own (reconcile-scheduled-<time>, trigger schedule)', async () => {
+    const handle = temporal.schedule.getHandle(RECONCILE_SCHEDULE_ID);
+    const desc = await handle.describe();
+    assert.equal(desc.action.type, 'startWorkflow');
+    assert.equal((desc.action as { taskQueue: string }).taskQueue, host.taskQueue);
+    await handle.trigger();
+    const deadline = Date.now() + 30_000;
+    let pass;
+    for (;;) {
+      pass = await env.db('panel_reconcile_passes').where({ trigger: 'schedule' }).whereNot({ status: 'running' }).orderBy('started_at', 'desc').first();
+      if (pass) break;
+      if (Date.now() > deadline) throw new Error('the scheduled pass did not run');
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.match(pass.id, /^scheduled-/);
+    assert.equal(pass.status, 'done');
+    const report = await waitPass(admin, pass.id);
+    assert.equal(report.workflow_id, `reconcile-${pass.id}`);
+    assert.ok(report.sites >= 4);
+  });
+
+  it('-reconcile off: the summary says so and no pass can be started; -reconcile-interval is checked', async () => {
+    const off = await startPanel({ flags: ['-reconcile', 'off'], nodeOps: { taskQueue: host.taskQueue } });
+    try {
+      const c = await platformAdmin(off.url);
+      const sum = await c.get('/v1/reconcile');
+      assert.equal(sum.json.mode, 'off');
+      assert.equal(sum.json.next_pass_at, null);
+      const run = await c.post('/v1/reconcile/run');
+      assert.equal(run.status, 409);
+      assert.match(run.json.error.message, /-reconcile off/);
+    } finally {
+      await off.close();
+    }
+    assert.equal(parsePanelFlags(['-reconcile-interval', '30m']).reconcileIntervalMs, 1_800_000);
+    assert.throws(() => parsePanelFlags(['-reconcile-interval', '5s']), /-reconcile-interval "5s"/);
   });
 });

@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { BatchOutcome, ReconcileActivities } from '../../activities/panel/reconcile';
 import { HOSTING_NODE } from '../../domain/panel/node-ops';
 import type { ReconcileMode } from '../../domain/panel/reconcile';
@@ -44,6 +44,7 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
   const opened = await local.openPass({ passId, mode: input.mode, trigger: input.trigger });
   if (!opened.opened) {
     upsertSearchAttributes([{ key: SA.Status, value: 'skipped' }]);
+    upsertMemo({ pass_id: passId, outcome: `did nothing: pass ${opened.running} was running` });
     return { passId, ran: false, running: opened.running, sites: 0, remediated: 0, counts: null };
   }
   // A batch reads and may rewrite up to batchSize sites and reload nginx once; retried until it
@@ -63,6 +64,8 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
     const orphans = await node.findOrphans();
     const done = await local.finishPass({ passId, orphans });
     upsertSearchAttributes([{ key: SA.Status, value: 'done' }]);
+    const counts = Object.entries(done.counts ?? {}).map(([status, n]) => `${n} ${status.replace('_', ' ')}`);
+    upsertMemo({ pass_id: passId, outcome: `${done.sites} sites checked (${counts.join(', ')}); ${done.remediated} rewritten; report: GET /v1/reconcile/passes/${passId}` });
     return { passId, ran: true, sites: done.sites, remediated: done.remediated, counts: done.counts };
   } catch (err) {
     const why = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);

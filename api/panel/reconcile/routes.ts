@@ -6,9 +6,10 @@ import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import { nextReconcilePass, type ReconcileSettings } from '../../../services/panel/client';
 import { runPassNow } from '../../../services/panel/reconcile/run';
-import { changePolicy, passReport, reconcileSiteView, reconcileSummary } from '../../../services/panel/reconcile/views';
+import { RECONCILE_STATUSES } from '../../../domain/panel/reconcile';
+import { changePolicy, listReconcileSites, passReport, reconcileSiteView, reconcileSummary } from '../../../services/panel/reconcile/views';
 import { principalOf } from '../shared/auth';
-import { bodyOf } from '../shared/http';
+import { bodyOf, parse } from '../shared/http';
 
 // Reconciliation of the hosting node (spec 2 sections 2.6, 3, 4.1): the cluster summary, a pass
 // now, a pass's report, each site's view and its policy (review, then confirm with the token).
@@ -26,6 +27,13 @@ function platformOnly(ctx: Context, next: Next) {
   return next();
 }
 
+const listQuery = z.strictObject({
+  status: z.enum([...RECONCILE_STATUSES, 'not_checked']).optional(),
+  policy: z.enum(['observe', 'remediate']).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  after: z.uuid().optional(),
+});
+
 const policyBody = z.strictObject({ policy: z.enum(['observe', 'remediate']), confirmation_token: z.string().min(1).max(200).optional() });
 
 export function reconcileRoutes(o: ReconcileRouteOptions): Router {
@@ -42,6 +50,9 @@ export function reconcileRoutes(o: ReconcileRouteOptions): Router {
   });
   r.get('/passes/:id', async (ctx) => {
     ctx.body = await passReport(o.db, principalOf(ctx), ctx.params.id);
+  });
+  r.get('/sites', async (ctx) => {
+    ctx.body = await listReconcileSites(o.db, principalOf(ctx), parse(listQuery, ctx.query));
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await reconcileSiteView(o.db, principalOf(ctx), ctx.params.id);

@@ -104,8 +104,8 @@ export async function loadBatch(db: Db, passId: string, after: string | null, li
     .orderBy('s.id')
     .limit(limit)
     .select('s.*', db.raw(`coalesce(r.policy, 'observe') as policy`));
-  const recorded: Array<{ site_id: string; phase: 'remediating' | 'done'; remediation: Remediation | null }> = sites.length
-    ? await db('panel_reconcile_results').where({ pass_id: passId }).whereIn('site_id', sites.map((s) => s.id)).select('site_id', 'phase', 'remediation')
+  const recorded: Array<{ site_id: string; phase: 'remediating' | 'done'; status: ReconcileStatus; findings: Finding[]; remediation: Remediation | null }> = sites.length
+    ? await db('panel_reconcile_results').where({ pass_id: passId }).whereIn('site_id', sites.map((s) => s.id)).select('site_id', 'phase', 'status', 'findings', 'remediation')
     : [];
   return { sites, recorded: new Map(recorded.map((r) => [r.site_id, r])) };
 }

@@ -139,6 +139,25 @@ export async function changePolicy(db: Db, actor: Actor, id: string, input: { po
   });
 }
 
+/** `GET /v1/reconcile/sites?status=&policy=`: the hosting node's sites with their latest verdict, worst first, a page at a time. */
+export async function listReconcileSites(db: Db, actor: Actor, q: { status?: string; policy?: ReconcilePolicy; limit: number; after?: string }) {
+  requirePlatform(actor, false);
+  const rows = await db('panel_sites as s')
+    .leftJoin('panel_reconcile_sites as r', 'r.site_id', 's.id')
+    .where('s.node_name', HOSTING_NODE)
+    .modify((b) => {
+      if (q.status === 'not_checked') b.whereNull('r.status');
+      else if (q.status) b.where('r.status', q.status);
+      if (q.policy === 'remediate') b.where('r.policy', 'remediate');
+      else if (q.policy === 'observe') b.where((w) => w.whereNull('r.policy').orWhere('r.policy', 'observe'));
+      if (q.after) b.where('s.id', '>', q.after);
+    })
+    .orderBy('s.id')
+    .limit(q.limit)
+    .select('s.id as site_id', 's.domain', db.raw(`coalesce(r.status, 'not_checked') as status`), db.raw(`coalesce(r.policy, 'observe') as policy`), 'r.checked_at', 'r.last_pass_id');
+  return { sites: rows, next: rows.length === q.limit ? rows[rows.length - 1].site_id : null };
+}
+
 /** `GET /v1/reconcile/passes/{id}`: a pass's report. */
 export async function passReport(db: Db, actor: Actor, id: string) {
   requirePlatform(actor, false);
