@@ -21,8 +21,17 @@ export interface PanelChild {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
+/** With -billing-meter: the child's clock, fixed at an instant, and its billing task queue and metering schedule. */
+export interface PanelChildBilling {
+  clock: string;
+  taskQueue: string;
+  scheduleId: string;
+}
+
 /** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
-export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds> } = {}): Promise<PanelChild> {
+export async function startPanelChild(
+  opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; billing?: PanelChildBilling } = {},
+): Promise<PanelChild> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
     cwd: path.join(__dirname, '../..'),
     env: {
@@ -32,6 +41,7 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
       PANEL_CHILD_FLAGS: JSON.stringify(opts.flags ?? []),
       PANEL_CHILD_SESSION_IDLE_MS: String(opts.sessionIdleMs ?? 3_600_000),
       PANEL_CHILD_CONTROLLER: JSON.stringify(opts.controller ?? {}),
+      PANEL_CHILD_BILLING: JSON.stringify(opts.billing ?? null),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -65,6 +75,8 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
   };
 }
 
+const billingOf = (b: PanelChildBilling | null) => (b ? { clock: () => new Date(b.clock), taskQueue: b.taskQueue, scheduleId: b.scheduleId } : undefined);
+
 async function main() {
   const e = process.env;
   const db = createDb(e.DATABASE_URL!, 5);
@@ -81,6 +93,7 @@ async function main() {
     // as startPanel() in ./panel: generous, so suites signing in often are not throttled
     throttle: { loginFailures: 1000, ipFailures: 100_000 },
     controller: JSON.parse(e.PANEL_CHILD_CONTROLLER ?? '{}'),
+    billing: billingOf(JSON.parse(e.PANEL_CHILD_BILLING ?? 'null')),
   });
   const stop = async () => {
     await panel.close();
