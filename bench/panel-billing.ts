@@ -61,16 +61,16 @@ async function main() {
     [`${HOUR0}:00:00Z`],
   );
   await db.raw(
-    `WITH c AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k, count(*) OVER () AS n FROM panel_orgs WHERE type = 'customer')
+    `WITH c AS (SELECT array_agg(id ORDER BY id) AS ids FROM panel_orgs WHERE type = 'customer')
      INSERT INTO panel_sites (id, org_id, domain, node_name, status, quota_mb, placement)
-     SELECT gen_random_uuid(), c.id, 'site' || g || '.bench.test', 'bench-' || (g % ${NODES}), CASE WHEN g % 20 = 0 THEN 'suspended' ELSE 'active' END, 512 + (g % 4) * 512, '{}'
-     FROM generate_series(0, ? - 1) g JOIN c ON c.k = g % c.n`,
+     SELECT gen_random_uuid(), c.ids[1 + g % cardinality(c.ids)], 'site' || g || '.bench.test', 'bench-' || (g % ${NODES}), CASE WHEN g % 20 = 0 THEN 'suspended' ELSE 'active' END, 512 + (g % 4) * 512, '{}'
+     FROM generate_series(0, ? - 1) g, c`,
     [P.sites],
   );
   await db.raw(
-    `WITH c AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k, count(*) OVER () AS n FROM panel_orgs WHERE type = 'customer')
+    `WITH c AS (SELECT array_agg(id ORDER BY id) AS ids FROM panel_orgs WHERE type = 'customer')
      INSERT INTO panel_databases (id, org_id, node_name, name, db_user, status)
-     SELECT gen_random_uuid(), c.id, 'bench-' || (g % ${NODES}), 'db' || g, 'u' || g, 'active' FROM generate_series(0, ? - 1) g JOIN c ON c.k = g % c.n`,
+     SELECT gen_random_uuid(), c.ids[1 + g % cardinality(c.ids)], 'bench-' || (g % ${NODES}), 'db' || g, 'u' || g, 'active' FROM generate_series(0, ? - 1) g, c`,
     [P.databases],
   );
   await db.raw('ANALYZE');
