@@ -27,7 +27,8 @@ export function createBillingWorker(d: BillingWorkerDeps): Promise<Worker> {
     taskQueue: d.taskQueue ?? BILLING_TASK_QUEUE,
     workflowBundle: d.workflowBundle,
     activities: createBillingActivities({ db: d.db, clock: d.clock }),
-    // a metered hour is one large transaction: a few at a time
-    options: { maxConcurrentActivityTaskExecutions: 4 },
+    // metered hours run one after the other (one tick at a time); closes are short transactions,
+    // many at once when a whole tree closes its month, bounded below the database pool
+    options: { maxConcurrentActivityTaskExecutions: 8 },
   });
 }

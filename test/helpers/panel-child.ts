@@ -21,8 +21,18 @@ export interface PanelChild {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
+/** With -billing-meter: the child's clock, fixed at an instant, and its billing task queue and metering schedule. */
+export interface PanelChildBilling {
+  clock: string;
+  taskQueue: string;
+  scheduleId: string;
+}
+
 /** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
 export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; child?: ChildHosting } = {}): Promise<PanelChild> {
+export async function startPanelChild(
+  opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; billing?: PanelChildBilling } = {},
+): Promise<PanelChild> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
     cwd: path.join(__dirname, '../..'),
     env: {
@@ -33,6 +43,7 @@ export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: 
       PANEL_CHILD_SESSION_IDLE_MS: String(opts.sessionIdleMs ?? 3_600_000),
       PANEL_CHILD_CONTROLLER: JSON.stringify(opts.controller ?? {}),
       PANEL_CHILD_HOSTING: JSON.stringify(opts.child ?? null),
+      PANEL_CHILD_BILLING: JSON.stringify(opts.billing ?? null),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -74,6 +85,8 @@ export interface ChildHosting {
   reconcile?: PanelRuntimeOptions['reconcile'];
 }
 
+const billingOf = (b: PanelChildBilling | null) => (b ? { clock: () => new Date(b.clock), taskQueue: b.taskQueue, scheduleId: b.scheduleId } : undefined);
+
 async function main() {
   const e = process.env;
   const child: ChildHosting | null = JSON.parse(e.PANEL_CHILD_HOSTING ?? 'null');
@@ -92,6 +105,7 @@ async function main() {
     throttle: { loginFailures: 1000, ipFailures: 100_000 },
     controller: JSON.parse(e.PANEL_CHILD_CONTROLLER ?? '{}'),
     ...(child ? { nodeOps: { taskQueue: child.taskQueue, pollMs: 200 }, hosting: { root: child.root, webPort: child.webPort, webHost: '127.0.0.1' }, reconcile: child.reconcile } : {}),
+    billing: billingOf(JSON.parse(e.PANEL_CHILD_BILLING ?? 'null')),
   });
   const stop = async () => {
     await panel.close();

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startBillingChild } from '../helpers/billing-child';
 import { addLabelledNode, addSite, lastMeteredHour, startBillingPanel, waitFor } from '../helpers/billing';
 import { createOrgWithLogin, platformAdmin, PanelClient, unique } from '../helpers/panel';
-import type { PanelChild } from '../helpers/panel-child';
+import { startPanelChild, type PanelChild } from '../helpers/panel-child';
 import { env } from '../setup/env';
 
 // A kill -9 of the panel process running the billing worker, in the middle of a metering catch-up
@@ -49,12 +48,12 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
   });
 
   it('metering: killed mid catch-up, the next process meters the rest, each hour once', async () => {
-    child = await startBillingChild({ clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId });
+    child = await startPanelChild({ flags: ['-billing-meter'], billing: { clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId } });
     await waitFor('some hours metered', async () => (await count('panel_meter_hours')) >= 10, 120_000);
     await child.kill('SIGKILL');
     const atKill = await count('panel_meter_hours');
     assert.ok(atKill < HOURS, `all ${HOURS} hours were metered before the kill`);
-    child = await startBillingChild({ clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId });
+    child = await startPanelChild({ flags: ['-billing-meter'], billing: { clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId } });
     await waitFor('every hour metered', async () => (await lastMeteredHour())?.toISOString() === '2031-03-31T23:00:00.000Z', 300_000);
 
     const hours = await env.db('panel_meter_hours').orderBy('hour').select('hour', 'orgs', 'sites');
@@ -76,7 +75,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
     await Promise.all(inFlight);
     const atKill = await env.db('panel_statements').select('org_id', 'id', 'closed_at');
 
-    child = await startBillingChild({ clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId });
+    child = await startPanelChild({ flags: ['-billing-meter'], billing: { clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId } });
     const again = viaChild(child);
     for (const id of customers) {
       const r = await again.post(`/v1/orgs/${id}/billing/close`, { period: '2031-03', confirm: true });

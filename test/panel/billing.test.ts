@@ -120,6 +120,9 @@ describe('panel: billing', function () {
   });
 
   it('meters each hour once with a fake clock; a plan change mid-month shows both plans; selectors, package prices and margin rate as set', async () => {
+    const schedule = await bp.temporal.schedule.getHandle(bp.scheduleId).describe();
+    assert.deepEqual(schedule.spec.intervals, [{ every: 3_600_000, offset: 60_000 }]);
+    assert.deepEqual([schedule.action.type, schedule.action.workflowType, schedule.action.taskQueue, schedule.policies.overlap], ['startWorkflow', 'meterTickWorkflow', bp.taskQueue, 'SKIP']);
     await bp.meterUntil('2030-01-31T15:05:00Z'); // hours 11..14 under P1
     const change = await P.client.put(`/v1/orgs/${R.id}/billing-plan`, { plan_id: p2 });
     assert.deepEqual([change.json.current.plan_id, change.json.next.plan_id, change.json.next.effective_from], [p1, p2, '2030-01-31T16:00:00.000Z']);

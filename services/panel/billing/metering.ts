@@ -26,40 +26,44 @@ export interface MeteredHour {
 // billed org above them by one hash join, rather than one prefix scan per billed org.
 const ANCESTORS = `unnest(string_to_array(rtrim(%s.path, '/'), '/')::uuid[])`;
 
-const BILLED_ORGS = `
+// The orgs billed in the hour: each org's latest assignment effective at the hour's start, naming a
+// plan. Every statement derives them from the assignments (whose statistics the planner knows)
+// rather than from the meter rows this transaction just wrote (which it does not).
+const BILLED = `
   WITH cur AS (
     SELECT DISTINCT ON (a.org_id) a.org_id, a.plan_id FROM panel_billing_assignments a
     WHERE a.effective_from <= :hour ORDER BY a.org_id, a.effective_from DESC, a.id DESC
   ), billed AS (
     SELECT cur.org_id, cur.plan_id, p.owner_org_id, o.status FROM cur
     JOIN panel_orgs o ON o.id = cur.org_id JOIN panel_billing_plans p ON p.id = cur.plan_id
-  ), acc AS (
+  )`;
+
+const BILLED_ORGS = `${BILLED}, acc AS (
     SELECT b.org_id, coalesce(c.package_id::text, '') AS pkg, count(*)::int AS n
     FROM panel_orgs c CROSS JOIN LATERAL ${ANCESTORS.replace('%s', 'c')} AS anc(id) JOIN billed b ON b.org_id = anc.id
     WHERE c.type = 'customer' GROUP BY 1, 2
-  )
+  ), acc_json AS (SELECT org_id, jsonb_object_agg(pkg, n) AS accounts FROM acc GROUP BY org_id)
   INSERT INTO panel_meter_orgs (hour, org_id, plan_id, billed_by, org_status, accounts)
-  SELECT :hour, b.org_id, b.plan_id, b.owner_org_id, b.status,
-         coalesce((SELECT jsonb_object_agg(acc.pkg, acc.n) FROM acc WHERE acc.org_id = b.org_id), '{}'::jsonb)
-  FROM billed b
+  SELECT :hour, b.org_id, b.plan_id, b.owner_org_id, b.status, coalesce(acc_json.accounts, '{}'::jsonb)
+  FROM billed b LEFT JOIN acc_json ON acc_json.org_id = b.org_id
   ON CONFLICT DO NOTHING`;
 
-const SITES = `
+const SITES = `${BILLED}
   INSERT INTO panel_meter_sites (hour, org_id, site_id, node_name, region, physical_region, zone, cell, status, quota_mb)
-  SELECT :hour, m.org_id, s.id, s.node_name, n.logical_region, n.physical_region, n.zone, n.cell, s.status, s.quota_mb
+  SELECT :hour, b.org_id, s.id, s.node_name, n.logical_region, n.physical_region, n.zone, n.cell, s.status, s.quota_mb
   FROM panel_sites s JOIN panel_orgs so ON so.id = s.org_id
   CROSS JOIN LATERAL ${ANCESTORS.replace('%s', 'so')} AS anc(id)
-  JOIN panel_meter_orgs m ON m.hour = :hour AND m.org_id = anc.id
+  JOIN billed b ON b.org_id = anc.id
   JOIN panel_nodes n ON n.name = s.node_name
   WHERE s.status IN ('active', 'suspended')
   ON CONFLICT DO NOTHING`;
 
-const DATABASES = `
+const DATABASES = `${BILLED}
   INSERT INTO panel_meter_databases (hour, org_id, database_id, node_name, region, physical_region, zone, cell)
-  SELECT :hour, m.org_id, d.id, d.node_name, n.logical_region, n.physical_region, n.zone, n.cell
+  SELECT :hour, b.org_id, d.id, d.node_name, n.logical_region, n.physical_region, n.zone, n.cell
   FROM panel_databases d JOIN panel_orgs dorg ON dorg.id = d.org_id
   CROSS JOIN LATERAL ${ANCESTORS.replace('%s', 'dorg')} AS anc(id)
-  JOIN panel_meter_orgs m ON m.hour = :hour AND m.org_id = anc.id
+  JOIN billed b ON b.org_id = anc.id
   JOIN panel_nodes n ON n.name = d.node_name
   WHERE d.status = 'active'
   ON CONFLICT DO NOTHING`;
@@ -79,7 +83,8 @@ export async function recordHour(db: Db, name: string): Promise<MeteredHour> {
     const databases = (await trx.raw(DATABASES, { hour })).rowCount ?? 0;
     await trx('panel_meter_hours').where({ hour }).update({ orgs, sites, databases });
     return { hour: name, already: false, orgs, sites, databases };
-  });
+    // one snapshot for the three statements: they see the same billed orgs, sites and databases
+  }, { isolationLevel: 'repeatable read' });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { parsePeriod, periodOf, rateUsage, subtract, sum, toCsv, type PlanUsage, type StatementLine } from '../../../domain/panel/billing';
+import { parseCurrency, parsePeriod, periodOf, rateUsage, subtract, sum, toCsv, type PlanUsage, type StatementLine } from '../../../domain/panel/billing';
 import { invalid, PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
@@ -163,7 +163,7 @@ export async function billingPage(db: Db, actor: Actor, id: string, period: unkn
   const [own] = await statementsOf(db, [org], p);
   const below = await statementsOf(db, await billedOrgs(db, org.id, p), p);
   const currencies = new Set([...Object.keys(own?.totals ?? {}), ...below.flatMap((b) => Object.keys(b.totals))]);
-  const digits = (c: string) => (below.flatMap((b) => b.totals[c] ?? []).concat(own?.totals[c] ?? [])[0] ?? '0.00').split('.')[1]?.length ?? 0;
+  const digits = (c: string) => parseCurrency(c).minorUnits;
   const billedToCustomers: Record<string, string> = {};
   const margin: Record<string, string> = {};
   for (const c of currencies) {
