@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { extractArchive, fileSha256, UnsafeArchive } from '../../platform/hosting-node/backups';
+import { extractArchive, fileSha256, listArchives, UnsafeArchive } from '../../platform/hosting-node/backups';
+import { freePort } from '../../platform/ports';
+import { addNode } from '../../services/panel/nodes/nodes';
 import { run } from '../../platform/hosting-node/processes';
 import { NO_BACKUP_DIR } from '../../platform/hosting-node/site-backups';
 import { backupScheduleId } from '../../services/panel/sites/backups';
@@ -35,6 +38,9 @@ async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) 
 /** how long an inspection folder stays in this suite (24 h in production) */
 const INSPECTION_MS = 6000;
 
+/** how long an agent node has to report an operation in this suite */
+const AGENT_WAIT_MS = 8000;
+
 const randomId = () => crypto.randomUUID();
 const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
 const domainName = (label = 'site') => `${unique(label)}.example.com`;
@@ -63,7 +69,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
 
   before(async function () {
     this.timeout(120_000);
-    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS });
+    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS, flags: ['-node-api-listen', '127.0.0.1:0'], opTimeoutMs: AGENT_WAIT_MS });
     assert.equal(panel.runtime.hostingNode?.facts().backups, true);
     admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
@@ -312,6 +318,87 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(countsBefore.websites, 0);
     // the node serves it, so restoring again is refused as site exists
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
+  });
+
+  it('an agent node backs up its own sites; killed while writing one, it leaves no restore point listed, only a .part file', async function () {
+    this.timeout(180_000);
+    const name = unique('bk-');
+    const { token } = await addNode(env.db, null, name);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-agent-'));
+    fs.chmodSync(root, 0o755);
+    const tokenFile = path.join(root, 'token');
+    fs.writeFileSync(tokenFile, `${token}\n`);
+    const backupDir = path.join(root, 'backups');
+    const args = [path.join(__dirname, '../../bin/panel-host.cjs'), 'serve', '-node', name, '-root', path.join(root, 'node'), '-panel', panel.runtime.nodeApiUrl!, '-token-file', tokenFile, '-backup-dir', backupDir, '-web-listen', `127.0.0.1:${await freePort()}`];
+    const startAgentProcess = () => {
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      return { child, exited, stderr: () => stderr };
+    };
+    let agent = startAgentProcess();
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!(await env.db('panel_nodes').where({ name }).first()).last_pull_at) {
+        if (Date.now() > deadline || agent.child.exitCode !== null) throw new Error(`the agent did not pull: ${agent.stderr()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      await env.db('panel_nodes').where({ name }).update({ state: 'alive', roles: ['web'] });
+      const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+      const domain = domainName('agent');
+      const s = await admin.post(`/v1/orgs/${customer.id}/sites`, { domain, node: name });
+      assert.equal(s.status, 201, JSON.stringify(s.json));
+      await until('agent site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+
+      // backed up on its node (spec 4.4.6); inspection is not offered there
+      const ok = await backupReady(customer.client, s.json.id);
+      assert.equal(ok.json.status, 'ready', JSON.stringify(ok.json));
+      assert.equal(ok.json.node, name);
+      assert.ok(fs.existsSync(path.join(backupDir, ok.json.file)), 'the archive is on the agent node');
+      refused(await admin.post(`/v1/restore-points/${ok.json.id}/inspection`), 409, 'conflict');
+      assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id));
+
+      // a site big enough for the archive to take a while
+      const docroot = path.join(root, 'node/sites', domain, 'public_html');
+      for (let i = 0; i < 12; i++) fs.writeFileSync(path.join(docroot, `blob-${i}.bin`), crypto.randomBytes(16 << 20));
+      const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      const dir = path.join(backupDir, 'restore-points', s.json.id);
+      const part = path.join(dir, `${r.json.id}.tar.gz.part`);
+      const seen = Date.now() + 30_000;
+      while (!fs.existsSync(part) || fs.statSync(part).size === 0) {
+        if (Date.now() > seen) throw new Error(`no partial archive appeared: ${fs.readdirSync(dir).join(', ')}`);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      agent.child.kill('SIGKILL');
+      await agent.exited;
+
+      const failed = await until('restore point ended', () => customer.client.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending', AGENT_WAIT_MS + 30_000);
+      assert.equal(failed.json.status, 'failed');
+      assert.match(failed.json.error, /did not report the operation/);
+      const listed = await customer.client.get(`/v1/sites/${s.json.id}/restore-points`);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [ok.json.id]);
+      assert.ok(fs.existsSync(part), 'the partial archive is left under its temp name');
+      assert.ok(!fs.existsSync(path.join(dir, `${r.json.id}.tar.gz`)) && !fs.existsSync(path.join(dir, `${r.json.id}.tar.gz.sha256`)));
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+      // restarted, the node stops the orphaned web services of the killed process and runs on; it lists nothing new
+      agent = startAgentProcess();
+      const again = Date.now() + 30_000;
+      const before = (await env.db('panel_nodes').where({ name }).first()).last_pull_at;
+      while ((await env.db('panel_nodes').where({ name }).first()).last_pull_at?.getTime() === before?.getTime()) {
+        if (Date.now() > again || agent.child.exitCode !== null) throw new Error(`the agent did not come back: ${agent.stderr()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+    } finally {
+      if (agent.child.exitCode === null && agent.child.signalCode === null) {
+        agent.child.kill('SIGTERM');
+        await agent.exited;
+      }
+      await env.db('panel_nodes').where({ name }).update({ draining: true });
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {
