@@ -14,6 +14,7 @@ import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
+import { resumePendingBackupOps } from '../services/panel/sites/backups';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
@@ -184,6 +185,7 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
     resumePendingDatabaseOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending database operations failed'));
+    resumePendingBackupOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending backup operations failed'));
   }, h.resumeEveryMs ?? 60_000);
   resume.unref();
   stops.push(async () => clearInterval(resume));

@@ -10,7 +10,7 @@ import { freePort } from '../../platform/ports';
 import { addNode } from '../../services/panel/nodes/nodes';
 import { run } from '../../platform/hosting-node/processes';
 import { NO_BACKUP_DIR } from '../../platform/hosting-node/site-backups';
-import { backupScheduleId } from '../../services/panel/sites/backups';
+import { backupScheduleId, queueBackup, resumePendingBackupOps } from '../../services/panel/sites/backups';
 import { siteGet } from '../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -318,6 +318,22 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(countsBefore.websites, 0);
     // the node serves it, so restoring again is refused as site exists
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
+  });
+
+  it('a backup whose workflow start was lost is started by the resume pass and ends ready', async () => {
+    const src = await siteWithData();
+    // the API process died between its commit and the workflow's start
+    const rp = await env.db.transaction(async (trx) => queueBackup(trx, await trx('panel_sites').where({ id: src.site.id }).forUpdate().first(), 'manual'));
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const deps = { db: env.db, temporal: new Client({ connection }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: AGENT_WAIT_MS, pollMs: 200 }, logger: env.logger };
+      assert.ok((await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+      const done = await until('resumed restore point', () => src.customer.client.get(`/v1/restore-points/${rp.id}`), (x) => x.json.status !== 'pending');
+      assert.equal(done.json.status, 'ready', JSON.stringify(done.json));
+      assert.ok(!(await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+    } finally {
+      await connection.close();
+    }
   });
 
   it('an agent node backs up its own sites; killed while writing one, it leaves no restore point listed, only a .part file', async function () {

@@ -350,6 +350,35 @@ export async function restoreIntoAccount(deps: SitesDeps, actor: Actor, restoreP
   };
 }
 
+/**
+ * Starts the workflow of every backup operation pending for longer than `olderThanMs` (an API
+ * process that died between its commit and the start leaves one behind): restore points being
+ * written or deleted, and sites being restored; a workflow that exists already is left alone.
+ * Returns the operation ids looked at.
+ */
+export async function resumePendingBackupOps(deps: Pick<SitesDeps, 'db' | 'temporal' | 'nodeOps' | 'logger'>, olderThanMs = 60_000, limit = 500): Promise<string[]> {
+  const before = new Date(Date.now() - olderThanMs);
+  const points: RestorePointRow[] = await deps.db('panel_restore_points').whereIn('status', ['pending', 'deleting']).where('created_at', '<', before).orderBy('created_at').limit(limit);
+  const restores: SiteRow[] = await deps.db('panel_sites as s')
+    .join('panel_node_ops as o', 'o.id', 's.last_op_id')
+    .where({ 's.status': 'pending', 'o.kind': 'backup.restore' })
+    .where('s.updated_at', '<', before)
+    .limit(limit)
+    .select('s.*', 'o.payload');
+  const starts = [
+    ...points.map((rp) => opStart(rp, rp.status === 'pending' ? 'backup.create' : 'backup.delete')),
+    ...restores.map((site) => ({ opId: site.last_op_id!, node: site.node_name, siteId: site.id, orgId: site.org_id, kind: 'backup.restore' as const, restorePointId: (site as SiteRow & { payload: { backupId: string } }).payload.backupId, domain: site.domain })),
+  ];
+  for (const s of starts) {
+    try {
+      await startBackupOp(deps.temporal, deps.nodeOps, s);
+    } catch (err) {
+      deps.logger.warn({ err, op_id: s.opId }, 'a pending backup operation could not be resumed; retried at the next pass');
+    }
+  }
+  return starts.map((s) => s.opId);
+}
+
 // ---- outcomes (the backup operation workflow's activities) -------------------------------------
 
 export interface BackupOpFinish {
