@@ -7,6 +7,7 @@ import { type BackupOperation, type NodeOperation, type OperationResult } from '
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
+import { isBelow } from '../../../domain/panel/tree';
 import { checkCounted, isUuid } from '../shared/chain';
 import { startBackupOp } from '../client';
 import type { BackupOpInput } from '../../../workflows/panel/backup-op';
@@ -24,6 +25,8 @@ import { finishSiteOp, insertSite, resultOf, siteInScope, siteView, specOf, type
 // The databases of a site are those of its account on its node (databases belong to accounts).
 
 type Q = Knex | Knex.Transaction;
+
+const inScope = (actor: Actor, r: { org_id: string; org_path: string }) => r.org_id === actor.orgId || isBelow(r.org_path, actor.orgPath);
 
 export const OFFSITE_COPIES = 'PLANNED: restore points sit on the same node as the site; off-site copies are not built yet';
 
@@ -89,7 +92,7 @@ async function restorePointInScope(q: Q, actor: Actor, id: string, lock = false)
   const query = q('panel_restore_points as r').join('panel_orgs as o', 'o.id', 'r.org_id').where('r.id', id).first('r.*', 'o.path as org_path');
   if (lock) query.forUpdate('r');
   const row = await query;
-  if (!row || !(row.org_id === actor.orgId || row.org_path.startsWith(actor.orgPath))) throw notFound('restore point');
+  if (!row || !inScope(actor, row)) throw notFound('restore point');
   return row;
 }
 
@@ -139,7 +142,7 @@ export async function listRestorePoints(db: Db, actor: Actor, siteId: string, al
   const q = db('panel_restore_points as r').join('panel_orgs as o', 'o.id', 'r.org_id').where('r.site_id', siteId).orderBy('r.created_at', 'desc').select('r.*', 'o.path as org_path');
   if (!all) q.where('r.status', 'ready');
   const rows: Array<RestorePointRow & { org_path: string }> = await q;
-  const visible = rows.filter((r) => r.org_id === actor.orgId || r.org_path.startsWith(actor.orgPath));
+  const visible = rows.filter((r) => inScope(actor, r));
   if (!visible.length) await siteInScope(db, actor, siteId);
   return { restore_points: visible.map(restorePointView), offsite_copies: OFFSITE_COPIES };
 }
