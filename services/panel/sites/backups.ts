@@ -407,8 +407,8 @@ export async function finishBackupOp(q: Q, f: BackupOpFinish): Promise<{ status:
       const restore = await trx('panel_restores').where({ site_id: f.siteId, kind: 'into_account' }).forUpdate().first();
       if (restore?.status === 'running') await trx('panel_restores').where({ id: restore.id }).update({ status: r.ok ? 'done' : 'failed', error: r.ok ? null : r.error, finished_at: trx.fn.now() });
       await trx('panel_databases').where({ last_op_id: f.opId, status: 'pending' }).update(r.ok ? { status: 'active', error: null, updated_at: trx.fn.now() } : { status: 'failed', error: r.error, updated_at: trx.fn.now() });
-      const site: SiteRow | undefined = await trx('panel_sites').where({ id: f.siteId }).first();
-      const outcome = await finishSiteOp(trx, { siteId: f.siteId, opId: f.opId, generation: site?.generation ?? 1, kind: 'site.apply', result: r });
+      // the restore built the site's first generation; a later change is its own operation
+      const outcome = await finishSiteOp(trx, { siteId: f.siteId, opId: f.opId, generation: 1, kind: 'site.apply', result: r });
       return { status: outcome.status };
     }
     const rp: RestorePointRow | undefined = await trx('panel_restore_points').where({ id: f.restorePointId }).forUpdate().first();
