@@ -417,6 +417,49 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     }
   });
 
+  it('a tampered archive is refused before anything is extracted, and a failed backup shows in the metrics', async () => {
+    // a restore point changed on disk: the restore into an account fails on the SHA-256, nothing is extracted
+    const src = await siteWithData();
+    const rp = await backupReady(src.customer.client, src.site.id);
+    const file = path.join(panel.root, 'backups', rp.json.file);
+    fs.appendFileSync(file, 'tampered');
+    const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const newDomain = domainName('tampered');
+    const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
+    assert.equal(r.status, 202, JSON.stringify(r.json));
+    const site = await until('restore ended', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    assert.equal(site.json.status, 'failed');
+    assert.match(site.json.error, /does not match its SHA-256/);
+    assert.ok(!fs.existsSync(path.join(panel.root, 'sites', newDomain, 'public_html', 'big.bin')), 'nothing of the archive was extracted');
+    assert.equal((await target.client.get(`/v1/databases/${r.json.databases[0].id}`)).json.status, 'failed');
+    assert.equal(await sql(panel, `SHOW DATABASES LIKE '${r.json.databases[0].name}'`), '', 'no database was created');
+
+    // a deleted site's archive changed on disk: 422 unsafe_archive, the site does not come back
+    const gone = await siteWithData();
+    assert.equal((await gone.customer.client.del(`/v1/sites/${gone.site.id}`)).status, 202);
+    await until('site gone', () => gone.customer.client.get(`/v1/sites/${gone.site.id}`), (x) => x.status === 404);
+    const archive = (await admin.get('/v1/site-archives')).json.archives.find((a: { site_id: string }) => a.site_id === gone.site.id);
+    fs.appendFileSync(path.join(panel.root, 'backups', archive.file), 'tampered');
+    refused(await admin.post(`/v1/sites/${gone.site.id}/restore`), 422, 'unsafe_archive');
+    assert.equal((await siteGet(panel.webPort, gone.domain)).status, 404);
+    assert.ok(!fs.existsSync(gone.docroot));
+
+    // a backup that fails on the node (its database vanished behind the panel's back)
+    const broken = await siteWithData();
+    await sql(panel, `DROP DATABASE ${broken.db}`);
+    const failed = await backupReady(broken.customer.client, broken.site.id);
+    assert.equal(failed.json.status, 'failed');
+    assert.match(failed.json.error, /mariadb-dump/);
+    assert.deepEqual((await broken.customer.client.get(`/v1/sites/${broken.site.id}/restore-points`)).json.restore_points, []);
+    assert.ok(!fs.readdirSync(path.join(panel.root, 'backups/restore-points', broken.site.id)).length, 'no archive, no partial file');
+    const m = await admin.get('/v1/backups/metrics');
+    const entry = m.json.sites.find((x: { site_id: string }) => x.site_id === broken.site.id);
+    assert.equal(entry.last_success, null);
+    assert.ok(entry.last_failure);
+    assert.match(entry.last_error, /mariadb-dump/);
+    assert.ok(m.json.restores.failed >= 2);
+  });
+
   it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {
     const dir = path.join(panel.root, 'backups');
     const siteId = randomId();
