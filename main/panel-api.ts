@@ -18,6 +18,7 @@ import { ensureAlertEvalSchedule, removeAlertEvalSchedule, PANEL_TASK_QUEUE, WEB
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
+import { resumePendingBackupOps } from '../services/panel/sites/backups';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
@@ -219,6 +220,7 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };
     resumePendingOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending node operations failed'));
     resumePendingDatabaseOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending database operations failed'));
+    resumePendingBackupOps(deps).catch((err) => o.logger.warn({ err }, 'resuming pending backup operations failed'));
   }, h.resumeEveryMs ?? 60_000);
   resume.unref();
   stops.push(async () => clearInterval(resume));

@@ -70,7 +70,9 @@ export function createSiteBackups(o: SiteBackupsOptions) {
     const siteDir = sitePaths(o.root, spec.domain).siteDir;
     fs.rmSync(siteDir, { recursive: true, force: true });
     if (fs.existsSync(`${staged}/site`)) moveDir(`${staged}/site`, siteDir);
-    return o.applySite(spec);
+    // a change made while the restore waited (a newer generation applied already) stays applied
+    const current = o.sites[spec.id];
+    return o.applySite(current && current.generation > spec.generation ? current : spec);
   };
 
   async function apply(op: BackupOperation): Promise<OperationResult> {

@@ -1,4 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type ScheduleOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { backupOpSearchAttributes } from '../../domain/panel/backups';
 import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../workflows/panel/alerts';
@@ -259,13 +261,7 @@ export async function startBackupOp(temporal: Client, settings: NodeOpSettings, 
       workflowId: nodeOpWorkflowId(input.opId),
       args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SA.OrgId, value: input.orgId },
-        { key: SA.NodeName, value: input.node },
-        { key: SA.SiteId, value: input.siteId },
-        { key: SA.Kind, value: input.kind },
-        { key: SA.Status, value: 'pending' },
-      ],
+      typedSearchAttributes: backupOpSearchAttributes(input),
       memo: { what: `${input.kind} of ${domain} (restore point ${input.restorePointId}) on node ${input.node}`, op_id: input.opId, site_id: input.siteId, restore_point_id: input.restorePointId, domain },
     }),
   );

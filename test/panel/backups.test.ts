@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { extractArchive, fileSha256, UnsafeArchive } from '../../platform/hosting-node/backups';
+import { extractArchive, fileSha256, listArchives, UnsafeArchive } from '../../platform/hosting-node/backups';
+import { freePort } from '../../platform/ports';
+import { addNode } from '../../services/panel/nodes/nodes';
 import { run } from '../../platform/hosting-node/processes';
 import { NO_BACKUP_DIR } from '../../platform/hosting-node/site-backups';
-import { backupScheduleId } from '../../services/panel/sites/backups';
+import { backupScheduleId, queueBackup, resumePendingBackupOps } from '../../services/panel/sites/backups';
 import { siteGet } from '../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -34,6 +37,9 @@ async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) 
 
 /** how long an inspection folder stays in this suite (24 h in production) */
 const INSPECTION_MS = 6000;
+
+/** how long an agent node has to report an operation in this suite */
+const AGENT_WAIT_MS = 8000;
 
 const randomId = () => crypto.randomUUID();
 const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
@@ -63,7 +69,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
 
   before(async function () {
     this.timeout(120_000);
-    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS });
+    panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS, flags: ['-node-api-listen', '127.0.0.1:0'], opTimeoutMs: AGENT_WAIT_MS });
     assert.equal(panel.runtime.hostingNode?.facts().backups, true);
     admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
@@ -312,6 +318,146 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(countsBefore.websites, 0);
     // the node serves it, so restoring again is refused as site exists
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
+  });
+
+  it('a backup whose workflow start was lost is started by the resume pass and ends ready', async () => {
+    const src = await siteWithData();
+    // the API process died between its commit and the workflow's start
+    const rp = await env.db.transaction(async (trx) => queueBackup(trx, await trx('panel_sites').where({ id: src.site.id }).forUpdate().first(), 'manual'));
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const deps = { db: env.db, temporal: new Client({ connection }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: AGENT_WAIT_MS, pollMs: 200 }, logger: env.logger };
+      assert.ok((await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+      const done = await until('resumed restore point', () => src.customer.client.get(`/v1/restore-points/${rp.id}`), (x) => x.json.status !== 'pending');
+      assert.equal(done.json.status, 'ready', JSON.stringify(done.json));
+      assert.ok(!(await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('an agent node backs up its own sites; killed while writing one, it leaves no restore point listed, only a .part file', async function () {
+    this.timeout(180_000);
+    const name = unique('bk-');
+    const { token } = await addNode(env.db, null, name);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-agent-'));
+    fs.chmodSync(root, 0o755);
+    const tokenFile = path.join(root, 'token');
+    fs.writeFileSync(tokenFile, `${token}\n`);
+    const backupDir = path.join(root, 'backups');
+    const args = [path.join(__dirname, '../../bin/panel-host.cjs'), 'serve', '-node', name, '-root', path.join(root, 'node'), '-panel', panel.runtime.nodeApiUrl!, '-token-file', tokenFile, '-backup-dir', backupDir, '-web-listen', `127.0.0.1:${await freePort()}`];
+    const startAgentProcess = () => {
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      return { child, exited, stderr: () => stderr };
+    };
+    let agent = startAgentProcess();
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!(await env.db('panel_nodes').where({ name }).first()).last_pull_at) {
+        if (Date.now() > deadline || agent.child.exitCode !== null) throw new Error(`the agent did not pull: ${agent.stderr()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      await env.db('panel_nodes').where({ name }).update({ state: 'alive', roles: ['web'] });
+      const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+      const domain = domainName('agent');
+      const s = await admin.post(`/v1/orgs/${customer.id}/sites`, { domain, node: name });
+      assert.equal(s.status, 201, JSON.stringify(s.json));
+      await until('agent site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+
+      // backed up on its node (spec 4.4.6); inspection is not offered there
+      const ok = await backupReady(customer.client, s.json.id);
+      assert.equal(ok.json.status, 'ready', JSON.stringify(ok.json));
+      assert.equal(ok.json.node, name);
+      assert.ok(fs.existsSync(path.join(backupDir, ok.json.file)), 'the archive is on the agent node');
+      refused(await admin.post(`/v1/restore-points/${ok.json.id}/inspection`), 409, 'conflict');
+      assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id));
+
+      // a site big enough for the archive to take a while
+      const docroot = path.join(root, 'node/sites', domain, 'public_html');
+      for (let i = 0; i < 12; i++) fs.writeFileSync(path.join(docroot, `blob-${i}.bin`), crypto.randomBytes(16 << 20));
+      const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      const dir = path.join(backupDir, 'restore-points', s.json.id);
+      const part = path.join(dir, `${r.json.id}.tar.gz.part`);
+      const seen = Date.now() + 30_000;
+      while (!fs.existsSync(part) || fs.statSync(part).size === 0) {
+        if (Date.now() > seen) throw new Error(`no partial archive appeared: ${fs.readdirSync(dir).join(', ')}`);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      agent.child.kill('SIGKILL');
+      await agent.exited;
+
+      const failed = await until('restore point ended', () => customer.client.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending', AGENT_WAIT_MS + 30_000);
+      assert.equal(failed.json.status, 'failed');
+      assert.match(failed.json.error, /did not report the operation/);
+      const listed = await customer.client.get(`/v1/sites/${s.json.id}/restore-points`);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [ok.json.id]);
+      assert.ok(fs.existsSync(part), 'the partial archive is left under its temp name');
+      assert.ok(!fs.existsSync(path.join(dir, `${r.json.id}.tar.gz`)) && !fs.existsSync(path.join(dir, `${r.json.id}.tar.gz.sha256`)));
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+      // restarted, the node stops the orphaned web services of the killed process and runs on; it lists nothing new
+      agent = startAgentProcess();
+      const again = Date.now() + 30_000;
+      const before = (await env.db('panel_nodes').where({ name }).first()).last_pull_at;
+      while ((await env.db('panel_nodes').where({ name }).first()).last_pull_at?.getTime() === before?.getTime()) {
+        if (Date.now() > again || agent.child.exitCode !== null) throw new Error(`the agent did not come back: ${agent.stderr()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+    } finally {
+      if (agent.child.exitCode === null && agent.child.signalCode === null) {
+        agent.child.kill('SIGTERM');
+        await agent.exited;
+      }
+      await env.db('panel_nodes').where({ name }).update({ draining: true });
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a tampered archive is refused before anything is extracted, and a failed backup shows in the metrics', async () => {
+    // a restore point changed on disk: the restore into an account fails on the SHA-256, nothing is extracted
+    const src = await siteWithData();
+    const rp = await backupReady(src.customer.client, src.site.id);
+    const file = path.join(panel.root, 'backups', rp.json.file);
+    fs.appendFileSync(file, 'tampered');
+    const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const newDomain = domainName('tampered');
+    const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
+    assert.equal(r.status, 202, JSON.stringify(r.json));
+    const site = await until('restore ended', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    assert.equal(site.json.status, 'failed');
+    assert.match(site.json.error, /does not match its SHA-256/);
+    assert.ok(!fs.existsSync(path.join(panel.root, 'sites', newDomain, 'public_html', 'big.bin')), 'nothing of the archive was extracted');
+    assert.equal((await target.client.get(`/v1/databases/${r.json.databases[0].id}`)).json.status, 'failed');
+    assert.equal(await sql(panel, `SHOW DATABASES LIKE '${r.json.databases[0].name}'`), '', 'no database was created');
+
+    // a deleted site's archive changed on disk: 422 unsafe_archive, the site does not come back
+    const gone = await siteWithData();
+    assert.equal((await gone.customer.client.del(`/v1/sites/${gone.site.id}`)).status, 202);
+    await until('site gone', () => gone.customer.client.get(`/v1/sites/${gone.site.id}`), (x) => x.status === 404);
+    const archive = (await admin.get('/v1/site-archives')).json.archives.find((a: { site_id: string }) => a.site_id === gone.site.id);
+    fs.appendFileSync(path.join(panel.root, 'backups', archive.file), 'tampered');
+    refused(await admin.post(`/v1/sites/${gone.site.id}/restore`), 422, 'unsafe_archive');
+    assert.equal((await siteGet(panel.webPort, gone.domain)).status, 404);
+    assert.ok(!fs.existsSync(gone.docroot));
+
+    // a backup that fails on the node (its database vanished behind the panel's back)
+    const broken = await siteWithData();
+    await sql(panel, `DROP DATABASE ${broken.db}`);
+    const failed = await backupReady(broken.customer.client, broken.site.id);
+    assert.equal(failed.json.status, 'failed');
+    assert.match(failed.json.error, /mariadb-dump/);
+    assert.deepEqual((await broken.customer.client.get(`/v1/sites/${broken.site.id}/restore-points`)).json.restore_points, []);
+    assert.ok(!fs.readdirSync(path.join(panel.root, 'backups/restore-points', broken.site.id)).length, 'no archive, no partial file');
+    const m = await admin.get('/v1/backups/metrics');
+    const entry = m.json.sites.find((x: { site_id: string }) => x.site_id === broken.site.id);
+    assert.equal(entry.last_success, null);
+    assert.ok(entry.last_failure);
+    assert.match(entry.last_error, /mariadb-dump/);
+    assert.ok(m.json.restores.failed >= 2);
   });
 
   it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {

@@ -1,6 +1,6 @@
 import { executeChild, proxyLocalActivities } from '@temporalio/workflow';
 import type { BackupOpActivities } from '../../activities/panel/backup-ops';
-import { SA } from '../../domain/shared/search-attributes';
+import { backupOpSearchAttributes } from '../../domain/panel/backups';
 import { backupOpWorkflow, type BackupOpInput, type BackupOpResult } from './backup-op';
 
 // Run by a site's backup schedule (`backup-schedule-<site_id>`, a Temporal schedule, daily or
@@ -31,13 +31,7 @@ const child = (op: Omit<BackupOpInput, 'timeoutMs' | 'pollMs'>, input: Scheduled
   executeChild(backupOpWorkflow, {
     workflowId: `node-op-${op.opId}`,
     args: [{ ...op, timeoutMs: input.timeoutMs, pollMs: input.pollMs }],
-    typedSearchAttributes: [
-      { key: SA.OrgId, value: op.orgId },
-      { key: SA.NodeName, value: op.node },
-      { key: SA.SiteId, value: op.siteId },
-      { key: SA.Kind, value: op.kind },
-      { key: SA.Status, value: 'pending' },
-    ],
+    typedSearchAttributes: backupOpSearchAttributes(op),
     memo: { what: `${op.kind} of site ${op.siteId} (restore point ${op.restorePointId}) on node ${op.node}, by its backup schedule` },
   });
 

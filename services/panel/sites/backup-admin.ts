@@ -113,12 +113,19 @@ export async function startInspection(deps: BackupAdminDeps, actor: Actor, resto
     return r;
   });
   const input: InspectionInput = { inspectionId: row.id, restorePointId, durationMs: ms };
-  await deps.temporal.workflow.start('inspectionWorkflow', {
-    taskQueue: deps.nodeOps.taskQueue,
-    workflowId: inspectionWorkflowId(row.id),
-    args: [input],
-    memo: { what: `restore point ${restorePointId} extracted for inspection until ${row.expires_at.toISOString()}` },
-  });
+  try {
+    await deps.temporal.workflow.start('inspectionWorkflow', {
+      taskQueue: deps.nodeOps.taskQueue,
+      workflowId: inspectionWorkflowId(row.id),
+      args: [input],
+      memo: { what: `restore point ${restorePointId} extracted for inspection until ${row.expires_at.toISOString()}` },
+    });
+  } catch (err) {
+    // nothing was extracted: the inspection fails now rather than stay `extracting`
+    const error = `the inspection could not be started: ${(err as Error).message}`;
+    await deps.db('panel_inspections').where({ id: row.id }).update({ status: 'failed', error });
+    return inspectionView({ ...row, status: 'failed', error });
+  }
   return inspectionView(row);
 }
 

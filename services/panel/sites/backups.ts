@@ -7,6 +7,7 @@ import { type BackupOperation, type NodeOperation, type OperationResult } from '
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
+import { isBelow } from '../../../domain/panel/tree';
 import { checkCounted, isUuid } from '../shared/chain';
 import { startBackupOp } from '../client';
 import type { BackupOpInput } from '../../../workflows/panel/backup-op';
@@ -24,6 +25,8 @@ import { finishSiteOp, insertSite, resultOf, siteInScope, siteView, specOf, type
 // The databases of a site are those of its account on its node (databases belong to accounts).
 
 type Q = Knex | Knex.Transaction;
+
+const inScope = (actor: Actor, r: { org_id: string; org_path: string }) => r.org_id === actor.orgId || isBelow(r.org_path, actor.orgPath);
 
 export const OFFSITE_COPIES = 'PLANNED: restore points sit on the same node as the site; off-site copies are not built yet';
 
@@ -89,7 +92,7 @@ async function restorePointInScope(q: Q, actor: Actor, id: string, lock = false)
   const query = q('panel_restore_points as r').join('panel_orgs as o', 'o.id', 'r.org_id').where('r.id', id).first('r.*', 'o.path as org_path');
   if (lock) query.forUpdate('r');
   const row = await query;
-  if (!row || !(row.org_id === actor.orgId || row.org_path.startsWith(actor.orgPath))) throw notFound('restore point');
+  if (!row || !inScope(actor, row)) throw notFound('restore point');
   return row;
 }
 
@@ -139,7 +142,7 @@ export async function listRestorePoints(db: Db, actor: Actor, siteId: string, al
   const q = db('panel_restore_points as r').join('panel_orgs as o', 'o.id', 'r.org_id').where('r.site_id', siteId).orderBy('r.created_at', 'desc').select('r.*', 'o.path as org_path');
   if (!all) q.where('r.status', 'ready');
   const rows: Array<RestorePointRow & { org_path: string }> = await q;
-  const visible = rows.filter((r) => r.org_id === actor.orgId || r.org_path.startsWith(actor.orgPath));
+  const visible = rows.filter((r) => inScope(actor, r));
   if (!visible.length) await siteInScope(db, actor, siteId);
   return { restore_points: visible.map(restorePointView), offsite_copies: OFFSITE_COPIES };
 }
@@ -350,6 +353,35 @@ export async function restoreIntoAccount(deps: SitesDeps, actor: Actor, restoreP
   };
 }
 
+/**
+ * Starts the workflow of every backup operation pending for longer than `olderThanMs` (an API
+ * process that died between its commit and the start leaves one behind): restore points being
+ * written or deleted, and sites being restored; a workflow that exists already is left alone.
+ * Returns the operation ids looked at.
+ */
+export async function resumePendingBackupOps(deps: Pick<SitesDeps, 'db' | 'temporal' | 'nodeOps' | 'logger'>, olderThanMs = 60_000, limit = 500): Promise<string[]> {
+  const before = new Date(Date.now() - olderThanMs);
+  const points: RestorePointRow[] = await deps.db('panel_restore_points').whereIn('status', ['pending', 'deleting']).where('created_at', '<', before).orderBy('created_at').limit(limit);
+  const restores: SiteRow[] = await deps.db('panel_sites as s')
+    .join('panel_node_ops as o', 'o.id', 's.last_op_id')
+    .where({ 's.status': 'pending', 'o.kind': 'backup.restore' })
+    .where('s.updated_at', '<', before)
+    .limit(limit)
+    .select('s.*', 'o.payload');
+  const starts = [
+    ...points.map((rp) => opStart(rp, rp.status === 'pending' ? 'backup.create' : 'backup.delete')),
+    ...restores.map((site) => ({ opId: site.last_op_id!, node: site.node_name, siteId: site.id, orgId: site.org_id, kind: 'backup.restore' as const, restorePointId: (site as SiteRow & { payload: { backupId: string } }).payload.backupId, domain: site.domain })),
+  ];
+  for (const s of starts) {
+    try {
+      await startBackupOp(deps.temporal, deps.nodeOps, s);
+    } catch (err) {
+      deps.logger.warn({ err, op_id: s.opId }, 'a pending backup operation could not be resumed; retried at the next pass');
+    }
+  }
+  return starts.map((s) => s.opId);
+}
+
 // ---- outcomes (the backup operation workflow's activities) -------------------------------------
 
 export interface BackupOpFinish {
@@ -375,8 +407,8 @@ export async function finishBackupOp(q: Q, f: BackupOpFinish): Promise<{ status:
       const restore = await trx('panel_restores').where({ site_id: f.siteId, kind: 'into_account' }).forUpdate().first();
       if (restore?.status === 'running') await trx('panel_restores').where({ id: restore.id }).update({ status: r.ok ? 'done' : 'failed', error: r.ok ? null : r.error, finished_at: trx.fn.now() });
       await trx('panel_databases').where({ last_op_id: f.opId, status: 'pending' }).update(r.ok ? { status: 'active', error: null, updated_at: trx.fn.now() } : { status: 'failed', error: r.error, updated_at: trx.fn.now() });
-      const site: SiteRow | undefined = await trx('panel_sites').where({ id: f.siteId }).first();
-      const outcome = await finishSiteOp(trx, { siteId: f.siteId, opId: f.opId, generation: site?.generation ?? 1, kind: 'site.apply', result: r });
+      // the restore built the site's first generation; a later change is its own operation
+      const outcome = await finishSiteOp(trx, { siteId: f.siteId, opId: f.opId, generation: 1, kind: 'site.apply', result: r });
       return { status: outcome.status };
     }
     const rp: RestorePointRow | undefined = await trx('panel_restore_points').where({ id: f.restorePointId }).forUpdate().first();
