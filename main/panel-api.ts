@@ -19,6 +19,7 @@ import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../serv
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
+import { importSettings, type ImportOptions } from './panel-imports';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -47,6 +48,8 @@ export interface PanelRuntimeOptions {
    * directly, to the others through their agents). Absent: this process runs neither (another does).
    */
   hosting?: PanelHostingOptions;
+  /** legacy imports: where uploads are kept, the reading limits, the PHP versions offered */
+  imports?: ImportOptions;
 }
 
 export interface PanelHostingOptions {
@@ -111,6 +114,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     controllerState: o.flags.controllerState,
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     hostingNode: () => hostingNode,
+    imports: importSettings(o, temporal).uploads,
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -175,7 +179,8 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle });
+  const imports = importSettings(o, temporal).run(() => node.root);
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, imports });
   stops.push(runWorker(worker).stop);
   const resume = setInterval(() => {
     const deps = { db: o.db, temporal, nodeOps: { ...NODE_OP_DEFAULTS, ...o.nodeOps }, logger: o.logger };

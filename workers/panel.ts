@@ -1,5 +1,7 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
+import { createImportActivities } from '../activities/panel/imports';
+import type { ImportRunDeps } from '../services/panel/imports/run-items';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import type { Db } from '../platform/db';
 import { PANEL_TASK_QUEUE } from '../services/panel/client';
@@ -17,6 +19,8 @@ export interface PanelWorkerDeps {
   workflowBundle?: WorkflowBundleOption;
   /** anything else for Worker.create (tests: stickyQueueScheduleToStartTimeout, identity) */
   workerOptions?: Partial<WorkerOptions>;
+  /** legacy imports' item runner (its services' dependencies); absent: imports do not run on this worker */
+  imports?: ImportRunDeps;
 }
 
 /** Registers the panel's workflows (node operations on sites and databases) and their activities on the panel task queue. */
@@ -27,7 +31,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }) },
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...(deps.imports ? createImportActivities(deps.imports) : {}) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

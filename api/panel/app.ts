@@ -19,6 +19,8 @@ import { capacityRoutes } from './nodes/capacity-routes';
 import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
 import { quotaRoutes } from './sites/quota-routes';
+import { importRoutes } from './imports/routes';
+import type { ImportsDeps } from '../../services/panel/imports/imports';
 import { panelAuth } from './shared/auth';
 import { panelContext } from './shared/http';
 
@@ -39,6 +41,8 @@ export interface PanelDeps {
   controllerState?: boolean;
   /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
   hostingNode?: () => { root: string } | null;
+  /** legacy imports (upload, progress, run); absent: the routes are not served */
+  imports?: ImportsDeps;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -65,6 +69,11 @@ export function createPanelApp(d: PanelDeps): Koa {
   for (const r of [databaseRoutes(sitesDeps(d, d.sites)), quotaRoutes({ db: d.db, hostingNode: d.hostingNode ?? (() => null) })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
+  }
+  if (d.imports) {
+    const imports = importRoutes(d.imports);
+    v1.use(imports.routes());
+    v1.use(imports.allowedMethods());
   }
   app.use(v1.routes());
   return app;

@@ -3,6 +3,7 @@ import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
 import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
+import type { ImportInput, importWorkflow } from '../../workflows/panel/import';
 
 // The one place that starts (and signals) the panel's workflows: site operations (`node-op-<op_id>`)
 // and database operations (`database-op-<op_id>`, PANEL.md section 4) on the panel task queue. A
@@ -89,6 +90,25 @@ export async function startDatabaseOp(temporal: Client, settings: NodeOpSettings
         { key: SA.Status, value: 'pending' },
       ],
       memo: { what: `${input.kind} of database ${name} on node ${input.node}`, op_id: input.opId, database_id: input.databaseId, database: name },
+    }),
+  );
+}
+
+export const importWorkflowId = (importId: string): string => `import-${importId}`;
+
+/** Starts a run of a legacy import (`import-<import_id>`); a run still going is not started twice, a finished or failed one may run again. */
+export async function startImport(temporal: Client, taskQueue: string, input: ImportInput, archive: string): Promise<void> {
+  await startOnce(() =>
+    temporal.workflow.start<typeof importWorkflow>('importWorkflow', {
+      taskQueue,
+      workflowId: importWorkflowId(input.importId),
+      args: [input],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SA.ImportId, value: [input.importId] },
+        { key: SA.OrgId, value: input.orgId },
+      ],
+      memo: { what: `legacy import of ${archive} (run ${input.run}) into account ${input.orgId}`, import_id: input.importId, archive },
     }),
   );
 }

@@ -1,3 +1,4 @@
 // The panel worker's bundle: node operations on sites and on customer databases.
 export * from './node-op';
 export * from './database-op';
+export * from './import';
