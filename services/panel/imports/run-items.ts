@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { PanelError } from '../../../domain/panel/errors';
 import { entryProblem, normalPath, type ImportLimits } from '../../../domain/panel/import-archive';
 import { checkStatement, SqlSplitter } from '../../../domain/panel/import-sql';
-import { nodePaths, sitePaths } from '../../../domain/panel/node-config';
+import { nodePaths, renderWelcomePage, sitePaths } from '../../../domain/panel/node-config';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
@@ -114,7 +115,9 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
         break;
       }
       const docroots = imp.plan.websites.map((w) => w.docroot);
-      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, sitePaths(root, item.name).docroot, deps.limits);
+      const target = sitePaths(root, item.name).docroot;
+      removeWelcomePages(target, item.name);
+      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits);
       detail = { ...detail, ...copied };
       break;
     }
@@ -154,6 +157,14 @@ export async function importItemsToRun(db: Db, importId: string): Promise<Array<
 }
 
 // ---- files and dumps from the archive ----------------------------------------------------------
+
+/** The node's placeholder pages of a new site go (only while unchanged), so the imported index is what is served. */
+function removeWelcomePages(docroot: string, domain: string) {
+  for (const kind of ['html', 'php'] as const) {
+    const file = path.join(docroot, `index.${kind}`);
+    if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === renderWelcomePage(domain, kind)) fs.rmSync(file);
+  }
+}
 
 /** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
 async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits) {
@@ -199,11 +210,12 @@ async function copySiteFiles(archive: string, docroot: string, allDocroots: stri
   return { copied_files: files, copied_bytes: bytes, ...(skipped.length ? { links_not_kept: skipped.slice(0, 20) } : {}) };
 }
 
-const DELIMITER = ';;panel-import;;';
-
 /** Empties the database and loads its dump, every statement checked again on the way; returns the statements run. */
-async function loadDump(archive: string, database: string, root: string, limits: ImportLimits): Promise<{ statements: number }> {
+export async function loadDump(archive: string, database: string, root: string, limits: ImportLimits): Promise<{ statements: number }> {
   const socket = nodePaths(root).mariadbSocket;
+  // a delimiter the dump cannot predict (the client takes at most 15 characters), so no statement
+  // text can end a checked statement early
+  const DELIMITER = `_${randomBytes(6).toString('hex')}_`;
   const child = spawn('mariadb', ['--no-defaults', `--socket=${socket}`, `--user=${os.userInfo().username}`, '--batch', `--delimiter=${DELIMITER}`], { stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()).slice(-4000));
@@ -218,6 +230,7 @@ async function loadDump(archive: string, database: string, root: string, limits:
       const v = checkStatement(st, database);
       if (v.action === 'refuse') throw new Error(`refused statement: ${v.why}`);
       if (v.action === 'skip') continue;
+      if (v.sql.includes(DELIMITER)) throw new Error(`refused statement on line ${st.line}: it holds the load's delimiter`);
       statements++;
       await write(`${v.sql}\n${DELIMITER}\n`);
     }

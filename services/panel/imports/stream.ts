@@ -45,9 +45,11 @@ export async function eachEntry(
   let failed: unknown = null;
   parser.on('entry', (entry: ReadEntry) => {
     counts.entries++;
-    if (counts.entries > limits.maxEntries) {
+    if (failed || counts.entries > limits.maxEntries) {
       entry.resume();
-      source.destroy(new LimitHit(`more than ${limits.maxEntries} entries`));
+      // the source may be read whole already: the limit is thrown after the pass, not only by destroy
+      failed ??= new LimitHit(`more than ${limits.maxEntries} entries`);
+      source.destroy(failed as Error);
       return;
     }
     if (top === null) top = topFolder(entry);
