@@ -25,6 +25,7 @@ import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
 import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
+import { importSettings, type ImportOptions } from './panel-imports';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -62,6 +63,8 @@ export interface PanelRuntimeOptions {
   /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
   backupInspectionMs?: number;
   webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry>; dispatchEveryMs?: number };
+  /** legacy imports: where uploads are kept, the reading limits, the PHP versions offered */
+  imports?: ImportOptions;
 }
 
 /** The reconciliation settings of this process: -reconcile, -reconcile-interval, and the panel task queue. */
@@ -140,6 +143,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     reconcile: reconcileSettings(o),
     billing: billingSettings(o.flags.billingMeter, o.billing),
     backups: { hosting: () => hostingNode, inspectionMs: o.backupInspectionMs },
+    imports: importSettings(o, temporal).uploads,
   });
   // What has been started, stopped newest first on close (or when a later start fails).
   const stops: Array<() => Promise<unknown>> = [async () => clearInterval(prune), () => connection.close()];
@@ -206,6 +210,8 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
   const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [] });
+  const imports = importSettings(o, temporal).run(() => node.root);
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, imports });
   stops.push(runWorker(worker).stop);
   // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));

@@ -2,6 +2,8 @@ import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } fr
 import { createAlertActivities } from '../activities/panel/alerts';
 import { createBackupOpActivities } from '../activities/panel/backup-ops';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
+import { createImportActivities } from '../activities/panel/imports';
+import type { ImportRunDeps } from '../services/panel/imports/run-items';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
 import { createReconcileActivities, type ReconcileNode } from '../activities/panel/reconcile';
 import type { Db } from '../platform/db';
@@ -26,6 +28,8 @@ export interface PanelWorkerDeps {
   sealingKey?: Buffer;
   /** internal addresses the operator allows as webhook targets */
   webhookAllowTargets?: string[];
+  /** legacy imports' item runner (its services' dependencies); absent: imports do not run on this worker */
+  imports?: ImportRunDeps;
 }
 
 /** Registers the panel's workflows (node operations on sites and databases) and their activities on the panel task queue. */
@@ -41,6 +45,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
       ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
       ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
     },
+    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...(deps.imports ? createImportActivities(deps.imports) : {}) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

@@ -26,6 +26,8 @@ import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel
 import { backupRoutes } from './sites/backup-routes';
 import { backupAdminRoutes } from './sites/backup-admin-routes';
 import type { NodeBackups } from '../../platform/hosting-node/site-backups';
+import { importRoutes } from './imports/routes';
+import type { ImportsDeps } from '../../services/panel/imports/imports';
 import { panelAuth } from './shared/auth';
 import { billingRoutes } from './billing/routes';
 import type { BillingSettings } from '../../services/panel/billing/statements';
@@ -59,6 +61,8 @@ export interface PanelDeps {
   billing?: BillingSettings & { taskQueue: string };
   /** backups at platform level: the hosting node's backups once this process runs it, and how long inspection folders stay */
   backups?: { hosting: () => { backups: NodeBackups; inspectSite(siteId: string): Promise<unknown> } | null; inspectionMs?: number };
+  /** legacy imports (upload, progress, run); absent: the routes are not served */
+  imports?: ImportsDeps;
 }
 
 /** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
@@ -103,6 +107,11 @@ export function createPanelApp(d: PanelDeps): Koa {
   const billing = billingRoutes({ db: d.db, temporal: d.temporal, settings: d.billing ?? { metering: false, clock: () => new Date(), taskQueue: 'panel-billing' } });
   v1.use(billing.routes());
   v1.use(billing.allowedMethods());
+  if (d.imports) {
+    const imports = importRoutes(d.imports);
+    v1.use(imports.routes());
+    v1.use(imports.allowedMethods());
+  }
   app.use(v1.routes());
   return app;
 }

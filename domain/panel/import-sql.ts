@@ -12,6 +12,9 @@ export interface SqlStatement {
   client?: boolean;
 }
 
+/** The first line of newer MariaDB dumps: a client command (sandbox mode), not SQL. */
+export const SANDBOX_LINE = '/*M!999999\\- enable the sandbox mode */';
+
 /** Longest statement accepted (mysqldump's extended INSERTs stay below max_allowed_packet, 16 MB by default). */
 export const MAX_STATEMENT_CHARS = 64 * 1024 * 1024;
 

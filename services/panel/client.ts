@@ -8,6 +8,7 @@ import type { BackupOpInput, backupOpWorkflow } from '../../workflows/panel/back
 import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
 import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
 import type { ReconcileInput, reconcileWorkflow } from '../../workflows/panel/reconcile';
+import type { ImportInput, importWorkflow } from '../../workflows/panel/import';
 
 // The one place that starts (and signals) the panel's workflows: site operations (`node-op-<op_id>`)
 // and database operations (`database-op-<op_id>`, PANEL.md section 4) on the panel task queue. A
@@ -279,4 +280,23 @@ export async function removeAlertEvalSchedule(temporal: Client): Promise<void> {
   } catch (err) {
     if (!(err instanceof ScheduleNotFoundError)) throw err;
   }
+}
+
+export const importWorkflowId = (importId: string): string => `import-${importId}`;
+
+/** Starts a run of a legacy import (`import-<import_id>`); a run still going is not started twice, a finished or failed one may run again. */
+export async function startImport(temporal: Client, taskQueue: string, input: ImportInput, archive: string): Promise<void> {
+  await startOnce(() =>
+    temporal.workflow.start<typeof importWorkflow>('importWorkflow', {
+      taskQueue,
+      workflowId: importWorkflowId(input.importId),
+      args: [input],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SA.ImportId, value: [input.importId] },
+        { key: SA.OrgId, value: input.orgId },
+      ],
+      memo: { what: `legacy import of ${archive} (run ${input.run}) into account ${input.orgId}`, import_id: input.importId, archive },
+    }),
+  );
 }

@@ -45,6 +45,7 @@ function mariadbDump(db: string, rows: number): string {
     '-- ------------------------------------------------------',
     '/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;',
     '/*!40101 SET NAMES utf8mb4 */;',
+    '/*!40103 SET @OLD_TIME_ZONE=@@TIME_ZONE */;',
     "/*!40103 SET TIME_ZONE='+00:00' */;",
     '/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;',
     "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;",

@@ -71,13 +71,13 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     // the plan in the spec's order
     const plan = report.plan;
     assert.deepEqual(plan.dns_zones.map((z: { name: string }) => z.name), ['alice-shop.test', 'addon-alice-shop.test']);
-    assert.deepEqual(plan.dns_zones[0].records.find((r: { type: string }) => r.type === 'TXT' && r.name === '_dmarc'), { name: '_dmarc', type: 'TXT', value: 'v=DMARC1; p=none', ttl: 14400 });
+    assert.deepEqual(plan.dns_zones[0].records.find((r: { type: string; name: string }) => r.type === 'TXT' && r.name === '_dmarc'), { name: '_dmarc', type: 'TXT', value: 'v=DMARC1; p=none', ttl: 14400 });
     const main = plan.websites.find((w: { domain: string }) => w.domain === 'alice-shop.test');
     assert.deepEqual(main.aliases, ['www.alice-shop.test', 'alice-shop.example', 'www.alice-shop.example']);
     assert.equal(main.docroot, 'public_html');
     assert.deepEqual(main.cron, ['*/15 * * * * php /home/alice/public_html/wp-cron.php >/dev/null 2>&1', '0 3 * * * /home/alice/bin/backup.sh']);
     assert.deepEqual(plan.databases.map((d: { name: string; users: string[] }) => [d.name, d.users]), [['alice_shop', ['alice_shopuser']], ['alice_wp', ['alice_wpuser']]]);
-    assert.equal(plan.databases.find((d: { name: string }) => d.name === 'alice_wp').statements, 17 + Math.ceil(1234 / 100));
+    assert.equal(plan.databases.find((d: { name: string }) => d.name === 'alice_wp').statements, 18 + Math.ceil(1234 / 100));
     assert.deepEqual({ ...plan.totals, disk_mb: undefined }, { websites: 3, domains: 8, databases: 2, dns_zones: 2, disk_mb: undefined, inodes: 8 });
   });
 

@@ -8,3 +8,4 @@ export * from './month-close';
 export * from './backup-op';
 export * from './backup-schedule';
 export * from './inspection';
+export * from './import';

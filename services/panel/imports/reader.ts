@@ -1,10 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { createGunzip } from 'node:zlib';
-import { Parser, type ReadEntry } from 'tar';
+import type { ReadEntry } from 'tar';
 import type { DnsRecord } from '../../../domain/panel/dns';
 import {
   choosePhp,
@@ -22,7 +19,8 @@ import {
   type ItemClass,
   type ReportItem,
 } from '../../../domain/panel/import-archive';
-import { checkStatement, SqlSplitter, StatementTooLong } from '../../../domain/panel/import-sql';
+import { checkStatement, SANDBOX_LINE, SqlSplitter, StatementTooLong } from '../../../domain/panel/import-sql';
+import { eachEntry, LimitHit, topFolder } from './stream';
 
 // Reads a legacy account archive in one streaming pass (spec 2 section 4.4.4): gzip and tar are
 // decoded as they arrive, limits (entries, expanded bytes, nesting, compression ratio) are checked
@@ -79,8 +77,6 @@ export interface ArchiveReport {
 const SMALL_FILE = 1024 * 1024;
 const REFUSED_LISTED = 200;
 
-class LimitHit extends Error {}
-
 interface HomeFile {
   rel: string;
   size: number;
@@ -104,86 +100,27 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
   let top: string | null = null;
   let limitHit: string | null = null;
 
-  const source = fs.createReadStream(file);
-  const parser = new Parser({ strict: true });
-  const entryWork: Promise<void>[] = [];
-
-  parser.on('entry', (entry: ReadEntry) => {
-    read.entries++;
-    if (read.entries > s.limits.maxEntries) {
-      limitHit = `more than ${s.limits.maxEntries} entries`;
-      entry.resume();
-      source.destroy(new LimitHit(limitHit));
-      return;
-    }
-    const header = { path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath };
-    if (top === null) {
-      const first = entry.path.split('/')[0];
-      top = /^(cpmove|backup)-/.test(first) || (entry.type === 'Directory' && !entry.path.replace(/\/$/, '').includes('/')) ? first : '';
-    }
-    const problem = entryProblem(header, s.limits.maxDepth);
-    if (problem) {
-      refuse(entry.path, problem);
-      entry.resume();
-      return;
-    }
-    const rel = top && (entry.path === top || entry.path.startsWith(`${top}/`)) ? entry.path.slice(top.length + 1).replace(/\/$/, '') : entry.path.replace(/\/$/, '');
+  const onEntry = async (rel: string, entry: ReadEntry, body: (w: NodeJS.WritableStream) => Promise<void>) => {
+    if (top === null) top = topFolder(entry);
+    const problem = entryProblem({ path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath }, s.limits.maxDepth);
+    if (problem) return refuse(entry.path, problem);
     const part = partOf(rel, entry.type === 'Directory');
     if (part.part === 'home') {
       if (entry.type !== 'Directory') homeFiles.push({ rel: part.rel, size: entry.size ?? 0 });
-      entry.resume();
       return;
     }
-    if (part.part === 'mysql_dump') {
-      entryWork.push(checkDump(entry, part.database).then((r) => void dumps.set(part.database, r)));
-      return;
-    }
+    if (part.part === 'mysql_dump') return dumps.set(part.database, await checkDump(body, part.database));
     if (part.part === 'mysql_create') creates.add(part.database);
-    if (['account', 'userdata', 'zone', 'grants', 'cert', 'key', 'tls', 'cron', 'mysql_create'].includes(part.part)) {
-      if ((entry.size ?? 0) > SMALL_FILE) {
-        refuse(entry.path, `a metadata file larger than ${SMALL_FILE} bytes`);
-        entry.resume();
-        return;
-      }
-      entryWork.push(collect(entry).then((text) => void small.set(rel, text)));
-    } else entry.resume();
     other.push({ rel, part });
-  });
-
-  const compressedCounter = new Transform({
-    transform(chunk: Buffer, _e, cb) {
-      read.compressed_bytes += chunk.length;
-      cb(null, chunk);
-    },
-  });
-  const expandedCounter = new Transform({
-    transform(chunk: Buffer, _e, cb) {
-      read.expanded_bytes += chunk.length;
-      if (read.expanded_bytes > s.limits.maxExpandedBytes) return cb(new LimitHit((limitHit = `more than ${s.limits.maxExpandedBytes} bytes once decompressed`)));
-      const ratio = read.expanded_bytes / Math.max(1, read.compressed_bytes);
-      if (read.expanded_bytes > 1024 * 1024 && ratio > s.limits.maxRatio) return cb(new LimitHit((limitHit = `compressed more than ${s.limits.maxRatio}:1 (a decompression bomb)`)));
-      cb(null, chunk);
-    },
-  });
-  const sink = new Writable({
-    write(chunk: Buffer, _e, cb) {
-      if (parser.write(chunk)) cb();
-      else parser.once('drain', () => cb());
-    },
-    final(cb) {
-      parser.end();
-      cb();
-    },
-  });
-  const parsed = new Promise<void>((resolve, reject) => {
-    parser.on('end', resolve);
-    parser.on('error', reject);
-  });
+    if (!['account', 'userdata', 'zone', 'grants', 'cert', 'key', 'tls', 'cron', 'mysql_create'].includes(part.part)) return;
+    if ((entry.size ?? 0) > SMALL_FILE) return refuse(entry.path, `a metadata file larger than ${SMALL_FILE} bytes`);
+    small.set(rel, await collect(body));
+  };
   try {
-    await Promise.all([pipeline(source, compressedCounter, createGunzip(), expandedCounter, sink), parsed]);
-    await Promise.all(entryWork);
+    await eachEntry(file, s.limits, onEntry, read);
   } catch (err) {
-    if (!(err instanceof LimitHit) && !limitHit) throw new ArchiveUnreadable(`${path.basename(file)} cannot be read as a gzip'd tar archive: ${(err as Error).message}`);
+    if (!(err instanceof LimitHit)) throw new ArchiveUnreadable(`${path.basename(file)} cannot be read as a gzip'd tar archive: ${(err as Error).message}`);
+    limitHit = err.message;
   }
   if (limitHit) {
     refusedCount++;
@@ -322,49 +259,48 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
 }
 
 /** The body of a small entry as text. */
-function collect(entry: ReadEntry): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    entry.on('data', (c: Buffer) => chunks.push(c));
-    entry.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    entry.on('error', reject);
-  });
+async function collect(body: (w: NodeJS.WritableStream) => Promise<void>): Promise<string> {
+  const chunks: Buffer[] = [];
+  await body(new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Splits and checks a dump as it streams: counts statements and keeps the reasons of refused ones. */
-function checkDump(entry: ReadEntry, database: string): Promise<{ statements: number; refused: string[]; sandbox: boolean }> {
+async function checkDump(body: (w: NodeJS.WritableStream) => Promise<void>, database: string): Promise<{ statements: number; refused: string[]; sandbox: boolean }> {
   const splitter = new SqlSplitter();
   const decoder = new StringDecoder('utf8');
   const r = { statements: 0, refused: [] as string[], sandbox: false };
   let first = true;
-  const take = (list: ReturnType<SqlSplitter['push']>) => {
-    for (const st of list) {
-      const v = checkStatement(st, database);
-      if (v.action === 'run') r.statements++;
-      else if (v.action === 'refuse') r.refused.push(v.why);
+  const take = (next: () => ReturnType<SqlSplitter['push']>) => {
+    // once refused, the rest is only drained
+    if (r.refused.length >= 20) return;
+    try {
+      for (const st of next()) {
+        const v = checkStatement(st, database);
+        if (v.action === 'run') r.statements++;
+        else if (v.action === 'refuse') r.refused.push(v.why);
+      }
+    } catch (err) {
+      if (!(err instanceof StatementTooLong)) throw err;
+      r.refused.push(err.message);
     }
   };
-  return new Promise((resolve) => {
-    entry.on('data', (c: Buffer) => {
-      const text = decoder.write(c);
-      if (first && text) {
-        first = false;
-        r.sandbox = text.startsWith('/*M!999999\\- enable the sandbox mode */');
-      }
-      try {
-        if (r.refused.length < 20) take(splitter.push(text));
-      } catch (err) {
-        if (!(err instanceof StatementTooLong)) throw err;
-        r.refused.push(err.message);
-      }
-    });
-    entry.on('end', () => {
-      try {
-        if (r.refused.length < 20) take(splitter.push(decoder.end()).concat(splitter.end()));
-      } catch (err) {
-        r.refused.push((err as Error).message);
-      }
-      resolve(r);
-    });
-  });
+  await body(
+    new Writable({
+      write(c: Buffer, _e, cb) {
+        const text = decoder.write(c);
+        if (first && text) {
+          first = false;
+          r.sandbox = text.startsWith(SANDBOX_LINE);
+        }
+        take(() => splitter.push(text));
+        cb();
+      },
+      final(cb) {
+        take(() => splitter.push(decoder.end()).concat(splitter.end()));
+        cb();
+      },
+    }),
+  );
+  return r;
 }

@@ -1,0 +1,260 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type { Client } from '@temporalio/client';
+import { PanelError } from '../../../domain/panel/errors';
+import { entryProblem, normalPath, type ImportLimits } from '../../../domain/panel/import-archive';
+import { checkStatement, SqlSplitter } from '../../../domain/panel/import-sql';
+import { nodePaths, renderWelcomePage, sitePaths } from '../../../domain/panel/node-config';
+import { HOSTING_NODE } from '../../../domain/panel/node-ops';
+import type { Db } from '../../../platform/db';
+import type { Logger } from '../../../platform/logger';
+import type { Actor } from '../shared/actor';
+import type { NodeOpSettings } from '../client';
+import { createDatabase } from '../sites/databases';
+import { createZone, type DnsSettings } from '../sites/dns';
+import { createSite, sitesDeps, type SiteSettings } from '../sites/sites';
+import { holdPasswords, type ImportItemRow, type ImportRow } from './imports';
+import { eachEntry } from './stream';
+
+// The items of an import run, one at a time (PANEL.md section 4, `import-<id>`): each is performed
+// with the panel's own services (zones, sites, databases — the same checks and node operations as
+// any create) or, for site files and SQL dumps, by streaming the kept archive copy onto the panel's
+// hosting node, and then recorded done. An item is safe to perform again after a crash: a zone,
+// site or database created by an earlier attempt is adopted, files are rewritten whole (same
+// content), and a dump is loaded into a freshly emptied database, so nothing ends up twice.
+
+export interface ImportRunDeps {
+  db: Db;
+  temporal: Client;
+  logger: Logger;
+  nodeOps: NodeOpSettings;
+  dns: DnsSettings;
+  sites?: SiteSettings;
+  limits: ImportLimits;
+  /** the panel's own hosting node this process drives (site files and SQL loads go there), else null */
+  hostingRoot: () => string | null;
+  /** how long a site or database may take to become active */
+  waitMs?: number;
+}
+
+async function actorOf(db: Db, loginId: string): Promise<Actor> {
+  const l = await db('panel_logins as l').join('panel_orgs as o', 'o.id', 'l.org_id').where('l.id', loginId).first('l.id', 'l.username', 'l.role', 'l.org_id', 'o.path', 'o.type');
+  if (!l) throw new Error(`the login ${loginId} that uploaded the import is gone`);
+  return { loginId: l.id, username: l.username, role: l.role, orgId: l.org_id, orgPath: l.path, orgType: l.type };
+}
+
+async function waitActive(db: Db, table: 'panel_sites' | 'panel_databases', id: string, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const row = await db(table).where({ id }).first('status', 'error');
+    if (row?.status === 'active') return;
+    if (!row || row.status === 'failed') throw new Error(`${table === 'panel_sites' ? 'the website' : 'the database'} failed on its node: ${row?.error ?? 'gone'}`);
+    if (Date.now() > until) throw new Error(`${table === 'panel_sites' ? 'the website' : 'the database'} is not active after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const conflictOnly = async <T>(create: () => Promise<T>): Promise<T | null> => {
+  try {
+    return await create();
+  } catch (err) {
+    if (err instanceof PanelError && err.code === 'conflict') return null;
+    throw err;
+  }
+};
+
+/** Performs item `seq` of import `importId` (if not done yet) and records it done. */
+export async function runImportItem(deps: ImportRunDeps, importId: string, seq: number): Promise<{ state: ImportItemRow['state']; detail: Record<string, unknown> }> {
+  const imp: ImportRow = await deps.db('panel_imports').where({ id: importId }).first();
+  const item: ImportItemRow = await deps.db('panel_import_items').where({ import_id: importId, seq }).first();
+  if (!imp || !item) throw new Error(`no item ${seq} of import ${importId}`);
+  if (item.state === 'done' || item.state === 'pre_existing') return { state: item.state, detail: item.detail };
+  await deps.db('panel_import_items').where({ import_id: importId, seq }).update({ state: 'running', attempts: item.attempts + 1, error: null });
+  const actor = await actorOf(deps.db, imp.created_by);
+  const base = { db: deps.db, temporal: deps.temporal, nodeOps: deps.nodeOps, logger: deps.logger };
+  const waitMs = deps.waitMs ?? 120_000;
+  let detail: Record<string, unknown> = { ...item.detail };
+  switch (item.step) {
+    case 'dns_zones': {
+      const zone = imp.plan.dns_zones.find((z) => z.name === item.name)!;
+      const made = await conflictOnly(() => createZone(deps.db, deps.dns, actor, imp.org_id, { name: zone.name, records: zone.records }));
+      if (!made && !(await deps.db('panel_dns_zones').where({ org_id: imp.org_id, name: zone.name }).first('id'))) throw new Error(`the zone ${zone.name} is now held by another account`);
+      break;
+    }
+    case 'websites': {
+      const w = imp.plan.websites.find((x) => x.domain === item.name)!;
+      await conflictOnly(() => createSite(sitesDeps(deps, deps.sites), actor, imp.org_id, { domain: w.domain, aliases: w.aliases, php_version: w.php, cron: w.cron }));
+      const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: w.domain }).first('id', 'node_name');
+      if (!site) throw new Error(`the domain ${w.domain} is now used by another account`);
+      await waitActive(deps.db, 'panel_sites', site.id, waitMs);
+      detail = { ...detail, node: site.node_name };
+      break;
+    }
+    case 'databases': {
+      const d = imp.plan.databases.find((x) => x.name === item.name)!;
+      const user = d.users.find((u) => /^[a-z0-9_]{1,32}$/.test(u.toLowerCase()))?.toLowerCase();
+      const made = await conflictOnly(() => createDatabase(base, actor, imp.org_id, { name: d.name, ...(user ? { user } : {}) }));
+      const row = await deps.db('panel_databases').where({ org_id: imp.org_id, name: d.name }).first('id', 'db_user', 'node_name');
+      if (!row) throw new Error(`the database name ${d.name} is taken on its node by another account`);
+      await waitActive(deps.db, 'panel_databases', row.id, waitMs);
+      // the password exists only now: held in memory for the run's result, never written anywhere
+      if (made && 'password' in made) holdPasswords(importId, [{ database: d.name, user: row.db_user, password: String(made.password) }]);
+      detail = { ...detail, user: row.db_user, node: row.node_name, password: made ? 'shown once in the result of this run' : 'created by an earlier attempt; reset it if it was not noted' };
+      break;
+    }
+    case 'site_files': {
+      const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: item.name }).first('node_name');
+      const root = deps.hostingRoot();
+      if (!site || site.node_name !== HOSTING_NODE || !root) {
+        detail = { ...detail, not_migrated: 'file copy for a site on another node is not importable yet' };
+        break;
+      }
+      const docroots = imp.plan.websites.map((w) => w.docroot);
+      const target = sitePaths(root, item.name).docroot;
+      removeWelcomePages(target, item.name);
+      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits);
+      detail = { ...detail, ...copied };
+      break;
+    }
+    case 'sql_loads': {
+      const row = await deps.db('panel_databases').where({ org_id: imp.org_id, name: item.name }).first('node_name');
+      const root = deps.hostingRoot();
+      if (!row || row.node_name !== HOSTING_NODE || !root) {
+        detail = { ...detail, not_migrated: 'the database is not on the panel’s hosting node' };
+        break;
+      }
+      detail = { ...detail, ...(await loadDump(imp.archive_path!, item.name, root, deps.limits)) };
+      break;
+    }
+  }
+  await deps.db('panel_import_items').where({ import_id: importId, seq }).update({ state: 'done', detail: JSON.stringify(detail), done_at: deps.db.fn.now() });
+  return { state: 'done', detail };
+}
+
+/** Records an item's failure (the run stops; run again to retry it). */
+export async function failImportItem(db: Db, importId: string, seq: number, error: string): Promise<void> {
+  await db('panel_import_items').where({ import_id: importId, seq }).update({ state: 'failed', error: error.slice(0, 2000) });
+}
+
+/** Ends a run: done (archive copy deleted) when every item is done or pre-existing, else stopped with the error. */
+export async function finishImportRun(db: Db, importId: string, error: string | null): Promise<{ status: 'done' | 'stopped' }> {
+  const left = await db('panel_import_items').where({ import_id: importId }).whereNotIn('state', ['done', 'pre_existing']).count<{ n: string }[]>('* as n');
+  const status = Number(left[0].n) === 0 && !error ? 'done' : 'stopped';
+  const imp = await db('panel_imports').where({ id: importId }).first('archive_path');
+  await db('panel_imports').where({ id: importId }).update({ status, error, updated_at: db.fn.now(), ...(status === 'done' ? { archive_path: null } : {}) });
+  if (status === 'done' && imp?.archive_path) fs.rmSync(imp.archive_path, { force: true });
+  return { status };
+}
+
+/** The items a run still has to perform, in order. */
+export async function importItemsToRun(db: Db, importId: string): Promise<Array<{ seq: number; step: string; name: string }>> {
+  return db('panel_import_items').where({ import_id: importId }).whereNotIn('state', ['done', 'pre_existing']).orderBy('seq').select('seq', 'step', 'name');
+}
+
+// ---- files and dumps from the archive ----------------------------------------------------------
+
+/** The node's placeholder pages of a new site go (only while unchanged), so the imported index is what is served. */
+function removeWelcomePages(docroot: string, domain: string) {
+  for (const kind of ['html', 'php'] as const) {
+    const file = path.join(docroot, `index.${kind}`);
+    if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === renderWelcomePage(domain, kind)) fs.rmSync(file);
+  }
+}
+
+/** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
+async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits) {
+  const prefix = `homedir/${docroot}/`;
+  const nested = allDocroots.filter((d) => d !== docroot && d.startsWith(`${docroot}/`)).map((d) => `homedir/${d}/`);
+  let files = 0;
+  let bytes = 0;
+  const skipped: string[] = [];
+  fs.mkdirSync(target, { recursive: true });
+  await eachEntry(archive, limits, async (rel, entry, body) => {
+    if (!rel.startsWith(prefix) || nested.some((n) => rel.startsWith(n))) return false;
+    if (entryProblem({ path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath }, limits.maxDepth)) throw new Error(`the archive holds an unsafe entry ${JSON.stringify(entry.path)}`);
+    const inner = rel.slice(prefix.length).replace(/\/$/, '');
+    const segs = normalPath(inner);
+    if (!segs || !segs.length) return false;
+    const dest = path.join(target, ...segs);
+    fs.mkdirSync(entry.type === 'Directory' ? dest : path.dirname(dest), { recursive: true });
+    if (entry.type === 'Directory') return false;
+    if (entry.type === 'SymbolicLink') {
+      // a link is kept only when it stays inside this site's document root
+      const to = normalPath([...segs.slice(0, -1), entry.linkpath ?? ''].join('/'));
+      if (!to) skipped.push(inner);
+      else {
+        fs.rmSync(dest, { force: true });
+        fs.symlinkSync(entry.linkpath!, dest);
+      }
+      return false;
+    }
+    if (entry.type === 'Link') {
+      const src = entry.linkpath ?? '';
+      const relSrc = src.split('/').slice(1).join('/');
+      if (!relSrc.startsWith(prefix)) skipped.push(inner);
+      else fs.copyFileSync(path.join(target, ...normalPath(relSrc.slice(prefix.length))!), dest);
+      return false;
+    }
+    const tmp = `${dest}.import-${process.pid}.tmp`;
+    await body(fs.createWriteStream(tmp, { mode: (entry.mode ?? 0o644) & 0o755 }));
+    fs.renameSync(tmp, dest);
+    files++;
+    bytes += entry.size ?? 0;
+    return true;
+  });
+  return { copied_files: files, copied_bytes: bytes, ...(skipped.length ? { links_not_kept: skipped.slice(0, 20) } : {}) };
+}
+
+/** Empties the database and loads its dump, every statement checked again on the way; returns the statements run. */
+export async function loadDump(archive: string, database: string, root: string, limits: ImportLimits): Promise<{ statements: number }> {
+  const socket = nodePaths(root).mariadbSocket;
+  // a delimiter the dump cannot predict (the client takes at most 15 characters), so no statement
+  // text can end a checked statement early
+  const DELIMITER = `_${randomBytes(6).toString('hex')}_`;
+  const child = spawn('mariadb', ['--no-defaults', `--socket=${socket}`, `--user=${os.userInfo().username}`, '--batch', `--delimiter=${DELIMITER}`], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()).slice(-4000));
+  const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  const write = (s: string) => (child.stdin.write(s) ? Promise.resolve() : new Promise<void>((r) => child.stdin.once('drain', () => r())));
+  // a dump loaded again (a crash mid-load) starts from an empty database; its grants stay
+  await write(`DROP DATABASE IF EXISTS \`${database}\`\n${DELIMITER}\nCREATE DATABASE \`${database}\`\n${DELIMITER}\nUSE \`${database}\`\n${DELIMITER}\n`);
+  let statements = 0;
+  const splitter = new SqlSplitter();
+  const send = async (list: ReturnType<SqlSplitter['push']>) => {
+    for (const st of list) {
+      const v = checkStatement(st, database);
+      if (v.action === 'refuse') throw new Error(`refused statement: ${v.why}`);
+      if (v.action === 'skip') continue;
+      if (v.sql.includes(DELIMITER)) throw new Error(`refused statement on line ${st.line}: it holds the load's delimiter`);
+      statements++;
+      await write(`${v.sql}\n${DELIMITER}\n`);
+    }
+  };
+  try {
+    await eachEntry(archive, limits, async (rel, _entry, body) => {
+      if (rel !== `mysql/${database}.sql`) return false;
+      const decoder = new StringDecoder('utf8');
+      await body(
+        new Writable({
+          write(chunk: Buffer, _e, cb) {
+            send(splitter.push(decoder.write(chunk))).then(() => cb(), cb);
+          },
+          final(cb) {
+            send(splitter.push(decoder.end()).concat(splitter.end())).then(() => cb(), cb);
+          },
+        }),
+      );
+      return true;
+    });
+  } finally {
+    child.stdin.end();
+  }
+  const code = await exited;
+  if (code !== 0) throw new Error(`mariadb failed loading ${database}: ${stderr.trim().split('\n').slice(-2).join(' | ')}`);
+  return { statements };
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { run } from '../../platform/hosting-node/processes';
+import { importWorkflowId } from '../../services/panel/client';
+import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../helpers/legacy-archive';
+import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { env } from '../setup/env';
+
+// Legacy import runs over real HTTP into a real panel whose hosting node runs nginx and MariaDB,
+// with a real Temporal worker (import-<id>): upload (report, quota check, refusals with the copy
+// deleted), run, progress; afterwards the sites serve the imported files, the databases hold the
+// imported rows, passwords appear once, the archive copy is gone, pre-existing items are untouched.
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-import-run-'));
+const uploads = path.join(dir, 'uploads');
+
+async function upload(c: PanelClient, orgId: string, file: string): Promise<Reply> {
+  const res = await fetch(`${c.base}/v1/orgs/${orgId}/imports?name=${encodeURIComponent(path.basename(file))}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/gzip', ...(c.cookie ? { cookie: c.cookie } : {}) },
+    body: fs.readFileSync(file),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
+}
+
+export async function settledImport(c: PanelClient, id: string, timeoutMs = 90_000): Promise<Reply> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await c.get(`/v1/imports/${id}`);
+    if (r.status !== 200) throw new Error(`import ${id}: ${r.status} ${JSON.stringify(r.json)}`);
+    if (r.json.status === 'done' || r.json.status === 'stopped') return r;
+    if (Date.now() > deadline) throw new Error(`import ${id} still ${r.json.status}: ${JSON.stringify(r.json.progress)}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+function serve(port: number, host: string, p: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x: string) => (body += x));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** SQL as the node's administrator over its socket. */
+export async function adminSql(root: string, sql: string): Promise<string> {
+  const r = await run('mariadb', ['--no-defaults', `--socket=${path.join(root, 'run/my.sock')}`, `--user=${os.userInfo().username}`, '--batch', '--skip-column-names', '-e', sql], { timeoutMs: 20_000 });
+  if (r.code !== 0) throw new Error(r.stderr);
+  return r.stdout.trim();
+}
+
+export const sha256 = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+export const archiveFor = async (label: string, o: ArchiveOptions = {}) => {
+  const user = unique(label).toLowerCase();
+  const domain = `${user}.test`;
+  const file = await writeAccountArchive(path.join(dir, `cpmove-${user}.tar.gz`), { user, domain, ...o });
+  return { user, domain, file };
+};
+
+describe('panel: legacy import runs (upload, quota check, import-<id> workflow)', function () {
+  this.timeout(180_000);
+  let panel: HostingPanel;
+  let provider: { id: string; client: PanelClient };
+  let connection: Connection;
+
+  before(async function () {
+    this.timeout(120_000);
+    panel = await startHostingPanel({ mariadb: true, opTimeoutMs: 30_000, imports: { dir: uploads, limits: { maxRatio: 1000 } } });
+    const admin = await platformAdmin(panel.url);
+    provider = await createOrgWithLogin(admin, { type: 'provider' });
+    connection = await Connection.connect({ address: env.temporalAddress });
+  });
+  after(async () => {
+    await connection?.close();
+    await panel?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses an unsafe archive with 422 and deletes the uploaded copy', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const { file } = await archiveFor('uns', { extra: UNSAFE.symlink_outside });
+    const r = await upload(provider.client, customer.id, file);
+    assert.equal(r.status, 422, JSON.stringify(r.json));
+    assert.equal(r.json.error.code, 'unsafe_archive');
+    assert.match(r.json.error.details.refused[0].note, /symbolic link to the absolute path \/etc\/passwd/);
+    assert.deepEqual(fs.readdirSync(uploads), []);
+    const row = await env.db('panel_imports').where({ id: r.json.error.details.import_id }).first();
+    assert.equal(row.status, 'refused');
+    assert.equal(row.archive_path, null);
+  });
+
+  it('refuses an import over the account limits with the numbers, copy deleted', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { websites: 2, dns_zones: 5 } });
+    const { file } = await archiveFor('quo');
+    const r = await upload(provider.client, customer.id, file);
+    assert.equal(r.status, 409, JSON.stringify(r.json));
+    assert.equal(r.json.error.code, 'limit_reached');
+    assert.equal(r.json.error.details.limit, 'websites');
+    assert.match(r.json.error.details.detail, /websites: 0 used \+ 3 imported > 2 at customer/);
+    assert.deepEqual(fs.readdirSync(uploads), []);
+  });
+
+  it('needs migration.run: an account owner cannot upload', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const { file } = await archiveFor('pow');
+    const r = await upload(customer.client, customer.id, file);
+    assert.equal(r.status, 403);
+    assert.equal(r.json.error.code, 'power_missing');
+  });
+
+  it('imports a whole account: zones, sites serving the files, databases holding the rows, passwords once, pre-existing items untouched', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const { user, domain, file } = await archiveFor('imp', { rows: 321 });
+    // the blog exists already in the account: reported pre-existing and left as it is
+    const blog = `blog.${domain}`;
+    const pre = await provider.client.post(`/v1/orgs/${customer.id}/sites`, { domain: blog });
+    assert.equal(pre.status, 201, JSON.stringify(pre.json));
+
+    const up = await upload(provider.client, customer.id, file);
+    assert.equal(up.status, 201, JSON.stringify(up.json));
+    assert.equal(up.json.status, 'ready');
+    assert.equal(up.json.quota.fits, true);
+    assert.equal(fs.readdirSync(uploads).length, 1);
+    const states = (r: Reply) => Object.fromEntries(r.json.items.map((i: { step: string; name: string; state: string }) => [`${i.step}:${i.name}`, i.state]));
+    assert.equal(states(up)[`websites:${blog}`], 'pre_existing');
+    assert.equal(states(up)[`site_files:${blog}`], 'pre_existing');
+    assert.deepEqual(up.json.items.map((i: { step: string }) => i.step), ['dns_zones', 'dns_zones', 'websites', 'websites', 'websites', 'databases', 'databases', 'site_files', 'site_files', 'site_files', 'sql_loads', 'sql_loads']);
+
+    const started = await provider.client.post(`/v1/imports/${up.json.id}/run`);
+    assert.equal(started.status, 202, JSON.stringify(started.json));
+    const handle = new Client({ connection }).workflow.getHandle(importWorkflowId(up.json.id));
+    const done = await settledImport(provider.client, up.json.id);
+    assert.equal(done.json.status, 'done', JSON.stringify(done.json.items.filter((i: { error: string | null }) => i.error)));
+    assert.deepEqual(done.json.progress.counts, { total: 12, done: 10, pre_existing: 2, pending: 0, running: 0, failed: 0 });
+    assert.equal((await handle.result()).status, 'done');
+    assert.deepEqual(await handle.query('progress'), { total: 10, finished: 10, current: null, failed: null });
+
+    // passwords: once, then never again
+    assert.deepEqual(done.json.passwords.map((p: { database: string; user: string }) => [p.database, p.user]).sort(), [[`${user}_shop`, `${user}_shopuser`], [`${user}_wp`, `${user}_wpuser`]]);
+    assert.equal((await provider.client.get(`/v1/imports/${up.json.id}`)).json.passwords, undefined);
+    const wp = done.json.passwords.find((p: { database: string }) => p.database === `${user}_wp`);
+    const count = await run('mariadb', ['--no-defaults', `--socket=${path.join(panel.root, 'run/my.sock')}`, `--user=${wp.user}`, `--password=${wp.password}`, '--batch', '--skip-column-names', '-e', `SELECT count(*), max(post_title) FROM \`${user}_wp\`.wp_posts`]);
+    assert.equal(count.stdout.trim(), "321\tPost 99; it's -- not a comment");
+    assert.equal(await adminSql(panel.root, `SELECT count(*) FROM \`${user}_shop\`.orders; SELECT count(*) FROM \`${user}_shop\`.big_orders`), '3\n1');
+    for (const p of done.json.passwords) assert.deepEqual(await tablesHolding(p.password), []);
+
+    // the sites serve the imported files through nginx
+    assert.match((await serve(panel.webPort, domain, '/')).body, new RegExp(`Imported ${domain.replace(/\./g, '\\.')}`));
+    assert.match((await serve(panel.webPort, `www.${domain.replace(/\.test$/, '.example')}`, '/css/site.css')).body, /sans-serif/);
+    assert.equal((await serve(panel.webPort, `addon-${domain}`, '/')).body, `<h1>addon-${domain}</h1>\n`);
+    const docroot = path.join(panel.root, 'sites', domain, 'public_html');
+    assert.equal(fs.readlinkSync(path.join(docroot, 'style.css')), 'css/site.css');
+    assert.equal(fs.existsSync(path.join(docroot, '.bashrc')), false);
+    // the pre-existing site keeps its own page
+    assert.doesNotMatch((await serve(panel.webPort, blog, '/')).body, /blog of/);
+
+    const zones = await env.db('panel_dns_zones').where({ org_id: customer.id }).orderBy('name').pluck('name');
+    assert.deepEqual(zones, [`addon-${domain}`, domain].sort());
+    const site = await env.db('panel_sites').where({ domain }).first();
+    assert.deepEqual(site.cron, [`*/15 * * * * php /home/${user}/public_html/wp-cron.php >/dev/null 2>&1`, `0 3 * * * /home/${user}/bin/backup.sh`]);
+    assert.equal(site.php_version, '8.2');
+    // the uploaded copy is gone; a done import does not run again
+    assert.deepEqual(fs.readdirSync(uploads), []);
+    assert.equal((await provider.client.post(`/v1/imports/${up.json.id}/run`)).status, 409);
+  });
+});
+
+async function tablesHolding(needle: string): Promise<string[]> {
+  const tables: string[] = (await env.db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')) as string[];
+  const hits: string[] = [];
+  for (const t of tables) {
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM ?? AS t WHERE t::text LIKE ?`, [t, `%${needle}%`]);
+    if (rows[0].n > 0) hits.push(t);
+  }
+  return hits;
+}
