@@ -24,6 +24,8 @@ describe('panel: web console in chromium', function () {
   let base: string;
   let factsDir: string;
   const contexts: BrowserContext[] = [];
+  /** uncaught errors in any page: none is expected */
+  const pageErrors: string[] = [];
 
   before(async function () {
     this.timeout(120_000);
@@ -45,6 +47,7 @@ describe('panel: web console in chromium', function () {
   });
   afterEach(async () => {
     for (const c of contexts.splice(0)) await c.close();
+    assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
   });
 
   async function newPage(host = HOST): Promise<Page> {
@@ -52,6 +55,7 @@ describe('panel: web console in chromium', function () {
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
     return page;
   }
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -61,6 +65,14 @@ describe('panel: web console in chromium', function () {
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  /** Fills the password change form (first sign-in) and sends it. */
+  async function choosePassword(page: Page, current: string, next: string) {
+    await page.getByLabel('Current password').fill(current);
+    await page.getByLabel('New password', { exact: true }).fill(next);
+    await page.getByLabel('New password again').fill(next);
+    await page.getByRole('button', { name: 'Change password' }).click();
   }
 
   /** A login created through the API with a temporary password (changed at its first sign-in). */
@@ -79,15 +91,10 @@ describe('panel: web console in chromium', function () {
     await signIn(page, customer.username, customer.temporary);
     await page.waitForURL('**/account/password');
     await page.getByRole('heading', { name: 'Choose your password' }).waitFor();
-    await page.getByLabel('Current password').fill(customer.temporary);
-    await page.getByLabel('New password', { exact: true }).fill('too short');
-    await page.getByLabel('New password again').fill('too short');
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, customer.temporary, 'too short');
     // the API's own refusal, as it is
     await page.getByRole('alert').filter({ hasText: '12 characters' }).waitFor();
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('New password again').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, customer.temporary, PASSWORD);
     await page.waitForURL(`**/orgs/${customer.id}`);
     await page.getByRole('heading', { name: customer.username }).waitFor();
     await shot(page, 'first-sign-in');
@@ -97,10 +104,9 @@ describe('panel: web console in chromium', function () {
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    const [name, value] = provider.client.cookie!.split('=');
-    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
@@ -134,10 +140,7 @@ describe('panel: web console in chromium', function () {
     const page = await newPage();
     await signIn(page, reseller.username, reseller.temporary);
     await page.waitForURL('**/account/password');
-    await page.getByLabel('Current password').fill(reseller.temporary);
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('New password again').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, reseller.temporary, PASSWORD);
     // the organisation page is refused by the API (two_factor_required): the console sends it to the account page
     await page.waitForURL('**/account?two-factor=required');
     await page.getByRole('status').filter({ hasText: 'must set up two-factor sign-in first' }).waitFor();
@@ -255,10 +258,9 @@ describe('panel: web console in chromium', function () {
 
   it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    const [name, value] = provider.client.cookie!.split('=');
-    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
     const [without, withToken] = await page.evaluate(async (id) => {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
