@@ -351,4 +351,70 @@ describe('panel: web console in chromium', function () {
     assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
     await shot(page, 'org-page');
   });
+
+  it('file manager uploads into the docroot and shows a soft-quota refusal; the usage page lists accounts at ≥ 80 % first', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const low = await createOrgWithLogin(provider.client, { type: 'customer', name: `a-low-${unique('')}` });
+    const high = await createOrgWithLogin(provider.client, { type: 'customer', name: `z-high-${unique('')}`, limits: { disk_mb: 4 } });
+    const site = await high.client.post(`/v1/orgs/${high.id}/sites`, { domain: `${unique('files-')}.console.test`, php_version: null, quota_mb: 4 });
+    assert.equal(site.status, 201, JSON.stringify(site.json));
+    const page = await newPage();
+    await signIn(page, high.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${high.id}`);
+    await page.goto(`/sites/${site.json.id}/files`);
+    await page.getByRole('heading', { name: /^Files/ }).waitFor();
+    await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    const MB = 1024 * 1024;
+    await page.getByLabel('Upload a file here').setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3.5 * MB, 1) });
+    await page.getByRole('cell', { name: 'big.bin' }).waitFor();
+    await page.getByLabel('Upload a file here').setInputFiles({ name: 'more.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(2 * MB, 1) });
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    assert.match((await refusal.textContent())!, /limit_reached/);
+    assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0);
+    await shot(page, 'file-manager-quota');
+
+    const other = await newPage();
+    await signIn(other, provider.username, PASSWORD);
+    await other.waitForURL(`**/orgs/${provider.id}`);
+    await other.getByRole('link', { name: 'Usage' }).click();
+    const rows = other.getByRole('table', { name: 'Customer accounts' }).locator('tbody tr');
+    await rows.first().waitFor();
+    assert.match((await rows.nth(0).textContent())!, new RegExp(`${high.body.name}.*warning`));
+    assert.match((await rows.nth(1).textContent())!, new RegExp(`${low.body.name}.*ok`));
+    await shot(other, 'usage');
+  });
+
+  it('the level above renames, suspends and reactivates an account, and deletes it only with its ID typed', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    await page.getByRole('link', { name: customer.body.name }).click();
+    await page.getByRole('heading', { name: customer.body.name }).waitFor();
+
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByLabel('New name').fill('Renamed account');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('heading', { name: 'Renamed account' }).waitFor();
+
+    page.once('dialog', (d) => void d.accept()); // "Suspend …? Its logins and everything below stop working."
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await page.getByRole('button', { name: 'Reactivate' }).waitFor();
+    assert.equal((await customer.client.get('/v1/account')).status, 403, 'the suspended account’s login stops at once');
+    await page.getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByRole('button', { name: 'Suspend' }).waitFor();
+
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    const form = page.getByRole('form', { name: 'Delete' });
+    await form.getByLabel(/Type the ID/).fill('not-the-id');
+    await form.getByRole('button', { name: 'Delete for good' }).click();
+    await form.getByRole('alert').waitFor();
+    await shot(page, 'delete-confirmation');
+    await form.getByLabel(/Type the ID/).fill(customer.id);
+    await form.getByRole('button', { name: 'Delete for good' }).click();
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404);
+  });
 });

@@ -80,7 +80,7 @@ export function LimitsTab({ org, account, reload }) {
   return html`<div>
     <h2>Limits</h2>
     <p>Source: <strong>${org.limits.source === 'package' ? 'package' : 'custom limits'}</strong>. The tightest value on this organisation or any level above is in force.</p>
-    <${Table} caption="Limits in force" rows=${Object.entries(org.limits.effective)} cols=${[
+    <${Table} caption="Limits in force" rows=${Object.entries(org.limits.effective).filter(([k]) => k in LIMIT_LABELS)} cols=${[
       ['Limit', ([k]) => LIMIT_LABELS[k] || k],
       ['Set here', ([k]) => dash(own[k])],
       ['In force', ([, v]) => (v.value === null ? 'no limit' : v.value)],
