@@ -417,4 +417,82 @@ describe('panel: web console in chromium', function () {
     await page.waitForURL(`**/orgs/${provider.id}`);
     assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404);
   });
+
+  it('settings tabs: a package, a reseller’s delegated powers, branding, and the logins of an org below', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const page = await newPage();
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
+
+    await page.getByRole('link', { name: 'Packages' }).click();
+    const pkg = page.getByRole('form', { name: 'New package' });
+    await pkg.getByLabel('Package name').fill('Gold');
+    await pkg.getByLabel('Websites').fill('10');
+    await pkg.getByRole('button', { name: 'Create package' }).click();
+    await page.getByRole('row').filter({ hasText: 'Gold' }).filter({ hasText: 'Websites: 10' }).waitFor();
+
+    await page.getByRole('link', { name: 'Branding' }).click();
+    const brand = page.getByRole('form', { name: 'Branding' });
+    await brand.getByLabel('Accent colour').fill('red');
+    await brand.getByRole('button', { name: 'Save branding' }).click();
+    await brand.getByRole('alert').filter({ hasText: 'accent_color' }).waitFor();
+    await brand.getByLabel('Accent colour').fill('#117a65');
+    await brand.getByLabel('Display name').fill('Green Hosting');
+    await brand.getByRole('button', { name: 'Save branding' }).click();
+    await page.getByRole('status').filter({ hasText: 'Branding saved.' }).waitFor();
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/branding`)).json.own.accent_color, '#117a65');
+
+    await page.goto(`/orgs/${reseller.id}/powers`);
+    const powers = page.getByRole('form', { name: 'Delegated powers' });
+    await powers.getByLabel('Create packages').check();
+    await powers.getByRole('button', { name: 'Save powers' }).click();
+    await page.getByText('In force: create_packages').waitFor();
+
+    await page.getByRole('link', { name: 'Logins' }).click();
+    const add = page.getByRole('form', { name: 'Add login' });
+    const username = unique('ro');
+    await add.getByLabel('Username').fill(username);
+    await add.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await add.getByLabel('Role').selectOption('read_only');
+    await add.getByRole('button', { name: 'Add login' }).click();
+    const row = page.getByRole('row').filter({ hasText: username });
+    await row.filter({ hasText: 'read_only' }).waitFor();
+    await row.getByRole('button', { name: 'Suspend' }).click();
+    await row.filter({ hasText: 'suspended' }).waitFor();
+    await shot(page, 'logins');
+    const logins = (await provider.client.get(`/v1/orgs/${reseller.id}/logins`)).json.logins;
+    assert.equal(logins.find((l: { username: string }) => l.username === username).status, 'suspended');
+  });
+
+  it('DNS zones: create a zone and replace its records; a bad record shows the API message', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('link', { name: 'DNS zones' }).click();
+    const zone = `${unique('zone-')}.example`;
+    await page.getByLabel('Zone name').fill(zone);
+    await page.getByRole('button', { name: 'Create zone' }).click();
+    const records = page.getByRole('form', { name: `Records of ${zone}` });
+    await records.waitFor();
+    await records.getByRole('textbox').fill('www A not-an-address');
+    await records.getByRole('button', { name: 'Save records' }).click();
+    await records.getByRole('alert').waitFor();
+    await records.getByRole('textbox').fill('www A 300 192.0.2.10\n@ TXT hello');
+    await records.getByRole('button', { name: 'Save records' }).click();
+    const zones = (await customer.client.get(`/v1/orgs/${customer.id}/dns-zones`)).json.zones;
+    await waitFor(async () => (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json.records.length === 2);
+    await shot(page, 'dns');
+    const z = (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json;
+    assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT']);
+  });
 });
+
+async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !(await check()); ) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
