@@ -34,7 +34,7 @@ describe('panel: web console in chromium', function () {
     const facts = path.join(factsDir, 'facts.json');
     fs.writeFileSync(facts, JSON.stringify({ nodes: [{ node: 'hosting', preflight_passed: true, checked_at: new Date().toISOString(), php_versions: ['8.2'] }] }));
     [panel, browser] = await Promise.all([
-      startHostingPanel({ flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
+      startHostingPanel({ mariadb: true, flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
       chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--host-resolver-rules=MAP *.console.test 127.0.0.1'] }),
     ]);
     admin = await platformAdmin(panel.url);
@@ -487,6 +487,39 @@ describe('panel: web console in chromium', function () {
     await shot(page, 'dns');
     const z = (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json;
     assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT']);
+  });
+
+  it('databases: created on the hosting node’s MariaDB, the password shown once', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('link', { name: 'Databases' }).click();
+    const name = unique('shop_').replace(/-/g, '_');
+    await page.getByLabel('Database name').fill(name);
+    await page.getByRole('button', { name: 'Create database' }).click();
+    const password = (await page.getByTestId('db-password').textContent())!.trim();
+    assert.ok(password.length >= 16, password);
+    await waitFor(async () => (await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json.databases[0]?.status === 'active', 30_000);
+    await page.reload();
+    await page.getByRole('row').filter({ hasText: name }).filter({ hasText: 'active' }).waitFor();
+    assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
+    await shot(page, 'databases');
+  });
+
+  it('signs in with the keyboard alone (labels, focus order, Enter submits)', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const page = await newPage();
+    await page.goto('/sign-in');
+    await page.getByLabel('Username').waitFor();
+    assert.equal(await page.evaluate('document.activeElement.id === document.querySelector("label[for]").htmlFor'), true, 'the username field has the focus');
+    await page.keyboard.type(provider.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    await page.getByRole('heading', { name: provider.username }).waitFor();
   });
 });
 
