@@ -24,6 +24,8 @@ describe('panel: web console in chromium', function () {
   let base: string;
   let factsDir: string;
   const contexts: BrowserContext[] = [];
+  /** uncaught errors in any page: none is expected */
+  const pageErrors: string[] = [];
 
   before(async function () {
     this.timeout(120_000);
@@ -32,7 +34,7 @@ describe('panel: web console in chromium', function () {
     const facts = path.join(factsDir, 'facts.json');
     fs.writeFileSync(facts, JSON.stringify({ nodes: [{ node: 'hosting', preflight_passed: true, checked_at: new Date().toISOString(), php_versions: ['8.2'] }] }));
     [panel, browser] = await Promise.all([
-      startHostingPanel({ flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
+      startHostingPanel({ mariadb: true, flags: ['-placement', 'scheduled', '-placement-node-facts', facts, '-require-2fa-roles', 'reseller', '-controller-state'] }),
       chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--host-resolver-rules=MAP *.console.test 127.0.0.1'] }),
     ]);
     admin = await platformAdmin(panel.url);
@@ -45,6 +47,7 @@ describe('panel: web console in chromium', function () {
   });
   afterEach(async () => {
     for (const c of contexts.splice(0)) await c.close();
+    assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
   });
 
   async function newPage(host = HOST): Promise<Page> {
@@ -52,6 +55,7 @@ describe('panel: web console in chromium', function () {
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
     return page;
   }
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -61,6 +65,14 @@ describe('panel: web console in chromium', function () {
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password', { exact: true }).fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  /** Fills the password change form (first sign-in) and sends it. */
+  async function choosePassword(page: Page, current: string, next: string) {
+    await page.getByLabel('Current password').fill(current);
+    await page.getByLabel('New password', { exact: true }).fill(next);
+    await page.getByLabel('New password again').fill(next);
+    await page.getByRole('button', { name: 'Change password' }).click();
   }
 
   /** A login created through the API with a temporary password (changed at its first sign-in). */
@@ -79,15 +91,10 @@ describe('panel: web console in chromium', function () {
     await signIn(page, customer.username, customer.temporary);
     await page.waitForURL('**/account/password');
     await page.getByRole('heading', { name: 'Choose your password' }).waitFor();
-    await page.getByLabel('Current password').fill(customer.temporary);
-    await page.getByLabel('New password', { exact: true }).fill('too short');
-    await page.getByLabel('New password again').fill('too short');
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, customer.temporary, 'too short');
     // the API's own refusal, as it is
     await page.getByRole('alert').filter({ hasText: '12 characters' }).waitFor();
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('New password again').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, customer.temporary, PASSWORD);
     await page.waitForURL(`**/orgs/${customer.id}`);
     await page.getByRole('heading', { name: customer.username }).waitFor();
     await shot(page, 'first-sign-in');
@@ -97,10 +104,9 @@ describe('panel: web console in chromium', function () {
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    const [name, value] = provider.client.cookie!.split('=');
-    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
@@ -134,10 +140,7 @@ describe('panel: web console in chromium', function () {
     const page = await newPage();
     await signIn(page, reseller.username, reseller.temporary);
     await page.waitForURL('**/account/password');
-    await page.getByLabel('Current password').fill(reseller.temporary);
-    await page.getByLabel('New password', { exact: true }).fill(PASSWORD);
-    await page.getByLabel('New password again').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Change password' }).click();
+    await choosePassword(page, reseller.temporary, PASSWORD);
     // the organisation page is refused by the API (two_factor_required): the console sends it to the account page
     await page.waitForURL('**/account?two-factor=required');
     await page.getByRole('status').filter({ hasText: 'must set up two-factor sign-in first' }).waitFor();
@@ -255,10 +258,9 @@ describe('panel: web console in chromium', function () {
 
   it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    // a browser that never loaded the console, holding the provider's session cookie
     const page = await newPage();
-    const [name, value] = provider.client.cookie!.split('=');
-    await page.context().addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
     const [without, withToken] = await page.evaluate(async (id) => {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
@@ -349,4 +351,181 @@ describe('panel: web console in chromium', function () {
     assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
     await shot(page, 'org-page');
   });
+
+  it('file manager uploads into the docroot and shows a soft-quota refusal; the usage page lists accounts at ≥ 80 % first', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const low = await createOrgWithLogin(provider.client, { type: 'customer', name: `a-low-${unique('')}` });
+    const high = await createOrgWithLogin(provider.client, { type: 'customer', name: `z-high-${unique('')}`, limits: { disk_mb: 4 } });
+    const site = await high.client.post(`/v1/orgs/${high.id}/sites`, { domain: `${unique('files-')}.console.test`, php_version: null, quota_mb: 4 });
+    assert.equal(site.status, 201, JSON.stringify(site.json));
+    const page = await newPage();
+    await signIn(page, high.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${high.id}`);
+    await page.goto(`/sites/${site.json.id}/files`);
+    await page.getByRole('heading', { name: /^Files/ }).waitFor();
+    await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    const MB = 1024 * 1024;
+    await page.getByLabel('Upload a file here').setInputFiles({ name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3.5 * MB, 1) });
+    await page.getByRole('cell', { name: 'big.bin' }).waitFor();
+    await page.getByLabel('Upload a file here').setInputFiles({ name: 'more.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(2 * MB, 1) });
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    assert.match((await refusal.textContent())!, /limit_reached/);
+    assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0);
+    await shot(page, 'file-manager-quota');
+
+    const other = await newPage();
+    await signIn(other, provider.username, PASSWORD);
+    await other.waitForURL(`**/orgs/${provider.id}`);
+    await other.getByRole('link', { name: 'Usage' }).click();
+    const rows = other.getByRole('table', { name: 'Customer accounts' }).locator('tbody tr');
+    await rows.first().waitFor();
+    assert.match((await rows.nth(0).textContent())!, new RegExp(`${high.body.name}.*warning`));
+    assert.match((await rows.nth(1).textContent())!, new RegExp(`${low.body.name}.*ok`));
+    await shot(other, 'usage');
+  });
+
+  it('the level above renames, suspends and reactivates an account, and deletes it only with its ID typed', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    await page.getByRole('link', { name: customer.body.name }).click();
+    await page.getByRole('heading', { name: customer.body.name }).waitFor();
+
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByLabel('New name').fill('Renamed account');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('heading', { name: 'Renamed account' }).waitFor();
+
+    page.once('dialog', (d) => void d.accept()); // "Suspend …? Its logins and everything below stop working."
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await page.getByRole('button', { name: 'Reactivate' }).waitFor();
+    assert.equal((await customer.client.get('/v1/account')).status, 403, 'the suspended account’s login stops at once');
+    await page.getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByRole('button', { name: 'Suspend' }).waitFor();
+
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    const form = page.getByRole('form', { name: 'Delete' });
+    await form.getByLabel(/Type the ID/).fill('not-the-id');
+    await form.getByRole('button', { name: 'Delete for good' }).click();
+    await form.getByRole('alert').waitFor();
+    await shot(page, 'delete-confirmation');
+    await form.getByLabel(/Type the ID/).fill(customer.id);
+    await form.getByRole('button', { name: 'Delete for good' }).click();
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404);
+  });
+
+  it('settings tabs: a package, a reseller’s delegated powers, branding, and the logins of an org below', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const page = await newPage();
+    await signIn(page, provider.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${provider.id}`);
+
+    await page.getByRole('link', { name: 'Packages' }).click();
+    const pkg = page.getByRole('form', { name: 'New package' });
+    await pkg.getByLabel('Package name').fill('Gold');
+    await pkg.getByLabel('Websites').fill('10');
+    await pkg.getByRole('button', { name: 'Create package' }).click();
+    await page.getByRole('row').filter({ hasText: 'Gold' }).filter({ hasText: 'Websites: 10' }).waitFor();
+
+    await page.getByRole('link', { name: 'Branding' }).click();
+    const brand = page.getByRole('form', { name: 'Branding' });
+    await brand.getByLabel('Accent colour').fill('red');
+    await brand.getByRole('button', { name: 'Save branding' }).click();
+    await brand.getByRole('alert').filter({ hasText: 'accent_color' }).waitFor();
+    await brand.getByLabel('Accent colour').fill('#117a65');
+    await brand.getByLabel('Display name').fill('Green Hosting');
+    await brand.getByRole('button', { name: 'Save branding' }).click();
+    await page.getByRole('status').filter({ hasText: 'Branding saved.' }).waitFor();
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/branding`)).json.own.accent_color, '#117a65');
+
+    await page.goto(`/orgs/${reseller.id}/powers`);
+    const powers = page.getByRole('form', { name: 'Delegated powers' });
+    await powers.getByLabel('Create packages').check();
+    await powers.getByRole('button', { name: 'Save powers' }).click();
+    await page.getByText('In force: create_packages').waitFor();
+
+    await page.getByRole('link', { name: 'Logins' }).click();
+    const add = page.getByRole('form', { name: 'Add login' });
+    const username = unique('ro');
+    await add.getByLabel('Username').fill(username);
+    await add.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await add.getByLabel('Role').selectOption('read_only');
+    await add.getByRole('button', { name: 'Add login' }).click();
+    const row = page.getByRole('row').filter({ hasText: username });
+    await row.filter({ hasText: 'read_only' }).waitFor();
+    await row.getByRole('button', { name: 'Suspend' }).click();
+    await row.filter({ hasText: 'suspended' }).waitFor();
+    await shot(page, 'logins');
+    const logins = (await provider.client.get(`/v1/orgs/${reseller.id}/logins`)).json.logins;
+    assert.equal(logins.find((l: { username: string }) => l.username === username).status, 'suspended');
+  });
+
+  it('DNS zones: create a zone and replace its records; a bad record shows the API message', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('link', { name: 'DNS zones' }).click();
+    const zone = `${unique('zone-')}.example`;
+    await page.getByLabel('Zone name').fill(zone);
+    await page.getByRole('button', { name: 'Create zone' }).click();
+    const records = page.getByRole('form', { name: `Records of ${zone}` });
+    await records.waitFor();
+    await records.getByRole('textbox').fill('www A not-an-address');
+    await records.getByRole('button', { name: 'Save records' }).click();
+    await records.getByRole('alert').waitFor();
+    await records.getByRole('textbox').fill('www A 300 192.0.2.10\n@ TXT hello');
+    await records.getByRole('button', { name: 'Save records' }).click();
+    const zones = (await customer.client.get(`/v1/orgs/${customer.id}/dns-zones`)).json.zones;
+    await waitFor(async () => (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json.records.length === 2);
+    await shot(page, 'dns');
+    const z = (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json;
+    assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT']);
+  });
+
+  it('databases: created on the hosting node’s MariaDB, the password shown once', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const page = await newPage();
+    await signIn(page, customer.username, PASSWORD);
+    await page.waitForURL(`**/orgs/${customer.id}`);
+    await page.getByRole('link', { name: 'Databases' }).click();
+    const name = unique('shop_').replace(/-/g, '_');
+    await page.getByLabel('Database name').fill(name);
+    await page.getByRole('button', { name: 'Create database' }).click();
+    const password = (await page.getByTestId('db-password').textContent())!.trim();
+    assert.ok(password.length >= 16, password);
+    await waitFor(async () => (await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json.databases[0]?.status === 'active', 30_000);
+    await page.reload();
+    await page.getByRole('row').filter({ hasText: name }).filter({ hasText: 'active' }).waitFor();
+    assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
+    await shot(page, 'databases');
+  });
+
+  it('signs in with the keyboard alone (labels, focus order, Enter submits)', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const page = await newPage();
+    await page.goto('/sign-in');
+    await page.getByLabel('Username').waitFor();
+    assert.equal(await page.evaluate('document.activeElement.id === document.querySelector("label[for]").htmlFor'), true, 'the username field has the focus');
+    await page.keyboard.type(provider.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/orgs/${provider.id}`);
+    await page.getByRole('heading', { name: provider.username }).waitFor();
+  });
 });
+
+async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !(await check()); ) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

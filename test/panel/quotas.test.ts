@@ -20,7 +20,7 @@ function refused(r: Reply, status: number, code: string) {
 
 /** PUT of a raw body (a Buffer with its Content-Length, or a stream sent chunked, without one). */
 async function upload(c: PanelClient, siteId: string, rel: string, body: Buffer | { chunked: Buffer }): Promise<Reply> {
-  const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: { 'content-type': 'application/octet-stream', ...(c.cookie ? { cookie: c.cookie } : {}) } };
+  const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: { 'content-type': 'application/octet-stream', ...(c.cookie ? { cookie: c.cookie, ...(c.csrf ? { 'x-csrf-token': c.csrf } : {}) } : {}) } };
   if (Buffer.isBuffer(body)) init.body = body;
   else {
     const data = body.chunked;

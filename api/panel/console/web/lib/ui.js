@@ -96,15 +96,11 @@ export function Select({ label, value, onInput, options, hint, ...rest }) {
   </div>`;
 }
 
-/**
- * A form whose submit runs `action()`; while it runs the button is busy, and a refusal shows the
- * API's message above the button. `done(result)` runs after success.
- */
-export function Form({ action, done, submit, children, label, danger }) {
+/** Runs `action()` once at a time: busy while it runs, its refusal kept as `error`, `done(result)` after success. */
+function useRun(action, done) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
-  const onSubmit = async (e) => {
-    e.preventDefault();
+  const run = async () => {
     setBusy(true);
     setError(null);
     try {
@@ -116,6 +112,16 @@ export function Form({ action, done, submit, children, label, danger }) {
       setError(err);
     }
   };
+  return { busy, error, run };
+}
+
+/** A form whose submit runs `action()`; a refusal shows the API's message above the button. */
+export function Form({ action, done, submit, children, label, danger }) {
+  const { busy, error, run } = useRun(action, done);
+  const onSubmit = (e) => {
+    e.preventDefault();
+    void run();
+  };
   return html`<form onSubmit=${onSubmit} aria-label=${label}>
     ${children}
     <${ErrorBox} error=${error} />
@@ -123,22 +129,12 @@ export function Form({ action, done, submit, children, label, danger }) {
   </form>`;
 }
 
-/** A button that runs an action and shows its refusal next to it. */
+/** A button that runs an action (after `confirm`, if given) and shows its refusal next to it. */
 export function ActionButton({ action, done, children, danger, confirm }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const click = async () => {
+  const { busy, error, run } = useRun(action, done);
+  const click = () => {
     if (confirm && !window.confirm(confirm)) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const out = await action();
-      setBusy(false);
-      if (done) done(out);
-    } catch (err) {
-      setBusy(false);
-      setError(err);
-    }
+    void run();
   };
   return html`<span class="action"><button type="button" class=${danger ? 'danger' : 'secondary'} onClick=${click} disabled=${busy}>${children}</button><${ErrorBox} error=${error} /></span>`;
 }

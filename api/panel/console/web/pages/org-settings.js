@@ -27,9 +27,11 @@ export function LoginsTab({ org }) {
           ? html`<${ActionButton} action=${() => post(`/v1/logins/${l.id}/suspend`)} done=${list.reload}>Suspend<//>`
           : html`<${ActionButton} action=${() => post(`/v1/logins/${l.id}/reactivate`)} done=${list.reload}>Reactivate<//>`}
         ${l.two_factor ? html`<${ActionButton} action=${() => del(`/v1/logins/${l.id}/two-factor`)} done=${list.reload} confirm=${`Remove two-factor of ${l.username}? Its sessions end.`}>Remove two-factor<//>` : null}
-        <${Form} label=${`Reset password of ${l.username}`} submit="Reset password" action=${() => post(`/v1/logins/${l.id}/reset-password`, { password: reset[l.id] || '' })} done=${list.reload}>
-          <${Field} label=${`New temporary password for ${l.username}`} type="password" value=${reset[l.id] || ''} onInput=${(v) => setReset({ ...reset, [l.id]: v })} autocomplete="new-password" />
-        <//>
+        <details><summary>Reset password</summary>
+          <${Form} label=${`Reset password of ${l.username}`} submit="Reset password" action=${() => post(`/v1/logins/${l.id}/reset-password`, { password: reset[l.id] || '' })} done=${list.reload}>
+            <${Field} label=${`New temporary password for ${l.username}`} type="password" value=${reset[l.id] || ''} onInput=${(v) => setReset({ ...reset, [l.id]: v })} autocomplete="new-password" />
+          <//>
+        </details>
         <${ActionButton} danger action=${() => del(`/v1/logins/${l.id}`)} done=${list.reload} confirm=${`Delete the login ${l.username}?`}>Delete<//>
       </div>`],
     ]} />`}<//>
@@ -80,7 +82,7 @@ export function LimitsTab({ org, account, reload }) {
   return html`<div>
     <h2>Limits</h2>
     <p>Source: <strong>${org.limits.source === 'package' ? 'package' : 'custom limits'}</strong>. The tightest value on this organisation or any level above is in force.</p>
-    <${Table} caption="Limits in force" rows=${Object.entries(org.limits.effective)} cols=${[
+    <${Table} caption="Limits in force" rows=${Object.entries(org.limits.effective).filter(([k]) => k in LIMIT_LABELS)} cols=${[
       ['Limit', ([k]) => LIMIT_LABELS[k] || k],
       ['Set here', ([k]) => dash(own[k])],
       ['In force', ([, v]) => (v.value === null ? 'no limit' : v.value)],
