@@ -174,7 +174,7 @@ export const requestListQuery = z
   })
   .strict();
 
-interface LoggedRow {
+export interface LoggedRow {
   id: string;
   key_id: string;
   method: string;
