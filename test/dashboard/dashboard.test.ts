@@ -252,4 +252,48 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     assert.equal(after.status, 302);
     await m.context.close();
   });
+
+  it('an owner invites a member by a one-time link; the member chooses a password, signs in and only looks', async () => {
+    const base = stack.gateway.url;
+    const owner = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, owner);
+    await page.goto(`${base}/dashboard/team`);
+    const email = `member-${Date.now()}@example.com`;
+    await page.fill('#invite-email', email);
+    await page.selectOption('#invite-role', 'member');
+    await page.click('#invite button[type=submit]');
+    const link = (await page.textContent('#invitation-link'))!.trim();
+    assert.ok(link.startsWith(`${base}/dashboard/invite/`), link);
+    assert.equal(await page.$$eval('#invitations tbody tr[data-invitation-id]', (rows) => rows.length), 1);
+    await shot(page, 'team-01-invited');
+    // A second invitation, cancelled: its link no longer works.
+    await page.fill('#invite-email', `other-${Date.now()}@example.com`);
+    await page.click('#invite button[type=submit]');
+    const cancelled = (await page.textContent('#invitation-link'))!.trim();
+    await page.click('#invitations tbody tr:last-child button');
+    await page.waitForURL(`${base}/dashboard/team`);
+    assert.equal((await fetch(cancelled)).status, 404);
+
+    const invitee = await (await browser().newContext()).newPage();
+    await invitee.goto(link);
+    await invitee.fill('#password', 'short');
+    await invitee.evaluate('document.getElementById("password").removeAttribute("minlength")');
+    const [tooShort] = await Promise.all([invitee.waitForResponse((r) => r.request().method() === 'POST'), invitee.click('#accept button')]);
+    assert.equal(tooShort.status(), 400);
+    assert.match((await invitee.textContent('[role=alert]'))!, /at least 10/);
+    await invitee.fill('#password', 'a good long password');
+    await invitee.click('#accept button');
+    await invitee.waitForURL(`${base}/dashboard/sign-in?joined=1`);
+    await shot(invitee, 'team-02-joined');
+    await invitee.context().close();
+    assert.equal((await fetch(link)).status, 404, 'the link works once');
+
+    const member = await signedIn(browser(), base, { accountId: owner.accountId, email, password: 'a good long password' });
+    assert.equal(await member.page.$('#create-key'), null);
+    await member.page.goto(`${base}/dashboard/team`);
+    assert.equal(await member.page.$('#invite'), null, 'a member invites nobody');
+    assert.deepEqual(await member.page.$$eval('#users tbody tr td:nth-child(2)', (c) => c.map((x) => x.textContent)), ['owner', 'member']);
+    await member.context.close();
+    await context.close();
+  });
 });

@@ -31,13 +31,14 @@ export interface PageChrome {
   /** the signed-in user; absent on the sign-in page */
   user?: { email: string; role: string; csrfToken: string };
   /** the nav entry to mark */
-  current?: 'keys' | 'requests' | 'usage';
+  current?: 'keys' | 'requests' | 'usage' | 'team';
 }
 
 const NAV: [PageChrome['current'], string, string][] = [
   ['keys', '/dashboard/keys', 'API keys'],
   ['requests', '/dashboard/requests', 'Requests'],
   ['usage', '/dashboard/usage', 'Usage & balance'],
+  ['team', '/dashboard/team', 'Team'],
 ];
 
 /** A whole page: the nav (when signed in), the content, the one stylesheet and script. */
