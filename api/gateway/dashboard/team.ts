@@ -23,6 +23,7 @@ export function teamPages(r: Router, d: { db: Db }): void {
       html`${extra.error ? html`<div class="banner error" role="alert">${extra.error}</div>` : ''}
 ${extra.link ? html`<div class="card" id="new-invitation"><h2>Invitation link</h2><p class="hint">Send it to the invitee: it is shown only this once and works once, for 7 days.</p>
 <div class="secret"><code id="invitation-link">${extra.link}</code><button type="button" data-copy="invitation-link">Copy</button></div></div>` : ''}
+<h2>Users</h2>
 <table id="users"><thead><tr><th>Email</th><th>Role</th><th>Two-factor</th><th>Since</th><th>Last sign-in</th></tr></thead>
 <tbody>${t.users.map((u: { email: string; role: string; two_factor: boolean; created_at: Date; last_sign_in_at: Date | null }) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.two_factor ? 'on' : 'off'}</td><td class="nowrap">${when(u.created_at.toISOString())}</td><td class="nowrap">${when(u.last_sign_in_at?.toISOString())}</td></tr>`)}</tbody></table>
 <h2>Open invitations</h2>
@@ -34,7 +35,7 @@ ${extra.link ? html`<div class="card" id="new-invitation"><h2>Invitation link</h
 ${s.role === 'owner'
   ? html`<form class="card" method="post" action="/dashboard/team/invitations" id="invite"><h2>Invite someone</h2>${csrfField(s.csrfToken)}
 <div class="grid"><div><label for="invite-email">Email</label><input id="invite-email" name="email" type="email" required></div>
-<div><label for="invite-role">Role</label><select id="invite-role" name="role"><option value="member">member (looks, changes nothing)</option><option value="owner">owner (manages keys and the team)</option></select></div></div>
+<div><label for="invite-role">Role</label><select id="invite-role" name="role"><option value="member">member (view only)</option><option value="owner">owner (keys, team)</option></select></div></div>
 <div class="actions"><button type="submit">Create invitation link</button></div></form>`
   : ''}`,
       status,
