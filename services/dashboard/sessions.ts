@@ -71,7 +71,7 @@ async function countFailure(db: Db, s: DashboardAuthSettings, email: string, ip:
 }
 
 /** The time step of a valid TOTP code not used before (±1 step of drift), else null. */
-function totpStep(secret: string, code: string, lastStep: number | null): number | null {
+export function totpStep(secret: string, code: string, lastStep: number | null): number | null {
   if (!/^\d{6}$/.test(code)) return null;
   const r = verifySync({ secret, token: code, epochTolerance: 30, ...(lastStep !== null ? { afterTimeStep: lastStep } : {}) });
   return r.valid && 'timeStep' in r ? r.timeStep : null;

@@ -296,4 +296,44 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     await member.context.close();
     await context.close();
   });
+
+  it('a user turns on TOTP from the QR code page and changes the password; the next sign-in asks for a code', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, user);
+    await page.click('.signout a');
+    await page.click('#totp-start');
+    assert.ok(await page.$('.qr svg'), 'a QR code');
+    const secret = (await page.textContent('#totp-secret'))!.trim();
+    await shot(page, 'account-00-two-factor-qr');
+    await page.fill('#totp_code', '123456');
+    await page.click('#two-factor button[type=submit]');
+    assert.match((await page.textContent('[role=alert]'))!, /not the current code/);
+    await page.fill('#totp_code', generateSync({ secret }));
+    await page.click('#two-factor button[type=submit]');
+    assert.match((await page.textContent('[role=status]'))!, /on/);
+    await page.fill('#current_password', 'not it');
+    await page.fill('#new_password', 'another long password');
+    await page.click('#password-form button');
+    assert.match((await page.textContent('[role=alert]'))!, /current password: is wrong/);
+    await page.fill('#current_password', user.password);
+    await page.fill('#new_password', 'another long password');
+    await page.click('#password-form button');
+    assert.match((await page.textContent('[role=status]'))!, /Password changed/);
+    await shot(page, 'account-01-two-factor-on');
+    await context.close();
+
+    const fresh = await (await browser().newContext()).newPage();
+    await fresh.goto(`${base}/dashboard/sign-in`);
+    await fresh.fill('#email', user.email);
+    await fresh.fill('#password', 'another long password');
+    await fresh.click('button[type=submit]');
+    assert.match((await fresh.textContent('[role=alert]'))!, /authenticator/);
+    await fresh.fill('#password', 'another long password');
+    // The confirmation used the current code: the next step's is accepted (±30 s of drift).
+    await fresh.fill('#code', generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + 30 }));
+    await fresh.click('button[type=submit]');
+    await fresh.waitForURL(`${base}/dashboard/keys`);
+    await fresh.context().close();
+  });
 });

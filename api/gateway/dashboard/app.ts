@@ -15,6 +15,7 @@ import { keyPages } from './keys';
 import { requestPages } from './requests';
 import { usagePage } from './usage';
 import { invitationPages, teamPages } from './team';
+import { accountPages } from './account';
 
 // The gateway dashboard (issue 22) under /dashboard on the gateway's port, for account users:
 // server-rendered pages, a session cookie (HttpOnly, SameSite=Strict, Path=/dashboard) that names
@@ -123,6 +124,7 @@ export function createDashboard(deps: DashboardDeps): Middleware {
   requestPages(signedIn, { db: deps.db });
   usagePage(signedIn, { db: deps.db });
   teamPages(signedIn, { db: deps.db });
+  accountPages(signedIn, { db: deps.db, sealingKey: deps.auth.sealingKey });
 
   const handle = compose<Context>([pages, open.routes() as Middleware, signedIn.routes() as Middleware]);
   return (ctx, next) => (ctx.path === PREFIX || ctx.path.startsWith(`${PREFIX}/`) ? handle(ctx, async () => {}) : next());
