@@ -147,6 +147,24 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await shot(page, 'keyed-07-usage');
     await context.close();
   });
+  it('every page is light and same-origin: weight and time to interactive (printed for the report)', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    await createKey(env.db, { accountId: user.accountId, label: 'weight', format: 'mt' });
+    const { context, page } = await signedIn(browser(), base, user);
+    for (const p of ['keys', 'requests', 'usage', 'team', 'account']) {
+      await page.goto(`${base}/dashboard/${p}`);
+      const perf = await page.evaluate<{ interactiveMs: number; bytes: number; origins: string[] }>(`(() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const resources = performance.getEntriesByType('resource');
+        return { interactiveMs: nav.domInteractive, bytes: nav.encodedBodySize + resources.reduce((s, r) => s + r.encodedBodySize, 0), origins: resources.map((r) => new URL(r.name).origin) };
+      })()`);
+      console.log(`      /dashboard/${p}: ${perf.bytes} bytes (${perf.origins.length + 1} responses), DOM interactive ${perf.interactiveMs.toFixed(0)} ms`);
+      assert.ok(perf.bytes < 64 * 1024, `${p}: ${perf.bytes} bytes`);
+      assert.deepEqual([...new Set(perf.origins)].filter((o) => o !== base), [], 'nothing from another origin (no CDN)');
+    }
+    await context.close();
+  });
 });
 
 describe('gateway dashboard, sign-in and protection (issue 22)', function () {
