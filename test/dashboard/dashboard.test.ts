@@ -5,6 +5,7 @@ import { call, settled, useStack } from '../helpers/stack';
 import { dashboardUser, shot, signedIn, useBrowser } from '../helpers/dashboard';
 import { createKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
+import { startGatewayApi } from '../../main/gateway';
 
 // The gateway dashboard (issue 22) in Debian's chromium against the real stack: sign-in, a key
 // created in the browser and used with the OpenAI SDK, its request found by x-request-id on the
@@ -147,6 +148,26 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await shot(page, 'keyed-07-usage');
     await context.close();
   });
+  it('a revoke in the dashboard of one API process is refused on the next request by another, which had the key cached', async () => {
+    const base = stack.gateway.url;
+    const other = await startGatewayApi({ db: env.db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, namespace: 'default', logger: env.logger, port: 0, upstreamTimeoutMs: 10_000, keyCacheTtlMs: 60_000, variant: 'keyed' });
+    try {
+      const user = await dashboardUser();
+      const k = await createKey(env.db, { accountId: user.accountId, label: 'two processes', format: 'mt' });
+      assert.equal((await call(other.url, '/v1/models', { key: k.key })).status, 200, 'the other process caches the key');
+      const { context, page } = await signedIn(browser(), base, user);
+      await page.goto(`${base}/dashboard/keys/${k.id}`);
+      page.once('dialog', (d) => void d.accept());
+      await page.click('#revoke-key button[type=submit]');
+      await page.waitForURL(`${base}/dashboard/keys`);
+      const r = await call(other.url, '/v1/models', { key: k.key });
+      assert.equal(r.status, 401, r.text);
+      await context.close();
+    } finally {
+      await other.close();
+    }
+  });
+
   it('every page is light and same-origin: weight and time to interactive (printed for the report)', async () => {
     const base = stack.gateway.url;
     const user = await dashboardUser();
