@@ -102,6 +102,8 @@ export async function signIn(db: Db, s: DashboardAuthSettings, input: { email: s
   const expiresAt = new Date(Date.now() + s.sessionMs);
   await db('dashboard_sessions').insert({ token_hash: sha256(token), user_id: user.id, csrf_token: randomBytes(24).toString('base64url'), expires_at: expiresAt });
   await db('dashboard_users').where({ id: user.id }).update({ last_sign_in_at: db.fn.now() });
+  // Expired sessions are of no use: each sign-in clears its user's.
+  await db('dashboard_sessions').where({ user_id: user.id }).where('expires_at', '<=', db.fn.now()).delete();
   await db('dashboard_signin_failures').where({ scope: 'email', key: email }).delete();
   return { ok: true, token, expiresAt };
 }

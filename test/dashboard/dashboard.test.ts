@@ -148,6 +148,40 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await shot(page, 'keyed-07-usage');
     await context.close();
   });
+  it('filters the requests page by key, model and status, and pages by cursor', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const a = await createKey(env.db, { accountId: user.accountId, label: 'key a', format: 'mt', settings: { models: ['sim-gpt'] } });
+    const b = await createKey(env.db, { accountId: user.accountId, label: 'key b', format: 'mt' });
+    const ids: string[] = [];
+    for (const [key, model] of [[a.key, 'sim-gpt'], [a.key, 'sim-gpt'], [a.key, 'sim-gpt-mini'], [b.key, 'sim-gpt-mini']]) {
+      const r = await call(base, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'x [sim tokens=2]' }] } });
+      ids.push(r.headers.get('x-request-id')!);
+    }
+    const { context, page } = await signedIn(browser(), base, user);
+    const shown = async (query: string) => {
+      await page.goto(`${base}/dashboard/requests?${query}`);
+      return page.$$eval('#requests tbody tr[data-request-id]', (rows) => rows.map((r) => r.getAttribute('data-request-id')!));
+    };
+    for (let i = 0; (await shown('')).length < 4; i++) if (i > 40) assert.fail('the request log was not written');
+    assert.deepEqual(await shown(''), [...ids].reverse(), 'newest first');
+    assert.deepEqual(await shown(`key=${b.id}`), [ids[3]]);
+    assert.deepEqual(await shown('model=sim-gpt-mini'), [ids[3], ids[2]]);
+    assert.deepEqual(await shown('status=error'), [ids[2]], 'the model key a may not call');
+    assert.equal(await page.textContent(`tr[data-request-id="${ids[2]}"] td:nth-child(6)`), 'model_not_allowed');
+    assert.deepEqual(await shown('status=ok&limit=2'), [ids[3], ids[1]]);
+    await page.click('#older');
+    assert.deepEqual(await page.$$eval('#requests tbody tr[data-request-id]', (rows) => rows.map((r) => r.getAttribute('data-request-id'))), [ids[0]]);
+    assert.equal(await page.$('#older'), null, 'the last page');
+    await shot(page, 'keyed-08-requests-paged');
+    const today = new Date().toISOString().slice(0, 10);
+    assert.equal((await shown(`from=${today}&to=${today}`)).length, 4);
+    assert.deepEqual(await shown('to=2000-01-01'), []);
+    await page.goto(`${base}/dashboard/requests?id=not-a-uuid`);
+    assert.match((await page.textContent('[role=alert]'))!, /request id/);
+    await context.close();
+  });
+
   it('a revoke in the dashboard of one API process is refused on the next request by another, which had the key cached', async () => {
     const base = stack.gateway.url;
     const other = await startGatewayApi({ db: env.db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, namespace: 'default', logger: env.logger, port: 0, upstreamTimeoutMs: 10_000, keyCacheTtlMs: 60_000, variant: 'keyed' });
