@@ -11,6 +11,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('password_hash').notNullable(); // argon2id
     t.text('role').notNullable().defaultTo('owner').checkIn(['owner', 'member'], 'dashboard_users_role');
     t.text('totp_secret_sealed'); // null: no second factor
+    t.text('totp_pending_sealed'); // an enrolment begun, not yet confirmed with a code
     t.bigInteger('totp_last_step'); // a TOTP code is accepted once
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('last_sign_in_at', { useTz: true });

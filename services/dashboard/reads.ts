@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { normalize } from '../../domain/credits/pricing';
 import type { Db } from '../../platform/db';
 import { findGeneration, keyUsageWindows } from '../credits/reads';
-import { listKeys } from '../keys/keys';
+import { listKeys, type LoggedRow as KeyLoggedRow } from '../keys/keys';
 
 // What the dashboard shows an account: its keys with their usage windows, its request log and
 // one request with its generation record. Every query is scoped by the session's account.
@@ -52,41 +52,20 @@ export const requestFilters = z.object({
 
 export type RequestFilters = z.output<typeof requestFilters>;
 
-interface LoggedRow {
-  id: string;
-  key_id: string;
-  method: string;
-  path: string;
-  model: string | null;
-  status: number;
-  error_code: string | null;
-  latency_ms: number;
-  cost: string | null;
-  created_at: Date;
-  billing: string | null;
-  charge: string | null;
-  held: string | null;
+/** A request log row with its reservation's billing and its key's label and prefix. */
+interface LoggedRow extends Omit<KeyLoggedRow, 'ip'> {
   key_label: string;
   key_prefix: string;
 }
 
-function requestView(r: LoggedRow) {
-  const pending = r.billing === 'held';
+function requestView({ billing, charge, held, cost, created_at, ...r }: LoggedRow) {
+  const pending = billing === 'held';
   return {
-    id: r.id,
-    key_id: r.key_id,
-    key_label: r.key_label,
-    key_prefix: r.key_prefix,
-    method: r.method,
-    path: r.path,
-    model: r.model,
-    status: r.status,
-    error_code: r.error_code,
-    latency_ms: r.latency_ms,
+    ...r,
     // The settled charge when the reservation has one; the held amount while it is pending.
-    charge: pending ? (r.held === null ? null : normalize(r.held)) : r.charge !== null ? normalize(r.charge) : r.cost === null ? null : normalize(r.cost),
+    charge: pending ? (held === null ? null : normalize(held)) : charge !== null ? normalize(charge) : cost === null ? null : normalize(cost),
     pending,
-    created_at: r.created_at.toISOString(),
+    created_at: created_at.toISOString(),
   };
 }
 

@@ -71,7 +71,7 @@ async function countFailure(db: Db, s: DashboardAuthSettings, email: string, ip:
 }
 
 /** The time step of a valid TOTP code not used before (±1 step of drift), else null. */
-function totpStep(secret: string, code: string, lastStep: number | null): number | null {
+export function totpStep(secret: string, code: string, lastStep: number | null): number | null {
   if (!/^\d{6}$/.test(code)) return null;
   const r = verifySync({ secret, token: code, epochTolerance: 30, ...(lastStep !== null ? { afterTimeStep: lastStep } : {}) });
   return r.valid && 'timeStep' in r ? r.timeStep : null;
@@ -102,6 +102,8 @@ export async function signIn(db: Db, s: DashboardAuthSettings, input: { email: s
   const expiresAt = new Date(Date.now() + s.sessionMs);
   await db('dashboard_sessions').insert({ token_hash: sha256(token), user_id: user.id, csrf_token: randomBytes(24).toString('base64url'), expires_at: expiresAt });
   await db('dashboard_users').where({ id: user.id }).update({ last_sign_in_at: db.fn.now() });
+  // Expired sessions are of no use: each sign-in clears its user's.
+  await db('dashboard_sessions').where({ user_id: user.id }).where('expires_at', '<=', db.fn.now()).delete();
   await db('dashboard_signin_failures').where({ scope: 'email', key: email }).delete();
   return { ok: true, token, expiresAt };
 }

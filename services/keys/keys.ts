@@ -195,7 +195,7 @@ export const requestListQuery = z
   })
   .strict();
 
-interface LoggedRow {
+export interface LoggedRow {
   id: string;
   key_id: string;
   method: string;

@@ -5,6 +5,7 @@ import { call, settled, useStack } from '../helpers/stack';
 import { dashboardUser, shot, signedIn, useBrowser } from '../helpers/dashboard';
 import { createKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
+import { startGatewayApi } from '../../main/gateway';
 
 // The gateway dashboard (issue 22) in Debian's chromium against the real stack: sign-in, a key
 // created in the browser and used with the OpenAI SDK, its request found by x-request-id on the
@@ -147,6 +148,78 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await shot(page, 'keyed-07-usage');
     await context.close();
   });
+  it('filters the requests page by key, model and status, and pages by cursor', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const a = await createKey(env.db, { accountId: user.accountId, label: 'key a', format: 'mt', settings: { models: ['sim-gpt'] } });
+    const b = await createKey(env.db, { accountId: user.accountId, label: 'key b', format: 'mt' });
+    const ids: string[] = [];
+    for (const [key, model] of [[a.key, 'sim-gpt'], [a.key, 'sim-gpt'], [a.key, 'sim-gpt-mini'], [b.key, 'sim-gpt-mini']]) {
+      const r = await call(base, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'x [sim tokens=2]' }] } });
+      ids.push(r.headers.get('x-request-id')!);
+    }
+    const { context, page } = await signedIn(browser(), base, user);
+    const shown = async (query: string) => {
+      await page.goto(`${base}/dashboard/requests?${query}`);
+      return page.$$eval('#requests tbody tr[data-request-id]', (rows) => rows.map((r) => r.getAttribute('data-request-id')!));
+    };
+    for (let i = 0; (await shown('')).length < 4; i++) if (i > 40) assert.fail('the request log was not written');
+    assert.deepEqual(await shown(''), [...ids].reverse(), 'newest first');
+    assert.deepEqual(await shown(`key=${b.id}`), [ids[3]]);
+    assert.deepEqual(await shown('model=sim-gpt-mini'), [ids[3], ids[2]]);
+    assert.deepEqual(await shown('status=error'), [ids[2]], 'the model key a may not call');
+    assert.equal(await page.textContent(`tr[data-request-id="${ids[2]}"] td:nth-child(6)`), 'model_not_allowed');
+    assert.deepEqual(await shown('status=ok&limit=2'), [ids[3], ids[1]]);
+    await page.click('#older');
+    assert.deepEqual(await page.$$eval('#requests tbody tr[data-request-id]', (rows) => rows.map((r) => r.getAttribute('data-request-id'))), [ids[0]]);
+    assert.equal(await page.$('#older'), null, 'the last page');
+    await shot(page, 'keyed-08-requests-paged');
+    const today = new Date().toISOString().slice(0, 10);
+    assert.equal((await shown(`from=${today}&to=${today}`)).length, 4);
+    assert.deepEqual(await shown('to=2000-01-01'), []);
+    await page.goto(`${base}/dashboard/requests?id=not-a-uuid`);
+    assert.match((await page.textContent('[role=alert]'))!, /request id/);
+    await context.close();
+  });
+
+  it('a revoke in the dashboard of one API process is refused on the next request by another, which had the key cached', async () => {
+    const base = stack.gateway.url;
+    const other = await startGatewayApi({ db: env.db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, namespace: 'default', logger: env.logger, port: 0, upstreamTimeoutMs: 10_000, keyCacheTtlMs: 60_000, variant: 'keyed' });
+    try {
+      const user = await dashboardUser();
+      const k = await createKey(env.db, { accountId: user.accountId, label: 'two processes', format: 'mt' });
+      assert.equal((await call(other.url, '/v1/models', { key: k.key })).status, 200, 'the other process caches the key');
+      const { context, page } = await signedIn(browser(), base, user);
+      await page.goto(`${base}/dashboard/keys/${k.id}`);
+      page.once('dialog', (d) => void d.accept());
+      await page.click('#revoke-key button[type=submit]');
+      await page.waitForURL(`${base}/dashboard/keys`);
+      const r = await call(other.url, '/v1/models', { key: k.key });
+      assert.equal(r.status, 401, r.text);
+      await context.close();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('every page is light and same-origin: weight and time to interactive (printed for the report)', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    await createKey(env.db, { accountId: user.accountId, label: 'weight', format: 'mt' });
+    const { context, page } = await signedIn(browser(), base, user);
+    for (const p of ['keys', 'requests', 'usage', 'team', 'account']) {
+      await page.goto(`${base}/dashboard/${p}`);
+      const perf = await page.evaluate<{ interactiveMs: number; bytes: number; origins: string[] }>(`(() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const resources = performance.getEntriesByType('resource');
+        return { interactiveMs: nav.domInteractive, bytes: nav.encodedBodySize + resources.reduce((s, r) => s + r.encodedBodySize, 0), origins: resources.map((r) => new URL(r.name).origin) };
+      })()`);
+      console.log(`      /dashboard/${p}: ${perf.bytes} bytes (${perf.origins.length + 1} responses), DOM interactive ${perf.interactiveMs.toFixed(0)} ms`);
+      assert.ok(perf.bytes < 64 * 1024, `${p}: ${perf.bytes} bytes`);
+      assert.deepEqual([...new Set(perf.origins)].filter((o) => o !== base), [], 'nothing from another origin (no CDN)');
+    }
+    await context.close();
+  });
 });
 
 describe('gateway dashboard, sign-in and protection (issue 22)', function () {
@@ -251,5 +324,89 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     const after = await fetch(`${base}/dashboard/keys`, { redirect: 'manual', headers: { cookie: `gw_dashboard=${mCookie.value}` } });
     assert.equal(after.status, 302);
     await m.context.close();
+  });
+
+  it('an owner invites a member by a one-time link; the member chooses a password, signs in and only looks', async () => {
+    const base = stack.gateway.url;
+    const owner = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, owner);
+    await page.goto(`${base}/dashboard/team`);
+    const email = `member-${Date.now()}@example.com`;
+    await page.fill('#invite-email', email);
+    await page.selectOption('#invite-role', 'member');
+    await page.click('#invite button[type=submit]');
+    const link = (await page.textContent('#invitation-link'))!.trim();
+    assert.ok(link.startsWith(`${base}/dashboard/invite/`), link);
+    assert.equal(await page.$$eval('#invitations tbody tr[data-invitation-id]', (rows) => rows.length), 1);
+    await shot(page, 'team-01-invited');
+    // A second invitation, cancelled: its link no longer works.
+    await page.fill('#invite-email', `other-${Date.now()}@example.com`);
+    await page.click('#invite button[type=submit]');
+    const cancelled = (await page.textContent('#invitation-link'))!.trim();
+    await page.click('#invitations tbody tr:last-child button');
+    await page.waitForURL(`${base}/dashboard/team`);
+    assert.equal((await fetch(cancelled)).status, 404);
+
+    const invitee = await (await browser().newContext()).newPage();
+    await invitee.goto(link);
+    await invitee.fill('#password', 'short');
+    await invitee.evaluate('document.getElementById("password").removeAttribute("minlength")');
+    const [tooShort] = await Promise.all([invitee.waitForResponse((r) => r.request().method() === 'POST'), invitee.click('#accept button')]);
+    assert.equal(tooShort.status(), 400);
+    assert.match((await invitee.textContent('[role=alert]'))!, /at least 10/);
+    await invitee.fill('#password', 'a good long password');
+    await invitee.click('#accept button');
+    await invitee.waitForURL(`${base}/dashboard/sign-in?joined=1`);
+    await shot(invitee, 'team-02-joined');
+    await invitee.context().close();
+    assert.equal((await fetch(link)).status, 404, 'the link works once');
+
+    const member = await signedIn(browser(), base, { accountId: owner.accountId, email, password: 'a good long password' });
+    assert.equal(await member.page.$('#create-key'), null);
+    await member.page.goto(`${base}/dashboard/team`);
+    assert.equal(await member.page.$('#invite'), null, 'a member invites nobody');
+    assert.deepEqual(await member.page.$$eval('#users tbody tr td:nth-child(2)', (c) => c.map((x) => x.textContent)), ['owner', 'member']);
+    await member.context.close();
+    await context.close();
+  });
+
+  it('a user turns on TOTP from the QR code page and changes the password; the next sign-in asks for a code', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const { context, page } = await signedIn(browser(), base, user);
+    await page.click('.signout a');
+    await page.click('#totp-start');
+    assert.ok(await page.$('.qr svg'), 'a QR code');
+    const secret = (await page.textContent('#totp-secret'))!.trim();
+    await shot(page, 'account-00-two-factor-qr');
+    await page.fill('#totp_code', '123456');
+    await page.click('#two-factor button[type=submit]');
+    assert.match((await page.textContent('[role=alert]'))!, /not the current code/);
+    await page.fill('#totp_code', generateSync({ secret }));
+    await page.click('#two-factor button[type=submit]');
+    assert.match((await page.textContent('[role=status]'))!, /on/);
+    await page.fill('#current_password', 'not it');
+    await page.fill('#new_password', 'another long password');
+    await page.click('#password-form button');
+    assert.match((await page.textContent('[role=alert]'))!, /current password: is wrong/);
+    await page.fill('#current_password', user.password);
+    await page.fill('#new_password', 'another long password');
+    await page.click('#password-form button');
+    assert.match((await page.textContent('[role=status]'))!, /Password changed/);
+    await shot(page, 'account-01-two-factor-on');
+    await context.close();
+
+    const fresh = await (await browser().newContext()).newPage();
+    await fresh.goto(`${base}/dashboard/sign-in`);
+    await fresh.fill('#email', user.email);
+    await fresh.fill('#password', 'another long password');
+    await fresh.click('button[type=submit]');
+    assert.match((await fresh.textContent('[role=alert]'))!, /authenticator/);
+    await fresh.fill('#password', 'another long password');
+    // The confirmation used the current code: the next step's is accepted (±30 s of drift).
+    await fresh.fill('#code', generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + 30 }));
+    await fresh.click('button[type=submit]');
+    await fresh.waitForURL(`${base}/dashboard/keys`);
+    await fresh.context().close();
   });
 });

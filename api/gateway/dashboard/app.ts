@@ -14,6 +14,8 @@ import { DashboardError, readForm, sessionOfCtx, show } from './http';
 import { keyPages } from './keys';
 import { requestPages } from './requests';
 import { usagePage } from './usage';
+import { invitationPages, teamPages } from './team';
+import { accountPages } from './account';
 
 // The gateway dashboard (issue 22) under /dashboard on the gateway's port, for account users:
 // server-rendered pages, a session cookie (HttpOnly, SameSite=Strict, Path=/dashboard) that names
@@ -77,7 +79,7 @@ export function createDashboard(deps: DashboardDeps): Middleware {
     ctx.set('cache-control', 'public, max-age=300');
     ctx.body = a.body;
   });
-  open.get('/sign-in', (ctx) => signInPage(ctx));
+  open.get('/sign-in', (ctx) => signInPage(ctx, { notice: ctx.query.joined ? 'Your sign-in is ready: sign in with your email and new password.' : undefined }));
   open.post('/sign-in', async (ctx) => {
     sameOrigin(ctx);
     const form = await readForm(ctx);
@@ -92,6 +94,8 @@ export function createDashboard(deps: DashboardDeps): Middleware {
     const message = { invalid_credentials: 'Wrong email, password or code.', code_required: 'Enter the code from your authenticator app.', throttled: `Too many failed sign-ins; try again in ${Math.ceil((r.retryAfter ?? 60) / 60)} minutes.` }[r.reason];
     signInPage(ctx, { email, message, askCode: r.reason === 'code_required' }, r.reason === 'throttled' ? 429 : r.reason === 'code_required' ? 200 : 401);
   });
+
+  invitationPages(open, { db: deps.db }, sameOrigin);
 
   const signedIn = new Router({ prefix: PREFIX });
   signedIn.use(async (ctx, next) => {
@@ -119,17 +123,20 @@ export function createDashboard(deps: DashboardDeps): Middleware {
   keyPages(signedIn, { db: deps.db, acks, variant: deps.variant });
   requestPages(signedIn, { db: deps.db });
   usagePage(signedIn, { db: deps.db });
+  teamPages(signedIn, { db: deps.db });
+  accountPages(signedIn, { db: deps.db, sealingKey: deps.auth.sealingKey });
 
   const handle = compose<Context>([pages, open.routes() as Middleware, signedIn.routes() as Middleware]);
   return (ctx, next) => (ctx.path === PREFIX || ctx.path.startsWith(`${PREFIX}/`) ? handle(ctx, async () => {}) : next());
 }
 
-function signInPage(ctx: Context, o: { email?: string; message?: string; askCode?: boolean } = {}, status = 200) {
+function signInPage(ctx: Context, o: { email?: string; message?: string; notice?: string; askCode?: boolean } = {}, status = 200) {
   show(
     ctx,
     { title: 'Sign in' },
     html`<div class="signin">
   ${o.message ? html`<div class="banner error" role="alert">${o.message}</div>` : ''}
+  ${o.notice ? html`<div class="banner notice" role="status">${o.notice}</div>` : ''}
   <form class="card" method="post" action="${PREFIX}/sign-in">
     <div><label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${o.email ?? ''}"></div>
     <div><label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required></div>

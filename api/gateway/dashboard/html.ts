@@ -31,13 +31,14 @@ export interface PageChrome {
   /** the signed-in user; absent on the sign-in page */
   user?: { email: string; role: string; csrfToken: string };
   /** the nav entry to mark */
-  current?: 'keys' | 'requests' | 'usage';
+  current?: 'keys' | 'requests' | 'usage' | 'team' | 'account';
 }
 
 const NAV: [PageChrome['current'], string, string][] = [
   ['keys', '/dashboard/keys', 'API keys'],
   ['requests', '/dashboard/requests', 'Requests'],
   ['usage', '/dashboard/usage', 'Usage & balance'],
+  ['team', '/dashboard/team', 'Team'],
 ];
 
 /** A whole page: the nav (when signed in), the content, the one stylesheet and script. */
@@ -56,7 +57,7 @@ export function page(c: PageChrome, content: Html): string {
   <a class="brand" href="/dashboard">Gateway dashboard</a>
   ${c.user
     ? html`<nav>${NAV.map(([id, href, label]) => html`<a href="${href}"${c.current === id ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>
-  <form class="signout" method="post" action="/dashboard/sign-out">${csrfField(c.user.csrfToken)}<span>${c.user.email}</span> <button type="submit">Sign out</button></form>`
+  <form class="signout" method="post" action="/dashboard/sign-out">${csrfField(c.user.csrfToken)}<a href="/dashboard/account"${c.current === 'account' ? html` aria-current="page"` : ''}>${c.user.email}</a> <button type="submit">Sign out</button></form>`
     : ''}
 </header>
 <main>

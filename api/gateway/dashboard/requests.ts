@@ -11,7 +11,7 @@ import { DashboardError, sessionOfCtx, show } from './http';
 // first, searchable by request id and filtered by key, model, status and UTC days, paginated by
 // cursor; and one request with its generation record (tokens, billing source, charge).
 
-const FILTERS = ['id', 'key', 'model', 'status', 'from', 'to'] as const;
+const FILTERS = ['id', 'key', 'model', 'status', 'from', 'to', 'limit'] as const;
 
 export function requestPages(r: Router, d: { db: Db }): void {
   r.get('/requests', async (ctx: Context) => {
