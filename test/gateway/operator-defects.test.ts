@@ -110,6 +110,37 @@ describe('issue 23 defect 3: a provider cost above the hold', function () {
   });
 });
 
+describe('issue 23 defect 8: what answers show', function () {
+  this.timeout(60_000);
+  const stack = useStack();
+  const sse = async (path: string, key: string, body: unknown) => {
+    const res = await fetch(stack.gateway.url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return (await res.text()).split('\n').filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]').map((l) => JSON.parse(l.slice(6)));
+  };
+
+  it('passed-through answers name the public model id, streamed or not, as translated ones do', async () => {
+    const acct = await newAccount();
+    const native = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('hi [sim tokens=2]') } });
+    assert.equal(native.json.model, 'sim-gpt');
+    const translated = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-claude', messages: user('hi [sim tokens=2]') } });
+    assert.equal(translated.json.model, 'sim-claude');
+    const chunks = await sse('/v1/chat/completions', acct.key, { model: 'sim-gpt', stream: true, messages: user('hi [sim tokens=2]') });
+    assert.ok(chunks.length > 1);
+    for (const c of chunks) assert.equal(c.model, 'sim-gpt', JSON.stringify(c));
+    const messages = await call(stack.gateway.url, '/v1/messages', { key: acct.key, body: { model: 'sim-claude', max_tokens: 20, messages: user('hi [sim tokens=2]') } });
+    assert.equal(messages.json.model, 'sim-claude', messages.text);
+    const events = await sse('/v1/messages', acct.key, { model: 'sim-claude', max_tokens: 20, stream: true, messages: user('hi [sim tokens=2]') });
+    assert.equal(events.find((e) => e.type === 'message_start').message.model, 'sim-claude');
+  });
+
+  it('a body over the limit is refused in MB, as the media limits are', async () => {
+    const acct = await newAccount();
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('x'.repeat(5 * 1024 * 1024)) } });
+    assert.equal(r.status, 413);
+    assert.equal(r.json.error.message, 'The request body is larger than 4 MB.');
+  });
+});
+
 describe('issue 23 defects (keyed variant)', function () {
   this.timeout(90_000);
   const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
