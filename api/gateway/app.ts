@@ -32,14 +32,18 @@ export interface GatewayDeps {
   keyed?: KeyedVariant;
   /** the admin HTTP API under /admin */
   admin?: Router;
+  /** credits variant: records every request in request_log (the keyed variant brings its own) */
+  requestLogging?: Koa.Middleware;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
-  app.use(requestContext(deps.logger, deps.keyed ? 'x-request-id' : null));
+  // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.
+  app.use(requestContext(deps.logger, 'x-request-id'));
   if (deps.keyed) app.use(deps.keyed.requestLogging);
+  else if (deps.requestLogging) app.use(deps.requestLogging);
 
   const health = new Router();
   health.get('/healthz', healthCheck(deps));

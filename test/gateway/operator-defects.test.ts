@@ -141,6 +141,47 @@ describe('issue 23 defect 8: what answers show', function () {
   });
 });
 
+describe('issue 23 feature 3: a request id on every answer of the credits variant, in the request log', function () {
+  this.timeout(60_000);
+  const stack = useStack({ adminToken: ADMIN_TOKEN });
+  const logged = async (id: string) => {
+    let row;
+    for (const end = Date.now() + 5000; !row && Date.now() < end; await new Promise((r) => setTimeout(r, 100))) row = await env.db('request_log').where({ id }).first();
+    return row;
+  };
+
+  it('answers, errors included, carry x-request-id (equal to x-gateway-request-id when billed), each recorded', async () => {
+    const acct = await newAccount();
+    const ok = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('hi [sim tokens=2]') } });
+    assert.equal(ok.status, 200);
+    const id = ok.headers.get('x-request-id')!;
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    assert.equal(ok.headers.get('x-gateway-request-id'), id);
+    const row = await logged(id);
+    assert.ok(row, 'the answered request is in the request log');
+    assert.deepEqual([row.key_id, row.model, row.status, row.path, row.error_code], [acct.keyId, 'sim-gpt', 200, '/v1/chat/completions', null]);
+
+    const errors = [
+      await call(stack.gateway.url, '/v1/models', { key: `gw_ai_${'x'.repeat(40)}` }),
+      await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'no-such-model', messages: user('x') } }),
+      await call(stack.gateway.url, '/v1/nowhere', { key: acct.key }),
+    ];
+    const ids = errors.map((r) => r.headers.get('x-request-id'));
+    for (const [i, r] of errors.entries()) assert.match(ids[i] ?? '', /^[0-9a-f-]{36}$/, `${r.status} ${r.text}`);
+    assert.equal(new Set([id, ...ids]).size, 4, 'one id per request');
+    const rows = await Promise.all(ids.map((i) => logged(i!)));
+    assert.deepEqual(rows.map((r) => [r.status, r.error_code, r.key_id]), [
+      [401, 'invalid_api_key', null],
+      [403, 'model_not_found', acct.keyId],
+      // an unrouted path is answered before any key is looked at in this variant
+      [404, 'route_not_found', null],
+    ]);
+    // The key's requests page (admin API) lists them, newest first.
+    const page = await admin(stack.gateway.url, `/admin/keys/${acct.keyId}/requests`);
+    assert.deepEqual(page.json.data.map((r: { id: string }) => r.id), [ids[1], id]);
+  });
+});
+
 describe('issue 23 defects (keyed variant)', function () {
   this.timeout(90_000);
   const keyed = useStack({ variant: 'keyed', adminToken: ADMIN_TOKEN });
