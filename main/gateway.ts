@@ -8,6 +8,7 @@ import { AuthStore } from '../services/keys/auth-store';
 import { CacheInvalidation } from '../platform/cache-invalidation';
 import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
+import type { CorsOrigins } from '../api/gateway/shared/cors';
 import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
@@ -31,6 +32,8 @@ export interface GatewayRuntimeOptions {
   adminToken?: string | null;
   /** settings of the keyed variant; defaults in KEYED_DEFAULTS */
   keyed?: Partial<KeyedSettings>;
+  /** CORS_ORIGINS; absent: no CORS */
+  corsOrigins?: CorsOrigins;
 }
 
 export interface GatewayRuntime {
@@ -65,7 +68,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   // The credits variant keeps the same request log (REQUEST_LOG_*), keyed by its request ids.
   const creditsLog = isKeyed ? undefined : startRequestLog(o.db, o.logger, { ...KEYED_DEFAULTS, ...o.keyed });
   const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, requestLogging: creditsLog?.middleware });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins });
   const listening = await listen(app.callback(), o.port, o.host);
   return {
     url: listening.url,

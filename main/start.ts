@@ -138,6 +138,7 @@ async function main() {
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
+    corsOrigins: config.CORS_ORIGINS,
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,
       authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { loadConfig } from '../../platform/config';
 import { setModel, setProvider } from '../../services/catalog/entries';
 import { createKey } from '../../services/keys/keys';
 import { hashKey } from '../../services/keys/key-format';
@@ -179,6 +182,55 @@ describe('issue 23 feature 3: a request id on every answer of the credits varian
     // The key's requests page (admin API) lists them, newest first.
     const page = await admin(stack.gateway.url, `/admin/keys/${acct.keyId}/requests`);
     assert.deepEqual(page.json.data.map((r: { id: string }) => r.id), [ids[1], id]);
+  });
+});
+
+describe('issue 23 feature 2: the endpoints coding tools call, and CORS', function () {
+  this.timeout(60_000);
+  const stack = useStack({ corsOrigins: ['https://app.example.com'] });
+
+  it('POST /v1/messages/count_tokens answers input_tokens through the Anthropic SDK, free of charge', async () => {
+    const acct = await newAccount({ credits: '5' });
+    const anthropic = new Anthropic({ apiKey: acct.key, baseURL: stack.gateway.url });
+    const messages = [{ role: 'user' as const, content: 'x'.repeat(400) }];
+    const small = await anthropic.messages.countTokens({ model: 'sim-claude', messages });
+    assert.ok(small.input_tokens >= 100 && small.input_tokens < 120, JSON.stringify(small));
+    const withSystem = await anthropic.messages.countTokens({ model: 'sim-claude', system: 'y'.repeat(400), messages });
+    assert.ok(withSystem.input_tokens >= small.input_tokens + 100);
+    const row = await env.db('accounts').where({ id: acct.accountId }).first();
+    assert.equal(Number(row.total_usage), 0, 'nothing held or charged');
+    await assert.rejects(anthropic.messages.countTokens({ model: 'no-such', messages }), (e: { status: number; error: { type: string; error: { type: string } } }) => e.status === 403 && e.error.type === 'error');
+  });
+
+  it('GET /v1/models/{id} through the OpenAI SDK; a model the key cannot see is 404', async () => {
+    const acct = await newAccount({ tier: 'free_trial' });
+    const openai = new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1` });
+    const m = await openai.models.retrieve('sim-gpt-mini');
+    assert.equal(m.id, 'sim-gpt-mini');
+    assert.equal(m.object, 'model');
+    await assert.rejects(openai.models.retrieve('sim-gpt'), (e: { status: number }) => e.status === 404, 'a paid model is not visible on free_trial');
+    await assert.rejects(openai.models.retrieve('nope'), (e: { status: number }) => e.status === 404);
+  });
+
+  it('CORS: preflights answered for configured origins only, answers carry the headers a browser needs', async () => {
+    const acct = await newAccount();
+    const pre = await fetch(`${stack.gateway.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(pre.headers.get('access-control-allow-headers') ?? '', /authorization/);
+    const other = await fetch(`${stack.gateway.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    const r = await call(stack.gateway.url, '/v1/models', { key: acct.key, headers: { origin: 'https://app.example.com' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(r.headers.get('access-control-expose-headers') ?? '', /x-request-id/);
+    // Off by default (the other suites' gateways), and never on the admin API.
+    const admin = await call(stack.gateway.url, '/admin/keys/x', { headers: { origin: 'https://app.example.com' } });
+    assert.equal(admin.headers.get('access-control-allow-origin'), null);
+    assert.equal(loadConfig({}).CORS_ORIGINS, undefined);
+    assert.equal(loadConfig({ CORS_ORIGINS: '*' }).CORS_ORIGINS, '*');
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).CORS_ORIGINS, ['https://a.example', 'http://localhost:3000']);
+    assert.throws(() => loadConfig({ CORS_ORIGINS: 'a.example/path' }), /CORS_ORIGINS/);
   });
 });
 
