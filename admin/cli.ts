@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { KeyFormat } from '../services/keys/key-format';
 import { loadConfig } from '../platform/config';
+import { withRunningSettings } from '../platform/running-settings';
 import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
 import type { KeySettingsInput } from '../services/keys/keys';
@@ -44,7 +45,7 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],
-    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f), variant: loadConfig().GATEWAY_VARIANT }),
+    run: (db, f) => createKey(db, { accountId: need(f, 'account'), label: f.label, format: f.format as KeyFormat | undefined, settings: keySettings(f), variant: loadConfig(withRunningSettings()).GATEWAY_VARIANT }),
   },
   'key update': {
     flags: ['id', 'label', ...KEY_SETTING_FLAGS],
@@ -66,18 +67,37 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   },
 };
 
+/** `admin help`: every command with its flags, as text for people. */
+function help(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name}${c.flags.map((f) => ` [--${f} …]`).join('')}`);
+  return [
+    'usage: npm run -s admin -- <command> [--flag value …]   (docs/admin.md)',
+    'Each command prints one JSON object; failures {"error": …} with exit code 2 (usage) or 1.',
+    'The database is DATABASE_URL, else the one `npm start` recorded in DATA_DIR/connection.json',
+    '(DATA_DIR defaults to .data: export it if npm start ran with another), else the defaults.',
+    '',
+    'commands:',
+    ...lines,
+    '',
+  ].join('\n');
+}
+
 async function main(argv: string[]): Promise<number> {
   const words = argv.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ');
+  if (words === 'help' || words === '' || argv.includes('--help')) {
+    process.stdout.write(help());
+    return 0;
+  }
   const cmd = COMMANDS[words];
   if (!cmd) {
-    throw new UsageError(`unknown command '${words}'; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    throw new UsageError(`unknown command '${words}' (npm run -s admin -- help lists them); commands: ${Object.keys(COMMANDS).join(', ')}`);
   }
   const { values } = parseArgs({
     args: argv.slice(2),
     options: Object.fromEntries(cmd.flags.map((f) => [f, { type: 'string' as const }])),
     strict: true,
   });
-  const db = createDb(databaseUrl(loadConfig()), 2);
+  const db = createDb(databaseUrl(loadConfig(withRunningSettings())), 2);
   try {
     const out = await cmd.run(db, values as Flags);
     process.stdout.write(JSON.stringify(out) + '\n');

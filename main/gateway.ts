@@ -8,7 +8,8 @@ import { AuthStore } from '../services/keys/auth-store';
 import { CacheInvalidation } from '../platform/cache-invalidation';
 import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
-import { KEYED_DEFAULTS, startKeyedVariant, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
+import type { CorsOrigins } from '../api/gateway/shared/cors';
+import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
 import { registerApiProcess } from '../services/credits/processes';
@@ -36,6 +37,8 @@ export interface GatewayRuntimeOptions {
   keyed?: Partial<KeyedSettings>;
   /** the dashboard's sign-in settings; the sealing key defaults to TESTRUN_SECRET's (platform/secret-box) */
   dashboardAuth?: Partial<DashboardAuthSettings>;
+  /** CORS_ORIGINS; absent: no CORS */
+  corsOrigins?: CorsOrigins;
 }
 
 export interface GatewayRuntime {
@@ -67,6 +70,8 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const keyed: KeyedVariant | undefined = isKeyed
     ? await startKeyedVariant({ db: o.db, logger: o.logger, authStore, invalidation, settings: { ...KEYED_DEFAULTS, ...o.keyed } })
     : undefined;
+  // The credits variant keeps the same request log (REQUEST_LOG_*), keyed by its request ids.
+  const creditsLog = isKeyed ? undefined : startRequestLog(o.db, o.logger, { ...KEYED_DEFAULTS, ...o.keyed });
   const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
   const dashboard = createDashboard({
     db: o.db,
@@ -76,6 +81,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins });
   const listening = await listen(app.callback(), o.port, o.host);
   return {
     url: listening.url,
@@ -83,6 +89,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     async close() {
       await listening.close();
       await keyed?.close();
+      await creditsLog?.log.close();
       await liveness.stop();
       await outcomeLine.stop();
       await invalidation.stop();

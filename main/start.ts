@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
@@ -28,6 +28,7 @@ import { startEmbeddedPostgres } from '../platform/postgres';
 import { startTemporalDevServer } from '../platform/temporal-server';
 import { ensureDemoUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
+import { writeRunningSettings } from '../platform/running-settings';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
@@ -44,6 +45,9 @@ async function main() {
   const t0 = Date.now();
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  // The SDK logs each workflow bundle's webpack report (~60 lines per worker) at INFO: only
+  // warnings unless LOG_LEVEL=debug asks for everything.
+  Runtime.install({ logger: new DefaultLogger(config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace' ? 'INFO' : 'WARN') });
   let stopping = false;
   const shutdown = async (signal: string, code = 0) => {
     if (stopping) return;
@@ -138,6 +142,7 @@ async function main() {
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
+    corsOrigins: config.CORS_ORIGINS,
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,
       authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,
@@ -157,6 +162,7 @@ async function main() {
   stops.push(panel.close);
 
   const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;
+  writeRunningSettings(config.dataDir, { DATABASE_URL: url, GATEWAY_VARIANT: config.GATEWAY_VARIANT, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE, GATEWAY_URL: gatewayUrl });
   log.info({ ms: Date.now() - t0 }, 'ready');
   process.stdout.write(
     [

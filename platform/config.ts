@@ -63,6 +63,12 @@ const schema = z.object({
   TRUSTED_PROXIES: ipList,
   REQUEST_LOG_FLUSH_MS: positive(250),
   REQUEST_LOG_RETENTION_DAYS: positive(90),
+  // CORS for browser clients of /v1: unset (off), `*`, or comma-separated origins.
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim() === '*' ? ('*' as const) : v.split(',').map((x) => x.trim()).filter(Boolean)))
+    .pipe(z.union([z.literal('*'), z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be * or origins like https://app.example.com')), z.undefined()])),
   // Hosting panel: the secret sealing logins' TOTP secrets (else DATA_DIR/panel-secret), and how
   // long a console session lasts without use and at most.
   PANEL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -40,7 +40,9 @@ export function createTestRunWorker(deps: TestRunWorkerDeps): Promise<Worker> {
       leaseTtlMs: deps.leaseTtlMs,
     }),
     // Cases waiting at the gate hold an activity slot each (waitForCaseSlot heartbeats in it): 200 by default.
-    options: deps.workerOptions,
+    // A cancel (or the deadline timer) reaches a running case with its next heartbeat, which the SDK
+    // throttles to 0.8 × the heartbeat timeout (8 s by default): at most a second instead.
+    options: { maxHeartbeatThrottleInterval: '1 second', ...deps.workerOptions },
   });
 }
 

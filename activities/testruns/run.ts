@@ -11,7 +11,7 @@ import {
 } from '../../domain/testruns/runs';
 import type { Db } from '../../platform/db';
 import { open } from '../../platform/secret-box';
-import { caseToExecute, countAttempt, finalizeRun, markRunLive, recordResult, storedResult, type CaseResult } from '../../services/testruns/results';
+import { caseToExecute, countAttempt, deadlineReason, finalizeRun, markRunLive, recordResult, storedResult, type CaseResult } from '../../services/testruns/results';
 import { callCase, CaseTimeout, NetworkGateRefusal } from './case-call';
 import { settledChargeOf } from '../../services/credits/settlement';
 import { CaseGate } from '../../services/testruns/case-gate';
@@ -146,7 +146,14 @@ export function createTestRunActivities(deps: TestRunActivityDeps) {
       gate.renew(runId, caseId).catch((err) => ctx.log.warn('gate lease renewal failed', { err: String(err) }));
     }, 500);
     const startedAt = new Date();
+    // The run deadline is kept here too, at the millisecond: the workflow's deadline timer cancels
+    // cases, but a cancellation reaches an activity only with its next heartbeat. A case the
+    // deadline cuts is not_run, in the words finalizeRun uses, never a late pass or a failure.
+    const untilDeadline = row.deadline_at ? new Date(row.deadline_at).getTime() - Date.now() : Infinity;
+    const cutByDeadline = untilDeadline < timeoutMs;
+    const notRun = () => recordResult(db, runId, caseId, { status: 'not_run', reasons: [deadlineReason(cfg)], started_at: startedAt });
     try {
+      if (untilDeadline <= 0) return outcomeOf(await notRun());
       let answer;
       try {
         answer = await callCase({
@@ -154,11 +161,12 @@ export function createTestRunActivities(deps: TestRunActivityDeps) {
           url,
           headers,
           body: applyModelOverrides(def.request.body, cfg.model_overrides),
-          timeoutMs,
+          timeoutMs: cutByDeadline ? untilDeadline : timeoutMs,
           allowed: [gatewayRule, ...cfg.allowed_hosts.map(parseHostRule)],
           signal: ctx.cancellationSignal,
         });
       } catch (err) {
+        if (err instanceof CaseTimeout && cutByDeadline) return outcomeOf(await notRun());
         if (err instanceof NetworkGateRefusal || err instanceof CaseTimeout) {
           return outcomeOf(await recordResult(db, runId, caseId, { status: 'failed', reasons: [err.message], started_at: startedAt }));
         }

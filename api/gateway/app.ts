@@ -17,7 +17,9 @@ import { responsesDialect } from './text/dialects/responses';
 import { inference } from './text/inference';
 import { imageRoutes } from './media/images/routes';
 import { installerRoutes } from './installer/routes';
-import { credits, generation, keyInfo, models, usage } from './reads/reads';
+import { credits, generation, keyInfo, model, models, usage } from './reads/reads';
+import { countTokens } from './text/count-tokens';
+import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
 
 export interface GatewayDeps {
@@ -34,6 +36,10 @@ export interface GatewayDeps {
   admin?: Router;
   /** the account users' dashboard under /dashboard (api/gateway/dashboard) */
   dashboard?: Koa.Middleware;
+  /** credits variant: records every request in request_log (the keyed variant brings its own) */
+  requestLogging?: Koa.Middleware;
+  /** CORS_ORIGINS: browser clients of /v1; absent: no CORS headers */
+  corsOrigins?: CorsOrigins;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
@@ -43,7 +49,11 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);
   app.use(requestContext(deps.logger, deps.keyed ? 'x-request-id' : null));
+  // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.
+  app.use(requestContext(deps.logger, 'x-request-id'));
   if (deps.keyed) app.use(deps.keyed.requestLogging);
+  else if (deps.requestLogging) app.use(deps.requestLogging);
+  if (deps.corsOrigins) app.use(cors(deps.corsOrigins));
 
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
@@ -54,7 +64,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
 
   // Messages-dialect clients get errors, authentication ones included, in Anthropic's shape.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1/messages') ctx.state.errorBody = messagesDialect.errorBody;
+    if (ctx.path === '/v1/messages' || ctx.path === '/v1/messages/count_tokens') ctx.state.errorBody = messagesDialect.errorBody;
     return next();
   });
   // The keyed variant authenticates every path under /v1, routed or not (spec 3 A 1), so a wrong
@@ -65,12 +75,14 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   if (!deps.keyed) v1.use(authenticate(deps.authStore));
   v1.post('/chat/completions', inference(deps, chatDialect));
   v1.post('/messages', inference(deps, messagesDialect));
+  v1.post('/messages/count_tokens', countTokens(deps.catalog));
   v1.post('/responses', inference(deps, responsesDialect));
   v1.get('/credits', credits(deps.db));
   v1.get('/key', keyInfo(deps.db));
   v1.get('/generation', generation(deps.db));
   v1.get('/usage', usage(deps.db));
   v1.get('/models', models(deps.catalog));
+  v1.get('/models/:id', model(deps.catalog));
   videoRoutes(v1, deps); // /v1/videos, /v1/videos/models, /v1/videos/{id}, /v1/videos/{id}/content
   v1.use(audioRoutes(deps).routes());
   v1.use(imageRoutes(deps).routes()); // /v1/images, /v1/images/generations, /v1/images/edits, /v1/images/models

@@ -56,6 +56,10 @@ export function sendError(ctx: Context, err: unknown): void {
   ctx.body = render ? render(e) : e.toEnvelope();
 }
 
+const MB = 1024 * 1024;
+/** Size limits are worded in MB everywhere (whole MB where the limit is one). */
+export const sizeLimit = (bytes: number): string => `${Number.isInteger(bytes / MB) ? bytes / MB : (bytes / MB).toFixed(2)} MB`;
+
 /** Reads a JSON object body with a size limit; errors are the envelope's. */
 export async function readJsonObject(ctx: Context, limitBytes = 4 * 1024 * 1024): Promise<Record<string, unknown>> {
   const type = ctx.request.type;
@@ -66,7 +70,7 @@ export async function readJsonObject(ctx: Context, limitBytes = 4 * 1024 * 1024)
   try {
     raw = await getRawBody(ctx.req, { limit: limitBytes, encoding: 'utf8', length: ctx.get('content-length') || undefined });
   } catch (err) {
-    if ((err as { type?: string }).type === 'entity.too.large') throw new GatewayError('request_too_large', { limit: `${limitBytes} bytes` });
+    if ((err as { type?: string }).type === 'entity.too.large') throw new GatewayError('request_too_large', { limit: sizeLimit(limitBytes) });
     throw new GatewayError('invalid_request', { detail: 'the request body could not be read' });
   }
   let body: unknown;

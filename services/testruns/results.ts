@@ -64,6 +64,9 @@ export async function caseCounts(db: Db, runId: string): Promise<CaseCounts> {
   return r.rows[0];
 }
 
+/** A case the run deadline cut off: the same words whoever records it (the case or the run's end). */
+export const deadlineReason = (cfg: Pick<Configuration, 'deadline_seconds'>) => `the run deadline (${cfg.deadline_seconds} s) passed before this case finished`;
+
 /**
  * Ends a run once: every case without a result becomes not_run, and the status is the outcome
  * (timed_out, canceled, error) or, for a completed workflow, what the results say. A run that is
@@ -83,7 +86,7 @@ export async function finalizeRun(
     const cfg = run.configuration as Configuration;
     const notRun = {
       completed: 'no result was recorded for this case',
-      timed_out: `the run deadline (${cfg.deadline_seconds} s) passed before this case finished`,
+      timed_out: deadlineReason(cfg),
       canceled: 'the run was canceled before this case finished',
       error: `the run ended with an error before this case finished${reason ? `: ${reason}` : ''}`,
     }[outcome];
@@ -98,7 +101,7 @@ export async function finalizeRun(
     const why =
       reason ??
       (status === 'error' ? `${counts.errored + counts.not_run} of ${counts.total} cases have no result (infrastructure errors after every attempt)` : null) ??
-      (status === 'timed_out' ? notRun : status === 'canceled' ? 'canceled on request' : null);
+      (status === 'timed_out' ? `the run deadline (${cfg.deadline_seconds} s) passed: ${counts.total - counts.not_run} of ${counts.total} cases finished, ${counts.not_run} not run` : status === 'canceled' ? 'canceled on request' : null);
     await trx('test_runs').where({ id: runId }).update({ status, reason: why, finished_at: trx.fn.now() });
     // Normally the lanes released their slots already; a run ended from outside (terminated) frees them here.
     await trx('test_case_leases').where({ run_id: runId }).delete();
@@ -124,7 +127,7 @@ export async function caseToExecute(db: Db, runId: string, caseId: string) {
     .join('test_runs as r', 'r.id', 'c.run_id')
     .join('test_projects as p', 'p.id', 'r.project_id')
     .where({ 'c.run_id': runId, 'c.case_id': caseId })
-    .first('c.definition', 'r.status', 'r.configuration', 'p.gateway_key_sealed');
+    .first('c.definition', 'r.status', 'r.configuration', 'r.deadline_at', 'p.gateway_key_sealed');
 }
 
 export async function countAttempt(db: Db, runId: string, caseId: string): Promise<void> {

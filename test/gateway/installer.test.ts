@@ -315,18 +315,40 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const files = [path.join(home, '.claude', 'settings.json'), path.join(home, '.codex', 'config.toml'), path.join(home, '.bashrc')];
     const old = files.flatMap(backupsOf);
     assert.equal(old.length, 3);
-    const installed = Object.fromEntries(files.map((f) => [f, fs.readFileSync(f, 'utf8')]));
 
     const r = await run('uninstall.sh', ['--all', '--yes'], home, { input: '2\n' });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     for (const b of old) assert.ok(!fs.existsSync(b), `${b} deleted`);
     assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex);
     assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc);
-    // What is left is the one copy taken right before the reset wrote each file.
-    for (const f of files) {
-      const baks = backupsOf(f);
-      assert.equal(baks.length, 1, f);
-      assert.equal(fs.readFileSync(baks[0], 'utf8'), installed[f]);
-    }
+    // The copy taken right before the reset wrote each file held the gateway key: deleted too.
+    for (const f of files) assert.deepEqual(backupsOf(f), [], f);
+    assert.match(r.stdout, /deleted ~\/\.bashrc\.bak-\d{8}-\d{6} \(it held the gateway key\)/);
+    for (const f of files) assert.ok(!fs.readFileSync(f, 'utf8').includes(acct.key), f);
+  });
+
+  it('backups are readable by their owner only (0600), whatever the mode of the file', async function () {
+    const home = newHome();
+    for (const f of ['.bashrc', '.codex/config.toml']) fs.chmodSync(path.join(home, f), 0o644);
+    assert.equal((await install(home)).code, 0);
+    const r = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const baks = [path.join(home, '.bashrc'), path.join(home, '.codex', 'config.toml')].flatMap(backupsOf);
+    assert.equal(baks.length, 4);
+    for (const b of baks) assert.equal(fs.statSync(b).mode & 0o777, 0o600, b);
+  });
+
+  it('--all --dry-run needs no key: without a terminal or input it shows the plan with placeholders', async function () {
+    const home = newHome();
+    const before = snapshot(home);
+    const r = await run('install.sh', ['--all', '--dry-run'], home);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(snapshot(home), before);
+    assert.match(r.stdout, /\[skipped\]\s+key\s+dry run without a key: <API_KEY> stands for it/);
+    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/);
+    assert.ok(r.stdout.includes('env.ANTHROPIC_MODEL = <model_id>\n'), r.stdout);
+    const named = await run('install.sh', ['--all', '--dry-run', '--models', 'sim-gpt'], home);
+    assert.equal(named.code, 0, named.stdout + named.stderr);
+    assert.ok(named.stdout.includes('env.ANTHROPIC_MODEL = sim-gpt\n'), named.stdout);
   });
 });

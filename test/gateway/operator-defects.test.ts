@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { loadConfig } from '../../platform/config';
 import { setModel, setProvider } from '../../services/catalog/entries';
 import { createKey } from '../../services/keys/keys';
 import { hashKey } from '../../services/keys/key-format';
@@ -107,6 +110,127 @@ describe('issue 23 defect 3: a provider cost above the hold', function () {
     const fits = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('cheap [sim tokens=5 cost=0.00001]'), max_tokens: 20 } });
     assert.equal(fits.json.usage.cost_details.billing_source, 'provider_cost');
     assert.equal(fits.json.usage.cost_details.uncovered_credits, undefined);
+  });
+});
+
+describe('issue 23 defect 8: what answers show', function () {
+  this.timeout(60_000);
+  const stack = useStack();
+  const sse = async (path: string, key: string, body: unknown) => {
+    const res = await fetch(stack.gateway.url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return (await res.text()).split('\n').filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]').map((l) => JSON.parse(l.slice(6)));
+  };
+
+  it('passed-through answers name the public model id, streamed or not, as translated ones do', async () => {
+    const acct = await newAccount();
+    const native = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('hi [sim tokens=2]') } });
+    assert.equal(native.json.model, 'sim-gpt');
+    const translated = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-claude', messages: user('hi [sim tokens=2]') } });
+    assert.equal(translated.json.model, 'sim-claude');
+    const chunks = await sse('/v1/chat/completions', acct.key, { model: 'sim-gpt', stream: true, messages: user('hi [sim tokens=2]') });
+    assert.ok(chunks.length > 1);
+    for (const c of chunks) assert.equal(c.model, 'sim-gpt', JSON.stringify(c));
+    const messages = await call(stack.gateway.url, '/v1/messages', { key: acct.key, body: { model: 'sim-claude', max_tokens: 20, messages: user('hi [sim tokens=2]') } });
+    assert.equal(messages.json.model, 'sim-claude', messages.text);
+    const events = await sse('/v1/messages', acct.key, { model: 'sim-claude', max_tokens: 20, stream: true, messages: user('hi [sim tokens=2]') });
+    assert.equal(events.find((e) => e.type === 'message_start').message.model, 'sim-claude');
+  });
+
+  it('a body over the limit is refused in MB, as the media limits are', async () => {
+    const acct = await newAccount();
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('x'.repeat(5 * 1024 * 1024)) } });
+    assert.equal(r.status, 413);
+    assert.equal(r.json.error.message, 'The request body is larger than 4 MB.');
+  });
+});
+
+describe('issue 23 feature 3: a request id on every answer of the credits variant, in the request log', function () {
+  this.timeout(60_000);
+  const stack = useStack({ adminToken: ADMIN_TOKEN });
+  const logged = async (id: string) => {
+    let row;
+    for (const end = Date.now() + 5000; !row && Date.now() < end; await new Promise((r) => setTimeout(r, 100))) row = await env.db('request_log').where({ id }).first();
+    return row;
+  };
+
+  it('answers, errors included, carry x-request-id (equal to x-gateway-request-id when billed), each recorded', async () => {
+    const acct = await newAccount();
+    const ok = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: user('hi [sim tokens=2]') } });
+    assert.equal(ok.status, 200);
+    const id = ok.headers.get('x-request-id')!;
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    assert.equal(ok.headers.get('x-gateway-request-id'), id);
+    const row = await logged(id);
+    assert.ok(row, 'the answered request is in the request log');
+    assert.deepEqual([row.key_id, row.model, row.status, row.path, row.error_code], [acct.keyId, 'sim-gpt', 200, '/v1/chat/completions', null]);
+
+    const errors = [
+      await call(stack.gateway.url, '/v1/models', { key: `gw_ai_${'x'.repeat(40)}` }),
+      await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'no-such-model', messages: user('x') } }),
+      await call(stack.gateway.url, '/v1/nowhere', { key: acct.key }),
+    ];
+    const ids = errors.map((r) => r.headers.get('x-request-id'));
+    for (const [i, r] of errors.entries()) assert.match(ids[i] ?? '', /^[0-9a-f-]{36}$/, `${r.status} ${r.text}`);
+    assert.equal(new Set([id, ...ids]).size, 4, 'one id per request');
+    const rows = await Promise.all(ids.map((i) => logged(i!)));
+    assert.deepEqual(rows.map((r) => [r.status, r.error_code, r.key_id]), [
+      [401, 'invalid_api_key', null],
+      [403, 'model_not_found', acct.keyId],
+      // an unrouted path is answered before any key is looked at in this variant
+      [404, 'route_not_found', null],
+    ]);
+    // The key's requests page (admin API) lists them, newest first.
+    const page = await admin(stack.gateway.url, `/admin/keys/${acct.keyId}/requests`);
+    assert.deepEqual(page.json.data.map((r: { id: string }) => r.id), [ids[1], id]);
+  });
+});
+
+describe('issue 23 feature 2: the endpoints coding tools call, and CORS', function () {
+  this.timeout(60_000);
+  const stack = useStack({ corsOrigins: ['https://app.example.com'] });
+
+  it('POST /v1/messages/count_tokens answers input_tokens through the Anthropic SDK, free of charge', async () => {
+    const acct = await newAccount({ credits: '5' });
+    const anthropic = new Anthropic({ apiKey: acct.key, baseURL: stack.gateway.url });
+    const messages = [{ role: 'user' as const, content: 'x'.repeat(400) }];
+    const small = await anthropic.messages.countTokens({ model: 'sim-claude', messages });
+    assert.ok(small.input_tokens >= 100 && small.input_tokens < 120, JSON.stringify(small));
+    const withSystem = await anthropic.messages.countTokens({ model: 'sim-claude', system: 'y'.repeat(400), messages });
+    assert.ok(withSystem.input_tokens >= small.input_tokens + 100);
+    const row = await env.db('accounts').where({ id: acct.accountId }).first();
+    assert.equal(Number(row.total_usage), 0, 'nothing held or charged');
+    await assert.rejects(anthropic.messages.countTokens({ model: 'no-such', messages }), (e: { status: number; error: { type: string; error: { type: string } } }) => e.status === 403 && e.error.type === 'error');
+  });
+
+  it('GET /v1/models/{id} through the OpenAI SDK; a model the key cannot see is 404', async () => {
+    const acct = await newAccount({ tier: 'free_trial' });
+    const openai = new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1` });
+    const m = await openai.models.retrieve('sim-gpt-mini');
+    assert.equal(m.id, 'sim-gpt-mini');
+    assert.equal(m.object, 'model');
+    await assert.rejects(openai.models.retrieve('sim-gpt'), (e: { status: number }) => e.status === 404, 'a paid model is not visible on free_trial');
+    await assert.rejects(openai.models.retrieve('nope'), (e: { status: number }) => e.status === 404);
+  });
+
+  it('CORS: preflights answered for configured origins only, answers carry the headers a browser needs', async () => {
+    const acct = await newAccount();
+    const pre = await fetch(`${stack.gateway.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(pre.headers.get('access-control-allow-headers') ?? '', /authorization/);
+    const other = await fetch(`${stack.gateway.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    const r = await call(stack.gateway.url, '/v1/models', { key: acct.key, headers: { origin: 'https://app.example.com' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(r.headers.get('access-control-expose-headers') ?? '', /x-request-id/);
+    // Off by default (the other suites' gateways), and never on the admin API.
+    const admin = await call(stack.gateway.url, '/admin/keys/x', { headers: { origin: 'https://app.example.com' } });
+    assert.equal(admin.headers.get('access-control-allow-origin'), null);
+    assert.equal(loadConfig({}).CORS_ORIGINS, undefined);
+    assert.equal(loadConfig({ CORS_ORIGINS: '*' }).CORS_ORIGINS, '*');
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).CORS_ORIGINS, ['https://a.example', 'http://localhost:3000']);
+    assert.throws(() => loadConfig({ CORS_ORIGINS: 'a.example/path' }), /CORS_ORIGINS/);
   });
 });
 

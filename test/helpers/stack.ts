@@ -4,6 +4,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createAccount } from '../../services/accounts/accounts';
 import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
+import type { CorsOrigins } from '../../api/gateway/shared/cors';
 import { startGatewayApi, type GatewayRuntime } from '../../main/gateway';
 import type { AbandonmentRule } from '../../services/credits/settlement';
 import type { Db } from '../../platform/db';
@@ -36,6 +37,8 @@ export interface StackOptions {
   heartbeatMs?: number;
   /** keyed-variant settings (AUTH_FAILURE_*, TRUSTED_PROXIES, …) */
   keyed?: Partial<KeyedSettings>;
+  /** CORS_ORIGINS */
+  corsOrigins?: CorsOrigins;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -61,6 +64,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       variant: opts.variant,
       adminToken: opts.adminToken,
       keyed: opts.keyed,
+      corsOrigins: opts.corsOrigins,
       heartbeatMs: opts.heartbeatMs,
     }),
     async startWorker() {

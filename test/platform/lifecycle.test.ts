@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -116,6 +116,39 @@ describe('npm start as a service', function () {
     await allGone(pids, 20_000);
     await s.exited;
     assert.ok(Date.now() - t0 < 20_000);
+  });
+
+  it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9)', async function () {
+    const env = await systemEnv(dataDir);
+    const s = start(env);
+    try {
+      await ready(s);
+      const before = s.output().split('Gateway      ')[0];
+      assert.doesNotMatch(before, /webpack|workflow-bundle|asset /, before);
+      const file = path.join(dataDir, 'connection.json');
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+      assert.equal(saved.DATABASE_URL, `postgres://postgres:postgres@127.0.0.1:${env.PG_PORT}/gateway`);
+      assert.equal(saved.GATEWAY_VARIANT, 'credits');
+      // The CLI with nothing but DATA_DIR reaches the running system's database (not the default port).
+      const cliEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir };
+      const admin = (...args: string[]) =>
+        new Promise<{ code: number; stdout: string }>((resolve) =>
+          execFile(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['admin/cli.ts', ...args], { cwd: ROOT, env: cliEnv, timeout: 60_000 }, (err, stdout) =>
+            resolve({ code: err ? Number(err.code) : 0, stdout }),
+          ),
+        );
+      const models = await admin('model', 'list');
+      assert.equal(models.code, 0, models.stdout);
+      assert.ok(JSON.parse(models.stdout).models.some((m: { id: string }) => m.id === 'sim-gpt'));
+      const help = await admin('help');
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /^usage: npm run -s admin -- <command>/);
+      for (const c of ['account create', 'key create', 'model set', 'provider set', 'report uncovered']) assert.ok(help.stdout.includes(`  ${c} [--`), c);
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.exited;
+    }
   });
 
   it('after a kill -9 of itself it starts again, stopping the servers the killed one left running', async function () {

@@ -390,6 +390,23 @@ describe('test runs (CI release gate)', function () {
       assert.match(done.cases[1].reasons[0], /deadline \(1\.5 s\)/);
       assert.match(done.reason, /deadline/);
     });
+
+    it('enforces the deadline on time with the default heartbeat timeout; counts, reasons and status agree (issue 23 defect 5)', async function () {
+      const t0 = Date.now();
+      const id = await startRun(base(), p, { cases: ['fast', 'slow', 'slow-2'], configuration: { concurrency: 1, deadline_seconds: 1.5 } });
+      const done = await waitRun(base(), p.token, id);
+      const took = Date.now() - t0;
+      assert.ok(took < 2800, `ended at the deadline (1.5 s), not seconds later: ${took} ms`);
+      assert.equal(done.status, 'timed_out', JSON.stringify(done, null, 1));
+      assert.deepEqual(done.counts, { total: 3, passed: 1, failed: 0, errored: 0, not_run: 2, pending: 0 });
+      assert.equal(done.cases[0].status, 'passed');
+      for (const c of done.cases.slice(1)) {
+        assert.equal(c.status, 'not_run');
+        assert.match(c.reasons[0], /deadline \(1\.5 s\) passed before this case finished/);
+      }
+      // The run's reason is about the run, and agrees with the counts.
+      assert.equal(done.reason, 'the run deadline (1.5 s) passed: 1 of 3 cases finished, 2 not run');
+    });
   });
 
   it('a worker killed mid-run: the run still finishes, every case reported once', async function () {

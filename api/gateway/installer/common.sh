@@ -161,11 +161,15 @@ has_foreign_key() {
     "$1"
 }
 
-backup_name() {
+# take_backup FILE: copies FILE to FILE.bak-YYYYmmdd-HHMMSS and prints that name. Readable by the
+# owner only (0600): a backup can hold the gateway key, whatever the mode of FILE.
+take_backup() {
   local b
   b="$1.bak-$(date +%Y%m%d-%H%M%S)"
   # Never overwrite an earlier backup taken within the same second.
   while [ -e "$b" ]; do sleep 1; b="$1.bak-$(date +%Y%m%d-%H%M%S)"; done
+  (umask 077 && cp -- "$1" "$b") || return 1
+  chmod 600 "$b"
   printf '%s' "$b"
 }
 

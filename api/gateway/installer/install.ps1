@@ -168,6 +168,13 @@ function Invoke-Plan {
 function Step-Key {
     if (-not $script:Key) { $script:Key = Read-Answer 'Gateway API key (the full key: gw_ai_..., rk_live_... or mt-...)' -Secret }
     $script:Key = "$script:Key".Trim()
+    if (-not $script:Key -and $DryRun) {
+        # A dry run writes nothing, so it needs no key: the plan shows placeholders, models unchecked.
+        $script:Key = '<API_KEY>'
+        $script:Available = @(if ($Models) { Split-List $Models } else { '<model_id>' })
+        Add-Summary 'skipped' 'key' 'dry run without a key: <API_KEY> stands for it; models are not checked'
+        return
+    }
     if (-not $script:Key) { Fail 'no API key given' }
     if (-not ($script:Key -cmatch '^(gw_ai_|rk_live_)[A-Za-z0-9_-]{16,}$' -or $script:Key -cmatch '^mt-[A-Za-z0-9_-]{43}$')) {
         Fail 'this is not a gateway API key: paste the full key, starting with gw_ai_, rk_live_ or mt-'

@@ -158,8 +158,7 @@ apply_plan() {
     mkdir -p "$(dirname "$file")"
     if [ -e "$file" ]; then
       if [ "${PLAN_BACKUP[$i]}" = 1 ]; then
-        b=$(backup_name "$file")
-        cp -p "$file" "$b"
+        b=$(take_backup "$file") || die "cannot back up $(tilde "$file")"
         summary ok backup "$(tilde "$b")"
       fi
       # Writing through the existing file keeps its mode and any symlink.
@@ -180,6 +179,13 @@ step_key() {
   local body code
   [ -n "$KEY" ] || ask KEY 'Gateway API key (the full key: gw_ai_..., rk_live_... or mt-...)' '' secret
   KEY=$(trim "$KEY")
+  if [ -z "$KEY" ] && [ "$DRY_RUN" = 1 ]; then
+    # A dry run writes nothing, so it needs no key: the plan shows placeholders, models unchecked.
+    KEY='<API_KEY>'
+    split_list AVAILABLE "${MODELS:-<model_id>}"
+    summary skipped key 'dry run without a key: <API_KEY> stands for it; models are not checked'
+    return
+  fi
   [ -n "$KEY" ] || die 'no API key given'
   if ! [[ $KEY =~ ^(gw_ai_|rk_live_)[A-Za-z0-9_-]{16,}$ || $KEY =~ ^mt-[A-Za-z0-9_-]{43}$ ]]; then
     die 'this is not a gateway API key: paste the full key, starting with gw_ai_, rk_live_ or mt-'

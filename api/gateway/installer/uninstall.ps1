@@ -111,6 +111,7 @@ function Plan-Shell {
 
 function Invoke-Plan {
     foreach ($p in $Plan) {
+        $b = $null
         if ($p.Backup) {
             $b = Get-BackupName $p.File
             Copy-Item -LiteralPath $p.File -Destination $b
@@ -119,8 +120,13 @@ function Invoke-Plan {
         # No BOM: Node-based tools (Claude Code, Codex) do not expect one.
         [IO.File]::WriteAllText($p.File, $p.New, $Utf8NoBom)
         Add-Summary 'ok' $p.App "removed the gateway entries from $(Get-Tilde $p.File)"
+        # The copy guarded the write; it holds the gateway key, which a full reset removes everywhere.
+        if ($p.Backup -and $script:Level -eq 'reset') {
+            Remove-Item -LiteralPath $b -Force
+            Add-Summary 'ok' 'reset' "deleted $(Get-Tilde $b) (it held the gateway key)"
+        }
     }
-    # Only the backups listed before this run: the one just taken is the way back from the reset.
+    # The backups listed before this run.
     foreach ($b in $OldBackups) {
         Remove-Item -LiteralPath $b -Force
         Add-Summary 'ok' 'reset' "deleted $(Get-Tilde $b)"

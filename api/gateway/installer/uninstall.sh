@@ -5,8 +5,9 @@
 #   bash uninstall.sh --level entries|reset [--apps claude,codex,shell | --all] [--dry-run] [--yes]
 #
 # Levels: entries removes the gateway entries only (every backup is kept); reset also deletes the
-# <file>.bak-YYYYmmdd-HHMMSS backups of those files that existed before this run. Before a file is
-# written it is copied to <file>.bak-YYYYmmdd-HHMMSS, unless it holds API keys of other providers.
+# <file>.bak-YYYYmmdd-HHMMSS backups of those files, and the copy this run takes of each file
+# once the file is written. Before a file is written it is copied to <file>.bak-YYYYmmdd-HHMMSS
+# (mode 0600), unless it holds API keys of other providers.
 set -euo pipefail
 
 # Filled in by the gateway that serves this file.
@@ -21,7 +22,7 @@ usage() {
   cat <<EOF
 Usage: uninstall.sh [options]
   --level entries  remove the gateway entries, keep every backup
-  --level reset    also delete the old .bak-* backups of those files
+  --level reset    also delete every .bak-* backup of those files (they can hold the key)
   --apps a,b       applications to clean: claude, codex, shell
   --all            every application
   --dry-run        print what would be removed and change nothing
@@ -114,16 +115,21 @@ apply_plan() {
   local i file b
   for i in "${!PLAN_FILE[@]}"; do
     file=${PLAN_FILE[$i]}
+    b=
     if [ "${PLAN_BACKUP[$i]}" = 1 ]; then
-      b=$(backup_name "$file")
-      cp -p "$file" "$b"
+      b=$(take_backup "$file") || die "cannot back up $(tilde "$file")"
       summary ok backup "$(tilde "$b")"
     fi
     # Writing through the existing file keeps its mode and any symlink.
     cat "${PLAN_NEW[$i]}" >"$file"
     summary ok "${PLAN_APP[$i]}" "removed the gateway entries from $(tilde "$file")"
+    # The copy guarded the write; it holds the gateway key, which a full reset removes everywhere.
+    if [ -n "$b" ] && [ "$LEVEL" = reset ]; then
+      rm -f -- "$b"
+      summary ok reset "deleted $(tilde "$b") (it held the gateway key)"
+    fi
   done
-  # Only the backups listed before this run: the one just taken is the way back from the reset.
+  # The backups listed before this run.
   for b in "${OLD_BACKUPS[@]+"${OLD_BACKUPS[@]}"}"; do
     rm -f -- "$b"
     summary ok reset "deleted $(tilde "$b")"
@@ -138,7 +144,7 @@ step_level() {
   if [ -z "$LEVEL" ]; then
     say 'What should be removed?'
     say '  1) entries: the gateway entries only; every backup is kept'
-    say '  2) reset:   the gateway entries and the old .bak-* backups of those files'
+    say '  2) reset:   the gateway entries and every .bak-* backup of those files'
     ask LEVEL 'Level (1/entries or 2/reset)' 1
   fi
   case $LEVEL in

@@ -40,17 +40,23 @@ export interface KeyedVariant {
   close(): Promise<void>;
 }
 
+/** The request log of either variant: written in batches, pruned after its retention. */
+export function startRequestLog(db: Db, logger: Logger, s: Pick<KeyedSettings, 'requestLogFlushMs' | 'requestLogRetentionDays' | 'trustedProxies'>) {
+  const log = new RequestLog(db, logger, s.requestLogFlushMs, s.requestLogRetentionDays);
+  log.startPruning();
+  return { log, middleware: requestLogging(log, clientIpResolver(s.trustedProxies)) };
+}
+
 /** The parts of the key-authenticated variant (spec 3 A) one API process needs. */
 export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: AuthStore; invalidation: CacheInvalidation; settings: KeyedSettings }): Promise<KeyedVariant> {
   const s = o.settings;
   const clientIp = clientIpResolver(s.trustedProxies);
   const lockout = new IpLockout(o.db, o.invalidation, { limit: s.authFailureLimit, windowMs: s.authFailureWindowMs, lockoutMs: s.authLockoutMs }, o.logger);
   await lockout.start();
-  const requestLog = new RequestLog(o.db, o.logger, s.requestLogFlushMs, s.requestLogRetentionDays);
-  requestLog.startPruning();
+  const { log: requestLog, middleware } = startRequestLog(o.db, o.logger, s);
   const authenticate = authenticateKeyed({ store: o.authStore, lockout, rateLimiter: new KeyRateLimiter(o.db), clientIp });
   return {
-    requestLogging: requestLogging(requestLog, clientIp),
+    requestLogging: middleware,
     guard: (ctx: Context, next: Next) => (ctx.path === '/v1' || ctx.path.startsWith('/v1/') ? authenticate(ctx, next) : next()),
     requestLog,
     async close() {

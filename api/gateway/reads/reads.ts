@@ -7,6 +7,7 @@ import type { Db } from '../../../platform/db';
 import type { AuthRecord } from '../../../services/keys/auth-store';
 import { isExpired } from '../shared/auth';
 import type { Catalog } from '../../../services/catalog/catalog';
+import type { CatalogModel } from '../../../domain/catalog/model';
 import { validate } from '../../shared/validate';
 import { accountRow, findGeneration, keyOfAccount, keySpend, keyUsageWindows, usageBreakdown, type UsageRow } from '../../../services/credits/reads';
 
@@ -194,16 +195,22 @@ export function usage(db: Db) {
 }
 
 /** GET /v1/models: every model the key may call (its allowed list, when it has one), with capabilities. */
+/** The models this key may call: active, on its tier, in its allowed list (keyed variant). */
+const visible = (auth: AuthRecord) => (m: CatalogModel) => m.active && m.tiers.includes(auth.tier) && (!auth.allowedModels || auth.allowedModels.includes(m.id));
+const modelView = (m: CatalogModel) => ({ id: m.id, object: 'model', owned_by: m.provider_id, capabilities: m.capabilities, max_output_tokens: m.max_output_tokens });
+
 export function models(catalog: Catalog) {
   return async (ctx: Context) => {
-    const auth: AuthRecord = ctx.state.auth;
-    const allowed = auth.allowedModels;
-    const list = (await catalog.allModels()).filter((m) => m.active && m.tiers.includes(auth.tier) && (!allowed || allowed.includes(m.id)));
-    ctx.body = {
-      object: 'list',
-      data: list
-        .sort((a, b) => a.id.localeCompare(b.id))
-        .map((m) => ({ id: m.id, object: 'model', owned_by: m.provider_id, capabilities: m.capabilities, max_output_tokens: m.max_output_tokens })),
-    };
+    const list = (await catalog.allModels()).filter(visible(ctx.state.auth));
+    ctx.body = { object: 'list', data: list.sort((a, b) => a.id.localeCompare(b.id)).map(modelView) };
+  };
+}
+
+/** GET /v1/models/{id}: one entry of the listing; a model the key cannot see is 404 like an unknown one. */
+export function model(catalog: Catalog) {
+  return async (ctx: Context) => {
+    const m = await catalog.model(ctx.params.id);
+    if (!m || !visible(ctx.state.auth)(m)) throw new GatewayError('not_found', { detail: `The model '${ctx.params.id}' does not exist or is not available to this key.`, param: 'model' });
+    ctx.body = modelView(m);
   };
 }

@@ -2,6 +2,7 @@ import type { Context, Next } from 'koa';
 import { GatewayError } from '../../../domain/shared/errors';
 import { hashKey, keyFormatOf } from '../../../services/keys/key-format';
 import type { AuthRecord, AuthStore } from '../../../services/keys/auth-store';
+import type { LoggedRequest } from '../keyed/request-log';
 
 /** The key from `Authorization: Bearer`, `x-api-key` or `api-key` (spec 1 section 5). */
 export function presentedKey(ctx: Context): string | null {
@@ -26,9 +27,21 @@ export function authenticate(store: AuthStore) {
     if (format !== 'gw_ai' && format !== 'rk_live') throw new GatewayError('invalid_api_key');
     const rec = await store.byHash(hashKey(key));
     if (!rec) throw new GatewayError('invalid_api_key');
+    // The request log (api/gateway/keyed/request-log.ts) learns whose request this is.
+    const logged: LoggedRequest | undefined = ctx.state.logged;
+    if (logged) {
+      logged.keyId = rec.keyId;
+      logged.accountId = rec.accountId;
+    }
     if (rec.revoked) throw new GatewayError('key_revoked');
     if (!rec.accountActive) throw new GatewayError('account_deactivated');
-    ctx.state.auth = rec;
+    const auth: AuthRecord = {
+      ...rec,
+      noteModel: (model) => {
+        if (logged) logged.model = model;
+      },
+    };
+    ctx.state.auth = auth;
     await next();
   };
 }

@@ -76,17 +76,19 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
     ctx.set('x-gateway-request-id', hold.reservationId);
     const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
+    // Passed through, the answer names the model as the client did (the public id), as translated answers do.
+    const publicModel = native ? renameModel(model.upstream_model, model.id) : (raw: string) => raw;
     const billingOf = (usage: UpstreamUsage | null): Billing => {
       const cost = usage?.cost ? convertProviderCost(usage.cost, provider.credits_per_cost_unit) : null;
       return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio });
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel });
     }
     let json: Record<string, unknown>;
     try {
-      json = (await upstream.body.json()) as Record<string, unknown>;
+      json = JSON.parse(publicModel(await upstream.body.text())) as Record<string, unknown>;
     } catch (err) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
@@ -98,6 +100,13 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     ctx.set('x-gateway-cost', billing.charge.charge);
     ctx.body = out.body;
   };
+}
+
+/** Replaces `"model": "<upstream>"` (top level or in a nested message) in JSON text. */
+function renameModel(upstream: string, publicId: string): (raw: string) => string {
+  const field = new RegExp(`("model"\\s*:\\s*)${JSON.stringify(upstream).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'g');
+  const replacement = `$1${JSON.stringify(publicId).replace(/\$/g, '$$$$')}`;
+  return (raw) => raw.replace(field, replacement);
 }
 
 function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
@@ -122,6 +131,8 @@ interface RelayContext {
   billingOf: (u: UpstreamUsage | null) => Billing;
   promptEstimate: number;
   audio: RequestAudio;
+  /** renames the upstream model in a passed-through event */
+  publicModel: (raw: string) => string;
 }
 
 /**
@@ -156,7 +167,7 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
           sentAudioBytes += e.bytes;
         }
       }
-      if (r.native) writer.native(ev.raw, events);
+      if (r.native) writer.native(r.publicModel(ev.raw), events);
       else for (const e of events) writer.event(e);
     }
   } catch (err) {
