@@ -12,7 +12,6 @@ import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';
 import type { DnsSettings } from '../services/panel/sites/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
-import { ensureAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/client';
 import { ensureAlertEvalSchedule, removeAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
 import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
@@ -55,13 +54,13 @@ export interface PanelRuntimeOptions {
    */
   hosting?: PanelHostingOptions;
   /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries (tests shorten them) */
-  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry> };
   /** reconciliation passes: interval (else -reconcile-interval, else 15 min), batch size, heartbeat timeout (tests shorten them) */
   reconcile?: Partial<Omit<ReconcileSettings, 'mode' | 'taskQueue'>>;
   /** billing (-billing-meter): clock, task queue, schedule id, workflow bundle (tests set them) */
   billing?: PanelBillingOptions;
   /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
   backupInspectionMs?: number;
+  /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries and how often new deliveries are started (tests shorten them) */
   webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry>; dispatchEveryMs?: number };
   /** legacy imports: where uploads are kept, the reading limits, the PHP versions offered */
   imports?: ImportOptions;
@@ -209,15 +208,14 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [] });
   const imports = importSettings(o, temporal).run(() => node.root);
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, imports });
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [], imports });
   stops.push(runWorker(worker).stop);
   // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
+  else await removeAlertEvalSchedule(temporal);
   // the process that runs the hosting node keeps the schedule of its reconciliation passes
   await ensureReconcileSchedule(temporal, reconcileSettings(o));
-  else await removeAlertEvalSchedule(temporal);
   // Events recorded anywhere (emitEvent) get their webhook deliveries started within seconds.
   const dispatch = setInterval(() => startPendingDeliveries(o.db, temporal, webhookSettings(o)).catch((err) => o.logger.warn({ err }, 'starting webhook deliveries failed')), o.webhooks?.dispatchEveryMs ?? 5000);
   dispatch.unref();

@@ -44,8 +44,8 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
       ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
       ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
       ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+      ...(deps.imports ? createImportActivities(deps.imports) : {}),
     },
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...(deps.imports ? createImportActivities(deps.imports) : {}) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },

@@ -48,7 +48,6 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   app.proxy = false;
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);
-  app.use(requestContext(deps.logger, deps.keyed ? 'x-request-id' : null));
   // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.
   app.use(requestContext(deps.logger, 'x-request-id'));
   if (deps.keyed) app.use(deps.keyed.requestLogging);

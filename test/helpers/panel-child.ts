@@ -29,9 +29,8 @@ export interface PanelChildBilling {
 }
 
 /** Spawns a panel API process over the suite's database and Temporal; `flags` as on the command line. */
-export async function startPanelChild(opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; child?: ChildHosting } = {}): Promise<PanelChild> {
 export async function startPanelChild(
-  opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; billing?: PanelChildBilling } = {},
+  opts: { flags?: string[]; sessionIdleMs?: number; controller?: Partial<ControllerBounds>; child?: ChildHosting; billing?: PanelChildBilling } = {},
 ): Promise<PanelChild> {
   const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
     cwd: path.join(__dirname, '../..'),
