@@ -10,7 +10,7 @@ import { panelOptions } from './panel-options';
 // `panel-api serve [flags of spec 2 section 4.3]`: one panel API process on PANEL_PORT, against
 // the database and Temporal of `npm start` (or DATABASE_URL / TEMPORAL_ADDRESS).
 
-const USAGE = `usage: panel-api serve [-metrics-interval 60s] [-reconcile dry-run|on] [-placement scheduled]
+const USAGE = `usage: panel-api serve [-metrics-interval 60s] [-reconcile dry-run|on|off] [-reconcile-interval 15m] [-placement scheduled]
                        [-placement-node-facts FILE] [-node-api-listen HOST:PORT] [-billing-meter]
                        [-require-2fa-roles ROLE,...] [-controller-state]`;
 

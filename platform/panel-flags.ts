@@ -43,8 +43,7 @@ export function serveFlags<T>(command: string, usage: string, argv: string[], pa
 }
 
 const BOOLEAN = new Set(['billing-meter', 'controller-state']);
-const VALUED = new Set(['metrics-interval', 'reconcile', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
-VALUED.add('reconcile-interval');
+const VALUED = new Set(['metrics-interval', 'reconcile', 'reconcile-interval', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
 
 /** `60s`, `5m`, `1h`, `500ms`, or a number of seconds; at least 1 s. */
 export function parseDuration(v: string): number | null {
