@@ -8,11 +8,12 @@ import { env } from '../setup/env';
 // A kill -9 of the panel process running the billing worker, in the middle of a metering catch-up
 // and in the middle of month closes: the next process on the same task queue and schedule resumes
 // the same workflows, and every hour is recorded once per billed org and site, every statement
-// written once. Ten customers of a provider, five 1 GiB sites each, billed from 2031-03-28T00:00;
-// the clock stands at 2031-04-01T00:30, so 96 hours are due at once.
+// written once. Ten customers of a provider, five 1 GiB sites each, billed from 2031-03-27T00:00;
+// the clock stands at 2031-04-01T00:30, so 120 hours are due at once (more than one tick run meters:
+// the tick continues as new after 100).
 
 const CUSTOMERS = 10;
-const HOURS = 96;
+const HOURS = 120;
 const count = async (table: string, where: Record<string, unknown> = {}) => Number((await env.db(table).where(where).count('* as n').first())!.n);
 
 describe('panel: billing survives a kill -9 of the worker process', function () {
@@ -24,7 +25,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
   let child: PanelChild | null = null;
 
   before(async () => {
-    const bp = await startBillingPanel('2031-03-27T23:30:00Z');
+    const bp = await startBillingPanel('2031-03-26T23:30:00Z');
     try {
       const admin = await platformAdmin(bp.url);
       provider = await createOrgWithLogin(admin, { type: 'provider' });
@@ -59,7 +60,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
     const hours = await env.db('panel_meter_hours').orderBy('hour').select('hour', 'orgs', 'sites');
     assert.equal(hours.length, HOURS);
     hours.forEach((h, i) => {
-      assert.equal(new Date(h.hour).getTime(), Date.parse('2031-03-28T00:00:00Z') + i * 3_600_000);
+      assert.equal(new Date(h.hour).getTime(), Date.parse('2031-03-27T00:00:00Z') + i * 3_600_000);
       assert.deepEqual([h.orgs, h.sites], [CUSTOMERS, CUSTOMERS * 5]);
     });
     assert.equal(await count('panel_meter_orgs'), HOURS * CUSTOMERS);
@@ -80,8 +81,8 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
     for (const id of customers) {
       const r = await again.post(`/v1/orgs/${id}/billing/close`, { period: '2031-03', confirm: true });
       assert.equal(r.status, 200, JSON.stringify(r.json));
-      // 96 of 744 hours: base 96.00, one account 9.60, 480 site-hours 4.80, 480 GiB-hours 0.48
-      assert.deepEqual([r.json.state, r.json.metered_hours, r.json.totals], ['closed', HOURS, { EUR: '110.88' }]);
+      // 120 of 744 hours: base 120.00, one account 12.00, 600 site-hours 6.00, 600 GiB-hours 0.60
+      assert.deepEqual([r.json.state, r.json.metered_hours, r.json.totals], ['closed', HOURS, { EUR: '138.60' }]);
     }
     assert.equal(await count('panel_statements'), CUSTOMERS);
     for (const s of atKill) {
