@@ -135,6 +135,9 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     // the domain-unused rule: the original site still holds its domain
     refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id }), 409, 'conflict');
     refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { nope: 'x' } }), 400, 'validation_failed');
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: 'bad-name' } }), 400, 'validation_failed');
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: src.customer.id, domain: newDomain, databases: { [src.db]: src.db } }), 409, 'conflict');
+    assert.equal((await target.client.get(`/v1/orgs/${target.id}`)).json.counts.websites, 0, 'a refused restore creates nothing');
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: newDb } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     assert.equal(r.json.site.org_id, target.id);
