@@ -200,6 +200,12 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const scheduled = async () => env.db('panel_restore_points').where({ site_id: src.site.id, trigger: 'scheduled' }).orderBy('created_at');
       const created: string[] = [];
       for (let i = 1; i <= 3; i++) {
+        // the schedule skips overlapping runs: the previous run (backup, then pruning) ends first
+        const idle = Date.now() + 60_000;
+        while ((await schedule.describe()).info.runningActions.length) {
+          if (Date.now() > idle) throw new Error(`run ${i - 1} did not end`);
+          await new Promise((res) => setTimeout(res, 100));
+        }
         await schedule.trigger();
         const deadline = Date.now() + 60_000;
         for (;;) {
