@@ -50,8 +50,6 @@ export type BackupOperation =
       databases: Array<{ from: string; name: string; user: string; password: string }>;
     };
 
-export const isBackupKind = (kind: string): kind is BackupOperation['kind'] => kind.startsWith('backup.');
-
 export type OperationResult =
   | { ok: true; detail?: Record<string, unknown> }
   | { ok: false; error: string; /** the node refused (bad request, not capable) rather than failed */ refused: boolean };

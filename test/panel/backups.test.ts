@@ -135,6 +135,9 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     // the domain-unused rule: the original site still holds its domain
     refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id }), 409, 'conflict');
     refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { nope: 'x' } }), 400, 'validation_failed');
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: 'bad-name' } }), 400, 'validation_failed');
+    refused(await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: src.customer.id, domain: newDomain, databases: { [src.db]: src.db } }), 409, 'conflict');
+    assert.equal((await target.client.get(`/v1/orgs/${target.id}`)).json.counts.websites, 0, 'a refused restore creates nothing');
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: newDb } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     assert.equal(r.json.site.org_id, target.id);
@@ -197,6 +200,12 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const scheduled = async () => env.db('panel_restore_points').where({ site_id: src.site.id, trigger: 'scheduled' }).orderBy('created_at');
       const created: string[] = [];
       for (let i = 1; i <= 3; i++) {
+        // the schedule skips overlapping runs: the previous run (backup, then pruning) ends first
+        const idle = Date.now() + 60_000;
+        while ((await schedule.describe()).info.runningActions.length) {
+          if (Date.now() > idle) throw new Error(`run ${i - 1} did not end`);
+          await new Promise((res) => setTimeout(res, 100));
+        }
         await schedule.trigger();
         const deadline = Date.now() + 60_000;
         for (;;) {
@@ -336,7 +345,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     }
   });
 
-  it('an agent node backs up its own sites; killed while writing one, it leaves no restore point listed, only a .part file', async function () {
+  it('an agent node backs up its own sites and restores one into another account; killed while writing one, it leaves no restore point listed, only a .part file', async function () {
     this.timeout(180_000);
     const name = unique('bk-');
     const { token } = await addNode(env.db, null, name);
@@ -345,7 +354,8 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const tokenFile = path.join(root, 'token');
     fs.writeFileSync(tokenFile, `${token}\n`);
     const backupDir = path.join(root, 'backups');
-    const args = [path.join(__dirname, '../../bin/panel-host.cjs'), 'serve', '-node', name, '-root', path.join(root, 'node'), '-panel', panel.runtime.nodeApiUrl!, '-token-file', tokenFile, '-backup-dir', backupDir, '-web-listen', `127.0.0.1:${await freePort()}`];
+    const webPort = await freePort();
+    const args = [path.join(__dirname, '../../bin/panel-host.cjs'), 'serve', '-node', name, '-root', path.join(root, 'node'), '-panel', panel.runtime.nodeApiUrl!, '-token-file', tokenFile, '-backup-dir', backupDir, '-web-listen', `127.0.0.1:${webPort}`];
     const startAgentProcess = () => {
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
       let stderr = '';
@@ -374,6 +384,18 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       assert.ok(fs.existsSync(path.join(backupDir, ok.json.file)), 'the archive is on the agent node');
       refused(await admin.post(`/v1/restore-points/${ok.json.id}/inspection`), 409, 'conflict');
       assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id));
+      // restored into another account by that node's agent, on that node
+      fs.writeFileSync(path.join(root, 'node/sites', domain, 'public_html/index.html'), 'changed after the restore point');
+      const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
+      const copyDomain = domainName('agent-copy');
+      const restored = await admin.post(`/v1/restore-points/${ok.json.id}/restore`, { into_account: target.id, domain: copyDomain });
+      assert.equal(restored.status, 202, JSON.stringify(restored.json));
+      assert.equal(restored.json.site.node, name);
+      const copy = await until('agent restore', () => target.client.get(`/v1/sites/${restored.json.site.id}`), (x) => x.json.status !== 'pending');
+      assert.equal(copy.json.status, 'active', JSON.stringify(copy.json));
+      const served = await siteGet(webPort, copyDomain);
+      assert.equal(served.status, 200);
+      assert.ok(served.body.includes(domain) && !served.body.includes('changed after'), 'the copy serves the files of the restore point');
 
       // a site big enough for the archive to take a while
       const docroot = path.join(root, 'node/sites', domain, 'public_html');

@@ -311,8 +311,14 @@ export async function restoreIntoAccount(deps: SitesDeps, actor: Actor, restoreP
     const mapping = rp.databases.map((from) => {
       const name = (input.databases?.[from] ?? `${from.slice(0, 58)}_r${suffix}`).toLowerCase();
       if (!isDbName(name)) throw invalid(`databases.${from}`, 'letters, digits and _, 1 to 64 characters');
-      return { from, name, user: name.slice(0, 32), password: newPassword() };
+      // a user name is at most 32 characters: a longer name keeps the restore's suffix in its user
+      return { from, name, user: name.length <= 32 ? name : `${name.slice(0, 27)}_${suffix}`, password: newPassword() };
     });
+    for (const key of ['name', 'user'] as const) {
+      const values = mapping.map((d) => d[key]);
+      const twice = values.find((v, i) => values.indexOf(v) !== i);
+      if (twice) throw invalid('databases', `two restored databases would get the ${key} "${twice}": give them shorter, distinct names`);
+    }
     for (const k of Object.keys(input.databases ?? {})) if (!rp.databases.includes(k)) throw invalid(`databases.${k}`, 'the restore point holds no such database');
     for (const d of mapping) if (!isDbUser(d.user)) throw invalid(`databases.${d.from}`, 'not a database user name');
     const restoreId = randomUUID();
