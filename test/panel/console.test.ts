@@ -275,7 +275,11 @@ describe('panel: web console in chromium', function () {
     assert.deepEqual(names, ['real']);
   });
 
-  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics, declared capacity', async () => {
+  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics and websites, declared capacity', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const domain = `${unique('node-')}.console.test`;
+    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: null })).status, 201);
     const page = await newPage();
     await signIn(page, 'admin', PASSWORD);
     await page.getByRole('link', { name: 'Cluster' }).click();
@@ -287,6 +291,8 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name: /Latest metrics/ }).waitFor();
     await page.getByRole('meter', { name: 'Memory' }).waitFor();
     assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/);
+    await page.getByRole('table', { name: 'Websites on hosting' }).getByRole('link', { name: domain }).waitFor();
+    await page.getByText('nothing needs to move').waitFor();
     await shot(page, 'node-page');
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Cluster' }).click();
