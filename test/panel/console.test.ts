@@ -527,6 +527,27 @@ describe('panel: web console in chromium', function () {
     await page.waitForURL(`**/orgs/${provider.id}`);
     await page.getByRole('heading', { name: provider.username }).waitFor();
   });
+
+  it('the platform admin creates a provider with custom limits; a bad username shows the API message', async () => {
+    const page = await newPage();
+    await signIn(page, 'admin', PASSWORD);
+    await page.waitForURL('**/orgs/*');
+    const form = page.getByRole('form', { name: 'Create organisation' });
+    const name = unique('Provider ');
+    await form.getByLabel('Name', { exact: true }).fill(name);
+    await form.getByLabel('First login username').fill('X');
+    await form.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await form.getByLabel('Resellers').fill('5');
+    await form.getByRole('button', { name: 'Create provider' }).click();
+    await form.getByRole('alert').filter({ hasText: 'username' }).waitFor();
+    await form.getByLabel('First login username').fill(unique('prv'));
+    await form.getByRole('button', { name: 'Create provider' }).click();
+    await page.getByRole('heading', { name }).waitFor();
+    const id = /\/orgs\/([^/]+)$/.exec(page.url())![1];
+    const org = (await admin.get(`/v1/orgs/${id}`)).json;
+    assert.equal(org.type, 'provider');
+    assert.deepEqual(org.limits.own, { resellers: 5 });
+  });
 });
 
 async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
