@@ -5,6 +5,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { env } from '../setup/env';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 
 // The web console (PANEL.md section 5) in Debian's chromium, driven by playwright-core, against a
@@ -547,6 +548,40 @@ describe('panel: web console in chromium', function () {
     const org = (await admin.get(`/v1/orgs/${id}`)).json;
     assert.equal(org.type, 'provider');
     assert.deepEqual(org.limits.own, { resellers: 5 });
+  });
+
+  it('the platform admin names a listed node for a website; its agent never reports, so the site shows failed, listed first', async () => {
+    const node = unique('edge-');
+    assert.equal((await admin.post('/v1/cluster/nodes', { name: node })).status, 201);
+    // no agent runs for it: the node record says alive with the web role, as a fresh heartbeat would
+    await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['web'], last_heartbeat_at: new Date() });
+    try {
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('ok-')}.console.test`, php_version: null })).status, 201);
+      const page = await newPage();
+      await signIn(page, 'admin', PASSWORD);
+      await page.waitForURL('**/orgs/*');
+      await page.goto(`/orgs/${customer.id}/sites`);
+      const form = page.getByRole('form', { name: 'Add website' });
+      await form.getByLabel('Node').locator(`option[value="${node}"]`).waitFor({ state: 'attached' });
+      assert.deepEqual(await form.getByLabel('Node').locator('option').allTextContents(), ['Chosen by the scheduler', "The panel's hosting node", `Node ${node}`]);
+      const domain = `${unique('edge-')}.console.test`;
+      await form.getByLabel('Domain').fill(domain);
+      await form.getByLabel('PHP version').selectOption('');
+      await form.getByLabel('Node').selectOption(node);
+      await form.getByRole('button', { name: 'Add website' }).click();
+      await page.getByRole('heading', { name: domain }).waitFor();
+      assert.match((await page.getByTestId('placement-reason').textContent())!, new RegExp(`^${node}: node "${node}" was named by admin \\(site.place\\)`));
+      await page.getByTestId('site-status').filter({ hasText: 'failed' }).waitFor({ timeout: 30_000 });
+      await page.getByText('did not report the operation').waitFor();
+      await page.getByRole('link', { name: "Account's websites" }).click();
+      await page.getByRole('status').filter({ hasText: `1 website(s) failed on their node: ${domain}` }).waitFor();
+      assert.match((await page.getByRole('table').locator('tbody tr').first().textContent())!, new RegExp(`${domain}failed`));
+      await shot(page, 'failed-site');
+    } finally {
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+    }
   });
 });
 
