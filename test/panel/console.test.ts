@@ -68,6 +68,14 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
+  /** A page signed in with PASSWORD, on the login's org page. */
+  async function signedIn(username: string, orgId = '*'): Promise<Page> {
+    const page = await newPage();
+    await signIn(page, username, PASSWORD);
+    await page.waitForURL(`**/orgs/${orgId}`);
+    return page;
+  }
+
   /** Fills the password change form (first sign-in) and sends it. */
   async function choosePassword(page: Page, current: string, next: string) {
     await page.getByLabel('Current password').fill(current);
@@ -105,9 +113,7 @@ describe('panel: web console in chromium', function () {
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
@@ -164,9 +170,7 @@ describe('panel: web console in chromium', function () {
     const pkgName = unique('Basic ');
     const pkg = await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: pkgName, limits: { websites: 3, disk_mb: 2048 } });
     assert.equal(pkg.status, 201, JSON.stringify(pkg.json));
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
 
     const resellerName = unique('Reseller ');
     const form = page.getByRole('form', { name: 'Create organisation' });
@@ -219,9 +223,7 @@ describe('panel: web console in chromium', function () {
   it('adds a website chosen by the scheduler and shows its placement reason; it becomes active on the hosting node', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('heading', { name: 'Websites' }).waitFor();
     const form = page.getByRole('form', { name: 'Add website' });
     const domain = `${unique('site-')}.console.test`;
@@ -259,9 +261,7 @@ describe('panel: web console in chromium', function () {
 
   it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     const [without, withToken] = await page.evaluate(async (id) => {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
@@ -315,9 +315,7 @@ describe('panel: web console in chromium', function () {
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const site = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('php-')}.console.test`, php_version: '8.2' });
     assert.equal(site.status, 201, JSON.stringify(site.json));
-    const page = await newPage();
-    await signIn(page, 'admin', PASSWORD);
-    await page.waitForURL('**/orgs/*');
+    const page = await signedIn('admin');
     await page.goto(`/sites/${site.json.id}/php`);
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
     const form = page.getByRole('form', { name: 'Operator PHP settings' });
@@ -365,9 +363,7 @@ describe('panel: web console in chromium', function () {
     const high = await createOrgWithLogin(provider.client, { type: 'customer', name: `z-high-${unique('')}`, limits: { disk_mb: 4 } });
     const site = await high.client.post(`/v1/orgs/${high.id}/sites`, { domain: `${unique('files-')}.console.test`, php_version: null, quota_mb: 4 });
     assert.equal(site.status, 201, JSON.stringify(site.json));
-    const page = await newPage();
-    await signIn(page, high.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${high.id}`);
+    const page = await signedIn(high.username, high.id);
     await page.goto(`/sites/${site.json.id}/files`);
     await page.getByRole('heading', { name: /^Files/ }).waitFor();
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
@@ -381,9 +377,7 @@ describe('panel: web console in chromium', function () {
     assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0);
     await shot(page, 'file-manager-quota');
 
-    const other = await newPage();
-    await signIn(other, provider.username, PASSWORD);
-    await other.waitForURL(`**/orgs/${provider.id}`);
+    const other = await signedIn(provider.username, provider.id);
     await other.getByRole('link', { name: 'Usage' }).click();
     const rows = other.getByRole('table', { name: 'Customer accounts' }).locator('tbody tr');
     await rows.first().waitFor();
@@ -395,9 +389,7 @@ describe('panel: web console in chromium', function () {
   it('the level above renames, suspends and reactivates an account, and deletes it only with its ID typed', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     await page.getByRole('link', { name: customer.body.name }).click();
     await page.getByRole('heading', { name: customer.body.name }).waitFor();
 
@@ -428,9 +420,7 @@ describe('panel: web console in chromium', function () {
   it('settings tabs: a package, a reseller’s delegated powers, branding, and the logins of an org below', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
 
     await page.getByRole('link', { name: 'Packages' }).click();
     const pkg = page.getByRole('form', { name: 'New package' });
@@ -475,9 +465,7 @@ describe('panel: web console in chromium', function () {
   it('DNS zones: create a zone and replace its records; a bad record shows the API message', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'DNS zones' }).click();
     const zone = `${unique('zone-')}.example`;
     await page.getByLabel('Zone name').fill(zone);
@@ -499,9 +487,7 @@ describe('panel: web console in chromium', function () {
   it('databases: created on the hosting node’s MariaDB, the password shown once', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'Databases' }).click();
     const name = unique('shop_').replace(/-/g, '_');
     await page.getByLabel('Database name').fill(name);
@@ -530,9 +516,7 @@ describe('panel: web console in chromium', function () {
   });
 
   it('the platform admin creates a provider with custom limits; a bad username shows the API message', async () => {
-    const page = await newPage();
-    await signIn(page, 'admin', PASSWORD);
-    await page.waitForURL('**/orgs/*');
+    const page = await signedIn('admin');
     const form = page.getByRole('form', { name: 'Create organisation' });
     const name = unique('Provider ');
     await form.getByLabel('Name', { exact: true }).fill(name);
@@ -559,9 +543,7 @@ describe('panel: web console in chromium', function () {
       const provider = await createOrgWithLogin(admin, { type: 'provider' });
       const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
       assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('ok-')}.console.test`, php_version: null })).status, 201);
-      const page = await newPage();
-      await signIn(page, 'admin', PASSWORD);
-      await page.waitForURL('**/orgs/*');
+      const page = await signedIn('admin');
       await page.goto(`/orgs/${customer.id}/sites`);
       const form = page.getByRole('form', { name: 'Add website' });
       await form.getByLabel('Node').locator(`option[value="${node}"]`).waitFor({ state: 'attached' });
