@@ -565,6 +565,22 @@ describe('panel: web console in chromium', function () {
       await env.db('panel_nodes').where({ name: node }).update({ draining: true });
     }
   });
+
+  it('account page: an API token shown once works as a Bearer token, and is revoked', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const page = await signedIn(provider.username, provider.id);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
+    await page.getByLabel('Token name').fill('ci export');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const token = (await page.getByTestId('new-token').textContent())!.trim();
+    const bearer = await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(bearer.status, 200);
+    const row = page.getByRole('row').filter({ hasText: 'ci export' });
+    page.once('dialog', (d) => void d.accept()); // "Revoke the token …?"
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('No API tokens.').waitFor();
+    assert.equal((await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+  });
 });
 
 async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
