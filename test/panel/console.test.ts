@@ -5,6 +5,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { env } from '../setup/env';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 
 // The web console (PANEL.md section 5) in Debian's chromium, driven by playwright-core, against a
@@ -67,6 +68,14 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
+  /** A page signed in with PASSWORD, on the login's org page. */
+  async function signedIn(username: string, orgId = '*'): Promise<Page> {
+    const page = await newPage();
+    await signIn(page, username, PASSWORD);
+    await page.waitForURL(`**/orgs/${orgId}`);
+    return page;
+  }
+
   /** Fills the password change form (first sign-in) and sends it. */
   async function choosePassword(page: Page, current: string, next: string) {
     await page.getByLabel('Current password').fill(current);
@@ -104,9 +113,7 @@ describe('panel: web console in chromium', function () {
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     await page.getByRole('link', { name: 'Account' }).click();
     await page.getByRole('button', { name: 'Set up two-factor sign-in' }).click();
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
@@ -163,9 +170,7 @@ describe('panel: web console in chromium', function () {
     const pkgName = unique('Basic ');
     const pkg = await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: pkgName, limits: { websites: 3, disk_mb: 2048 } });
     assert.equal(pkg.status, 201, JSON.stringify(pkg.json));
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
 
     const resellerName = unique('Reseller ');
     const form = page.getByRole('form', { name: 'Create organisation' });
@@ -218,9 +223,7 @@ describe('panel: web console in chromium', function () {
   it('adds a website chosen by the scheduler and shows its placement reason; it becomes active on the hosting node', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('heading', { name: 'Websites' }).waitFor();
     const form = page.getByRole('form', { name: 'Add website' });
     const domain = `${unique('site-')}.console.test`;
@@ -258,9 +261,7 @@ describe('panel: web console in chromium', function () {
 
   it('refuses a cookie-authenticated change without the CSRF header; the console sends it', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     const [without, withToken] = await page.evaluate(async (id) => {
       const plain = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'forged', limits: {} }) });
       const token = (await fetch('/v1/account')).headers.get('x-csrf-token') ?? '';
@@ -275,7 +276,11 @@ describe('panel: web console in chromium', function () {
     assert.deepEqual(names, ['real']);
   });
 
-  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics, declared capacity', async () => {
+  it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics and websites, declared capacity', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const domain = `${unique('node-')}.console.test`;
+    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: null })).status, 201);
     const page = await newPage();
     await signIn(page, 'admin', PASSWORD);
     await page.getByRole('link', { name: 'Cluster' }).click();
@@ -287,6 +292,8 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name: /Latest metrics/ }).waitFor();
     await page.getByRole('meter', { name: 'Memory' }).waitFor();
     assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/);
+    await page.getByRole('table', { name: 'Websites on hosting' }).getByRole('link', { name: domain }).waitFor();
+    await page.getByText('nothing needs to move').waitFor();
     await shot(page, 'node-page');
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Cluster' }).click();
@@ -308,9 +315,7 @@ describe('panel: web console in chromium', function () {
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const site = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('php-')}.console.test`, php_version: '8.2' });
     assert.equal(site.status, 201, JSON.stringify(site.json));
-    const page = await newPage();
-    await signIn(page, 'admin', PASSWORD);
-    await page.waitForURL('**/orgs/*');
+    const page = await signedIn('admin');
     await page.goto(`/sites/${site.json.id}/php`);
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
     const form = page.getByRole('form', { name: 'Operator PHP settings' });
@@ -358,9 +363,7 @@ describe('panel: web console in chromium', function () {
     const high = await createOrgWithLogin(provider.client, { type: 'customer', name: `z-high-${unique('')}`, limits: { disk_mb: 4 } });
     const site = await high.client.post(`/v1/orgs/${high.id}/sites`, { domain: `${unique('files-')}.console.test`, php_version: null, quota_mb: 4 });
     assert.equal(site.status, 201, JSON.stringify(site.json));
-    const page = await newPage();
-    await signIn(page, high.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${high.id}`);
+    const page = await signedIn(high.username, high.id);
     await page.goto(`/sites/${site.json.id}/files`);
     await page.getByRole('heading', { name: /^Files/ }).waitFor();
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
@@ -374,9 +377,7 @@ describe('panel: web console in chromium', function () {
     assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0);
     await shot(page, 'file-manager-quota');
 
-    const other = await newPage();
-    await signIn(other, provider.username, PASSWORD);
-    await other.waitForURL(`**/orgs/${provider.id}`);
+    const other = await signedIn(provider.username, provider.id);
     await other.getByRole('link', { name: 'Usage' }).click();
     const rows = other.getByRole('table', { name: 'Customer accounts' }).locator('tbody tr');
     await rows.first().waitFor();
@@ -388,9 +389,7 @@ describe('panel: web console in chromium', function () {
   it('the level above renames, suspends and reactivates an account, and deletes it only with its ID typed', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
     await page.getByRole('link', { name: customer.body.name }).click();
     await page.getByRole('heading', { name: customer.body.name }).waitFor();
 
@@ -421,9 +420,7 @@ describe('panel: web console in chromium', function () {
   it('settings tabs: a package, a reseller’s delegated powers, branding, and the logins of an org below', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
-    const page = await newPage();
-    await signIn(page, provider.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${provider.id}`);
+    const page = await signedIn(provider.username, provider.id);
 
     await page.getByRole('link', { name: 'Packages' }).click();
     const pkg = page.getByRole('form', { name: 'New package' });
@@ -468,9 +465,7 @@ describe('panel: web console in chromium', function () {
   it('DNS zones: create a zone and replace its records; a bad record shows the API message', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'DNS zones' }).click();
     const zone = `${unique('zone-')}.example`;
     await page.getByLabel('Zone name').fill(zone);
@@ -492,9 +487,7 @@ describe('panel: web console in chromium', function () {
   it('databases: created on the hosting node’s MariaDB, the password shown once', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-    const page = await newPage();
-    await signIn(page, customer.username, PASSWORD);
-    await page.waitForURL(`**/orgs/${customer.id}`);
+    const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'Databases' }).click();
     const name = unique('shop_').replace(/-/g, '_');
     await page.getByLabel('Database name').fill(name);
@@ -520,6 +513,73 @@ describe('panel: web console in chromium', function () {
     await page.keyboard.press('Enter');
     await page.waitForURL(`**/orgs/${provider.id}`);
     await page.getByRole('heading', { name: provider.username }).waitFor();
+  });
+
+  it('the platform admin creates a provider with custom limits; a bad username shows the API message', async () => {
+    const page = await signedIn('admin');
+    const form = page.getByRole('form', { name: 'Create organisation' });
+    const name = unique('Provider ');
+    await form.getByLabel('Name', { exact: true }).fill(name);
+    await form.getByLabel('First login username').fill('X');
+    await form.getByLabel('Initial password').fill(`temp-${randomUUID()}`);
+    await form.getByLabel('Resellers').fill('5');
+    await form.getByRole('button', { name: 'Create provider' }).click();
+    await form.getByRole('alert').filter({ hasText: 'username' }).waitFor();
+    await form.getByLabel('First login username').fill(unique('prv'));
+    await form.getByRole('button', { name: 'Create provider' }).click();
+    await page.getByRole('heading', { name }).waitFor();
+    const id = /\/orgs\/([^/]+)$/.exec(page.url())![1];
+    const org = (await admin.get(`/v1/orgs/${id}`)).json;
+    assert.equal(org.type, 'provider');
+    assert.deepEqual(org.limits.own, { resellers: 5 });
+  });
+
+  it('the platform admin names a listed node for a website; its agent never reports, so the site shows failed, listed first', async () => {
+    const node = unique('edge-');
+    assert.equal((await admin.post('/v1/cluster/nodes', { name: node })).status, 201);
+    // no agent runs for it: the node record says alive with the web role, as a fresh heartbeat would
+    await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['web'], last_heartbeat_at: new Date() });
+    try {
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('ok-')}.console.test`, php_version: null })).status, 201);
+      const page = await signedIn('admin');
+      await page.goto(`/orgs/${customer.id}/sites`);
+      const form = page.getByRole('form', { name: 'Add website' });
+      await form.getByLabel('Node').locator(`option[value="${node}"]`).waitFor({ state: 'attached' });
+      assert.deepEqual(await form.getByLabel('Node').locator('option').allTextContents(), ['Chosen by the scheduler', "The panel's hosting node", `Node ${node}`]);
+      const domain = `${unique('edge-')}.console.test`;
+      await form.getByLabel('Domain').fill(domain);
+      await form.getByLabel('PHP version').selectOption('');
+      await form.getByLabel('Node').selectOption(node);
+      await form.getByRole('button', { name: 'Add website' }).click();
+      await page.getByRole('heading', { name: domain }).waitFor();
+      assert.match((await page.getByTestId('placement-reason').textContent())!, new RegExp(`^${node}: node "${node}" was named by admin \\(site.place\\)`));
+      await page.getByTestId('site-status').filter({ hasText: 'failed' }).waitFor({ timeout: 30_000 });
+      await page.getByText('did not report the operation').waitFor();
+      await page.getByRole('link', { name: "Account's websites" }).click();
+      await page.getByRole('status').filter({ hasText: `1 website(s) failed on their node: ${domain}` }).waitFor();
+      assert.match((await page.getByRole('table').locator('tbody tr').first().textContent())!, new RegExp(`${domain}failed`));
+      await shot(page, 'failed-site');
+    } finally {
+      await env.db('panel_nodes').where({ name: node }).update({ draining: true });
+    }
+  });
+
+  it('account page: an API token shown once works as a Bearer token, and is revoked', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const page = await signedIn(provider.username, provider.id);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
+    await page.getByLabel('Token name').fill('ci export');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const token = (await page.getByTestId('new-token').textContent())!.trim();
+    const bearer = await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(bearer.status, 200);
+    const row = page.getByRole('row').filter({ hasText: 'ci export' });
+    page.once('dialog', (d) => void d.accept()); // "Revoke the token …?"
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('No API tokens.').waitFor();
+    assert.equal((await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
   });
 });
 

@@ -87,8 +87,40 @@ function Node({ n }) {
       : html`<p class="muted">No metrics reported yet.</p>`}
     <h2>Facts <small class="muted">${when(n.facts_at)}</small></h2>
     ${n.facts ? html`<pre>${JSON.stringify(n.facts, null, 2)}</pre>` : html`<p class="muted">No facts reported yet.</p>`}
+    <${NodeSites} name=${n.name} />
+    <${Relocation} name=${n.name} />
     ${n.kind === 'agent' ? html`<${ActionButton} danger action=${() => del(`/v1/cluster/nodes/${encodeURIComponent(n.name)}`)} done=${() => history.back()} confirm=${`Remove the node ${n.name}?`}>Remove node<//>` : null}
   </div>`;
+}
+
+/** The websites on the node: those of the platform's whole tree (a platform login reads them all). */
+function NodeSites({ name }) {
+  const sites = useLoad(async () => {
+    const a = await get('/v1/account');
+    const all = await get(`/v1/orgs/${a.org_id}/sites?subtree=true&limit=500`);
+    return all.sites.filter((x) => x.node === name);
+  }, [name]);
+  return html`<h2>Websites</h2>
+    <${Loaded} state=${sites}>${(rows) => html`<${Table} caption=${`Websites on ${name}`} rows=${rows} empty="No websites on this node." rowClass=${(x) => x.status} cols=${[
+      ['Domain', (x) => html`<${Link} href=${`/sites/${x.id}`}>${x.domain}<//>`],
+      ['Status', (x) => html`<span class=${'badge ' + x.status}>${x.status}</span>`],
+      ['PHP', (x) => dash(x.php_version)],
+      ['Error', (x) => dash(x.error)],
+    ]} />`}<//>`;
+}
+
+/** Read-only advice of where the node's sites would go (moving sites is planned, not built). */
+function Relocation({ name }) {
+  const plan = useLoad(() => get(`/v1/cluster/nodes/${encodeURIComponent(name)}/relocation-plan`), [name]);
+  return html`<h2>Relocation advice</h2>
+    <${Loaded} state=${plan}>${(p) => html`<p class="muted">${p.note}</p>
+      ${p.moves.length
+        ? html`<${Table} caption="Where each website would go" rows=${p.moves} cols=${[
+            ['Website', (m) => html`<${Link} href=${`/sites/${m.site_id}`}>${m.domain}<//>`],
+            ['To', (m) => dash(m.to)],
+            ['Why', (m) => m.why],
+          ]} />`
+        : null}`}<//>`;
 }
 
 /** A labelled bar (meter role) for a percentage, with the figures in words. */
