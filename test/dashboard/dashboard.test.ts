@@ -302,6 +302,12 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     const csrf = await page.getAttribute('input[name=_csrf]', 'value');
     const post = (p: string, body: string, headers: Record<string, string> = {}) =>
       fetch(base + p, { method: 'POST', redirect: 'manual', headers: { cookie: `gw_dashboard=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+    const get = (p: string) => fetch(base + p, { redirect: 'manual', headers: { cookie: `gw_dashboard=${cookie.value}` } });
+    assert.equal((await get('/dashboard')).headers.get('location'), '/dashboard/keys');
+    assert.equal((await fetch(`${base}/dashboard`, { redirect: 'manual' })).headers.get('location'), '/dashboard/sign-in');
+    assert.equal((await get('/dashboard/no-such-page')).status, 404);
+    assert.equal((await fetch(`${base}/dashboard/keys`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'label=x' })).status, 401, 'no session');
+    assert.equal((await get('/v1/models')).status, 401, 'a dashboard session is no API key');
     assert.equal((await post('/dashboard/keys', 'label=x')).status, 403, 'no CSRF token');
     assert.equal((await post('/dashboard/keys', `label=x&_csrf=${csrf}`, { origin: 'http://evil.example' })).status, 403, 'another origin');
     assert.equal(await env.db('api_keys').where({ account_id: owner.accountId }).count('* as n').first().then((r) => Number(r!.n)), 0, 'nothing created');
