@@ -95,13 +95,15 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await page.click('#edit-key button[type=submit]');
     assert.match((await page.textContent('[role=alert]'))!, /spend_limit/);
     assert.equal((await env.db('api_keys').where({ id: k.id }).first()).spend_limit, null);
-    await page.fill('#label', 'after');
+    await page.fill('#label', '<b id="injected">after</b>');
     await page.fill('#spend_limit', '12.5');
     await page.fill('#rpm', '');
     await page.click('#edit-key button[type=submit]');
     await page.waitForURL(`${base}/dashboard/keys`);
     const row = await env.db('api_keys').where({ id: k.id }).first();
-    assert.equal(row.label, 'after');
+    assert.equal(row.label, '<b id="injected">after</b>');
+    assert.equal(await page.textContent(`tr[data-key-id="${k.id}"] td:first-child`), '<b id="injected">after</b>', 'a label is text, never markup');
+    assert.equal(await page.$('#injected'), null);
     assert.equal(Number(row.spend_limit), 12.5);
     assert.equal(row.rpm, null, 'an emptied field removes the setting');
     await shot(page, 'keyed-06-edited');
