@@ -184,6 +184,32 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await context.close();
   });
 
+  it('shows a request pending while its settlement waits, then its final charge', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const k = await createKey(env.db, { accountId: user.accountId, label: 'pending', format: 'mt' });
+    await stack.stopWorker(); // no relay, no settlement: the hold stays
+    let id: string;
+    try {
+      const r = await call(base, '/v1/chat/completions', { key: k.key, body: HI });
+      assert.equal(r.status, 200, r.text);
+      id = r.headers.get('x-request-id')!;
+      const { context, page } = await signedIn(browser(), base, user);
+      for (let i = 0; !(await page.goto(`${base}/dashboard/requests/${id}`))!.ok(); i++) if (i > 40) assert.fail('not logged');
+      assert.match((await page.textContent('#generation'))!, /Billing\s*pending/);
+      await shot(page, 'keyed-09-request-pending');
+      await stack.startWorker();
+      const final = await settled(id);
+      await page.reload();
+      const text = (await page.textContent('#generation'))!;
+      assert.match(text, /settled/);
+      assert.ok(text.includes(String(Number(final.charge))), `${text} shows ${final.charge}`);
+      await context.close();
+    } finally {
+      if (!stack.worker) await stack.startWorker();
+    }
+  });
+
   it('a revoke in the dashboard of one API process is refused on the next request by another, which had the key cached', async () => {
     const base = stack.gateway.url;
     const other = await startGatewayApi({ db: env.db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, namespace: 'default', logger: env.logger, port: 0, upstreamTimeoutMs: 10_000, keyCacheTtlMs: 60_000, variant: 'keyed' });
