@@ -14,6 +14,7 @@ import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
 import { registerApiProcess } from '../services/credits/processes';
 import { createDashboard } from '../api/gateway/dashboard/app';
+import { clientIpResolver } from '../api/gateway/keyed/client-ip';
 import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
 import { loadSealingKey } from '../platform/secret-box';
 
@@ -78,6 +79,8 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     logger: o.logger,
     invalidation,
     variant: isKeyed ? 'keyed' : 'credits',
+    // Sign-in throttling per client IP believes X-Forwarded-For from TRUSTED_PROXIES only, as the keyed lockout does.
+    clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins });

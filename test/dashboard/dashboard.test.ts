@@ -95,13 +95,15 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await page.click('#edit-key button[type=submit]');
     assert.match((await page.textContent('[role=alert]'))!, /spend_limit/);
     assert.equal((await env.db('api_keys').where({ id: k.id }).first()).spend_limit, null);
-    await page.fill('#label', 'after');
+    await page.fill('#label', '<b id="injected">after</b>');
     await page.fill('#spend_limit', '12.5');
     await page.fill('#rpm', '');
     await page.click('#edit-key button[type=submit]');
     await page.waitForURL(`${base}/dashboard/keys`);
     const row = await env.db('api_keys').where({ id: k.id }).first();
-    assert.equal(row.label, 'after');
+    assert.equal(row.label, '<b id="injected">after</b>');
+    assert.equal(await page.textContent(`tr[data-key-id="${k.id}"] td:first-child`), '<b id="injected">after</b>', 'a label is text, never markup');
+    assert.equal(await page.$('#injected'), null);
     assert.equal(Number(row.spend_limit), 12.5);
     assert.equal(row.rpm, null, 'an emptied field removes the setting');
     await shot(page, 'keyed-06-edited');
@@ -180,6 +182,32 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     await page.goto(`${base}/dashboard/requests?id=not-a-uuid`);
     assert.match((await page.textContent('[role=alert]'))!, /request id/);
     await context.close();
+  });
+
+  it('shows a request pending while its settlement waits, then its final charge', async () => {
+    const base = stack.gateway.url;
+    const user = await dashboardUser();
+    const k = await createKey(env.db, { accountId: user.accountId, label: 'pending', format: 'mt' });
+    await stack.stopWorker(); // no relay, no settlement: the hold stays
+    let id: string;
+    try {
+      const r = await call(base, '/v1/chat/completions', { key: k.key, body: HI });
+      assert.equal(r.status, 200, r.text);
+      id = r.headers.get('x-request-id')!;
+      const { context, page } = await signedIn(browser(), base, user);
+      for (let i = 0; !(await page.goto(`${base}/dashboard/requests/${id}`))!.ok(); i++) if (i > 40) assert.fail('not logged');
+      assert.match((await page.textContent('#generation'))!, /Billing\s*pending/);
+      await shot(page, 'keyed-09-request-pending');
+      await stack.startWorker();
+      const final = await settled(id);
+      await page.reload();
+      const text = (await page.textContent('#generation'))!;
+      assert.match(text, /settled/);
+      assert.ok(text.includes(String(Number(final.charge))), `${text} shows ${final.charge}`);
+      await context.close();
+    } finally {
+      if (!stack.worker) await stack.startWorker();
+    }
   });
 
   it('a revoke in the dashboard of one API process is refused on the next request by another, which had the key cached', async () => {
@@ -302,6 +330,12 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     const csrf = await page.getAttribute('input[name=_csrf]', 'value');
     const post = (p: string, body: string, headers: Record<string, string> = {}) =>
       fetch(base + p, { method: 'POST', redirect: 'manual', headers: { cookie: `gw_dashboard=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+    const get = (p: string) => fetch(base + p, { redirect: 'manual', headers: { cookie: `gw_dashboard=${cookie.value}` } });
+    assert.equal((await get('/dashboard')).headers.get('location'), '/dashboard/keys');
+    assert.equal((await fetch(`${base}/dashboard`, { redirect: 'manual' })).headers.get('location'), '/dashboard/sign-in');
+    assert.equal((await get('/dashboard/no-such-page')).status, 404);
+    assert.equal((await fetch(`${base}/dashboard/keys`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'label=x' })).status, 401, 'no session');
+    assert.equal((await get('/v1/models')).status, 401, 'a dashboard session is no API key');
     assert.equal((await post('/dashboard/keys', 'label=x')).status, 403, 'no CSRF token');
     assert.equal((await post('/dashboard/keys', `label=x&_csrf=${csrf}`, { origin: 'http://evil.example' })).status, 403, 'another origin');
     assert.equal(await env.db('api_keys').where({ account_id: owner.accountId }).count('* as n').first().then((r) => Number(r!.n)), 0, 'nothing created');

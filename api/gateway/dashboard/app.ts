@@ -28,6 +28,8 @@ export interface DashboardDeps {
   invalidation: CacheInvalidation;
   auth: DashboardAuthSettings;
   variant: 'credits' | 'keyed';
+  /** the client's IP for sign-in throttling */
+  clientIp: (ctx: Context) => string;
 }
 
 export const SESSION_COOKIE = 'gw_dashboard';
@@ -39,8 +41,8 @@ const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-
 
 const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
-/** Errors become a page (or a redirect to sign-in); security headers on every answer. */
-async function pages(ctx: Context, next: Next) {
+/** Errors become a page; security headers on every answer. Runs outside the API's request context, so it logs itself. */
+const pages = (logger: Logger) => async (ctx: Context, next: Next) => {
   ctx.set('content-security-policy', CSP);
   ctx.set('x-content-type-options', 'nosniff');
   ctx.set('referrer-policy', 'same-origin');
@@ -49,11 +51,11 @@ async function pages(ctx: Context, next: Next) {
     if (ctx.body === undefined && ctx.status === 404) throw new DashboardError(404, 'There is no such page.');
   } catch (err) {
     const e = err instanceof DashboardError ? err : null;
-    if (!e) ctx.state.log?.error?.({ err }, 'dashboard error');
+    if (!e) logger.error({ err, method: ctx.method, path: ctx.path }, 'dashboard error');
     for (const [k, v] of Object.entries(e?.headers ?? {})) ctx.set(k, v);
     show(ctx, { title: e ? 'Not possible' : 'Something went wrong' }, html`<div class="banner error" role="alert">${e?.message ?? 'An internal error; please try again.'}</div><p><a href="${PREFIX}">Back to the dashboard</a></p>`, e?.status ?? 500);
   }
-}
+};
 
 /** Cross-site POSTs are refused: the Origin (when sent) must be this host. */
 function sameOrigin(ctx: Context): void {
@@ -84,7 +86,7 @@ export function createDashboard(deps: DashboardDeps): Middleware {
     sameOrigin(ctx);
     const form = await readForm(ctx);
     const email = form.get('email') ?? '';
-    const r = await signIn(deps.db, deps.auth, { email, password: form.get('password') ?? '', code: form.get('code') ?? undefined, ip: ctx.ip });
+    const r = await signIn(deps.db, deps.auth, { email, password: form.get('password') ?? '', code: form.get('code') ?? undefined, ip: deps.clientIp(ctx) });
     if (r.ok) {
       ctx.cookies.set(SESSION_COOKIE, r.token, { httpOnly: true, sameSite: 'strict', path: PREFIX, secure: ctx.secure, expires: r.expiresAt, overwrite: true });
       ctx.redirect(`${PREFIX}/keys`);
@@ -126,7 +128,7 @@ export function createDashboard(deps: DashboardDeps): Middleware {
   teamPages(signedIn, { db: deps.db });
   accountPages(signedIn, { db: deps.db, sealingKey: deps.auth.sealingKey });
 
-  const handle = compose<Context>([pages, open.routes() as Middleware, signedIn.routes() as Middleware]);
+  const handle = compose<Context>([pages(deps.logger), open.routes() as Middleware, signedIn.routes() as Middleware]);
   return (ctx, next) => (ctx.path === PREFIX || ctx.path.startsWith(`${PREFIX}/`) ? handle(ctx, async () => {}) : next());
 }
 

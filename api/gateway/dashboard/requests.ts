@@ -40,7 +40,7 @@ export function requestPages(r: Router, d: { db: Db }): void {
 <thead><tr><th>Time</th><th>Request id</th><th>Key</th><th>Model</th><th>Status</th><th>Error</th><th class="num">Latency</th><th class="num">Charge</th></tr></thead>
 <tbody>${page.data.length === 0 ? html`<tr><td colspan="8">No requests match.</td></tr>` : ''}${page.data.map(
         (q) => html`<tr data-request-id="${q.id}"><td>${when(q.created_at)}</td><td><a class="mono" href="/dashboard/requests/${q.id}">${q.id}</a></td><td>${q.key_label || q.key_prefix}</td><td>${q.model ?? '—'}</td>
-<td class="${q.status < 400 ? 'ok' : 'bad'}">${q.status}</td><td>${q.error_code ?? ''}</td><td class="num">${q.latency_ms} ms</td><td class="num">${q.charge ?? '—'}${q.pending ? html` <small>(pending)</small>` : ''}</td></tr>`,
+<td class="${q.status < 400 ? 'ok' : 'bad'}">${q.status}</td><td>${q.error_code ?? ''}</td><td class="num">${q.latency_ms} ms</td><td class="num">${q.pending ? html`<small>held</small> ${q.charge ?? '—'} <small>(pending)</small>` : (q.charge ?? '—')}</td></tr>`,
       )}</tbody></table>
 <div class="pager">${f.before ? html`<a class="button secondary" href="/dashboard/requests?${filtersOnly().toString()}">Newest</a>` : ''}${page.next_before ? html`<a class="button secondary" id="older" href="/dashboard/requests?${next.toString()}">Older</a>` : ''}</div>`,
     );
@@ -58,13 +58,13 @@ export function requestPages(r: Router, d: { db: Db }): void {
       html`<div class="card" id="request-detail"><dl class="facts">
 <dt>Request id</dt><dd class="mono">${q.id}</dd><dt>Time</dt><dd>${when(q.created_at)}</dd><dt>Key</dt><dd>${q.key_label || '—'} <code>${q.key_prefix}…</code></dd>
 <dt>Call</dt><dd><code>${q.method} ${q.path}</code></dd><dt>Model</dt><dd>${q.model ?? '—'}</dd><dt>Status</dt><dd>${q.status}${q.error_code ? ` · ${q.error_code}` : ''}</dd>
-<dt>Latency</dt><dd>${q.latency_ms} ms</dd><dt>Charge</dt><dd>${q.charge ?? '—'}${q.pending ? ' (pending)' : ''}</dd></dl></div>
+<dt>Latency</dt><dd>${q.latency_ms} ms</dd><dt>Charge</dt><dd>${q.pending ? `held ${q.charge ?? '—'} (pending)` : (q.charge ?? '—')}</dd></dl></div>
 <h2>Generation record</h2>
 ${g
   ? html`<div class="card" id="generation"><dl class="facts">
 <dt>Billing</dt><dd>${g.status === 'held' ? 'pending' : `${g.status} · ${g.billing_source ?? '—'}${g.is_estimate ? ' (estimate)' : ''}`}</dd>
 <dt>Held</dt><dd>${amount(g.held_credits)}</dd><dt>Charge</dt><dd>${g.status === 'held' ? '—' : amount(g.charge)}</dd>
-<dt>Tokens</dt><dd>${g.prompt_tokens ?? 0} in · ${g.completion_tokens ?? 0} out${g.cached_tokens ? ` · ${g.cached_tokens} cached` : ''}${g.reasoning_tokens ? ` · ${g.reasoning_tokens} reasoning` : ''}</dd>
+<dt>Tokens</dt><dd>${g.status === 'held' ? '— (counted at settlement)' : `${g.prompt_tokens ?? 0} in · ${g.completion_tokens ?? 0} out${g.cached_tokens ? ` · ${g.cached_tokens} cached` : ''}${g.reasoning_tokens ? ` · ${g.reasoning_tokens} reasoning` : ''}`}</dd>
 <dt>Provider</dt><dd>${g.provider ?? '—'}</dd><dt>Settled</dt><dd>${when(g.settled_at?.toISOString?.() ?? null)}</dd></dl></div>`
   : html`<p class="hint">This request reserved no credits (it was refused before, or is not billable).</p>`}
 <p><a href="/dashboard/requests">All requests</a></p>`,
