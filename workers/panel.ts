@@ -40,13 +40,14 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue ?? PANEL_TASK_QUEUE,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
-      ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
+    activities: {
+      ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+      ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
       ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
+      ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
       ...(deps.imports ? createImportActivities(deps.imports) : {}),
     },
-    activities: { ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }), ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }) },
     // A hosting apply holds a database connection (the site's row lock) while the node reloads:
     // a few at a time, so the applies cannot take the whole pool.
     options: { maxConcurrentActivityTaskExecutions: 8, maxConcurrentLocalActivityExecutions: 32, ...deps.workerOptions },
