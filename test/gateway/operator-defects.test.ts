@@ -7,7 +7,7 @@ import { setModel, setProvider } from '../../services/catalog/entries';
 import { createKey } from '../../services/keys/keys';
 import { hashKey } from '../../services/keys/key-format';
 import { env } from '../setup/env';
-import { call, newAccount, settled, useStack } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
 import { cliWith, oneObject } from '../helpers/admin-cli';
 
 // Defects of issue 23, each reproduced over real HTTP against a running gateway.
@@ -200,6 +200,36 @@ describe('issue 23 feature 2: the endpoints coding tools call, and CORS', functi
     const row = await env.db('accounts').where({ id: acct.accountId }).first();
     assert.equal(Number(row.total_usage), 0, 'nothing held or charged');
     await assert.rejects(anthropic.messages.countTokens({ model: 'no-such', messages }), (e: { status: number; error: { type: string; error: { type: string } } }) => e.status === 403 && e.error.type === 'error');
+  });
+
+  it('POST /v1/embeddings through the OpenAI SDK, billed per input token as chat is, settled to the same charge', async () => {
+    const acct = await newAccount({ credits: '5' });
+    const openai = new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1` });
+    const { data, response } = await openai.embeddings.create({ model: 'sim-embed', input: ['hello world', 'a second input of some length'] }).withResponse();
+    assert.equal(data.data.length, 2);
+    assert.equal(data.data[0].embedding.length, 8);
+    assert.ok(Math.abs(Math.hypot(...data.data[0].embedding) - 1) < 1e-5, 'a unit vector');
+    assert.equal(data.model, 'sim-embed');
+    const u = data.usage as typeof data.usage & { cost: number; cost_details: { billing_source: string; is_estimate: boolean } };
+    assert.equal(u.prompt_tokens, 3 + 8);
+    assert.equal(u.cost, 11 * 0.0000001);
+    assert.deepEqual([u.cost_details.billing_source, u.cost_details.is_estimate], ['token_fallback', true]);
+    const id = response.headers.get('x-gateway-request-id')!;
+    assert.equal(response.headers.get('x-request-id'), id);
+    const row = await settled(id);
+    assert.deepEqual([row.endpoint, Number(row.charge), row.prompt_tokens], ['/v1/embeddings', u.cost, 11]);
+    // A provider cost is billed as chat bills it.
+    const priced = await openai.embeddings.create({ model: 'sim-embed', input: 'priced [sim cost=0.0000005]', encoding_format: 'float' });
+    const pu = priced.usage as typeof u;
+    assert.deepEqual([pu.cost, pu.cost_details.billing_source, pu.cost_details.is_estimate], [0.0000005, 'provider_cost', false]);
+    // A provider error before the answer bills nothing; a chat model is refused before any hold.
+    await assert.rejects(openai.embeddings.create({ model: 'sim-embed', input: 'boom [sim status=503]' }), (e: { status: number }) => e.status >= 500);
+    await assert.rejects(openai.embeddings.create({ model: 'sim-gpt', input: 'x' }), (e: { status: number; message: string }) => e.status === 400 && /does not serve \/v1\/embeddings/.test(e.message));
+    // The failed request's hold is released once settled: nothing stays reserved, nothing more charged.
+    const free = await eventually(async () => Number((await checkInvariants(acct.accountId)).account.reserved_credits) === 0, 15_000);
+    assert.ok(free, 'every hold resolved');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(Number(inv.account.total_usage), u.cost + 0.0000005);
   });
 
   it('GET /v1/models/{id} through the OpenAI SDK; a model the key cannot see is 404', async () => {
