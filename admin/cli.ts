@@ -7,7 +7,7 @@ import { createDb, type Db } from '../platform/db';
 import { databaseUrl } from '../platform/database-url';
 import type { KeySettingsInput } from '../services/keys/keys';
 import { InvalidInput } from '../services/shared/errors';
-import { addCredits, createAccount, deactivateAccount } from '../services/accounts/accounts';
+import { addCredits, createAccount, deactivateAccount, getAccount, reactivateAccount, updateAccount } from '../services/accounts/accounts';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
@@ -42,6 +42,13 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
     run: (db, f) => createAccount(db, { name: need(f, 'name'), tier: f.tier as never, credits: f.credits, planExpiresAt: f['plan-expires-at'] ?? null }),
   },
   'account deactivate': { flags: ['account'], run: (db, f) => deactivateAccount(db, need(f, 'account')) },
+  'account reactivate': { flags: ['account'], run: (db, f) => reactivateAccount(db, need(f, 'account')) },
+  'account show': { flags: ['account'], run: (db, f) => getAccount(db, need(f, 'account')) },
+  // --plan-expires-at none: no expiry
+  'account update': {
+    flags: ['account', 'tier', 'plan-expires-at'],
+    run: (db, f) => updateAccount(db, need(f, 'account'), { tier: f.tier as never, planExpiresAt: f['plan-expires-at'] === 'none' ? null : f['plan-expires-at'] }),
+  },
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],

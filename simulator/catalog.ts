@@ -61,6 +61,17 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
     cache_creation_multiplier: '0.0000025',
   },
   {
+    // POST /v1/embeddings, billed per input token at input_multiplier.
+    id: 'sim-embed',
+    wire: 'openai',
+    upstream_model: 'sim-embed-2026-01-15',
+    capabilities: ['embeddings'],
+    tiers: ALL_TIERS,
+    free_trial: false,
+    ...NO_TOKENS,
+    input_multiplier: '0.0000001',
+  },
+  {
     // The simulator reports reasoning tokens for any model whose name contains "reasoner".
     id: 'sim-reasoner',
     wire: 'openai',

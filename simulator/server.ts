@@ -2,6 +2,7 @@
 // Responses formats and Anthropic's Messages format, with fault injection and request stats for tests. No framework and no per-request logging,
 // so benchmarks measure the gateway rather than the simulator. Media (OpenAI style): images,
 // speech, transcription with late costs, and asynchronous video jobs.
+import { serveEmbeddings } from './embeddings';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseDefaultsUpdate } from './behaviour';
@@ -69,6 +70,8 @@ async function route(req: IncomingMessage, res: ServerResponse, state: SimState)
       return method === 'POST' ? serveResponses(req, res, state) : methodNotAllowed(res, 'POST');
     case '/v1/models':
       return method === 'GET' ? sendJson(res, 200, MODELS_LIST) : methodNotAllowed(res, 'GET');
+    case '/v1/embeddings':
+      return method === 'POST' ? serveEmbeddings(req, res, state) : methodNotAllowed(res, 'POST');
     case '/healthz':
       return method === 'GET' ? sendJson(res, 200, { ok: true }) : methodNotAllowed(res, 'GET');
     case '/_sim/behaviour':

@@ -19,6 +19,7 @@ import { imageRoutes } from './media/images/routes';
 import { installerRoutes } from './installer/routes';
 import { credits, generation, keyInfo, model, models, usage } from './reads/reads';
 import { countTokens } from './text/count-tokens';
+import { embeddings } from './text/embeddings';
 import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
 
@@ -75,6 +76,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   v1.post('/chat/completions', inference(deps, chatDialect));
   v1.post('/messages', inference(deps, messagesDialect));
   v1.post('/messages/count_tokens', countTokens(deps.catalog));
+  v1.post('/embeddings', embeddings(deps));
   v1.post('/responses', inference(deps, responsesDialect));
   v1.get('/credits', credits(deps.db));
   v1.get('/key', keyInfo(deps.db));

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../platform/db';
+import { NotFound } from '../shared/errors';
 
 // Accounts and their credits: the only writer of grants (every grant is a ledger row). Used by
 // the admin CLI, `npm start` seeding and the tests.
@@ -34,12 +35,42 @@ export async function addCredits(db: Db, accountId: string, amount: string) {
      SELECT id, total_credits, total_credits - total_usage AS remaining_credits FROM a`,
     { id: accountId, amount },
   );
-  if (!res.rows[0]) throw new Error(`account ${accountId} not found`);
+  if (!res.rows[0]) throw new NotFound(`account ${accountId} not found`);
   return res.rows[0];
 }
 
-export async function deactivateAccount(db: Db, accountId: string) {
-  const [row] = await db('accounts').where({ id: accountId }).update({ active: false }).returning(['id', 'active']);
-  if (!row) throw new Error(`account ${accountId} not found`);
+const accountId = z.string().uuid('must be a UUID');
+const VIEW = ['id', 'name', 'tier', 'active', 'plan_expires_at', 'total_credits', 'total_usage', 'reserved_credits', 'pending_requests', 'created_at'];
+
+/** Changes an account's row; every API process drops it from its cache (NOTIFY on these columns). */
+async function changeAccount(db: Db, id: string, changes: Record<string, unknown>) {
+  accountId.parse(id);
+  const q = db('accounts').where({ id });
+  const [row] = Object.keys(changes).length > 0 ? await q.update(changes).returning(VIEW) : await q.select(VIEW);
+  if (!row) throw new NotFound(`account ${id} not found`);
   return row;
+}
+
+export const getAccount = (db: Db, id: string) => changeAccount(db, id, {});
+
+/** An account's keys stop working (401 account_deactivated) or work again. */
+export async function setAccountActive(db: Db, id: string, active: boolean) {
+  const row = await changeAccount(db, id, { active });
+  return { id: row.id as string, active: row.active as boolean };
+}
+
+export const deactivateAccount = (db: Db, id: string) => setAccountActive(db, id, false);
+export const reactivateAccount = (db: Db, id: string) => setAccountActive(db, id, true);
+
+/** Tier and plan expiry; absent: unchanged, plan expiry null: no expiry. */
+export const accountChange = z
+  .object({
+    tier: z.enum(TIERS).optional(),
+    planExpiresAt: z.string().datetime({ offset: true }).nullable().optional(),
+  })
+  .strict();
+
+export async function updateAccount(db: Db, id: string, input: z.input<typeof accountChange>) {
+  const c = accountChange.parse(input);
+  return changeAccount(db, id, { ...(c.tier ? { tier: c.tier } : {}), ...(c.planExpiresAt !== undefined ? { plan_expires_at: c.planExpiresAt } : {}) });
 }

@@ -7,7 +7,7 @@ import { setModel, setProvider } from '../../services/catalog/entries';
 import { createKey } from '../../services/keys/keys';
 import { hashKey } from '../../services/keys/key-format';
 import { env } from '../setup/env';
-import { call, newAccount, settled, useStack } from '../helpers/stack';
+import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
 import { cliWith, oneObject } from '../helpers/admin-cli';
 
 // Defects of issue 23, each reproduced over real HTTP against a running gateway.
@@ -202,6 +202,36 @@ describe('issue 23 feature 2: the endpoints coding tools call, and CORS', functi
     await assert.rejects(anthropic.messages.countTokens({ model: 'no-such', messages }), (e: { status: number; error: { type: string; error: { type: string } } }) => e.status === 403 && e.error.type === 'error');
   });
 
+  it('POST /v1/embeddings through the OpenAI SDK, billed per input token as chat is, settled to the same charge', async () => {
+    const acct = await newAccount({ credits: '5' });
+    const openai = new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1` });
+    const { data, response } = await openai.embeddings.create({ model: 'sim-embed', input: ['hello world', 'a second input of some length'] }).withResponse();
+    assert.equal(data.data.length, 2);
+    assert.equal(data.data[0].embedding.length, 8);
+    assert.ok(Math.abs(Math.hypot(...data.data[0].embedding) - 1) < 1e-5, 'a unit vector');
+    assert.equal(data.model, 'sim-embed');
+    const u = data.usage as typeof data.usage & { cost: number; cost_details: { billing_source: string; is_estimate: boolean } };
+    assert.equal(u.prompt_tokens, 3 + 8);
+    assert.equal(u.cost, 11 * 0.0000001);
+    assert.deepEqual([u.cost_details.billing_source, u.cost_details.is_estimate], ['token_fallback', true]);
+    const id = response.headers.get('x-gateway-request-id')!;
+    assert.equal(response.headers.get('x-request-id'), id);
+    const row = await settled(id);
+    assert.deepEqual([row.endpoint, Number(row.charge), row.prompt_tokens], ['/v1/embeddings', u.cost, 11]);
+    // A provider cost is billed as chat bills it.
+    const priced = await openai.embeddings.create({ model: 'sim-embed', input: 'priced [sim cost=0.0000005]', encoding_format: 'float' });
+    const pu = priced.usage as typeof u;
+    assert.deepEqual([pu.cost, pu.cost_details.billing_source, pu.cost_details.is_estimate], [0.0000005, 'provider_cost', false]);
+    // A provider error before the answer bills nothing; a chat model is refused before any hold.
+    await assert.rejects(openai.embeddings.create({ model: 'sim-embed', input: 'boom [sim status=503]' }), (e: { status: number }) => e.status >= 500);
+    await assert.rejects(openai.embeddings.create({ model: 'sim-gpt', input: 'x' }), (e: { status: number; message: string }) => e.status === 400 && /does not serve \/v1\/embeddings/.test(e.message));
+    // The failed request's hold is released once settled: nothing stays reserved, nothing more charged.
+    const free = await eventually(async () => Number((await checkInvariants(acct.accountId)).account.reserved_credits) === 0, 15_000);
+    assert.ok(free, 'every hold resolved');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(Number(inv.account.total_usage), u.cost + 0.0000005);
+  });
+
   it('GET /v1/models/{id} through the OpenAI SDK; a model the key cannot see is 404', async () => {
     const acct = await newAccount({ tier: 'free_trial' });
     const openai = new OpenAI({ apiKey: acct.key, baseURL: `${stack.gateway.url}/v1` });
@@ -231,6 +261,82 @@ describe('issue 23 feature 2: the endpoints coding tools call, and CORS', functi
     assert.equal(loadConfig({ CORS_ORIGINS: '*' }).CORS_ORIGINS, '*');
     assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:3000' }).CORS_ORIGINS, ['https://a.example', 'http://localhost:3000']);
     assert.throws(() => loadConfig({ CORS_ORIGINS: 'a.example/path' }), /CORS_ORIGINS/);
+  });
+});
+
+describe('issue 23 feature 4: the admin API and CLI for accounts, models and providers', function () {
+  this.timeout(90_000);
+  const stack = useStack({ adminToken: ADMIN_TOKEN });
+  const chat = (key: string, model = 'sim-gpt') => call(stack.gateway.url, '/v1/chat/completions', { key, body: { model, messages: user('hi [sim tokens=2]') } });
+
+  it('accounts: create, credits, tier and plan, deactivate and reactivate, over HTTP, with the validation of the CLI', async () => {
+    const made = await admin(stack.gateway.url, '/admin/accounts', { name: `api-${randomUUID()}`, tier: 'free_trial', credits: '1.5' });
+    assert.equal(made.status, 201, made.text);
+    const id = made.json.id;
+    assert.deepEqual([made.json.tier, made.json.total_credits, made.json.active], ['free_trial', '1.500000000000', true]);
+    const key = (await createKey(env.db, { accountId: id })).key;
+    assert.equal((await chat(key)).status, 403, 'sim-gpt is not a free-trial model');
+    const up = await admin(stack.gateway.url, `/admin/accounts/${id}`, { tier: 'pro' }, 'PATCH');
+    assert.equal(up.json.tier, 'pro');
+    assert.ok(await eventually(async () => (await chat(key)).status === 200), 'the new tier reaches the running gateway');
+    const granted = await admin(stack.gateway.url, `/admin/accounts/${id}/credits`, { credits: '2' });
+    assert.equal(Number(granted.json.total_credits), 3.5);
+    const expired = await admin(stack.gateway.url, `/admin/accounts/${id}`, { plan_expires_at: '2001-01-01T00:00:00Z' }, 'PATCH');
+    assert.equal(expired.status, 200, expired.text);
+    assert.ok(await eventually(async () => (await chat(key)).status === 403));
+    await admin(stack.gateway.url, `/admin/accounts/${id}`, { plan_expires_at: null }, 'PATCH');
+    assert.equal((await admin(stack.gateway.url, `/admin/accounts/${id}/deactivate`, {})).json.active, false);
+    assert.ok(await eventually(async () => (await chat(key)).status === 401));
+    assert.equal((await admin(stack.gateway.url, `/admin/accounts/${id}/reactivate`, {})).json.active, true);
+    assert.ok(await eventually(async () => (await chat(key)).status === 200));
+    // Bad input is refused naming the field, and changes nothing.
+    for (const [p, body, method, status] of [
+      [`/admin/accounts/${id}`, { tier: 'platinum' }, 'PATCH', 400],
+      [`/admin/accounts/${id}/credits`, { credits: '-1' }, 'POST', 400],
+      [`/admin/accounts/${randomUUID()}/credits`, { credits: '1' }, 'POST', 404],
+      [`/admin/accounts/not-a-uuid`, undefined, 'GET', 400],
+      ['/admin/accounts', { name: 'x', colour: 'red' }, 'POST', 400],
+    ] as const) {
+      const r = await admin(stack.gateway.url, p, body, method);
+      assert.equal(r.status, status, `${method} ${p}: ${r.text}`);
+    }
+    const after = (await admin(stack.gateway.url, `/admin/accounts/${id}`)).json;
+    assert.deepEqual([after.tier, Number(after.total_credits)], ['pro', 3.5]);
+    assert.equal((await call(stack.gateway.url, `/admin/accounts/${id}`)).status, 401, 'ADMIN_TOKEN required');
+  });
+
+  it('models and providers over HTTP, with JSON values and the same checks as the CLI', async () => {
+    const provider = `p-${randomUUID().slice(0, 8)}`;
+    const p = await admin(stack.gateway.url, `/admin/providers/${provider}`, { kind: 'openai', base_url: env.simulator.url, api_keys: ['sim-upstream-key'] }, 'PUT');
+    assert.equal(p.status, 200, p.text);
+    const model = `m-${randomUUID().slice(0, 8)}`;
+    const m = await admin(stack.gateway.url, `/admin/models/${model}`, { provider, upstream: 'sim-gpt-2026-01-15', capabilities: ['text'], tiers: ['pro'], input: '0.000001', output: '0.000002', cache: '0', cache_write: '0', max_output_tokens: 1000, free_trial: false }, 'PUT');
+    assert.equal(m.status, 200, m.text);
+    assert.deepEqual([m.json.max_output_tokens, m.json.tiers], [1000, ['pro']]);
+    const acct = await newAccount();
+    assert.ok(await eventually(async () => (await chat(acct.key, model)).status === 200));
+    assert.ok((await admin(stack.gateway.url, '/admin/models')).json.data.some((x: { id: string }) => x.id === model));
+    const bad = await admin(stack.gateway.url, `/admin/models/${model}`, { provider, upstream: 'x', capabilities: ['text'], tiers: ['gold'], input: '1', output: '1', cache: '0', cache_write: '0' }, 'PUT');
+    assert.equal(bad.status, 400, bad.text);
+    const unknown = await admin(stack.gateway.url, `/admin/models/${model}`, { provider, colour: 'red' }, 'PUT');
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.equal((await env.db('models').where({ id: model }).first()).upstream_model, 'sim-gpt-2026-01-15');
+  });
+
+  it('CLI: account update (tier, plan expiry), show and reactivate', async () => {
+    const acct = await newAccount();
+    const u = await cliWith({}, 'account', 'update', '--account', acct.accountId, '--tier', 'starter', '--plan-expires-at', '2030-01-01T00:00:00Z');
+    assert.equal(u.code, 0, u.stdout);
+    assert.deepEqual([oneObject(u).tier, new Date(oneObject(u).plan_expires_at).toISOString()], ['starter', '2030-01-01T00:00:00.000Z']);
+    const none = await cliWith({}, 'account', 'update', '--account', acct.accountId, '--plan-expires-at', 'none');
+    assert.equal(oneObject(none).plan_expires_at, null);
+    assert.equal((await cliWith({}, 'account', 'deactivate', '--account', acct.accountId)).code, 0);
+    const re = await cliWith({}, 'account', 'reactivate', '--account', acct.accountId);
+    assert.deepEqual(oneObject(re), { id: acct.accountId, active: true });
+    const shown = oneObject(await cliWith({}, 'account', 'show', '--account', acct.accountId));
+    assert.deepEqual([shown.tier, shown.active], ['starter', true]);
+    const bad = await cliWith({}, 'account', 'update', '--account', acct.accountId, '--tier', 'gold');
+    assert.equal(bad.code, 2, bad.stdout);
   });
 });
 

@@ -7,6 +7,7 @@ import { GatewayError } from '../../../domain/shared/errors';
 import type { KeyFormat } from '../../../services/keys/key-format';
 import type { Db } from '../../../platform/db';
 import { uncoveredQuery, uncoveredReport } from '../../../services/credits/uncovered';
+import { catalogAdminRoutes } from './catalog-routes';
 import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
@@ -85,6 +86,8 @@ export function adminRoutes(deps: AdminDeps): Router {
     const q = validate(requestListQuery, ctx.query);
     ctx.body = await listKeyRequests(deps.db, ctx.params.id, q);
   });
+
+  catalogAdminRoutes(r, deps.db);
 
   r.get('/reports/uncovered', async (ctx) => {
     ctx.body = await uncoveredReport(deps.db, validate(uncoveredQuery, ctx.query));

@@ -12,6 +12,7 @@ export const CAPABILITY_ENDPOINT: Record<string, string> = {
   video_generation: 'POST /v1/videos',
   speech_generation: 'POST /v1/audio/speech',
   transcription: 'POST /v1/audio/transcriptions',
+  embeddings: 'POST /v1/embeddings',
 };
 
 export interface Access {
