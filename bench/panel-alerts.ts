@@ -70,7 +70,7 @@ async function main() {
   await db.raw(
     `INSERT INTO panel_node_samples_hourly (node_name, hour, samples, cpu_percent, cpu_percent_max, load1, load5, load15, memory_used_percent, rootfs_used_percent)
      SELECT 'node-' || i, date_trunc('hour', now()) - make_interval(hours => h), 60, random() * 100, 100, random() * 4, 1, 1, 40 + random() * 40, 50
-     FROM generate_series(1, ?) i CROSS JOIN generate_series(?, ?) h`,
+     FROM generate_series(1, ?::int) i CROSS JOIN generate_series(?::int, ?::int) h`,
     [P.nodes, rawDays * 24 + 1, P.days * 24],
   );
   // accounts (customers) with limits directly below the platform, each with sites spread over the nodes
