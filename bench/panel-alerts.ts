@@ -6,13 +6,13 @@ import { createDb, migrate } from '../platform/db';
 import { freePort } from '../platform/ports';
 import { startEmbeddedPostgres } from '../platform/postgres';
 import { evaluateAlerts } from '../services/panel/alerts/evaluate';
-import { nodeChart } from '../services/panel/alerts/samples';
+import { nodeChart, RAW_DAYS } from '../services/panel/alerts/samples';
 import { ensurePlatform } from '../services/panel/orgs/bootstrap';
 import { appendResults, dirtyNote, loadText, machine, onCleanup, progress, revision, runBench } from './panel-harness';
 import { fixed, num, summarize, table } from './stats';
 
-// Alert evaluation cost (issue 17): 100 nodes with 1-minute samples kept for the retention
-// (14 days: 2 million sample rows), plus accounts with disk and inode limits and sites with
+// Alert evaluation cost (issue 17): 100 nodes with 1-minute samples (the last 2 days) and hourly
+// rows (up to 14 days), plus accounts with disk and inode limits and sites with
 // measured use, every built-in rule enabled. Each round rewrites every node's latest metrics (what
 // 100 heartbeats do; CPU drawn so some nodes cross the threshold and flap) and runs one evaluation
 // (sample, prune, set-based rules, alert transitions, events), as the alert-eval schedule does once
@@ -59,11 +59,19 @@ async function main() {
      SELECT 'node-' || i, 'agent', 'alive', now(), now() - interval '1 minute', '{}'::jsonb FROM generate_series(1, ?) i`,
     [P.nodes],
   );
+  // as the retention leaves them: 1-minute samples for the last RAW_DAYS, hourly rows before that
+  const rawDays = Math.min(P.days, RAW_DAYS);
   await db.raw(
     `INSERT INTO panel_node_samples (node_name, at, cpu_percent, load1, load5, load15, memory_used_percent, rootfs_used_percent, uptime_seconds, rx_bytes, tx_bytes)
      SELECT 'node-' || i, date_trunc('minute', now()) - make_interval(mins => m), random() * 100, random() * 4, 1, 1, 40 + random() * 40, 50, 86400, 0, 0
      FROM generate_series(1, ?) i CROSS JOIN generate_series(1, ?) m`,
-    [P.nodes, P.days * 1440],
+    [P.nodes, rawDays * 1440 - 60],
+  );
+  await db.raw(
+    `INSERT INTO panel_node_samples_hourly (node_name, hour, samples, cpu_percent, cpu_percent_max, load1, load5, load15, memory_used_percent, rootfs_used_percent)
+     SELECT 'node-' || i, date_trunc('hour', now()) - make_interval(hours => h), 60, random() * 100, 100, random() * 4, 1, 1, 40 + random() * 40, 50
+     FROM generate_series(1, ?::int) i CROSS JOIN generate_series(?::int, ?::int) h`,
+    [P.nodes, rawDays * 24 + 1, P.days * 24],
   );
   // accounts (customers) with limits directly below the platform, each with sites spread over the nodes
   await db.raw(
@@ -79,10 +87,11 @@ async function main() {
     [P.nodes, P.sitesPerAccount],
   );
   const samples = Number((await db.raw('SELECT count(*) AS n FROM panel_node_samples')).rows[0].n);
+  const hours = Number((await db.raw('SELECT count(*) AS n FROM panel_node_samples_hourly')).rows[0].n);
   const sites = Number((await db.raw('SELECT count(*) AS n FROM panel_sites')).rows[0].n);
   await db.raw('ANALYZE');
   const seedS = (Date.now() - t0) / 1000;
-  log(`seeded ${samples} samples and ${sites} sites in ${seedS.toFixed(0)} s`);
+  log(`seeded ${samples} samples, ${hours} hourly rows and ${sites} sites in ${seedS.toFixed(0)} s`);
 
   // One round = 100 heartbeats (one UPDATE) then one evaluation.
   const heartbeats = () =>
@@ -154,7 +163,7 @@ async function main() {
     [
       `## Panel: alert evaluation at ${P.nodes} nodes × 1-minute samples (${new Date().toISOString().slice(0, 10)}, commit ${commit}${dirtyNote(dirty)})`,
       '',
-      `Machine: ${machine().join(', ')}; load before ${loadText(os.loadavg())}. PostgreSQL: embedded (same box). ${samples.toLocaleString('en')} sample rows (${P.days} days × 1440 × ${P.nodes} nodes), ${P.accounts} accounts with disk and inode limits, ${sites} sites with measured use; every built-in rule enabled (for-times as built in). Seeding took ${seedS.toFixed(0)} s.`,
+      `Machine: ${machine().join(', ')}; load before ${loadText(os.loadavg())}. PostgreSQL: embedded (same box). ${P.nodes} nodes × ${P.days} days of metrics as the retention keeps them: ${samples.toLocaleString('en')} 1-minute sample rows (the last ${rawDays} days) and ${hours.toLocaleString('en')} hourly rows (before that), ${P.accounts} accounts with disk and inode limits, ${sites} sites with measured use; every built-in rule enabled (for-times as built in). Seeding took ${seedS.toFixed(0)} s.`,
       '',
       table(
         ['per round (n = ' + evalMs.length + ')', 'p50 ms', 'p90 ms', 'p99 ms', 'mean ms'],

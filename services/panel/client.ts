@@ -143,7 +143,16 @@ export async function ensureAlertEvalSchedule(temporal: Client, intervalMs: numb
   const options: Omit<ScheduleOptions, 'scheduleId'> = {
     spec: { intervals: [{ every: intervalMs }] },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
-    action: { type: 'startWorkflow', workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow }, taskQueue: webhooks.taskQueue, args: [{ webhooks }], workflowId: 'alert-eval', memo: { what: 'alert evaluation: samples node metrics, evaluates the alert rules, hands new webhook deliveries to Temporal' } },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow },
+      taskQueue: webhooks.taskQueue,
+      args: [{ webhooks }],
+      workflowId: 'alert-eval',
+      // a run stuck without a worker gives way (overlapping runs are skipped), never blocking the schedule
+      workflowRunTimeout: Math.max(intervalMs * 5, 300_000),
+      memo: { what: 'alert evaluation: samples node metrics, evaluates the alert rules, hands new webhook deliveries to Temporal' },
+    },
     memo: { purpose: 'takes node metric samples and evaluates the alert rules (opens, re-opens and resolves alerts, emits alert.fired / alert.resolved)' },
   };
   try {

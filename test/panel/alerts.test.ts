@@ -90,6 +90,23 @@ describe('panel: metrics samples, alert rules and alerts', function () {
     assert.equal(hosting.status, 200);
     assert.ok(hosting.json.points.length >= 1, JSON.stringify(hosting.json));
 
+    // older than 2 days: rolled up hourly (averages weighted by samples, the highest CPU); older than 14 days: gone
+    const hour = new Date(Math.floor((Date.now() - 3 * 86_400_000) / 3_600_000) * 3_600_000);
+    const at = (min: number) => new Date(hour.getTime() + min * 60_000);
+    await env.db('panel_node_samples').insert([
+      { node_name: node, at: at(1), cpu_percent: 20, memory_used_percent: 10 },
+      { node_name: node, at: at(2), cpu_percent: 40, memory_used_percent: null },
+    ]);
+    await env.db('panel_node_samples_hourly').insert({ node_name: node, hour: new Date(Date.now() - 15 * 86_400_000), samples: 60, cpu_percent: 1 });
+    await evaluateAlerts(env.db);
+    assert.equal(Number((await env.db('panel_node_samples').where({ node_name: node }).where('at', '<', new Date(Date.now() - 2 * 86_400_000)).count('* as n').first())!.n), 0);
+    const hourly = await env.db('panel_node_samples_hourly').where({ node_name: node }).select('*');
+    assert.equal(hourly.length, 1, 'the 15-day-old hour is gone');
+    assert.deepEqual([hourly[0].samples, hourly[0].cpu_percent, hourly[0].cpu_percent_max, hourly[0].memory_used_percent], [2, 30, 40, 10]);
+    const old = await admin.get(`/v1/cluster/nodes/${node}/metrics?from=${at(-60).toISOString()}&to=${at(120).toISOString()}&step=10800`);
+    assert.equal(old.status, 200, JSON.stringify(old.json));
+    assert.deepEqual(old.json.points.map((p: Record<string, number>) => [p.samples, p.cpu_percent, p.cpu_percent_max, p.memory_used_percent]), [[2, 30, 40, 10]]);
+
     for (const [qs, field] of [
       ['step=1', 'step'],
       ['step=0', 'step'],

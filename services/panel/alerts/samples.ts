@@ -5,11 +5,14 @@ import { isNodeName } from '../../../domain/panel/node-ops';
 // Node metric samples (spec 2 section 2.6, issue 17 item 1): at every metrics interval the latest
 // metrics each node record holds (written by agent heartbeats and the hosting node's own reports,
 // nodes.ts recordHeartbeat) become one sample row; a report not newer than the last sample adds
-// nothing. Samples older than RETENTION_DAYS are pruned. Charts read them averaged per step.
+// nothing. Samples older than RAW_DAYS are rolled up into hourly rows (averages, the highest CPU,
+// the number of samples), and those are kept RETENTION_DAYS. Charts read both, averaged per step.
 
 type Q = Knex | Knex.Transaction;
 
 export const RETENTION_DAYS = 14;
+/** full-resolution samples are kept this long, then hourly */
+export const RAW_DAYS = 2;
 /** most points a chart request may ask for */
 export const MAX_POINTS = 1500;
 
@@ -33,9 +36,30 @@ export async function takeSamples(q: Q): Promise<number> {
   return r.rowCount ?? 0;
 }
 
-/** Deletes samples older than the retention; returns how many. */
-export async function pruneSamples(q: Q, now: Date = new Date()): Promise<number> {
-  return q('panel_node_samples').where('at', '<', new Date(now.getTime() - RETENTION_DAYS * 86_400_000)).delete();
+const SERIES = ['cpu_percent', 'load1', 'load5', 'load15', 'memory_used_percent', 'rootfs_used_percent'] as const;
+// the mean of hourly means weighted by their samples, nulls left out
+const weighted = (c: string, n: string) => `sum(${c} * ${n}) / nullif(sum(${n}) FILTER (WHERE ${c} IS NOT NULL), 0)`;
+
+/**
+ * Rolls the samples of whole hours older than RAW_DAYS up into hourly rows (an hour rolled up again
+ * merges, weighted by samples), deletes them, and deletes hourly rows older than the retention.
+ * Returns how many sample rows went.
+ */
+export async function pruneSamples(db: Knex, now: Date = new Date()): Promise<number> {
+  const cutoff = new Date(Math.floor((now.getTime() - RAW_DAYS * 86_400_000) / 3_600_000) * 3_600_000);
+  return db.transaction(async (trx) => {
+    await trx.raw(
+      `INSERT INTO panel_node_samples_hourly AS h (node_name, hour, samples, cpu_percent_max, ${SERIES.join(', ')})
+       SELECT node_name, date_trunc('hour', at), count(*), max(cpu_percent), ${SERIES.map((c) => `avg(${c})`).join(', ')}
+       FROM panel_node_samples WHERE at < ? GROUP BY 1, 2
+       ON CONFLICT (node_name, hour) DO UPDATE SET samples = h.samples + excluded.samples, cpu_percent_max = greatest(h.cpu_percent_max, excluded.cpu_percent_max),
+         ${SERIES.map((c) => `${c} = (coalesce(h.${c} * h.samples, 0) + coalesce(excluded.${c} * excluded.samples, 0)) / (h.samples + excluded.samples)`).join(', ')}`,
+      [cutoff],
+    );
+    const pruned = await trx('panel_node_samples').where('at', '<', cutoff).delete();
+    await trx('panel_node_samples_hourly').where('hour', '<', new Date(now.getTime() - RETENTION_DAYS * 86_400_000)).delete();
+    return pruned;
+  });
 }
 
 export interface ChartQuery {
@@ -43,8 +67,6 @@ export interface ChartQuery {
   to?: string;
   step?: string;
 }
-
-const SERIES = ['cpu_percent', 'load1', 'load5', 'load15', 'memory_used_percent', 'rootfs_used_percent'] as const;
 
 function instant(field: string, v: string | undefined, fallback: Date): Date {
   if (v === undefined) return fallback;
@@ -74,11 +96,14 @@ export async function nodeChart(q: Q, node: string, c: ChartQuery) {
   if (!isNodeName(node) || !(await q('panel_nodes').where({ name: node }).first('name'))) throw notFound('node');
   const { from, to, step } = chartWindow(c);
   const { rows } = await q.raw(
-    `SELECT date_bin(make_interval(secs => ?), at, ?::timestamptz) AS t, count(*)::int AS samples,
-       ${SERIES.map((s) => `avg(${s})::float8 AS ${s}`).join(', ')}, max(cpu_percent)::float8 AS cpu_percent_max
-     FROM panel_node_samples WHERE node_name = ? AND at >= ? AND at < ?
-     GROUP BY 1 ORDER BY 1`,
-    [step, from, node, from, to],
+    `WITH s AS (
+       SELECT at AS t, 1 AS n, cpu_percent AS cpu_percent_max, ${SERIES.join(', ')} FROM panel_node_samples WHERE node_name = ? AND at >= ? AND at < ?
+       UNION ALL
+       SELECT hour, samples, cpu_percent_max, ${SERIES.join(', ')} FROM panel_node_samples_hourly WHERE node_name = ? AND hour >= ? AND hour < ?)
+     SELECT date_bin(make_interval(secs => ?), t, ?::timestamptz) AS t, sum(n)::int AS samples,
+       ${SERIES.map((x) => `(${weighted(x, 'n')})::float8 AS ${x}`).join(', ')}, max(cpu_percent_max)::float8 AS cpu_percent_max
+     FROM s GROUP BY 1 ORDER BY 1`,
+    [node, from, to, node, from, to, step, from],
   );
-  return { node, from, to, step, retention_days: RETENTION_DAYS, points: rows };
+  return { node, from, to, step, retention_days: RETENTION_DAYS, full_resolution_days: RAW_DAYS, points: rows };
 }
