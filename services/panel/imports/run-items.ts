@@ -180,7 +180,7 @@ function removeWelcomePages(docroot: string, domain: string) {
 }
 
 /** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
-async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat) {
+export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat) {
   const prefix = `homedir/${docroot}/`;
   const nested = allDocroots.filter((d) => d !== docroot && d.startsWith(`${docroot}/`)).map((d) => `homedir/${d}/`);
   let files = 0;
