@@ -79,7 +79,7 @@ async function main() {
       `| SQL load into MariaDB (${load.value.statements} statements, ${P.rows} rows, checked again on the way) | ${(load.ms / 1000).toFixed(1)} | ${(P.rows / (load.ms / 1000)).toFixed(0)} rows/s | ${load.peakMb} |`,
       '',
       `- Resume after a crash at 50 %: an item cut off is performed again from its start (files rewritten whole, the dump reloaded into an emptied database), items already recorded done are skipped. So a crash at 50 % of the SQL load costs the lost half plus one whole load: ${((load.ms * 1.5) / 1000).toFixed(1)} s instead of ${(load.ms / 1000).toFixed(1)} s (+50 %); a crash at 50 % of the file copy likewise ${((copy.ms * 1.5) / 1000).toFixed(1)} s instead of ${(copy.ms / 1000).toFixed(1)} s; a crash between items costs nothing extra. (Measured by design here, not by killing; test/panel/import-resume.test.ts kills a real worker with SIGKILL mid copy and mid load and checks nothing ends up twice.)`,
-      '- Peak RSS is of the whole benchmark process, which also holds the generator's dump text (~30 MB) and the heap left from generating; the reader itself holds only metadata files of at most 1 MB and one SQL statement at a time. Growth with archive size was not measured separately in this scaled-down run.',
+      '- Peak RSS is of the whole benchmark process, which also holds the generator’s dump text (~30 MB) and the heap left from generating; the reader itself holds only metadata files of at most 1 MB and one SQL statement at a time. Growth with archive size was not measured separately in this scaled-down run.',
       '',
     ];
     appendResults(lines.join('\n'));
