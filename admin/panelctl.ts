@@ -13,12 +13,19 @@ export const EXIT = { safe: 0, unreadable: 1, usage: 2, refused: 3 } as const;
 const USAGE = `usage: panelctl import-legacy -archive <legacy_archive>.tar.gz [-json]
          [-max-entries N] [-max-expanded-mb N] [-max-depth N] [-max-ratio N] [-php-versions 8.2,8.3]
        (dry run: prints the plan and the compatibility report; nothing is changed)
+       panelctl import-legacy -archive F.tar.gz -account ID -api URL -token-file F [-run -yes] [-json]
+       (uploads into the customer account: the panel's report and quota check; with -run -yes runs the import)
 exit status: 0 read and safe, 3 read but holds refused entries, 1 unreadable within the safety limits, 2 usage error`;
 
 class UsageError extends Error {}
 
 const DRY_RUN_FLAGS = {
   archive: { type: 'string' },
+  account: { type: 'string' },
+  api: { type: 'string' },
+  'token-file': { type: 'string' },
+  run: { type: 'boolean' },
+  yes: { type: 'boolean' },
   json: { type: 'boolean' },
   'max-entries': { type: 'string' },
   'max-expanded-mb': { type: 'string' },
@@ -52,7 +59,12 @@ export function parseDryRun(argv: string[]) {
   };
   const phpVersions = (values['php-versions'] ?? '8.2').split(',').map((v) => v.trim()).filter(Boolean);
   if (!phpVersions.every((v) => /^\d{1,2}\.\d{1,2}$/.test(v))) throw new UsageError('-php-versions is a comma-separated list such as 8.2,8.3');
-  return { archive: values.archive, json: values.json ?? false, limits, phpVersions };
+  const remote = [values.account, values.api, values['token-file']];
+  if (remote.some((v) => v !== undefined) && remote.some((v) => v === undefined)) throw new UsageError('-account, -api and -token-file go together');
+  if ((values.run || values.yes) && !values.account) throw new UsageError('-run needs -account ID -api URL -token-file F');
+  if (values.run && !values.yes) throw new UsageError('-run changes the account: confirm with -yes');
+  const target = values.account ? { account: values.account, api: values.api!.replace(/\/$/, ''), tokenFile: values['token-file']!, run: values.run ?? false } : null;
+  return { archive: values.archive, json: values.json ?? false, limits, phpVersions, target };
 }
 
 const LABEL: Record<ItemClass, string> = {
@@ -96,6 +108,10 @@ export function renderReport(r: ArchiveReport): string {
 async function dryRun(argv: string[]): Promise<number> {
   const o = parseDryRun(argv);
   if (!fs.existsSync(o.archive)) throw new UsageError(`no file ${o.archive}`);
+  if (o.target) {
+    if (!fs.existsSync(o.target.tokenFile)) throw new UsageError(`no file ${o.target.tokenFile}`);
+    return remoteImport(o.archive, o.target, o.json);
+  }
   try {
     const report = await readArchive(o.archive, { limits: o.limits, phpVersions: o.phpVersions });
     process.stdout.write(o.json ? JSON.stringify(report) + '\n' : renderReport(report));
@@ -104,6 +120,52 @@ async function dryRun(argv: string[]): Promise<number> {
     if (!(err instanceof ArchiveUnreadable)) throw err;
     process.stdout.write(o.json ? JSON.stringify({ error: { code: 'unreadable_archive', message: err.message } }) + '\n' : `panelctl: ${err.message}\n`);
     return EXIT.unreadable;
+  }
+}
+
+const out = (json: boolean, value: unknown, text: string) => process.stdout.write(json ? JSON.stringify(value) + '\n' : text);
+
+/** The import through the panel API: upload (report and quota check), then with -run: run and follow the progress. */
+async function remoteImport(archive: string, t: { account: string; api: string; tokenFile: string; run: boolean }, json: boolean): Promise<number> {
+  const token = fs.readFileSync(t.tokenFile, 'utf8').trim();
+  const call = async (method: string, p: string, body?: Buffer) => {
+    const res = await fetch(t.api + p, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/gzip' } : {}) }, body });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : {} };
+  };
+  const up = await call('POST', `/v1/orgs/${encodeURIComponent(t.account)}/imports?name=${encodeURIComponent(archive.split('/').pop()!)}`, fs.readFileSync(archive));
+  if (up.status !== 201) {
+    out(json, up.json, `panelctl: the panel refused the import (${up.status}): ${up.json.error?.message ?? JSON.stringify(up.json)}\n`);
+    return up.status === 422 ? EXIT.refused : EXIT.unreadable;
+  }
+  const quota = (up.json.quota.lines as Array<{ limit: string; used: number; adding: number; value: number; level: string }>).map((l) => `  ${l.limit}: ${l.used} used + ${l.adding} imported of ${l.value} (${l.level})`);
+  if (!t.run) {
+    out(json, up.json, `Import ${up.json.id} uploaded (status ${up.json.status}); quota check:\n${quota.join('\n') || '  no limits apply'}\nRun it with -run -yes, or in the console.\n`);
+    return EXIT.safe;
+  }
+  const started = await call('POST', `/v1/imports/${up.json.id}/run`);
+  if (started.status !== 202) {
+    out(json, started.json, `panelctl: the run was refused (${started.status}): ${started.json.error?.message}\n`);
+    return EXIT.unreadable;
+  }
+  const tty = !json && process.stdout.isTTY;
+  for (;;) {
+    const r = await call('GET', `/v1/imports/${up.json.id}`);
+    const c = r.json.progress?.counts;
+    if (tty && c) {
+      const width = 30;
+      const filled = Math.round(((c.done + c.pre_existing) / Math.max(1, c.total)) * width);
+      const cur = r.json.progress.current;
+      process.stdout.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${c.done + c.pre_existing}/${c.total} ${cur ? `${cur.step} ${cur.name}` : ''}`.padEnd(100));
+    }
+    if (r.json.status === 'done' || r.json.status === 'stopped') {
+      if (tty) process.stdout.write('\n');
+      const pw = (r.json.passwords ?? []) as Array<{ database: string; user: string; password: string }>;
+      const failed = (r.json.items as Array<{ step: string; name: string; error: string | null }>).filter((i) => i.error);
+      out(json, r.json, `Import ${r.json.id}: ${r.json.status}. ${c.done} item(s) done, ${c.pre_existing} pre-existing (left untouched).\n${failed.map((i) => `  failed: ${i.step} ${i.name}: ${i.error}\n`).join('')}${pw.length ? `New database passwords (shown once, stored nowhere):\n${pw.map((p) => `  ${p.database} user ${p.user}: ${p.password}\n`).join('')}` : ''}`);
+      return r.json.status === 'done' ? EXIT.safe : EXIT.unreadable;
+    }
+    await new Promise((res) => setTimeout(res, 500));
   }
 }
 

@@ -24,6 +24,8 @@ export interface ImportOptions {
   maxUploadBytes?: number;
   /** how long an imported site or database may take to become active */
   waitMs?: number;
+  /** the task queue import runs go to (default the panel's); tests give a worker process of their own */
+  taskQueue?: string;
 }
 
 interface Runtime {
@@ -46,7 +48,7 @@ export function importSettings(o: Runtime, temporal: Client) {
     limits,
     phpVersions: o.imports?.phpVersions ?? ['8.2'],
     maxUploadBytes: o.imports?.maxUploadBytes ?? 20 * 1024 ** 3,
-    taskQueue: nodeOps.taskQueue,
+    taskQueue: o.imports?.taskQueue ?? nodeOps.taskQueue,
     nodeOps,
   };
   const run = (hostingRoot: () => string | null): ImportRunDeps => ({

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { failImportItem, finishImportRun, importItemsToRun, runImportItem, type ImportRunDeps } from '../../services/panel/imports/run-items';
 
 /**
@@ -8,7 +9,7 @@ import { failImportItem, finishImportRun, importItemsToRun, runImportItem, type 
 export function createImportActivities(deps: ImportRunDeps) {
   return {
     importItemsToRun: (importId: string) => importItemsToRun(deps.db, importId),
-    runImportItem: (importId: string, seq: number) => runImportItem(deps, importId, seq),
+    runImportItem: (importId: string, seq: number) => runImportItem(deps, importId, seq, () => Context.current().heartbeat()),
     failImportItem: (importId: string, seq: number, error: string) => failImportItem(deps.db, importId, seq, error),
     finishImportRun: (importId: string, error: string | null) => finishImportRun(deps.db, importId, error),
   };

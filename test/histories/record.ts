@@ -17,6 +17,8 @@ import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 import { runPass, setPolicy, siteActive } from '../helpers/reconcile';
 import { addSite, addLabelledNode, startBillingPanel } from '../helpers/billing';
+import { settledImport, uploadArchive } from '../helpers/imports';
+import { writeAccountArchive } from '../helpers/legacy-archive';
 
 // Records real workflow histories into test/histories/<domain>/<case>.json, for
 // test/replay.test.ts to replay on every `npm test` (a change that breaks running workflows
@@ -350,6 +352,27 @@ describe('record workflow histories', function () {
     } finally {
       await connection.close();
       await panel.close();
+    }
+  });
+  it('panel: a legacy import run (import-<id>) into a customer account, all items in spec order', async function () {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rec-import-'));
+    const panel = await startHostingPanel({ mariadb: true, opTimeoutMs: 30_000, imports: { dir: path.join(dir, 'uploads') } });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    try {
+      const admin = await platformAdmin(panel.url);
+      const provider = await createOrgWithLogin(admin, { type: 'provider' });
+      const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+      const user = `rec${randomUUID().slice(0, 8)}`;
+      const file = await writeAccountArchive(path.join(dir, `cpmove-${user}.tar.gz`), { user, domain: `${user}.test` });
+      const up = await uploadArchive(provider.client, customer.id, file);
+      if (up.status !== 201) throw new Error(`upload: ${up.status} ${JSON.stringify(up.json)}`);
+      await provider.client.post(`/v1/imports/${up.json.id}/run`);
+      await settledImport(provider.client, up.json.id);
+      await save(new Client({ connection }), 'panel', 'import-run', `import-${up.json.id}`);
+    } finally {
+      await connection.close();
+      await panel.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

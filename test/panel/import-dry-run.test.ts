@@ -60,7 +60,7 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     assert.match(find(items, 'sql_dump', 'alice_wp')!.note!, /1234|statement/);
     assert.match(find(items, 'sql_dump', 'alice_wp')!.note!, /sandbox-mode first line is dropped/);
     assert.match(find(items, 'dns_zone', 'alice-shop.test')!.note!, /dropped: old HINFO/);
-    assert.match(find(items, 'database', 'alice_wp')!.note!, /alice_wpuser get new random passwords/);
+    assert.match(find(items, 'database', 'alice_wp')!.note!, /its user alice_wpuser gets a new random password/);
     assert.match(find(items, 'cron')!.note!, /dropped: MAILTO=/);
     // not migrated, saying why
     assert.match(find(items, 'postgresql_dump')!.note!, /PostgreSQL dumps are not importable yet/);

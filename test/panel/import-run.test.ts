@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { run } from '../../platform/hosting-node/processes';
 import { importWorkflowId } from '../../services/panel/client';
+import { adminSql, settledImport, uploadArchive as upload } from '../helpers/imports';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../helpers/legacy-archive';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -19,27 +21,6 @@ import { env } from '../setup/env';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-import-run-'));
 const uploads = path.join(dir, 'uploads');
 
-async function upload(c: PanelClient, orgId: string, file: string): Promise<Reply> {
-  const res = await fetch(`${c.base}/v1/orgs/${orgId}/imports?name=${encodeURIComponent(path.basename(file))}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/gzip', ...(c.cookie ? { cookie: c.cookie } : {}) },
-    body: fs.readFileSync(file),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
-}
-
-export async function settledImport(c: PanelClient, id: string, timeoutMs = 90_000): Promise<Reply> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await c.get(`/v1/imports/${id}`);
-    if (r.status !== 200) throw new Error(`import ${id}: ${r.status} ${JSON.stringify(r.json)}`);
-    if (r.json.status === 'done' || r.json.status === 'stopped') return r;
-    if (Date.now() > deadline) throw new Error(`import ${id} still ${r.json.status}: ${JSON.stringify(r.json.progress)}`);
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
-
 function serve(port: number, host: string, p: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port, path: p, headers: { host }, agent: false }, (res) => {
@@ -51,15 +32,6 @@ function serve(port: number, host: string, p: string): Promise<{ status: number;
     req.on('error', reject);
   });
 }
-
-/** SQL as the node's administrator over its socket. */
-export async function adminSql(root: string, sql: string): Promise<string> {
-  const r = await run('mariadb', ['--no-defaults', `--socket=${path.join(root, 'run/my.sock')}`, `--user=${os.userInfo().username}`, '--batch', '--skip-column-names', '-e', sql], { timeoutMs: 20_000 });
-  if (r.code !== 0) throw new Error(r.stderr);
-  return r.stdout.trim();
-}
-
-export const sha256 = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 export const archiveFor = async (label: string, o: ArchiveOptions = {}) => {
   const user = unique(label).toLowerCase();
@@ -174,7 +146,35 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     assert.deepEqual(fs.readdirSync(uploads), []);
     assert.equal((await provider.client.post(`/v1/imports/${up.json.id}/run`)).status, 409);
   });
+
+  it('panelctl import-legacy -account -api -token-file -run -yes performs the import through the API', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const { user, domain, file } = await archiveFor('cli');
+    const token = await provider.client.post('/v1/account/tokens', { name: 'import' });
+    assert.equal(token.status, 201);
+    const tokenFile = path.join(dir, 'token');
+    fs.writeFileSync(tokenFile, token.json.token + '\n');
+    const cli = (...extra: string[]) =>
+      run_(process.execPath, [path.join(__dirname, '../../bin/panelctl.cjs'), 'import-legacy', '-archive', file, '-account', customer.id, '-api', panel.url, '-token-file', tokenFile, ...extra]).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+    const noYes = await cli('-run');
+    assert.equal(noYes.code, 2);
+    assert.match(noYes.stderr, /confirm with -yes/);
+    const r = await cli('-run', '-yes');
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /: done\. 12 item\(s\) done, 0 pre-existing/);
+    assert.match(r.stdout, new RegExp(`${user}_wp user ${user}_wpuser: \\S{20,}`));
+    assert.match((await serve(panel.webPort, domain, '/')).body, /Imported/);
+    // the same archive again: everything exists now, so the quota check has nothing to add and the run finds all pre-existing
+    const again = await cli('-json');
+    assert.equal(again.code, 0, again.stdout);
+    assert.ok(JSON.parse(again.stdout).items.every((i: { state: string }) => i.state === 'pre_existing'));
+  });
 });
+
+const run_ = promisify(execFile);
 
 async function tablesHolding(needle: string): Promise<string[]> {
   const tables: string[] = (await env.db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')) as string[];

@@ -7,8 +7,9 @@ import type { ImportActivities } from '../../activities/panel/imports';
 // A failed item stops the run (status `stopped`, run again to retry). Progress is a query.
 
 const { runImportItem } = proxyActivities<ImportActivities>({
-  // a file copy or an SQL load of a large account takes long: heartbeats are not needed, the node is local
+  // a file copy or an SQL load of a large account takes long; it heartbeats, so a dead worker's attempt is retried soon
   startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3 },
 });
 

@@ -193,7 +193,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
       } else outside = { files: outside.files + 1, bytes: outside.bytes + f.size };
     }
   }
-  for (const w of websites) add('site_files', w.domain, 'migrated', `${w.files} file(s), ${w.bytes} bytes from homedir/${w.docroot}, owned by the website's user`);
+  for (const w of websites) add('site_files', w.domain, 'migrated', `${w.files} file(s), ${w.bytes} bytes from homedir/${w.docroot}, written into the website's root on its node as the node writes site files`);
   if (mail.files) add('email', 'mail', 'not_migrated', `email is not importable yet (${mail.files} file(s) of Maildirs and mail accounts)`);
   if (outside.files) add('home_files', 'homedir', 'not_migrated', `${outside.files} file(s), ${outside.bytes} bytes of the home folder lie outside every website's document root`);
 
@@ -222,7 +222,8 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
       continue;
     }
     databases.push({ name, statements: dump?.statements ?? 0, users });
-    add('database', name, 'migrated_with_changes', `created on a node with the db role${users.length ? `; user(s) ${users.join(', ')} get new random passwords, shown once after the run` : '; its own user gets a new random password, shown once after the run'}`);
+    const extra = users.slice(1);
+    add('database', name, 'migrated_with_changes', `created on a node with the db role; its user ${users[0] ?? name} gets a new random password, shown once after the run${extra.length ? `; further users (${extra.join(', ')}) are not created: a panel database has one user` : ''}`);
     if (dump) add('sql_dump', name, dump.sandbox ? 'migrated_with_changes' : 'migrated', `${dump.statements} statement(s) checked${dump.sandbox ? "; the MariaDB sandbox-mode first line is dropped (a client command, not SQL)" : ''}`);
   }
   if (grantsFile) add('grants', 'mysql.sql', 'migrated_with_changes', 'the grants are not run: each imported database gets its own user with rights on that database only');

@@ -42,6 +42,18 @@ export interface ImportRunDeps {
   waitMs?: number;
 }
 
+/** Tells Temporal the item is alive (long copies and loads); a dead worker's attempt is retried elsewhere. */
+export type Beat = () => void;
+
+function throttled(beat: Beat | undefined): Beat {
+  let last = 0;
+  return () => {
+    if (!beat || Date.now() - last < 1000) return;
+    last = Date.now();
+    beat();
+  };
+}
+
 async function actorOf(db: Db, loginId: string): Promise<Actor> {
   const l = await db('panel_logins as l').join('panel_orgs as o', 'o.id', 'l.org_id').where('l.id', loginId).first('l.id', 'l.username', 'l.role', 'l.org_id', 'o.path', 'o.type');
   if (!l) throw new Error(`the login ${loginId} that uploaded the import is gone`);
@@ -69,7 +81,7 @@ const conflictOnly = async <T>(create: () => Promise<T>): Promise<T | null> => {
 };
 
 /** Performs item `seq` of import `importId` (if not done yet) and records it done. */
-export async function runImportItem(deps: ImportRunDeps, importId: string, seq: number): Promise<{ state: ImportItemRow['state']; detail: Record<string, unknown> }> {
+export async function runImportItem(deps: ImportRunDeps, importId: string, seq: number, heartbeat?: Beat): Promise<{ state: ImportItemRow['state']; detail: Record<string, unknown> }> {
   const imp: ImportRow = await deps.db('panel_imports').where({ id: importId }).first();
   const item: ImportItemRow = await deps.db('panel_import_items').where({ import_id: importId, seq }).first();
   if (!imp || !item) throw new Error(`no item ${seq} of import ${importId}`);
@@ -79,6 +91,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
   const base = { db: deps.db, temporal: deps.temporal, nodeOps: deps.nodeOps, logger: deps.logger };
   const waitMs = deps.waitMs ?? 120_000;
   let detail: Record<string, unknown> = { ...item.detail };
+  const beat = throttled(heartbeat);
   switch (item.step) {
     case 'dns_zones': {
       const zone = imp.plan.dns_zones.find((z) => z.name === item.name)!;
@@ -117,7 +130,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       const docroots = imp.plan.websites.map((w) => w.docroot);
       const target = sitePaths(root, item.name).docroot;
       removeWelcomePages(target, item.name);
-      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits);
+      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits, beat);
       detail = { ...detail, ...copied };
       break;
     }
@@ -128,7 +141,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
         detail = { ...detail, not_migrated: 'the database is not on the panel’s hosting node' };
         break;
       }
-      detail = { ...detail, ...(await loadDump(imp.archive_path!, item.name, root, deps.limits)) };
+      detail = { ...detail, ...(await loadDump(imp.archive_path!, item.name, root, deps.limits, beat)) };
       break;
     }
   }
@@ -167,7 +180,7 @@ function removeWelcomePages(docroot: string, domain: string) {
 }
 
 /** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
-async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits) {
+export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat) {
   const prefix = `homedir/${docroot}/`;
   const nested = allDocroots.filter((d) => d !== docroot && d.startsWith(`${docroot}/`)).map((d) => `homedir/${d}/`);
   let files = 0;
@@ -175,6 +188,7 @@ async function copySiteFiles(archive: string, docroot: string, allDocroots: stri
   const skipped: string[] = [];
   fs.mkdirSync(target, { recursive: true });
   await eachEntry(archive, limits, async (rel, entry, body) => {
+    beat();
     if (!rel.startsWith(prefix) || nested.some((n) => rel.startsWith(n))) return false;
     if (entryProblem({ path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath }, limits.maxDepth)) throw new Error(`the archive holds an unsafe entry ${JSON.stringify(entry.path)}`);
     const inner = rel.slice(prefix.length).replace(/\/$/, '');
@@ -211,7 +225,7 @@ async function copySiteFiles(archive: string, docroot: string, allDocroots: stri
 }
 
 /** Empties the database and loads its dump, every statement checked again on the way; returns the statements run. */
-export async function loadDump(archive: string, database: string, root: string, limits: ImportLimits): Promise<{ statements: number }> {
+export async function loadDump(archive: string, database: string, root: string, limits: ImportLimits, beat: Beat = () => {}): Promise<{ statements: number }> {
   const socket = nodePaths(root).mariadbSocket;
   // a delimiter the dump cannot predict (the client takes at most 15 characters), so no statement
   // text can end a checked statement early
@@ -232,6 +246,7 @@ export async function loadDump(archive: string, database: string, root: string, 
       if (v.action === 'skip') continue;
       if (v.sql.includes(DELIMITER)) throw new Error(`refused statement on line ${st.line}: it holds the load's delimiter`);
       statements++;
+      beat();
       await write(`${v.sql}\n${DELIMITER}\n`);
     }
   };

@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { DEFAULT_IMPORT_LIMITS } from '../../domain/panel/import-archive';
+import { DEFAULT_NAMESERVERS } from '../../platform/config';
+import { createDb } from '../../platform/db';
+import { createLogger } from '../../platform/logger';
+import { runWorker } from '../../workers/base';
+import { createPanelWorker } from '../../workers/panel';
+import { env } from '../setup/env';
+
+// A panel worker in a process of its own that runs only legacy import runs (their own task queue),
+// against a hosting node another process drives (its root: files and the MariaDB socket), so a test
+// can kill -9 it in the middle of a file copy or an SQL load. Run as a script it prints `ready`.
+
+export interface ImportWorkerChild {
+  pid: number;
+  /** SIGKILL: the process dies mid-activity, nothing stopped */
+  kill(): Promise<void>;
+  close(): Promise<void>;
+}
+
+let bundleFile: string | null = null;
+
+export async function startImportWorkerChild(o: { taskQueue: string; nodeOpsQueue: string; root: string }): Promise<ImportWorkerChild> {
+  if (!bundleFile) {
+    bundleFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'panel-bundle-')), 'panel.js');
+    fs.writeFileSync(bundleFile, env.bundles.panel.code);
+  }
+  const child: ChildProcess = spawn(process.execPath, ['--require', 'tsx/cjs', __filename], {
+    cwd: path.join(__dirname, '../..'),
+    env: { ...process.env, DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, IMPORT_QUEUE: o.taskQueue, NODE_OPS_QUEUE: o.nodeOpsQueue, HOSTING_ROOT: o.root, PANEL_BUNDLE: bundleFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += String(d)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`import worker exited ${code}: ${stderr}`)));
+  });
+  return {
+    pid: child.pid!,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function main() {
+  const e = process.env;
+  const db = createDb(e.DATABASE_URL!, 4);
+  const logger = createLogger('warn');
+  const temporal = new Client({ connection: await Connection.connect({ address: e.TEMPORAL_ADDRESS! }) });
+  const connection = await NativeConnection.connect({ address: e.TEMPORAL_ADDRESS! });
+  const nodeOps = { taskQueue: e.NODE_OPS_QUEUE!, timeoutMs: 30_000, pollMs: 200 };
+  const worker = await createPanelWorker({
+    connection,
+    namespace: 'default',
+    taskQueue: e.IMPORT_QUEUE!,
+    db,
+    hostingNode: null,
+    workflowBundle: { codePath: e.PANEL_BUNDLE! },
+    imports: { db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => e.HOSTING_ROOT! },
+  });
+  const running = runWorker(worker);
+  process.stdout.write('ready\n');
+  process.once('SIGTERM', () => void running.stop().then(() => db.destroy()).then(() => process.exit(0)));
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(String(err?.stack ?? err));
+    process.exit(1);
+  });
+}
