@@ -80,7 +80,7 @@ export async function finalizeRun(
   opts: { onlyFrom?: string[] } = {},
 ): Promise<TestRunSummary> {
   return db.transaction(async (trx) => {
-    const run = await trx('test_runs').where({ id: runId }).forUpdate().first('status', 'configuration');
+    const run = await trx('test_runs').where({ id: runId }).forUpdate().first('status', 'configuration', 'deadline_at');
     if (!run) throw new Error(`run ${runId} not found`);
     if (isFinal(run.status) || (opts.onlyFrom && !opts.onlyFrom.includes(run.status))) return { runId, status: run.status, counts: await caseCounts(trx, runId) };
     const cfg = run.configuration as Configuration;
@@ -97,7 +97,10 @@ export async function finalizeRun(
       [JSON.stringify([notRun]), runId],
     );
     const counts = await caseCounts(trx, runId);
-    const status = outcome === 'completed' ? runStatusFromCounts(counts) : outcome;
+    // Cases the deadline cut record themselves not_run, so the workflow may complete before its
+    // deadline timer fires: such a run timed out all the same.
+    const cut = outcome === 'completed' && counts.not_run > 0 && run.deadline_at !== null && new Date(run.deadline_at).getTime() <= Date.now();
+    const status = cut ? 'timed_out' : outcome === 'completed' ? runStatusFromCounts(counts) : outcome;
     const why =
       reason ??
       (status === 'error' ? `${counts.errored + counts.not_run} of ${counts.total} cases have no result (infrastructure errors after every attempt)` : null) ??

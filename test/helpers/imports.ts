@@ -11,7 +11,7 @@ import type { PanelClient, Reply } from './panel';
 export async function uploadArchive(c: PanelClient, orgId: string, file: string): Promise<Reply> {
   const res = await fetch(`${c.base}/v1/orgs/${orgId}/imports?name=${encodeURIComponent(path.basename(file))}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/gzip', ...(c.cookie ? { cookie: c.cookie } : {}) },
+    headers: { 'content-type': 'application/gzip', ...(c.cookie ? { cookie: c.cookie } : {}), ...(c.cookie && c.csrf ? { 'x-csrf-token': c.csrf } : {}) },
     body: fs.readFileSync(file),
   });
   const text = await res.text();

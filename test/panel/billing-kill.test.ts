@@ -68,7 +68,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
   });
 
   it('month close: killed with closes in flight, closing again writes each statement once', async () => {
-    const viaChild = (c: PanelChild) => Object.assign(new PanelClient(c.url), { cookie: provider.client.cookie });
+    const viaChild = (c: PanelChild) => Object.assign(new PanelClient(c.url), { cookie: provider.client.cookie, csrf: provider.client.csrf });
     const first = viaChild(child!);
     const inFlight = customers.map((id) => first.post(`/v1/orgs/${id}/billing/close`, { period: '2031-03', confirm: true }).catch(() => null));
     await waitFor('a first statement', async () => (await count('panel_statements')) >= 1, 120_000);
