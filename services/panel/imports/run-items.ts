@@ -179,6 +179,8 @@ function removeWelcomePages(docroot: string, domain: string) {
   }
 }
 
+const TEMP_FILE = /\.import-\d+\.tmp$/;
+
 /** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
 export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat) {
   const prefix = `homedir/${docroot}/`;
@@ -187,6 +189,10 @@ export async function copySiteFiles(archive: string, docroot: string, allDocroot
   let bytes = 0;
   const skipped: string[] = [];
   fs.mkdirSync(target, { recursive: true });
+  // an attempt killed mid-file left its half-written temp file: the files are copied again whole
+  for (const f of fs.readdirSync(target, { recursive: true, withFileTypes: true })) {
+    if (f.isFile() && TEMP_FILE.test(f.name)) fs.rmSync(path.join(f.parentPath, f.name), { force: true });
+  }
   await eachEntry(archive, limits, async (rel, entry, body) => {
     beat();
     if (!rel.startsWith(prefix) || nested.some((n) => rel.startsWith(n))) return false;
