@@ -33,6 +33,7 @@ import { billingRoutes } from './billing/routes';
 import type { BillingSettings } from '../../services/panel/billing/statements';
 import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
+import { metricsMiddleware, metricsSettingsFromEnv } from '../shared/metrics';
 
 export interface PanelDeps {
   db: Db;
@@ -69,6 +70,7 @@ export interface PanelDeps {
 export function createPanelApp(d: PanelDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  app.use(metricsMiddleware('panel', metricsSettingsFromEnv())); // outermost: sees final statuses, needs no sign-in
   app.use(panelContext(d.logger));
   const open = new Router();
   open.get('/healthz', healthCheck(d));
