@@ -4,6 +4,7 @@ import Koa from 'koa';
 import { metricsMiddleware } from '../../api/shared/metrics';
 import { call, newAccount, useStack } from '../helpers/stack';
 import { usePanel } from '../helpers/panel';
+import { env } from '../setup/env';
 
 // Prometheus /metrics on the gateway and panel ports, scraped after real traffic.
 
@@ -44,6 +45,11 @@ describe('metrics: panel /metrics', () => {
     assert.equal((await fetch(`${base()}/healthz`)).status, 200);
     const text = await (await fetch(`${base()}/metrics`)).text();
     assert.ok((sample(text, 'http_requests_total', { app: 'panel', route: '/healthz', status: '200' }) ?? 0) >= 1, text);
+    // The gauges are PostgreSQL's counts at scrape time.
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM panel_nodes WHERE state = 'alive'`);
+    assert.equal(sample(text, 'panel_nodes', { state: 'alive' }) ?? 0, rows[0].n, text);
+    assert.match(text, /^# TYPE panel_alerts gauge/m);
+    assert.match(text, /^# TYPE panel_import_items gauge/m);
   });
 });
 
