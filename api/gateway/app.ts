@@ -21,7 +21,8 @@ import { credits, generation, keyInfo, model, models, usage } from './reads/read
 import { countTokens } from './text/count-tokens';
 import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
-import { metricsMiddleware, metricsSettingsFromEnv, type MetricsSettings } from '../shared/metrics';
+import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettings } from '../shared/metrics';
+import { registerCreditsGauges } from '../../services/credits/metrics';
 
 export interface GatewayDeps {
   db: Db;
@@ -49,6 +50,7 @@ export interface GatewayDeps {
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);

@@ -35,6 +35,9 @@ describe('metrics: gateway /metrics', () => {
     // The raw URL never becomes a label value: cardinality stays bounded.
     assert.ok(!text.includes('route="/v1/models/sim-gpt"'));
     assert.match(text, /^process_cpu_user_seconds_total /m);
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM reservations WHERE status = 'held'`);
+    assert.match(text, /^# TYPE credits_outbox_backlog gauge/m);
+    assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n);
   });
 });
 
