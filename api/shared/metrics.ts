@@ -1,5 +1,8 @@
 import type Koa from 'koa';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
+import { registry } from '../../platform/metrics';
+
+export { registry };
 
 /** METRICS=off hides /metrics; METRICS_TOKEN, when set, requires `Authorization: Bearer <token>`. */
 export interface MetricsSettings {
@@ -10,10 +13,6 @@ export interface MetricsSettings {
 export function metricsSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): MetricsSettings {
   return { enabled: env.METRICS !== 'off', token: env.METRICS_TOKEN || undefined };
 }
-
-/** One registry per process: the gateway and the panel may share a process (npm start). */
-export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
 
 const requests = new Counter({
   name: 'http_requests_total',

@@ -37,6 +37,7 @@ describe('metrics: gateway /metrics', () => {
     assert.match(text, /^process_cpu_user_seconds_total /m);
     const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM reservations WHERE status = 'held'`);
     assert.match(text, /^# TYPE credits_outbox_backlog gauge/m);
+    assert.ok((sample(text, 'credits_hold_attempts_total', { model: 'sim-gpt', result: 'taken' }) ?? 0) >= 1, text);
     assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n);
   });
 });
