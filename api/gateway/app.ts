@@ -22,6 +22,8 @@ import { countTokens } from './text/count-tokens';
 import { embeddings } from './text/embeddings';
 import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
+import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettings } from '../shared/metrics';
+import { registerCreditsGauges } from '../../services/credits/metrics';
 
 export interface GatewayDeps {
   db: Db;
@@ -41,12 +43,16 @@ export interface GatewayDeps {
   requestLogging?: Koa.Middleware;
   /** CORS_ORIGINS: browser clients of /v1; absent: no CORS headers */
   corsOrigins?: CorsOrigins;
+  /** /metrics (METRICS, METRICS_TOKEN); absent: read from the environment */
+  metrics?: MetricsSettings;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  registerCreditsGauges(registry, deps.db);
+  app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);
   // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.

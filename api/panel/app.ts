@@ -33,6 +33,8 @@ import { billingRoutes } from './billing/routes';
 import type { BillingSettings } from '../../services/panel/billing/statements';
 import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
+import { metricsMiddleware, metricsSettingsFromEnv, registry } from '../shared/metrics';
+import { registerPanelGauges } from '../../services/panel/shared/metrics';
 
 export interface PanelDeps {
   db: Db;
@@ -69,6 +71,8 @@ export interface PanelDeps {
 export function createPanelApp(d: PanelDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  registerPanelGauges(registry, d.db);
+  app.use(metricsMiddleware('panel', metricsSettingsFromEnv())); // outermost: sees final statuses, needs no sign-in
   app.use(panelContext(d.logger));
   const open = new Router();
   open.get('/healthz', healthCheck(d));

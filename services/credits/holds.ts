@@ -7,6 +7,11 @@ import type { Logger } from '../../platform/logger';
 import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
 import { recordOutcome } from './outbox';
 import type { OutcomeLine } from './outcome-line';
+import { Counter } from 'prom-client';
+import { registry } from '../../platform/metrics';
+
+/** Hold attempts by model and provider (catalog entries: bounded) and result. */
+const holdsTaken = new Counter({ name: 'credits_hold_attempts_total', help: 'Hold attempts by model, provider and result (taken, insufficient_quota, spend_limit)', labelNames: ['model', 'provider', 'result'] as const, registers: [registry] });
 
 /** What a caller asks to hold: the hold's terms (hold-statement.ts), with the rest defaulted. */
 export type HoldRequest = Omit<HoldTerms, 'modality' | 'ownerWorkflowId' | 'processId' | 'trackKeySpend'> & {
@@ -61,6 +66,7 @@ export class Reservations {
   ) {}
 
   async hold(h: HoldRequest): Promise<Hold> {
+    const count = (result: string) => holdsTaken.inc({ model: h.model, provider: h.provider, result });
     const terms = this.termsOf(h);
     // A hold settled from a report commits without waiting for the disk: a PostgreSQL crash that
     // loses it is repaired by the outcome write (services/credits/outbox.ts). A hold resolved by a
@@ -69,10 +75,13 @@ export class Reservations {
     const row = res.rows[0];
     if (row.balance_before === null) {
       if (terms.trackKeySpend && !row.key_ok) {
+        count('spend_limit');
         throw spendLimitRefusal(normalize(row.spend_limit ?? '0'), normalize(h.held), normalize(row.key_remaining ?? '0'));
       }
+      count('insufficient_quota');
       throw new GatewayError('insufficient_quota', { needed: normalize(h.held), balance: normalize(row.balance) });
     }
+    count('taken');
     return {
       reservationId: h.reservationId,
       held: h.held,

@@ -1,0 +1,35 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Db } from '../../platform/db';
+
+const CACHE_MS = 5000;
+const state: { db: Db | null; at: number } = { db: null, at: 0 };
+
+/**
+ * Credits gauges read from PostgreSQL at scrape time (only held rows: the partial outbox indexes
+ * cover them), cached a few seconds. Registered once per registry; the latest gateway's db wins.
+ */
+export function registerCreditsGauges(registry: Registry, db: Db): void {
+  state.db = db;
+  if (registry.getSingleMetric('credits_holds_open')) return;
+  const open = new Gauge({ name: 'credits_holds_open', help: 'Reservations still held (not settled, released or cancelled)', registers: [registry], collect: () => refresh() });
+  const held = new Gauge({ name: 'credits_held', help: 'Credits held by open reservations (sum of held_credits)', registers: [registry] });
+  const backlog = new Gauge({ name: 'credits_outbox_backlog', help: 'Recorded outcomes the settlement relay has not claimed yet', registers: [registry] });
+  const claimed = new Gauge({ name: 'credits_outbox_claimed_unsettled', help: 'Claimed outcomes whose settlement workflow has not settled them yet', registers: [registry] });
+  const oldest = new Gauge({ name: 'credits_outbox_oldest_seconds', help: 'Age of the oldest unclaimed recorded outcome (settlement lag of the backlog)', registers: [registry] });
+  async function refresh() {
+    if (Date.now() - state.at < CACHE_MS || !state.db) return;
+    state.at = Date.now();
+    const { rows }: { rows: { open: number; held: string | null; backlog: number; claimed: number; oldest: number | null }[] } = await state.db.raw(`
+      SELECT count(*)::int AS open, sum(held_credits)::text AS held,
+             (count(*) FILTER (WHERE reported_at IS NOT NULL AND settlement_workflow_id IS NULL))::int AS backlog,
+             (count(*) FILTER (WHERE settlement_workflow_id IS NOT NULL))::int AS claimed,
+             extract(epoch FROM now() - min(reported_at) FILTER (WHERE settlement_workflow_id IS NULL))::float8 AS oldest
+        FROM reservations WHERE status = 'held'`);
+    const r = rows[0];
+    open.set(r.open);
+    held.set(Number(r.held ?? 0)); // a Prometheus sample is a float anyway; storage stays exact
+    backlog.set(r.backlog);
+    claimed.set(r.claimed);
+    oldest.set(r.oldest ?? 0);
+  }
+}

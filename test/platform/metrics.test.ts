@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { metricsMiddleware } from '../../api/shared/metrics';
+import { call, newAccount, useStack } from '../helpers/stack';
+import { usePanel } from '../helpers/panel';
+import { env } from '../setup/env';
+
+// Prometheus /metrics on the gateway and panel ports, scraped after real traffic.
+
+/** The sample value of one series, or undefined when the scrape lacks it. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && want.every((w) => l.includes(w)));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describe('metrics: gateway /metrics', () => {
+  const stack = useStack();
+
+  it('counts requests by matched route template, without an API key', async () => {
+    const { key } = await newAccount();
+    const chat = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt', { key })).status, 200);
+    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt')).status, 401);
+
+    const res = await fetch(`${stack.gateway.url}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/plain/);
+    const text = await res.text();
+    assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/chat/completions', status: '200', method: 'POST' }) ?? 0) >= 1, text);
+    assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/models/:id', status: '200' }) ?? 0) >= 1);
+    assert.ok((sample(text, 'http_request_duration_seconds_count', { app: 'gateway', route: '/v1/chat/completions', status: '200' }) ?? 0) >= 1);
+    // The raw URL never becomes a label value: cardinality stays bounded.
+    assert.ok(!text.includes('route="/v1/models/sim-gpt"'));
+    assert.match(text, /^process_cpu_user_seconds_total /m);
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM reservations WHERE status = 'held'`);
+    assert.match(text, /^# TYPE credits_outbox_backlog gauge/m);
+    assert.ok((sample(text, 'credits_hold_attempts_total', { model: 'sim-gpt', result: 'taken' }) ?? 0) >= 1, text);
+    assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n);
+  });
+});
+
+describe('metrics: panel /metrics', () => {
+  const base = usePanel();
+
+  it('counts the panel requests by matched route', async () => {
+    assert.equal((await fetch(`${base()}/healthz`)).status, 200);
+    const text = await (await fetch(`${base()}/metrics`)).text();
+    assert.ok((sample(text, 'http_requests_total', { app: 'panel', route: '/healthz', status: '200' }) ?? 0) >= 1, text);
+    // The gauges are PostgreSQL's counts at scrape time.
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM panel_nodes WHERE state = 'alive'`);
+    assert.equal(sample(text, 'panel_nodes', { state: 'alive' }) ?? 0, rows[0].n, text);
+    assert.match(text, /^# TYPE panel_alerts gauge/m);
+    assert.match(text, /^# TYPE panel_import_items gauge/m);
+  });
+});
+
+describe('metrics: METRICS_TOKEN and METRICS=off', () => {
+  async function serve(settings: { enabled: boolean; token?: string }) {
+    const app = new Koa();
+    app.use(metricsMiddleware('probe', settings));
+    app.use((ctx) => void (ctx.body = 'ok'));
+    const server = app.listen(0);
+    await new Promise((r) => server.once('listening', r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('requires the bearer token when one is set', async () => {
+    const s = await serve({ enabled: true, token: 'scrape-secret' });
+    try {
+      assert.equal((await fetch(`${s.url}/metrics`)).status, 401);
+      assert.equal((await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status, 401);
+      const ok = await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
+      assert.equal(ok.status, 200);
+      assert.match(await ok.text(), /http_requests_total/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('is not served when disabled', async () => {
+    const s = await serve({ enabled: false });
+    try {
+      const res = await fetch(`${s.url}/metrics`);
+      assert.equal(await res.text(), 'ok');
+    } finally {
+      await s.close();
+    }
+  });
+});
