@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { generateSync } from 'otplib';
@@ -203,3 +204,27 @@ export async function createOrgWithLogin(
 
 /** The current TOTP code of a base32 secret, as an authenticator app would show it. */
 export const totp = (secret: string, epoch?: number) => generateSync({ secret, ...(epoch ? { epoch } : {}) });
+
+/** GET a path on a node's web server with a Host header (fetch() does not let a caller set Host). */
+export function getFromNode(port: number, host: string, p = '/'): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x: string) => (body += x));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** Every table of the panel's schema whose rows, as text, contain `needle` (secrets must be in none). */
+export async function tablesContaining(needle: string): Promise<string[]> {
+  const tables: string[] = (await env.db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')) as string[];
+  const hits: string[] = [];
+  for (const t of tables) {
+    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM ?? AS t WHERE t::text LIKE ?`, [t, `%${needle}%`]);
+    if (rows[0].n > 0) hits.push(t);
+  }
+  return hits;
+}

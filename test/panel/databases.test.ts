@@ -7,7 +7,7 @@ import { run } from '../../platform/hosting-node/processes';
 import { addNode, queueOperation, recordResult } from '../../services/panel/nodes/nodes';
 import { databaseOpWorkflowId } from '../../services/panel/client';
 import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { createOrgWithLogin, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Customer databases (spec 2 sections 2.2, 2.3, 2.6) over real HTTP: a real panel whose hosting
@@ -50,16 +50,6 @@ function asUser(panel: HostingPanel, user: string, password: string, sql: string
   return run('mariadb', ['--no-defaults', ...where, `--user=${user}`, `--password=${password}`, '--batch', '--skip-column-names', '--connect-timeout=5', '-e', sql], { timeoutMs: 20_000 });
 }
 
-/** Every table of the panel's schema whose rows, as text, contain `needle`. */
-async function tablesContaining(needle: string): Promise<string[]> {
-  const tables: string[] = (await env.db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')) as string[];
-  const hits: string[] = [];
-  for (const t of tables) {
-    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM ?? AS t WHERE t::text LIKE ?`, [t, `%${needle}%`]);
-    if (rows[0].n > 0) hits.push(t);
-  }
-  return hits;
-}
 
 describe('panel: customer databases on the hosting node (MariaDB)', function () {
   this.timeout(120_000);

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -10,7 +9,7 @@ import { run } from '../../platform/hosting-node/processes';
 import { importWorkflowId } from '../../services/panel/client';
 import { adminSql, settledImport, uploadArchive as upload } from '../helpers/imports';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../helpers/legacy-archive';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Legacy import runs over real HTTP into a real panel whose hosting node runs nginx and MariaDB,
@@ -21,17 +20,7 @@ import { env } from '../setup/env';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-import-run-'));
 const uploads = path.join(dir, 'uploads');
 
-function serve(port: number, host: string, p: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: p, headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (x: string) => (body += x));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-  });
-}
+const serve = getFromNode;
 
 export const archiveFor = async (label: string, o: ArchiveOptions = {}) => {
   const user = unique(label).toLowerCase();
@@ -125,7 +114,7 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     const count = await run('mariadb', ['--no-defaults', `--socket=${path.join(panel.root, 'run/my.sock')}`, `--user=${wp.user}`, `--password=${wp.password}`, '--batch', '--skip-column-names', '-e', `SELECT count(*), max(post_title) FROM \`${user}_wp\`.wp_posts`]);
     assert.equal(count.stdout.trim(), "321\tPost 99; it's -- not a comment");
     assert.equal(await adminSql(panel.root, `SELECT count(*) FROM \`${user}_shop\`.orders; SELECT count(*) FROM \`${user}_shop\`.big_orders`), '3\n1');
-    for (const p of done.json.passwords) assert.deepEqual(await tablesHolding(p.password), []);
+    for (const p of done.json.passwords) assert.deepEqual(await tablesContaining(p.password), []);
 
     // the sites serve the imported files through nginx
     assert.match((await serve(panel.webPort, domain, '/')).body, new RegExp(`Imported ${domain.replace(/\./g, '\\.')}`));
@@ -176,12 +165,3 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
 
 const run_ = promisify(execFile);
 
-async function tablesHolding(needle: string): Promise<string[]> {
-  const tables: string[] = (await env.db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')) as string[];
-  const hits: string[] = [];
-  for (const t of tables) {
-    const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM ?? AS t WHERE t::text LIKE ?`, [t, `%${needle}%`]);
-    if (rows[0].n > 0) hits.push(t);
-  }
-  return hits;
-}

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { addNode } from '../../services/panel/nodes/nodes';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Soft quotas (spec 2 section 2.3 rules 3-4) over real HTTP: a real panel with its hosting node
@@ -40,18 +39,7 @@ async function upload(c: PanelClient, siteId: string, rel: string, body: Buffer 
 const files = (c: PanelClient, siteId: string, rel = '') => c.get(`/v1/sites/${siteId}/files?path=${encodeURIComponent(rel)}`);
 const remove = (c: PanelClient, siteId: string, rel: string) => c.del(`/v1/sites/${siteId}/files?path=${encodeURIComponent(rel)}`);
 
-/** GET a path on the hosting node's web server with a Host header. */
-function serve(port: number, host: string, p: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: p, headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (x: string) => (body += x));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-  });
-}
+const serve = getFromNode;
 
 async function activeSite(c: PanelClient, orgId: string, body: Record<string, unknown> = {}): Promise<{ id: string; domain: string }> {
   const domain = `${unique('q')}.example.com`;

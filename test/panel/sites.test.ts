@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +11,7 @@ import { startAgent } from '../../platform/hosting-node/agent';
 import { createPanelClient } from '../../platform/hosting-node/panel-client';
 import { addNode, queueOperation } from '../../services/panel/nodes/nodes';
 import { resumePendingOps, specOf } from '../../services/panel/sites/sites';
-import { createOrgWithLogin, platformAdmin, startPanel, unique, type PanelClient, type Reply } from '../helpers/panel';
+import { createOrgWithLogin, getFromNode, platformAdmin, startPanel, unique, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Websites (spec 2 sections 2.3, 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2) over real HTTP: a real
@@ -43,18 +42,7 @@ async function startSitesPanel(flags: string[], hosting: boolean, taskQueue: str
   return { url: runtime.url, runtime, webPort, root };
 }
 
-/** GET / on a node's web server with a Host header (fetch() does not let a caller set Host). */
-function serve(p: { webPort: number }, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: p.webPort, path: '/', headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-  });
-}
+const serve = (p: { webPort: number }, host: string) => getFromNode(p.webPort, host);
 
 /** Waits until the site leaves `pending` (or reaches one of `statuses`), as its owner reads it. */
 async function settled(c: PanelClient, id: string, statuses = ['active', 'suspended', 'failed'], timeoutMs = 30_000): Promise<Reply> {
