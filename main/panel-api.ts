@@ -199,8 +199,9 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(() => node.stop());
   const startedAt = new Date().toISOString();
   const report = async () => {
+    const since = Date.now();
     const [metrics, usage] = await Promise.all([node.metrics(), node.usage()]);
-    await recordHeartbeat(o.db, HOSTING_NODE, { facts: node.facts(), metrics, usage, agentStartedAt: startedAt, reconnects: 0 });
+    await recordHeartbeat(o.db, HOSTING_NODE, { facts: node.facts(), metrics, usage, agentStartedAt: startedAt, reconnects: 0 }, since);
   };
   await report();
   const timer = setInterval(() => report().catch((err) => o.logger.warn({ err }, 'recording the hosting node report failed')), h.reportEveryMs ?? 30_000);

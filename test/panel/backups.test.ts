@@ -215,7 +215,17 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
             created.push(fresh[0].id);
             break;
           }
-          if (Date.now() > deadline) throw new Error(`run ${i}: ${JSON.stringify(rows)}`);
+          if (Date.now() > deadline) {
+            // say what the schedule's runs did (a skip names its reason in the result)
+            const runs = await Promise.all(
+              (await schedule.describe()).info.recentActions.map(async (a) => {
+                const wf = new Client({ connection }).workflow.getHandle(a.action.workflow.workflowId, a.action.workflow.firstExecutionRunId);
+                const { status } = await wf.describe();
+                return { id: a.action.workflow.workflowId, status: status.name, result: status.name === 'COMPLETED' ? await wf.result() : null };
+              }),
+            );
+            throw new Error(`run ${i}: restore points ${JSON.stringify(rows.map((r: { id: string; status: string }) => [r.id, r.status]))}; runs ${JSON.stringify(runs)}`);
+          }
           await new Promise((res) => setTimeout(res, 200));
         }
       }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { addNode } from '../../services/panel/nodes/nodes';
+import { randomUUID } from 'node:crypto';
+import { addNode, nodeSiteUsage, recordHeartbeat } from '../../services/panel/nodes/nodes';
+import { recordSiteUsage } from '../../services/panel/sites/quotas';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
@@ -247,6 +249,26 @@ describe('panel: soft quotas, usage and the file manager', function () {
     for (const r of all.filter((x) => x.status !== 201)) refused(r, 409, 'limit_reached');
     const usage = await par.client.get(`/v1/orgs/${par.id}/usage`);
     assert.ok(usage.json.accounts[0].disk_mb.used <= 4, JSON.stringify(usage.json.accounts[0]));
+  });
+
+  it('a node report whose usage walk began before an upload was measured does not put back the older use', async () => {
+    const node = unique('n-');
+    await addNode(env.db, null, node);
+    const site = randomUUID();
+    const used = async () => ((await nodeSiteUsage(env.db, node)).usage as Array<{ siteId: string; diskMb: number }>).find((u) => u.siteId === site)?.diskMb;
+    const report = (diskMb: number, since: number | null) =>
+      recordHeartbeat(env.db, node, { facts: { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:1' }, metrics: { bootId: 'b', uptimeSeconds: 1, cpuPercent: 1, load: [0, 0, 0], memory: { totalMb: 1, availableMb: 1 }, rootFs: { totalMb: 1, freeMb: 1 }, network: { rxBytes: 0, txBytes: 0 }, sampledAt: new Date().toISOString() }, usage: [{ siteId: site, diskMb, inodes: 1 }], agentStartedAt: new Date(0).toISOString(), reconnects: 0 }, since);
+    const t = Date.now();
+    await report(1, t - 10_000);
+    await recordSiteUsage(env.db, node, site, { diskMb: 3, inodes: 2 }, t); // the upload's check measured 3 MB
+    await report(1, t - 5_000); // a walk that began before it ends now
+    assert.equal(await used(), 3);
+    await recordSiteUsage(env.db, node, site, { diskMb: 2, inodes: 2 }, t - 1); // an older measurement finishing late
+    assert.equal(await used(), 3);
+    await report(4, t + 1); // a walk that began after it wins
+    assert.equal(await used(), 4);
+    await report(5, null); // an agent's report (no walk start) replaces, as before
+    assert.equal(await used(), 5);
   });
 
   it('inodes: uploads and new websites are refused at the measured limit; a replacement or a delete is not', async () => {

@@ -262,13 +262,22 @@ export async function enrolNode(db: Db, name: string, req: Pick<EnrolRequest, 'f
   });
 }
 
-/** A heartbeat: facts, metrics (and boot id), per-site usage, restarts and reconnects of its agent. */
-export async function recordHeartbeat(db: Q, name: string, hb: Heartbeat): Promise<void> {
+/**
+ * A heartbeat: facts, metrics (and boot id), per-site usage, restarts and reconnects of its agent.
+ * `usageSince` (epoch ms): when the usage walk began. A site measured after that (the file manager
+ * records its site's use as it checks an upload, with `at`) keeps its newer entry: a slow walk must
+ * not put back a use from before an upload the quota check has already counted.
+ */
+export async function recordHeartbeat(db: Q, name: string, hb: Heartbeat, usageSince: number | null = null): Promise<void> {
   const { rows } = await db.raw(
     `UPDATE panel_nodes SET facts = ?::jsonb, facts_at = now(), metrics = ?::jsonb, metrics_at = now(), boot_id = ?,
-       site_usage = ?::jsonb, site_usage_at = now(), last_heartbeat_at = now(), ${AGENT_SQL}
+       site_usage = (SELECT coalesce(jsonb_agg(CASE WHEN (o.e->>'at')::bigint > ?::bigint THEN o.e ELSE n.e END), '[]'::jsonb)
+         FROM jsonb_array_elements(?::jsonb) n(e)
+         LEFT JOIN jsonb_array_elements(CASE WHEN jsonb_typeof(panel_nodes.site_usage) = 'array' THEN panel_nodes.site_usage ELSE '[]'::jsonb END) o(e)
+           ON o.e->>'siteId' = n.e->>'siteId'),
+       site_usage_at = now(), last_heartbeat_at = now(), ${AGENT_SQL}
      WHERE name = ? RETURNING name`,
-    [JSON.stringify(hb.facts), JSON.stringify(hb.metrics), hb.metrics.bootId, JSON.stringify(hb.usage), ...agentBindings(hb.agentStartedAt, hb.reconnects), name],
+    [JSON.stringify(hb.facts), JSON.stringify(hb.metrics), hb.metrics.bootId, usageSince, JSON.stringify(hb.usage), ...agentBindings(hb.agentStartedAt, hb.reconnects), name],
   );
   if (!rows.length) throw new PanelError('not_found', { what: 'node', node: name });
 }

@@ -110,8 +110,9 @@ const pendingOfSite = (except: Reservation, siteId: string) => [...underWay].fil
 
 /** Measures the site's docroot now and records it as its latest usage. */
 async function remeasure(db: Db, site: FilesSite): Promise<MeasuredUse> {
+  const at = Date.now();
   const use = await docrootUsage(site.docroot);
-  await recordSiteUsage(db, HOSTING_NODE, site.id, use);
+  await recordSiteUsage(db, HOSTING_NODE, site.id, use, at);
   return use;
 }
 

@@ -103,13 +103,16 @@ export async function diskHeadroom(q: Q, chain: ChainLevel[], pending?: (path: s
  * Replaces one site's entry in the latest usage its node reported (the panel's file manager measures
  * the site again after each change, so the next check does not wait for the node's next report).
  */
-export async function recordSiteUsage(q: Q, node: string, siteId: string, use: MeasuredUse): Promise<void> {
+export async function recordSiteUsage(q: Q, node: string, siteId: string, use: MeasuredUse, at: number): Promise<void> {
+  // `at` (epoch ms, when the measurement began): an older measurement finishing late changes nothing
   await q.raw(
     `UPDATE panel_nodes SET site_usage = coalesce(
        (SELECT jsonb_agg(e) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(site_usage) = 'array' THEN site_usage ELSE '[]'::jsonb END) e WHERE e->>'siteId' <> ?),
-       '[]'::jsonb) || jsonb_build_array(jsonb_build_object('siteId', ?::text, 'diskMb', ?::float8, 'inodes', ?::bigint))
-     WHERE name = ?`,
-    [siteId, siteId, use.diskMb, use.inodes, node],
+       '[]'::jsonb) || jsonb_build_array(jsonb_build_object('siteId', ?::text, 'diskMb', ?::float8, 'inodes', ?::bigint, 'at', ?::bigint))
+     WHERE name = ? AND NOT EXISTS (
+       SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(site_usage) = 'array' THEN site_usage ELSE '[]'::jsonb END) e
+       WHERE e->>'siteId' = ? AND (e->>'at')::bigint > ?)`,
+    [siteId, siteId, use.diskMb, use.inodes, at, node, siteId, at],
   );
 }
 
