@@ -27,7 +27,7 @@ export function ReconcilePage({ account }) {
     <h1>Reconciliation</h1>
     <${ClusterNav} current="reconcile" />
     <${Loaded} state=${summary}>${(s) => html`<${Summary} s=${s} admin=${admin} reload=${summary.reload} />`}<//>
-    <${ReconcileSites} />
+    <${ReconcileSites} passId=${summary.data && summary.data.last_pass ? summary.data.last_pass.id : null} />
   </section>`;
 }
 
@@ -56,11 +56,12 @@ function Summary({ s, admin, reload }) {
   </div>`;
 }
 
-function ReconcileSites() {
+/** The sites with their verdict; `passId` (the last pass) changing loads them again. */
+function ReconcileSites({ passId }) {
   const [status, setStatus] = useState('');
   const [policy, setPolicy] = useState('');
   const qs = new URLSearchParams(Object.entries({ status, policy, limit: '500' }).filter(([, v]) => v));
-  const list = useLoad(() => get(`/v1/reconcile/sites?${qs}`), [qs.toString()]);
+  const list = useLoad(() => get(`/v1/reconcile/sites?${qs}`), [qs.toString(), passId]);
   return html`<h2>Sites</h2>
     <form class="filters" aria-label="Filter sites" onSubmit=${(e) => e.preventDefault()}>
       <${Select} label="Status" value=${status} onInput=${setStatus} options=${STATUS_FILTER.map((v) => ({ value: v, label: v ? v.replace('_', ' ') : 'any' }))} />
