@@ -8,7 +8,7 @@ import { BUILT_IN_RULES } from '../../domain/panel/alerts';
 import type { Heartbeat } from '../../domain/panel/node-ops';
 import { evaluateAlerts } from '../../services/panel/alerts/evaluate';
 import { addNode, recordHeartbeat } from '../../services/panel/nodes/nodes';
-import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
+import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 import { runPass, siteActive } from '../helpers/reconcile';
 import { env } from '../setup/env';
 
@@ -86,8 +86,8 @@ describe('panel: web console, cluster side, in chromium', function () {
     assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
   });
 
-  async function newPage(): Promise<Page> {
-    const context = await browser.newContext({ baseURL: panel.url });
+  async function newPage(base = panel.url): Promise<Page> {
+    const context = await browser.newContext({ baseURL: base });
     contexts.push(context);
     const page = await context.newPage();
     page.setDefaultTimeout(20_000);
@@ -96,8 +96,8 @@ describe('panel: web console, cluster side, in chromium', function () {
   }
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
-  async function signedIn(username: string): Promise<Page> {
-    const page = await newPage();
+  async function signedIn(username: string, base = panel.url): Promise<Page> {
+    const page = await newPage(base);
     await page.goto('/sign-in');
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
@@ -252,6 +252,12 @@ describe('panel: web console, cluster side, in chromium', function () {
     assert.equal(fs.readFileSync(vhost, 'utf8'), rendered);
     await page.reload();
     await page.getByTestId('reconcile-status').filter({ hasText: 'in sync' }).waitFor();
+    // the report of the pass that found the drift lists the site with its findings
+    await page.goto(`/cluster/reconcile/passes/${last.id}`);
+    const row = page.getByRole('table', { name: 'Per-site findings of this pass' }).getByRole('row').filter({ has: page.getByRole('link', { name: domain }) });
+    await row.getByText('vhost file differs from the panel').waitFor();
+    assert.match((await row.textContent())!, /drift/);
+    await shot(page, 'reconcile-pass');
   });
 
   it('webhooks: an endpoint added on the org tab shows its secret once; deliveries of a quota alert with attempts, Redeliver, Disable, Delete; the account sees its alert on its Alerts tab', async () => {
@@ -360,5 +366,22 @@ describe('panel: web console, cluster side, in chromium', function () {
     assert.ok(cold.body_bytes < 250_000, `the node page weighs ${cold.body_bytes} B`);
     assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
     await shot(page, 'node-page-hosting');
+  });
+
+  it('without -metrics-interval the node page and the alert pages say metrics sampling is off', async () => {
+    const off = await startPanel({ flags: ['-controller-state'] });
+    try {
+      const page = await signedIn('admin', off.url);
+      await page.goto('/cluster/nodes/hosting');
+      await page.getByRole('status').filter({ hasText: 'metrics sampling is off' }).first().waitFor();
+      assert.equal(await page.getByRole('img', { name: /^CPU:/ }).count(), 0);
+      await shot(page, 'node-sampling-off');
+      await page.goto('/cluster/alert-rules');
+      await page.getByRole('status').filter({ hasText: 'metrics sampling is off' }).waitFor();
+      await page.goto('/cluster/alerts');
+      await page.getByRole('status').filter({ hasText: 'metrics sampling is off' }).waitFor();
+    } finally {
+      await off.close();
+    }
   });
 });

@@ -116,7 +116,7 @@ function NodeCharts({ name }) {
     return get(`/v1/cluster/nodes/${encodeURIComponent(name)}/metrics?from=${from.toISOString()}&to=${to.toISOString()}`);
   }, [name, hours]);
   return html`<h2>Metrics over time</h2>
-    <${Select} label="Window" value=${hours} onInput=${setHours} options=${WINDOWS.map(([h, label]) => ({ value: String(h), label }))} />
+    <div class="filters"><${Select} label="Window" value=${hours} onInput=${setHours} options=${WINDOWS.map(([h, label]) => ({ value: String(h), label }))} /></div>
     <${Loaded} state=${chart}>${(c) =>
       c.metrics_sampling === false
         ? html`<${Notice} kind="warn">${c.message}<//>`

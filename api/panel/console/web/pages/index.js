@@ -4,7 +4,7 @@ import { AccountPage, PasswordPage } from './account.js';
 import { AlertPage, AlertRulesPage, AlertsPage } from './alerts.js';
 import { CapacityPage, NodePage, NodesPage } from './cluster.js';
 import { OrgPage } from './orgs.js';
-import { ReconcilePage, ReconcileSitePage } from './reconcile.js';
+import { ReconcilePage, ReconcilePassPage, ReconcileSitePage } from './reconcile.js';
 import { SignInPage } from './sign-in.js';
 import { SitePage } from './sites.js';
 
@@ -25,6 +25,7 @@ export const PAGES = [
   { path: '/alerts/:id', component: AlertPage },
   { path: '/cluster/reconcile', component: ReconcilePage },
   { path: '/cluster/reconcile/sites/:id', component: ReconcileSitePage },
+  { path: '/cluster/reconcile/passes/:id', component: ReconcilePassPage },
 ];
 
 export const NAV = [

@@ -41,7 +41,7 @@ function Summary({ s, admin, reload }) {
     ${s.mode === 'off' ? html`<${Notice} kind="warn">Reconciliation is off (-reconcile off): no passes run.<//>` : null}
     <dl class="facts">
       <dt>Mode</dt><dd data-testid="reconcile-mode">${s.mode}${s.interval_seconds ? `, a pass every ${Math.round(s.interval_seconds / 60)} min` : ''}</dd>
-      <dt>Last pass</dt><dd data-testid="last-pass">${s.last_pass ? passLine(s.last_pass) : 'none yet'}</dd>
+      <dt>Last pass</dt><dd data-testid="last-pass">${s.last_pass ? html`${passLine(s.last_pass)} <${Link} href=${`/cluster/reconcile/passes/${s.last_pass.id}`}>Report<//>` : 'none yet'}</dd>
       <dt>Running now</dt><dd>${s.running_pass ? passLine(s.running_pass) : 'no pass'}</dd>
       <dt>Next scheduled pass</dt><dd>${when(s.next_pass_at)}</dd>
       <dt>Sites remediated automatically</dt><dd>${s.sites_remediating} (policy remediate)</dd>
@@ -162,7 +162,7 @@ function PolicyChange({ s, reload }) {
   return html`<div class="card review" role="region" aria-label="Review of the policy change">
     <h3>Change ${r.from} → ${r.to}</h3>
     <p data-testid="policy-effect">${r.effect}.</p>
-    <p class="muted">As of the latest check (${when(r.as_of)}), the site is ${r.status.replace('_', ' ')}. This review expires ${when(review.expires_at)}.</p>
+    <p class="muted">As of the latest check (${when(r.as_of)}), the site's status is ${r.status.replace('_', ' ')}. This review expires ${when(review.expires_at)}.</p>
     ${r.to === 'remediate' ? html`<h4>What the next remediating pass would overwrite</h4><${Findings} findings=${r.overwrites} empty="Nothing: the site's managed files match the panel." />` : null}
     <div class="actions">
       <button type="button" disabled=${busy} onClick=${() => call({ policy: r.to, confirmation_token: review.confirmation_token }, reload)}>Confirm: ${r.to}</button>
@@ -170,4 +170,31 @@ function PolicyChange({ s, reload }) {
     </div>
     <${ErrorBox} error=${error} />
   </div>`;
+}
+
+/** A pass's report: every site not in sync with its findings, and the orphan files. */
+export function ReconcilePassPage({ params }) {
+  const pass = useLoad(() => get(`/v1/reconcile/passes/${params.id}`), [params.id]);
+  usePoll(pass, (p) => p.status === 'running');
+  return html`<section>
+    <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href="/cluster/reconcile">Reconciliation<//></li><li><span aria-current="page">Pass ${params.id.slice(0, 8)}</span></li></ol></nav>
+    <h1>Reconciliation pass</h1>
+    <${Loaded} state=${pass}>${(p) => html`<div>
+      <p>${passLine(p)}</p>
+      <p class="muted">Temporal workflow <code>${p.workflow_id}</code>.</p>
+      <h2>Sites not in sync</h2>
+      <${Table} caption="Per-site findings of this pass" rows=${p.not_in_sync} empty="Every site checked was in sync." cols=${[
+        ['Site', (x) => html`<${Link} href=${`/cluster/reconcile/sites/${x.site_id}`}>${x.domain || x.site_id}<//>`],
+        ['Status', (x) => badge(x.status)],
+        ['Findings', (x) => html`<${Findings} findings=${x.findings || []} />`],
+        ['Rewritten', (x) => (x.remediation ? 'yes' : 'no')],
+      ]} />
+      <h2>Orphan files</h2>
+      <${Table} caption="Managed files of no site the panel knows (reported, never removed)" rows=${(p.orphans && p.orphans.files) || []} empty="None." cols=${[
+        ['Path', (f) => html`<code>${f.path}</code>`],
+        ['Kind', (f) => f.kind],
+        ['Domain', (f) => dash(f.domain)],
+      ]} />
+    </div>`}<//>
+  </section>`;
 }
