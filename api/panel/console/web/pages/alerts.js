@@ -24,12 +24,12 @@ const alertCols = (withNode) => [
   ['Fired', (a) => html`<span title=${when(a.fired_at)}>${ago(a.fired_at)}</span>`],
 ];
 
-/** Alerts as GET /v1/alerts filters them; `only` keeps those a predicate picks (an org's own). */
-export function AlertList({ filter, caption, withNode = true, only }) {
+/** Alerts as GET /v1/alerts filters them; `only` keeps those a predicate picks (an org's own); `sayOff`: show the sampling-off notice. */
+export function AlertList({ filter, caption, withNode = true, only, sayOff = true }) {
   const qs = new URLSearchParams(Object.entries({ limit: '500', ...filter }).filter(([, v]) => v));
   const list = useLoad(() => get(`/v1/alerts?${qs}`), [qs.toString()]);
   return html`<${Loaded} state=${list}>${(d) => html`<div>
-    ${d.metrics_sampling === false ? html`<${Notice} kind="warn">${d.message}<//>` : null}
+    ${sayOff && d.metrics_sampling === false ? html`<${Notice} kind="warn">${d.message}<//>` : null}
     <${Table} caption=${caption} rows=${only ? d.alerts.filter(only) : d.alerts} rowClass=${(a) => (a.state === 'resolved' ? '' : a.severity)} empty="No alerts." cols=${alertCols(withNode)} />
   </div>`}<//>`;
 }

@@ -92,7 +92,7 @@ function Node({ n }) {
       : html`<p class="muted">No metrics reported yet.</p>`}
     <${NodeCharts} name=${n.name} />
     <h2>Open alerts</h2>
-    <${AlertList} caption=${`Unresolved alerts of ${n.name}`} filter=${{ state: 'unresolved', node: n.name }} withNode=${false} />
+    <${AlertList} caption=${`Unresolved alerts of ${n.name}`} filter=${{ state: 'unresolved', node: n.name }} withNode=${false} sayOff=${false} />
     <h2>Facts <small class="muted">${when(n.facts_at)}</small></h2>
     ${n.facts ? html`<pre>${JSON.stringify(n.facts, null, 2)}</pre>` : html`<p class="muted">No facts reported yet.</p>`}
     <${NodeSites} name=${n.name} />
@@ -116,11 +116,11 @@ function NodeCharts({ name }) {
     return get(`/v1/cluster/nodes/${encodeURIComponent(name)}/metrics?from=${from.toISOString()}&to=${to.toISOString()}`);
   }, [name, hours]);
   return html`<h2>Metrics over time</h2>
-    <div class="filters"><${Select} label="Window" value=${hours} onInput=${setHours} options=${WINDOWS.map(([h, label]) => ({ value: String(h), label }))} /></div>
     <${Loaded} state=${chart}>${(c) =>
       c.metrics_sampling === false
         ? html`<${Notice} kind="warn">${c.message}<//>`
-        : html`<div class="charts">${Object.keys(SERIES).map((k) => html`<${Chart} points=${c.points} series=${k} from=${c.from} to=${c.to} />`)}</div>
+        : html`<div class="filters"><${Select} label="Window" value=${hours} onInput=${setHours} options=${WINDOWS.map(([h, label]) => ({ value: String(h), label }))} /></div>
+            <div class="charts">${Object.keys(SERIES).map((k) => html`<${Chart} points=${c.points} series=${k} from=${c.from} to=${c.to} />`)}</div>
             <p class="muted">Averaged per ${c.step} s; samples are kept ${c.retention_days} days (full resolution ${c.full_resolution_days} days, then hourly).</p>`}<//>`;
 }
 
