@@ -10,6 +10,7 @@ import { evaluateAlerts } from '../../services/panel/alerts/evaluate';
 import { addNode, recordHeartbeat } from '../../services/panel/nodes/nodes';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 import { runPass, siteActive } from '../helpers/reconcile';
+import { newConsolePage, pageWeight } from '../helpers/console';
 import { env } from '../setup/env';
 
 // The console's cluster side (issue 21) in Debian's chromium against a real panel with its hosting
@@ -86,14 +87,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
   });
 
-  async function newPage(base = panel.url): Promise<Page> {
-    const context = await browser.newContext({ baseURL: base });
-    contexts.push(context);
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    return page;
-  }
+  const newPage = (base = panel.url) => newConsolePage(browser, base, contexts, pageErrors, 20_000);
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   async function signedIn(username: string, base = panel.url): Promise<Page> {
@@ -352,12 +346,7 @@ describe('panel: web console, cluster side, in chromium', function () {
       await page.goto('/cluster/nodes/hosting');
       await page.getByRole('img', { name: /^Root filesystem in use:/ }).waitFor();
       await page.getByRole('table', { name: 'Websites on hosting' }).or(page.getByText('No websites on this node.')).waitFor();
-      return page.evaluate(`(() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const res = performance.getEntriesByType('resource');
-        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
-        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
-      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+      return pageWeight(page);
     };
     const cold = await measure();
     const warm = await measure();
