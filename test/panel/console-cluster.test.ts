@@ -254,7 +254,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await shot(page, 'reconcile-pass');
   });
 
-  it('webhooks: an endpoint added on the org tab shows its secret once; deliveries of a quota alert with attempts, Redeliver, Disable, Delete; the account sees its alert on its Alerts tab', async () => {
+  it("webhooks: an endpoint added on the org tab shows its secret once and is edited; deliveries of a quota alert with attempts, Redeliver, Disable, Delete; the account's chain acknowledges that alert from the org's Alerts tab", async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { disk_mb: 100 } });
     const page = await signedIn(provider.username);
@@ -278,6 +278,13 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByRole('table', { name: /Webhook endpoints of/ }).getByText(rx.url('/provider')).waitFor();
     assert.equal(await page.getByTestId('webhook-secret').count(), 0, 'the secret is shown once');
     assert.ok(!(await page.content()).includes(secret));
+    const row0 = page.getByRole('row').filter({ hasText: rx.url('/provider') });
+    await row0.getByText('Edit', { exact: true }).click();
+    const edit = row0.getByRole('form', { name: `Edit endpoint ${rx.url('/provider')}` });
+    await edit.getByLabel('Description').fill('pager bridge');
+    await edit.getByRole('button', { name: 'Save endpoint' }).click();
+    await row0.getByText('pager bridge', { exact: true }).waitFor();
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].description, 'pager bridge');
 
     // a soft-quota alert of the account below: 90 MB of its 100
     const siteId = randomUUID();
@@ -312,8 +319,13 @@ describe('panel: web console, cluster side, in chromium', function () {
 
     // the account's chain sees the quota alert on the account's Alerts tab
     await page.goto(`/orgs/${customer.id}/alerts`);
-    await page.getByRole('table', { name: /Alerts of / }).getByRole('link', { name: /disk use at or above 80 %/ }).first().waitFor();
     await shot(page, 'org-alerts');
+    await page.getByRole('table', { name: /Alerts of / }).getByRole('link', { name: /disk use at or above 80 %/ }).first().click();
+    await page.getByLabel('Note (optional)').fill('old backups removed tonight');
+    await page.getByRole('button', { name: 'Acknowledge' }).click();
+    await page.getByTestId('alert-state').filter({ hasText: 'acknowledged' }).waitFor();
+    const quota = (await provider.client.get(`/v1/alerts/${page.url().split('/').pop()}`)).json;
+    assert.deepEqual([quota.state, quota.note, quota.org_id, quota.scope], ['acknowledged', 'old backups removed tonight', customer.id, 'account']);
 
     await page.goto(`/orgs/${provider.id}/webhooks`);
     page.once('dialog', (d) => void d.accept()); // "Delete the endpoint …?"

@@ -9,6 +9,7 @@ import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Selec
 import { ClusterNav } from './cluster.js';
 
 const STATES = ['unresolved', 'open', 'acknowledged', 'resolved'];
+const PAGE = 100;
 const any = (label) => ({ value: '', label });
 const badge = (v) => html`<span class=${'badge ' + v}>${v}</span>`;
 
@@ -25,12 +26,23 @@ const alertCols = (withNode) => [
 ];
 
 /** Alerts as GET /v1/alerts filters them; `only` keeps those a predicate picks (an org's own); `sayOff`: show the sampling-off notice. */
-export function AlertList({ filter, caption, withNode = true, only, sayOff = true }) {
-  const qs = new URLSearchParams(Object.entries({ limit: '500', ...filter }).filter(([, v]) => v));
+export function AlertList(props) {
+  // other filters start again from the newest
+  return html`<${AlertPages} key=${JSON.stringify(props.filter)} ...${props} />`;
+}
+
+/** A page of PAGE alerts; `before` is the cursor the API handed out (null: the newest). */
+function AlertPages({ filter, caption, withNode = true, only, sayOff = true }) {
+  const [before, setBefore] = useState(null);
+  const qs = new URLSearchParams(Object.entries({ limit: String(PAGE), ...filter, before }).filter(([, v]) => v));
   const list = useLoad(() => get(`/v1/alerts?${qs}`), [qs.toString()]);
   return html`<${Loaded} state=${list}>${(d) => html`<div>
     ${sayOff && d.metrics_sampling === false ? html`<${Notice} kind="warn">${d.message}<//>` : null}
     <${Table} caption=${caption} rows=${only ? d.alerts.filter(only) : d.alerts} rowClass=${(a) => (a.state === 'resolved' ? '' : a.severity)} empty="No alerts." cols=${alertCols(withNode)} />
+    <div class="actions">
+      ${before ? html`<button type="button" class="secondary" onClick=${() => setBefore(null)}>Newest alerts</button>` : null}
+      ${d.next_before ? html`<button type="button" class="secondary" onClick=${() => setBefore(new Date(d.next_before).toISOString())}>Older alerts</button>` : null}
+    </div>
   </div>`}<//>`;
 }
 

@@ -58,21 +58,26 @@ function Summary({ s, admin, reload }) {
 
 /** The sites with their verdict; `passId` (the last pass) changing loads them again. */
 function ReconcileSites({ passId }) {
-  const [status, setStatus] = useState('');
-  const [policy, setPolicy] = useState('');
-  const qs = new URLSearchParams(Object.entries({ status, policy, limit: '500' }).filter(([, v]) => v));
+  const [f, setF] = useState({ status: '', policy: '', after: '' });
+  const qs = new URLSearchParams(Object.entries({ ...f, limit: '200' }).filter(([, v]) => v));
   const list = useLoad(() => get(`/v1/reconcile/sites?${qs}`), [qs.toString(), passId]);
+  // a new filter starts at the first page
+  const filter = (k) => (v) => setF({ ...f, [k]: v, after: '' });
   return html`<h2>Sites</h2>
     <form class="filters" aria-label="Filter sites" onSubmit=${(e) => e.preventDefault()}>
-      <${Select} label="Status" value=${status} onInput=${setStatus} options=${STATUS_FILTER.map((v) => ({ value: v, label: v ? v.replace('_', ' ') : 'any' }))} />
-      <${Select} label="Policy" value=${policy} onInput=${setPolicy} options=${[{ value: '', label: 'any' }, { value: 'observe', label: 'observe' }, { value: 'remediate', label: 'remediate' }]} />
+      <${Select} label="Status" value=${f.status} onInput=${filter('status')} options=${STATUS_FILTER.map((v) => ({ value: v, label: v ? v.replace('_', ' ') : 'any' }))} />
+      <${Select} label="Policy" value=${f.policy} onInput=${filter('policy')} options=${[{ value: '', label: 'any' }, { value: 'observe', label: 'observe' }, { value: 'remediate', label: 'remediate' }]} />
     </form>
     <${Loaded} state=${list}>${(d) => html`<${Table} caption="Sites of the hosting node" rows=${d.sites} empty="No site matches." rowClass=${(x) => (x.status === 'in_sync' ? '' : 'warning')} cols=${[
       ['Domain', (x) => html`<${Link} href=${`/cluster/reconcile/sites/${x.site_id}`}>${x.domain}<//>`],
       ['Status', (x) => badge(x.status)],
       ['Policy', (x) => x.policy],
       ['Checked', (x) => when(x.checked_at)],
-    ]} />`}<//>`;
+    ]} />
+    <div class="actions">
+      ${f.after ? html`<button type="button" class="secondary" onClick=${() => setF({ ...f, after: '' })}>First page</button>` : null}
+      ${d.next ? html`<button type="button" class="secondary" onClick=${() => setF({ ...f, after: d.next })}>Next page</button>` : null}
+    </div>`}<//>`;
 }
 
 export function ReconcileSitePage({ params, account }) {

@@ -24,6 +24,9 @@ export function WebhooksTab({ org }) {
       ['Added', (e) => when(e.created_at)],
       ['', (e) => html`<div class="row-actions">
         <button type="button" class="secondary" aria-expanded=${open === e.id} onClick=${() => setOpen(open === e.id ? null : e.id)}>Deliveries</button>
+        <details><summary>Edit</summary>
+          <${EndpointForm} label=${`Edit endpoint ${e.url}`} submit="Save endpoint" initial=${e} send=${(b) => patch(`/v1/webhooks/${e.id}`, { ...b, description: b.description || null })} done=${list.reload} />
+        </details>
         <${ActionButton} action=${() => patch(`/v1/webhooks/${e.id}`, { enabled: !e.enabled })} done=${list.reload}>${e.enabled ? 'Disable' : 'Enable'}<//>
         <${ActionButton} danger action=${() => del(`/v1/webhooks/${e.id}`)} done=${() => {
           setCreated(null);
@@ -40,22 +43,18 @@ export function WebhooksTab({ org }) {
   </div>`;
 }
 
-function AddEndpoint({ org, done }) {
-  const [url, setUrl] = useState('');
-  const [description, setDescription] = useState('');
-  const [events, setEvents] = useState(new Set(EVENTS));
+/** The endpoint's URL, description and events; `send(body)` creates or changes it. */
+function EndpointForm({ label, submit, initial, send, done }) {
+  const [url, setUrl] = useState(initial.url);
+  const [description, setDescription] = useState(initial.description || '');
+  const [events, setEvents] = useState(new Set(initial.events));
   const flip = (t, on) => {
     const n = new Set(events);
     if (on) n.add(t);
     else n.delete(t);
     setEvents(n);
   };
-  const action = () => post(`/v1/orgs/${org.id}/webhooks`, { url: url.trim(), events: [...events], ...(description.trim() ? { description: description.trim() } : {}) });
-  return html`<${Form} label="Add webhook endpoint" submit="Add endpoint" action=${action} done=${(e) => {
-    setUrl('');
-    setDescription('');
-    done(e);
-  }}>
+  return html`<${Form} label=${label} submit=${submit} action=${() => send({ url: url.trim(), events: [...events], description: description.trim() })} done=${done}>
     <${Field} label="Endpoint URL" type="url" hint="http:// or https://; private addresses only where the operator allows them." value=${url} onInput=${setUrl} required placeholder="https://example.com/hooks/panel" />
     <${Field} label="Description" value=${description} onInput=${setDescription} maxlength="200" />
     <fieldset>
@@ -63,6 +62,16 @@ function AddEndpoint({ org, done }) {
       ${EVENTS.map((t) => html`<${Field} type="checkbox" label=${t} value=${events.has(t)} onInput=${(on) => flip(t, on)} />`)}
     </fieldset>
   <//>`;
+}
+
+function AddEndpoint({ org, done }) {
+  // a new form (empty fields) after each endpoint added
+  const [round, setRound] = useState(0);
+  const send = (b) => post(`/v1/orgs/${org.id}/webhooks`, { url: b.url, events: b.events, ...(b.description ? { description: b.description } : {}) });
+  return html`<${EndpointForm} key=${round} label="Add webhook endpoint" submit="Add endpoint" initial=${{ url: '', events: EVENTS }} send=${send} done=${(e) => {
+    setRound(round + 1);
+    done(e);
+  }} />`;
 }
 
 function Deliveries({ endpoint }) {
