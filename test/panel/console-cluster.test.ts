@@ -117,6 +117,8 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByRole('navigation', { name: 'Cluster' }).getByRole('link', { name: 'Alerts', exact: true }).click();
     await page.getByLabel('Node').fill(node);
     const list = page.getByRole('table', { name: 'Alerts, newest first' });
+    await list.getByRole('link', { name: `node ${node}: CPU busy above 80 %` }).waitFor();
+    await shot(page, 'alerts-list');
     await list.getByRole('link', { name: `node ${node}: CPU busy above 80 %` }).click();
     await page.waitForURL(`**/alerts/${fired.id}`);
     await page.getByTestId('alert-state').filter({ hasText: 'open' }).waitFor();
@@ -319,8 +321,10 @@ describe('panel: web console, cluster side, in chromium', function () {
 
     // the account's chain sees the quota alert on the account's Alerts tab
     await page.goto(`/orgs/${customer.id}/alerts`);
+    const quotaLink = page.getByRole('table', { name: /Alerts of / }).getByRole('link', { name: /disk use at or above 80 %/ }).first();
+    await quotaLink.waitFor();
     await shot(page, 'org-alerts');
-    await page.getByRole('table', { name: /Alerts of / }).getByRole('link', { name: /disk use at or above 80 %/ }).first().click();
+    await quotaLink.click();
     await page.getByLabel('Note (optional)').fill('old backups removed tonight');
     await page.getByRole('button', { name: 'Acknowledge' }).click();
     await page.getByTestId('alert-state').filter({ hasText: 'acknowledged' }).waitFor();
