@@ -2,7 +2,7 @@
 // summary (counts per status, last / running / next pass, Run now), the sites with their verdict,
 // and a site's page (status, policy, generations, digests, findings with their diff, recent
 // events) with the policy change observe ↔ remediate: the API's review first, then Confirm.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, post } from '../lib/api.js';
 import { ActionButton, dash, ErrorBox, html, Link, Loaded, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 import { ClusterNav } from './cluster.js';
@@ -147,6 +147,11 @@ function PolicyChange({ s, reload }) {
   const [review, setReview] = useState(null);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  // the review replaces the button that asked for it: keyboard focus moves to the review
+  const region = useRef(null);
+  useEffect(() => {
+    if (review && region.current) region.current.focus();
+  }, [review]);
   const call = async (body, then) => {
     setBusy(true);
     setError(null);
@@ -164,7 +169,7 @@ function PolicyChange({ s, reload }) {
       <${ErrorBox} error=${error} />
     </div>`;
   const r = review.review;
-  return html`<div class="card review" role="region" aria-label="Review of the policy change">
+  return html`<div class="card review" role="region" aria-label="Review of the policy change" tabindex="-1" ref=${region}>
     <h3>Change ${r.from} → ${r.to}</h3>
     <p data-testid="policy-effect">${r.effect}.</p>
     <p class="muted">As of the latest check (${when(r.as_of)}), the site's status is ${r.status.replace('_', ' ')}. This review expires ${when(review.expires_at)}.</p>
