@@ -5,6 +5,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { newConsolePage, pageWeight } from '../helpers/console';
 import { env } from '../setup/env';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 
@@ -51,14 +52,7 @@ describe('panel: web console in chromium', function () {
     assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
   });
 
-  async function newPage(host = HOST): Promise<Page> {
-    const context = await browser.newContext({ baseURL: base.replace(HOST, host) });
-    contexts.push(context);
-    const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    return page;
-  }
+  const newPage = (host = HOST): Promise<Page> => newConsolePage(browser, base.replace(HOST, host), contexts, pageErrors);
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   async function signIn(page: Page, username: string, password: string) {
@@ -341,12 +335,7 @@ describe('panel: web console in chromium', function () {
     const measure = async () => {
       await page.goto(`/orgs/${provider.id}`);
       await page.getByRole('form', { name: 'Create organisation' }).getByRole('button', { name: 'Create reseller' }).waitFor();
-      return page.evaluate(`(() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const res = performance.getEntriesByType('resource');
-        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
-        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
-      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+      return pageWeight(page);
     };
     const cold = await measure(); // the session's first full load: nothing cached
     const warm = await measure(); // a later load: vendor files from cache, app modules revalidated (304)

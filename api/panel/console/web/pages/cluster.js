@@ -1,16 +1,21 @@
 // The cluster pages of the platform's logins (spec 2 sections 2.6, 4.1, 4.2): node list with
 // state, draining, heartbeat age, labels and roles; a node's page /cluster/nodes/<name> with its
-// latest metrics, declared capacity. Without -controller-state the API says node state is unavailable.
+// latest metrics, charts and open alerts, declared capacity. Without -controller-state the API says node state is unavailable.
 import { useState } from 'preact/hooks';
 import { del, get, post, put } from '../lib/api.js';
-import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Table, useLoad, when } from '../lib/ui.js';
+import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
+import { Chart, SERIES } from '../lib/chart.js';
+import { AlertList } from './alerts.js';
 
 const location_ = (l) => [l.logical_region, l.physical_region, l.zone, l.cell].map(dash).join(' / ');
 
-function ClusterNav({ current }) {
+export function ClusterNav({ current }) {
   return html`<nav class="tabs" aria-label="Cluster">
     <${Link} href="/cluster" aria-current=${current === 'nodes' ? 'page' : undefined}>Nodes<//>
     <${Link} href="/cluster/capacity" aria-current=${current === 'capacity' ? 'page' : undefined}>Declared capacity<//>
+    <${Link} href="/cluster/alerts" aria-current=${current === 'alerts' ? 'page' : undefined}>Alerts<//>
+    <${Link} href="/cluster/alert-rules" aria-current=${current === 'rules' ? 'page' : undefined}>Alert rules<//>
+    <${Link} href="/cluster/reconcile" aria-current=${current === 'reconcile' ? 'page' : undefined}>Reconciliation<//>
   </nav>`;
 }
 
@@ -85,12 +90,38 @@ function Node({ n }) {
           <dt>Network since boot</dt><dd>received ${gb(m.network.rx_bytes)}, sent ${gb(m.network.tx_bytes)}</dd>
         </dl>`
       : html`<p class="muted">No metrics reported yet.</p>`}
+    <${NodeCharts} name=${n.name} />
+    <h2>Open alerts</h2>
+    <${AlertList} caption=${`Unresolved alerts of ${n.name}`} filter=${{ state: 'unresolved', node: n.name }} withNode=${false} sayOff=${false} />
     <h2>Facts <small class="muted">${when(n.facts_at)}</small></h2>
     ${n.facts ? html`<pre>${JSON.stringify(n.facts, null, 2)}</pre>` : html`<p class="muted">No facts reported yet.</p>`}
     <${NodeSites} name=${n.name} />
     <${Relocation} name=${n.name} />
     ${n.kind === 'agent' ? html`<${ActionButton} danger action=${() => del(`/v1/cluster/nodes/${encodeURIComponent(n.name)}`)} done=${() => history.back()} confirm=${`Remove the node ${n.name}?`}>Remove node<//>` : null}
   </div>`;
+}
+
+const WINDOWS = [
+  [1, 'last hour'],
+  [6, 'last 6 hours'],
+  [24, 'last 24 hours'],
+];
+
+/** The node's sampled metrics over the last hours, one chart per series. */
+function NodeCharts({ name }) {
+  const [hours, setHours] = useState('6');
+  const chart = useLoad(() => {
+    const to = new Date();
+    const from = new Date(to.getTime() - Number(hours) * 3_600_000);
+    return get(`/v1/cluster/nodes/${encodeURIComponent(name)}/metrics?from=${from.toISOString()}&to=${to.toISOString()}`);
+  }, [name, hours]);
+  return html`<h2>Metrics over time</h2>
+    <${Loaded} state=${chart}>${(c) =>
+      c.metrics_sampling === false
+        ? html`<${Notice} kind="warn">${c.message}<//>`
+        : html`<div class="filters"><${Select} label="Window" value=${hours} onInput=${setHours} options=${WINDOWS.map(([h, label]) => ({ value: String(h), label }))} /></div>
+            <div class="charts">${Object.keys(SERIES).map((k) => html`<${Chart} points=${c.points} series=${k} from=${c.from} to=${c.to} />`)}</div>
+            <p class="muted">Averaged per ${c.step} s; samples are kept ${c.retention_days} days (full resolution ${c.full_resolution_days} days, then hourly).</p>`}<//>`;
 }
 
 /** The websites on the node: those of the platform's whole tree (a platform login reads them all). */

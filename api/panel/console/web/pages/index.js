@@ -1,8 +1,10 @@
 // Every page of the console, by address. A new area (alerts, reconciliation, backups, migration)
 // is one module in this folder, added here; an org tab (billing) is added to ORG_TABS in orgs.js.
 import { AccountPage, PasswordPage } from './account.js';
+import { AlertPage, AlertRulesPage, AlertsPage } from './alerts.js';
 import { CapacityPage, NodePage, NodesPage } from './cluster.js';
 import { OrgPage } from './orgs.js';
+import { ReconcilePage, ReconcilePassPage, ReconcileSitePage } from './reconcile.js';
 import { SignInPage } from './sign-in.js';
 import { SitePage } from './sites.js';
 
@@ -18,6 +20,12 @@ export const PAGES = [
   { path: '/cluster', component: NodesPage },
   { path: '/cluster/nodes/:name', component: NodePage },
   { path: '/cluster/capacity', component: CapacityPage },
+  { path: '/cluster/alerts', component: AlertsPage },
+  { path: '/cluster/alert-rules', component: AlertRulesPage },
+  { path: '/alerts/:id', component: AlertPage },
+  { path: '/cluster/reconcile', component: ReconcilePage },
+  { path: '/cluster/reconcile/sites/:id', component: ReconcileSitePage },
+  { path: '/cluster/reconcile/passes/:id', component: ReconcilePassPage },
 ];
 
 export const NAV = [
