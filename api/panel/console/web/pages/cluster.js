@@ -7,10 +7,11 @@ import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Table
 
 const location_ = (l) => [l.logical_region, l.physical_region, l.zone, l.cell].map(dash).join(' / ');
 
-function ClusterNav({ current }) {
+export function ClusterNav({ current }) {
   return html`<nav class="tabs" aria-label="Cluster">
     <${Link} href="/cluster" aria-current=${current === 'nodes' ? 'page' : undefined}>Nodes<//>
     <${Link} href="/cluster/capacity" aria-current=${current === 'capacity' ? 'page' : undefined}>Declared capacity<//>
+    <${Link} href="/cluster/backups" aria-current=${current === 'backups' ? 'page' : undefined}>Backups<//>
   </nav>`;
 }
 

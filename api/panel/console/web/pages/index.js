@@ -1,6 +1,7 @@
 // Every page of the console, by address. A new area (alerts, reconciliation, backups, migration)
 // is one module in this folder, added here; an org tab (billing) is added to ORG_TABS in orgs.js.
 import { AccountPage, PasswordPage } from './account.js';
+import { BackupsPage, InspectionPage } from './backups.js';
 import { CapacityPage, NodePage, NodesPage } from './cluster.js';
 import { OrgPage } from './orgs.js';
 import { SignInPage } from './sign-in.js';
@@ -18,6 +19,8 @@ export const PAGES = [
   { path: '/cluster', component: NodesPage },
   { path: '/cluster/nodes/:name', component: NodePage },
   { path: '/cluster/capacity', component: CapacityPage },
+  { path: '/cluster/backups', component: BackupsPage },
+  { path: '/cluster/backups/inspections/:id', component: InspectionPage },
 ];
 
 export const NAV = [

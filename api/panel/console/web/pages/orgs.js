@@ -8,6 +8,7 @@ import { LimitInputs, numbers } from '../lib/limits.js';
 import { BrandingTab, LimitsTab, LoginsTab, PackagesTab, PowersTab, UsageTab } from './org-settings.js';
 import { DatabasesTab, DnsTab } from './resources.js';
 import { SitesTab } from './sites.js';
+import { BillingTab } from './billing.js';
 
 const notCustomer = (org) => org.type !== 'customer';
 const customer = (org) => org.type === 'customer';
@@ -25,6 +26,7 @@ export const ORG_TABS = [
   { key: 'usage', label: 'Usage', show: notCustomer, component: UsageTab },
   { key: 'branding', label: 'Branding', show: notCustomer, component: BrandingTab },
   { key: 'powers', label: 'Delegated powers', show: (org, a) => below(org, a) && org.type === 'reseller', component: PowersTab },
+  { key: 'billing', label: 'Billing', show: () => true, component: BillingTab },
 ];
 
 /** The orgs from the caller's root down to `id` (each a GET, from the org up its parents). */
