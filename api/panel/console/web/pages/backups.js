@@ -21,7 +21,7 @@ function useSettle(state, busy) {
 }
 
 export function BackupsTab({ site, account }) {
-  const list = useLoad(() => get(`/v1/sites/${site.id}/restore-points`), [site.id]);
+  const list = useLoad(() => get(`/v1/sites/${site.id}/restore-points?all=true`), [site.id]);
   useSettle(list, (d) => d.restore_points.some((r) => r.status === 'pending' || r.status === 'deleting'));
   const [restoring, setRestoring] = useState(null);
   return html`<div>
@@ -186,7 +186,9 @@ function Metrics() {
 
 export function InspectionPage({ params }) {
   const ins = useLoad(() => get(`/v1/inspections/${params.id}`), [params.id]);
-  useSettle(ins, (i) => i.status === 'extracting' || i.status === 'removing');
+  // after Remove now the folder goes a moment later (its workflow removes it): look again until then
+  const [removing, setRemoving] = useState(false);
+  useSettle(ins, (i) => i.status === 'extracting' || i.status === 'removing' || (removing && i.status === 'ready'));
   return html`<section>
     <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href="/cluster/backups">Backups<//></li><li><span aria-current="page">Inspection</span></li></ol></nav>
     <h1>Inspection</h1>
@@ -201,7 +203,10 @@ export function InspectionPage({ params }) {
         ${i.removed_at ? html`<dt>Removed</dt><dd>${when(i.removed_at)}</dd>` : null}
         ${i.error ? html`<dt>Error</dt><dd class="error-text">${i.error}</dd>` : null}
       </dl>
-      ${i.status === 'ready' || i.status === 'extracting' ? html`<${ActionButton} danger action=${() => del(`/v1/inspections/${i.id}`)} done=${ins.reload} confirm="Remove the inspection folder now?">Remove now<//>` : null}
+      ${i.status === 'ready' || i.status === 'extracting' ? html`<${ActionButton} danger action=${() => del(`/v1/inspections/${i.id}`)} done=${() => {
+        setRemoving(true);
+        ins.reload();
+      }} confirm="Remove the inspection folder now?">Remove now<//>` : null}
     </div>`}<//>
   </section>`;
 }

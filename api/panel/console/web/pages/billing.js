@@ -42,8 +42,8 @@ export function BillingTab({ org, account }) {
   const aboveIt = org.id !== account.org_id;
   return html`<div>
     <h2>Billing</h2>
-    <${Loaded} state=${running}>${(now) => html`<${Select} label="Month" value=${period || now} onInput=${(p) => navigate(`/orgs/${org.id}/billing?period=${p}`)}
-      options=${lastMonths(now, 24).map((p) => ({ value: p, label: p === now ? `${p} (running)` : p }))} />`}<//>
+    <${Loaded} state=${running}>${(now) => html`<div class="period"><${Select} label="Month" value=${period || now} onInput=${(p) => navigate(`/orgs/${org.id}/billing?period=${p}`)}
+      options=${lastMonths(now, 24).map((p) => ({ value: p, label: p === now ? `${p} (running)` : p }))} /></div>`}<//>
     <${Loaded} state=${page}>${(b) => html`<div>
       <${Notice} kind=${b.metering.on ? 'ok' : 'warn'}>Metering: ${b.metering.message}.<//>
       <${PlanInForce} plan=${b.plan} />
