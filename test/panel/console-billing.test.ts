@@ -157,6 +157,15 @@ describe('panel: web console billing page in chromium', function () {
     const billed = page.getByRole('table', { name: 'Statements for 2035-01' }).getByRole('row').filter({ hasText: C.body.name });
     assert.match((await billed.textContent())!, /closed3\s*3\.37 EUR/);
     assert.equal(await page.getByTestId('margin').textContent(), '3.37 EUR');
+    // its closed statements of every month, each opening the statement; the customer's list holds it too, others' do not
+    const listed = page.getByRole('table', { name: 'Closed statements' }).getByRole('row').filter({ hasText: '2035-01' });
+    assert.match((await listed.textContent())!, new RegExp(`2035-01${C.body.name}3\\s*3\\.37 EUR`));
+    assert.deepEqual((await C.client.get(`/v1/orgs/${C.id}/billing/statements`)).json.statements.map((x: { org_id: string; period: string; totals: unknown }) => [x.org_id, x.period, x.totals]), [[C.id, '2035-01', { EUR: '3.37' }]]);
+    assert.equal((await C.client.get(`/v1/orgs/${P.id}/billing/statements`)).status, 404);
+    await listed.getByRole('link', { name: `View the statement of ${C.body.name} for 2035-01` }).click();
+    await page.waitForURL(`**/orgs/${C.id}/billing?period=2035-01`);
+    await page.getByTestId('statement-state').filter({ hasText: 'closed' }).waitFor();
+    await page.goto(`/orgs/${P.id}/billing?period=2035-01`);
     page.once('dialog', (d) => void d.accept()); // "Delete the plan Monthly?"
     await page.getByRole('table', { name: 'Billing plans' }).getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('table', { name: 'Billing plans' }).getByRole('alert').filter({ hasText: 'conflict' }).waitFor();

@@ -1,8 +1,9 @@
 // Billing of an org (spec 2 sections 2.8, 3, 4.1 `/orgs/{id}/billing`, 4.2): the month's statement
 // (estimate or closed) with its lines per charge kind and its CSV and JSON exports, the plan billing
 // it and, from the level above, its assignment and Close month (offered once the month ended, UTC;
-// the final tick is checked by the API); the statements of the orgs it bills and its margin; and
-// the plans it owns (rate lines checked by the API, whose line-numbered error shows at the field).
+// the final tick is checked by the API); the statements of the orgs it bills and its margin, its
+// closed statements of every month; and the plans it owns (rate lines checked by the API, whose
+// line-numbered error shows at the field).
 import { useState } from 'preact/hooks';
 import { api, del, get, patch, post, put } from '../lib/api.js';
 import { ActionButton, dash, ErrorBox, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
@@ -53,6 +54,7 @@ export function BillingTab({ org, account }) {
       ${aboveIt && running.data ? html`<${CloseMonth} org=${org} period=${b.period} running=${running.data} st=${b.statement} done=${page.reload} />` : null}
       <${BilledOrgs} b=${b} />
     </div>`}<//>
+    <${ClosedStatements} org=${org} />
     ${org.type !== 'customer' ? html`<${Plans} org=${org} />` : null}
   </div>`;
 }
@@ -141,6 +143,20 @@ function BilledOrgs({ b }) {
       <dt>Billed to it</dt><dd>${totals(b.billed_to_it)}</dd>
       <dt>Margin</dt><dd data-testid="margin">${totals(b.margin)}</dd>
     </dl>`;
+}
+
+/** Every closed statement of the org and of the orgs it bills, newest month first; each opens on its org's billing page. */
+function ClosedStatements({ org }) {
+  const list = useLoad(() => get(`/v1/orgs/${org.id}/billing/statements`), [org.id]);
+  return html`<h3>Closed statements</h3>
+    <${Loaded} state=${list}>${(d) => html`<${Table} caption="Closed statements" rows=${d.statements} empty="No closed statements." cols=${[
+      ['Month', (st) => st.period],
+      ['Organisation', (st) => (st.org_id === org.id ? `${st.org_name} (billed to it)` : st.org_name)],
+      ['Metered hours', (st) => st.metered_hours],
+      ['Amount', (st) => totals(st.totals)],
+      ['Closed', (st) => when(st.closed_at)],
+      ['', (st) => html`<${Link} href=${`/orgs/${st.org_id}/billing?period=${st.period}`} aria-label=${`View the statement of ${st.org_name} for ${st.period}`}>View<//>`],
+    ]} />`}<//>`;
 }
 
 function Plans({ org }) {
