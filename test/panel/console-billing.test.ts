@@ -100,6 +100,15 @@ describe('panel: web console billing page in chromium', function () {
     await rates.fill('# selector website database GiB\nregion=eu 14.88 0 1.488\ndefault 7.44 0 0.744');
     await form.getByRole('button', { name: 'Create plan' }).click();
     await page.getByRole('table', { name: 'Billing plans' }).getByRole('cell', { name: 'Monthly', exact: true }).waitFor();
+    // an edit the API refuses shows its message at the field it names; nothing changes
+    await page.getByRole('button', { name: 'Edit Monthly' }).click();
+    const edit = page.getByRole('form', { name: 'Edit plan Monthly' });
+    await edit.getByLabel('Currency').fill('EURO');
+    await edit.getByRole('button', { name: 'Save plan' }).click();
+    await edit.getByRole('alert').filter({ hasText: 'currency' }).waitFor();
+    assert.equal(await edit.getByLabel('Currency').locator('xpath=../following-sibling::p[@role="alert"]').count(), 1, 'shown right below the field');
+    await page.getByRole('button', { name: 'Edit Monthly' }).click();
+    assert.equal(await edit.count(), 0);
     const plans = (await P.client.get(`/v1/orgs/${P.id}/billing-plans`)).json.plans;
     assert.deepEqual(plans.map((p: { name: string; currency: string; account_price: string; rate_lines: unknown[] }) => [p.name, p.currency, p.account_price, p.rate_lines.length]), [['Monthly', 'EUR', '74.4', 2]]);
   });
