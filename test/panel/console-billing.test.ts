@@ -106,7 +106,9 @@ describe('panel: web console billing page in chromium', function () {
     await edit.getByLabel('Currency').fill('EURO');
     await edit.getByRole('button', { name: 'Save plan' }).click();
     await edit.getByRole('alert').filter({ hasText: 'currency' }).waitFor();
-    assert.equal(await edit.getByLabel('Currency').locator('xpath=../following-sibling::p[@role="alert"]').count(), 1, 'shown right below the field');
+    const currency = edit.getByLabel('Currency');
+    assert.equal(await currency.getAttribute('aria-invalid'), 'true');
+    assert.match((await edit.locator(`#${await currency.getAttribute('aria-errormessage')}`).textContent())!, /currency/, 'tied to the field');
     await page.getByRole('button', { name: 'Edit Monthly' }).click();
     assert.equal(await edit.count(), 0);
     const plans = (await P.client.get(`/v1/orgs/${P.id}/billing-plans`)).json.plans;

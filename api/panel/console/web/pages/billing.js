@@ -194,8 +194,6 @@ const FIELDS = ['name', 'currency', 'base_price', 'account_price', 'rates'];
 /** Whether a refusal naming `field` is shown at a field of the plan form (else above its button). */
 const atField = (field) => FIELDS.includes(field) || /^package_prices\./.test(field || '');
 
-let rateFields = 0;
-
 /** Create or edit a plan; the API's refusal naming a field shows at that field. */
 function PlanForm({ org, plan, packages, done }) {
   const [v, setV] = useState({
@@ -229,12 +227,12 @@ function PlanForm({ org, plan, packages, done }) {
   const at = (name) => (field === name ? error : null);
   return html`<form onSubmit=${submit} aria-label=${label}>
     <div class="grid">
-      <${Checked} error=${at('name')}><${Field} label="Plan name" value=${v.name} onInput=${set('name')} required maxlength="80" /><//>
-      <${Checked} error=${at('currency')}><${Field} label="Currency" hint="ISO 4217, e.g. EUR" value=${v.currency} onInput=${set('currency')} required maxlength="8" /><//>
-      <${Checked} error=${at('base_price')}><${Field} label="Base price per month" inputmode="decimal" value=${v.base_price} onInput=${set('base_price')} required /><//>
-      <${Checked} error=${at('account_price')}><${Field} label="Price per customer account per month" inputmode="decimal" value=${v.account_price} onInput=${set('account_price')} required /><//>
-      ${packages.map((p) => html`<${Checked} error=${at(`package_prices.${p.id}`)}><${Field} label=${`Price per account on package ${p.name}`} inputmode="decimal" placeholder="the account price"
-        value=${v.package_prices[p.id] ?? ''} onInput=${(x) => setV({ ...v, package_prices: { ...v.package_prices, [p.id]: x } })} /><//>`)}
+      <${Checked} error=${at('name')} label="Plan name" value=${v.name} onInput=${set('name')} required maxlength="80" />
+      <${Checked} error=${at('currency')} label="Currency" hint="ISO 4217, e.g. EUR" value=${v.currency} onInput=${set('currency')} required maxlength="8" />
+      <${Checked} error=${at('base_price')} label="Base price per month" inputmode="decimal" value=${v.base_price} onInput=${set('base_price')} required />
+      <${Checked} error=${at('account_price')} label="Price per customer account per month" inputmode="decimal" value=${v.account_price} onInput=${set('account_price')} required />
+      ${packages.map((p) => html`<${Checked} error=${at(`package_prices.${p.id}`)} label=${`Price per account on package ${p.name}`} inputmode="decimal" placeholder="the account price"
+        value=${v.package_prices[p.id] ?? ''} onInput=${(x) => setV({ ...v, package_prices: { ...v.package_prices, [p.id]: x } })} />`)}
     </div>
     <${RatesField} value=${v.rates} onInput=${set('rates')} error=${at('rates')} />
     <${ErrorBox} error=${error && !atField(field) ? error : null} />
@@ -242,13 +240,20 @@ function PlanForm({ org, plan, packages, done }) {
   </form>`;
 }
 
-/** A field with the API's message about it right below (announced as an alert). */
-function Checked({ error, children }) {
-  return html`<div class=${error ? 'invalid' : ''}>${children}${error ? html`<p class="field-error" role="alert">${error.message}</p>` : null}</div>`;
+/** ids tying a plan field to its error message */
+let fieldIds = 0;
+
+/** A labelled field with the API's message about it right below, tied to it (aria-errormessage) and announced. */
+function Checked({ error, ...field }) {
+  const [id] = useState(() => `plan-error-${++fieldIds}`);
+  return html`<div class=${error ? 'invalid' : ''}>
+    <${Field} ...${field} aria-invalid=${error ? 'true' : undefined} aria-errormessage=${error ? id : undefined} />
+    ${error ? html`<p id=${id} class="field-error" role="alert">${error.message}</p>` : null}
+  </div>`;
 }
 
 function RatesField({ value, onInput, error }) {
-  const [id] = useState(() => `plan-rates-${++rateFields}`);
+  const [id] = useState(() => `plan-rates-${++fieldIds}`);
   return html`<div class=${'field ' + (error ? 'invalid' : '')}>
     <label for=${id}>Rate lines</label>
     <textarea id=${id} rows="6" value=${value} onInput=${(e) => onInput(e.target.value)} aria-invalid=${error ? 'true' : undefined}
