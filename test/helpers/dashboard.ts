@@ -61,3 +61,20 @@ export async function signedIn(browser: Browser, base: string, u: DashboardUser)
 }
 
 export const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+export interface PageWeight {
+  /** ms from navigation start to this call (the test calls it once the page can be used) */
+  interactive_ms: number;
+  requests: number;
+  transfer_bytes: number;
+  body_bytes: number;
+}
+
+/** The weight of the page's last load (the document and every resource) and the time to now, from the browser's performance entries. */
+export const pageWeight = (page: Page): Promise<PageWeight> =>
+  page.evaluate(`(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const res = performance.getEntriesByType('resource');
+    const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
+    return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
+  })()`);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import Decimal from 'decimal.js';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { pageWeight, useBrowser as useChromium } from '../helpers/dashboard';
 import { addLabelledNode, addSite, startBillingPanel, waitFor, type BillingPanel } from '../helpers/billing';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -23,30 +24,24 @@ const METER_TABLES = ['panel_meter_orgs', 'panel_meter_sites', 'panel_meter_data
 
 /** One chromium for the file; `open(base, client)` gives a page signed in with that client's session. */
 function useBrowser() {
-  let browser: Browser;
+  const chromium = useChromium();
   const contexts: BrowserContext[] = [];
-  const pageErrors: string[] = [];
-  before(async function () {
-    this.timeout(60_000);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-  });
-  after(async () => {
-    await browser?.close();
-  });
+  /** uncaught errors in any page: none is expected */
+  const errors: string[] = [];
+  before(() => fs.mkdirSync(ARTIFACTS, { recursive: true }));
   afterEach(async () => {
-    for (const c of contexts.splice(0)) await c.close();
-    assert.deepEqual(pageErrors.splice(0), [], 'uncaught errors in the console');
+    await Promise.all(contexts.splice(0).map((c) => c.close()));
+    assert.deepEqual(errors.splice(0), [], 'uncaught errors in the console');
   });
   return {
     async open(base: string, client: PanelClient): Promise<Page> {
-      const context = await browser.newContext({ baseURL: base });
+      const context = await chromium.browser().newContext({ baseURL: base });
       contexts.push(context);
       const [name, value] = client.cookie!.split('=');
       await context.addCookies([{ name, value, url: base, httpOnly: true, sameSite: 'Strict' }]);
       const page = await context.newPage();
       page.setDefaultTimeout(20_000);
-      page.on('pageerror', (e) => pageErrors.push(e.message));
+      page.on('pageerror', (e) => errors.push(e.message));
       return page;
     },
     shot: (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true }),
@@ -188,12 +183,7 @@ describe('panel: web console billing page in chromium', function () {
     const measure = async () => {
       await page.goto(`/orgs/${C.id}/billing?period=2035-01`);
       await page.getByRole('button', { name: 'Download CSV' }).waitFor();
-      return page.evaluate(`(() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const res = performance.getEntriesByType('resource');
-        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
-        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
-      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+      return pageWeight(page);
     };
     const cold = await measure();
     const warm = await measure();
