@@ -59,7 +59,7 @@ describe('panel: web console billing page in chromium', function () {
   before(async function () {
     this.timeout(120_000);
     // metered hours are global: the last one recorded is where the next tick resumes
-    await env.db('panel_meter_hours').insert({ hour: new Date(BEFORE_START), orgs: 0, sites: 0, databases: 0 });
+    await env.db('panel_meter_hours').insert({ hour: new Date(BEFORE_START), orgs: 0, sites: 0, databases: 0 }).onConflict('hour').ignore();
     bp = await startBillingPanel(START);
     admin = await platformAdmin(bp.url);
     P = await createOrgWithLogin(admin, { type: 'provider' });
@@ -276,7 +276,7 @@ describe('panel: web console backups in chromium', function () {
     assert.equal((await admin.get(`/v1/sites/${s.id}/backup-schedule`)).status, 404);
   });
 
-  it('extracts a restore point for inspection, shows its expiry, and Remove now deletes the folder before it', async () => {
+  it('extracts a restore point for inspection, shows its expiry, Remove now deletes the folder before it; the platform page restores it into another account by its id', async () => {
     const s = await site();
     const page = await browser.open(panel.url, admin);
     const row = await takeRestorePoint(page, s.id);
@@ -294,6 +294,20 @@ describe('panel: web console backups in chromium', function () {
     assert.ok(!fs.existsSync(ins.path), 'the folder is gone');
     const removed = (await admin.get(`/v1/inspections/${id}`)).json;
     assert.ok(new Date(removed.removed_at) < new Date(removed.expires_at), 'removed before its time');
+
+    // the platform page restores the same restore point, named by its id, into another account
+    const other = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const copy = `${unique('copy-')}.example.com`;
+    await page.goto('/cluster/backups');
+    await page.getByLabel('Restore point ID', { exact: true }).fill(ins.restore_point_id);
+    const form = page.getByRole('form', { name: 'Restore into an account' });
+    await form.getByLabel('Into account (ID)').fill(other.id);
+    await form.getByLabel('Domain of the restored website').fill(copy);
+    await form.getByLabel('I confirm: create a website from this restore point').check();
+    await form.getByRole('button', { name: 'Restore' }).click();
+    await page.getByRole('status').getByRole('link', { name: copy }).waitFor();
+    await waitFor('restored site active', async () => (await other.client.get(`/v1/orgs/${other.id}/sites`)).json.sites[0]?.status === 'active', 30_000);
+    assert.deepEqual(await getFromNode(panel.webPort, copy), { status: 200, body: `<h1>${s.domain} as backed up</h1>` });
   });
 
   it('the platform page restores a deleted site by its id from its archive, cleans up, and shows the recovery metrics', async () => {
