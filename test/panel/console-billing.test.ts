@@ -137,8 +137,13 @@ describe('panel: web console billing page in chromium', function () {
     await close.getByRole('button', { name: 'Close 2035-01' }).click();
     await close.getByRole('alert').filter({ hasText: 'closing a month is final: tick the final confirmation' }).waitFor();
     assert.equal((await P.client.get(`/v1/orgs/${C.id}/billing/statement?period=2035-01`)).json.state, 'estimate');
-    await close.getByLabel('I confirm: close 2035-01 for good').check();
-    await close.getByRole('button', { name: 'Close 2035-01' }).click();
+    // by keyboard: Space ticks the box, Tab reaches the button, Enter closes
+    await close.getByLabel('I confirm: close 2035-01 for good').focus();
+    await page.keyboard.press('Space');
+    assert.equal(await close.getByLabel('I confirm: close 2035-01 for good').isChecked(), true);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate('document.activeElement.textContent'), 'Close 2035-01');
+    await page.keyboard.press('Enter');
     await page.getByTestId('statement-state').filter({ hasText: 'closed' }).waitFor({ timeout: 60_000 });
     assert.equal(await page.getByRole('form', { name: 'Close month' }).count(), 0, 'a closed month is not offered again');
     const closed = (await P.client.get(`/v1/orgs/${C.id}/billing/statement?period=2035-01`)).json;
