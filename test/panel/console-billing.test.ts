@@ -22,6 +22,11 @@ const START = '2035-01-31T20:30:00Z';
 const BEFORE_START = '2035-01-31T19:00:00Z';
 const METER_TABLES = ['panel_meter_orgs', 'panel_meter_sites', 'panel_meter_databases', 'panel_meter_hours'];
 
+function refused403(r: { status: number; json: { error: { code: string } } }) {
+  assert.equal(r.status, 403, JSON.stringify(r.json));
+  assert.equal(r.json.error.code, 'forbidden');
+}
+
 /** One chromium for the file; `open(base, client)` gives a page signed in with that client's session. */
 function useBrowser() {
   const chromium = useChromium();
@@ -293,12 +298,18 @@ describe('panel: web console backups in chromium', function () {
     assert.equal(fs.readFileSync(path.join(ins.path, 'site/public_html/index.html'), 'utf8'), `<h1>${s.domain} as backed up</h1>`);
     assert.equal(await page.getByTestId('inspection-expiry').textContent(), new Date(ins.expires_at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC');
     await browser.shot(page, 'backups-inspection');
+    // listed on the platform page until removed, opening the same page
+    await page.getByRole('link', { name: 'Backups', exact: true }).first().click();
+    await page.getByRole('table', { name: 'Inspections' }).getByRole('link', { name: `Open the inspection of ${s.domain}` }).click();
+    await page.waitForURL(`**/cluster/backups/inspections/${id}`);
+    refused403(await provider.client.get('/v1/inspections'));
     page.once('dialog', (d) => void d.accept()); // "Remove the inspection folder now?"
     await page.getByRole('button', { name: 'Remove now' }).click();
     await page.getByTestId('inspection-status').filter({ hasText: 'removed' }).waitFor({ timeout: 30_000 });
     assert.ok(!fs.existsSync(ins.path), 'the folder is gone');
     const removed = (await admin.get(`/v1/inspections/${id}`)).json;
     assert.ok(new Date(removed.removed_at) < new Date(removed.expires_at), 'removed before its time');
+    assert.ok(!(await admin.get('/v1/inspections')).json.inspections.some((x: { id: string }) => x.id === id), 'no longer listed');
 
     // the platform page restores the same restore point, named by its id, into another account
     const other = await createOrgWithLogin(provider.client, { type: 'customer' });

@@ -112,6 +112,7 @@ export function BackupsPage() {
     <h2>Restore into another account</h2>
     <${RestoreById} />
     <h2>Extract for inspection</h2>
+    <${Inspections} />
     <${InspectById} />
     <${Cleanup} />
     <${Metrics} />
@@ -142,6 +143,18 @@ function RestoreById() {
     <${Field} label="Restore point ID" value=${id} onInput=${setId} autocomplete="off" hint="From a website's Backups tab." />
     ${rp.data ? html`<${RestoreInto} key=${rp.data.id} rp=${rp.data} defaultAccount="" />` : rp.error ? html`<p class="error-text">${rp.error.message}</p>` : null}
   </div>`;
+}
+
+/** The inspection folders that exist now, each with its expiry and Remove now on its own page. */
+function Inspections() {
+  const list = useLoad(() => get('/v1/inspections'), []);
+  return html`<${Loaded} state=${list}>${(d) => html`<${Table} caption="Inspections" rows=${d.inspections} empty="No inspection folders." cols=${[
+    ['Website', (i) => (i.site_id ? html`<${Link} href=${`/sites/${i.site_id}/backups`}>${i.domain}<//>` : dash(i.domain))],
+    ['Status', (i) => html`<span class=${'badge ' + (i.status === 'ready' ? 'ok' : i.status)}>${i.status}</span>`],
+    ['Extracted', (i) => when(i.created_at)],
+    ['Removed automatically', (i) => when(i.expires_at)],
+    ['', (i) => html`<${Link} href=${`/cluster/backups/inspections/${i.id}`} aria-label=${`Open the inspection of ${i.domain}`}>Open<//>`],
+  ]} />`}<//>`;
 }
 
 function InspectById() {
