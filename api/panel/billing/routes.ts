@@ -6,14 +6,14 @@ import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import { runMonthClose } from '../../../services/panel/billing/client';
 import { assignPlan, createPlan, deletePlan, getPlan, listPlans, updatePlan } from '../../../services/panel/billing/plans';
-import { billingPage, checkClose, issuedStatements, statement, statementCsv, statementsCsv, type BillingSettings } from '../../../services/panel/billing/statements';
+import { billingPage, checkClose, closedStatements, issuedStatements, statement, statementCsv, statementsCsv, type BillingSettings } from '../../../services/panel/billing/statements';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 
 // Billing (spec 2 sections 2.8, 3, 4.1, 4.2): plans of an org, Assign plan / Not billed, the
 // billing page (statement estimate, orgs billed, margin), a statement and its exports (JSON, or CSV
-// with Accept: text/csv), Close month (confirmed, after the month ended) and the API-token export
-// of issued statements.
+// with Accept: text/csv), the closed statements of an org and of those it bills, Close month
+// (confirmed, after the month ended) and the API-token export of issued statements.
 
 export interface BillingApiDeps {
   db: Db;
@@ -71,6 +71,9 @@ export function billingRoutes(d: BillingApiDeps): Router {
     if (!st) throw new PanelError('not_found', { what: 'statement (the organisation was not billed in that month)' });
     if (wantsCsv(ctx)) sendCsv(ctx, `statement-${st.org_id}-${st.period}`, statementCsv(st));
     else ctx.body = st;
+  });
+  r.get('/orgs/:id/billing/statements', async (ctx) => {
+    ctx.body = await closedStatements(d.db, principalOf(ctx), ctx.params.id);
   });
   r.post('/orgs/:id/billing/close', async (ctx) => {
     const b = await bodyOf(ctx, z.strictObject({ period: z.string().max(16), confirm: z.boolean().optional() }));

@@ -1,10 +1,11 @@
 import Router from '@koa/router';
-import { backupMetrics, cleanupBackups, getInspection, listSiteArchives, removeInspectionNow, restoreDeletedSite, startInspection, type BackupAdminDeps } from '../../../services/panel/sites/backup-admin';
+import { backupMetrics, cleanupBackups, getInspection, listInspections, listSiteArchives, removeInspectionNow, restoreDeletedSite, startInspection, type BackupAdminDeps } from '../../../services/panel/sites/backup-admin';
 import { principalOf } from '../shared/auth';
 
 // Backups at platform level on the panel's hosting node (spec 2 sections 4.1, 4.2, 4.4.5, 8), for
 // the platform's own logins: deleted-site archives and their restore, Extract for inspection (202,
-// a workflow extracts and later removes it) and Remove now, cleanup of leftovers, recovery metrics.
+// a workflow extracts and later removes it), the inspections not yet removed and Remove now,
+// cleanup of leftovers, recovery metrics.
 
 export function backupAdminRoutes(deps: BackupAdminDeps): Router {
   const r = new Router({ prefix: '/v1' });
@@ -17,6 +18,9 @@ export function backupAdminRoutes(deps: BackupAdminDeps): Router {
   r.post('/restore-points/:id/inspection', async (ctx) => {
     ctx.status = 202;
     ctx.body = await startInspection(deps, principalOf(ctx), ctx.params.id);
+  });
+  r.get('/inspections', async (ctx) => {
+    ctx.body = await listInspections(deps.db, principalOf(ctx));
   });
   r.get('/inspections/:id', async (ctx) => {
     ctx.body = await getInspection(deps.db, principalOf(ctx), ctx.params.id);

@@ -226,6 +226,19 @@ export async function issuedStatements(db: Db, actor: Actor, id: string, period:
   return { org_id: org.id, period: p.period, statements: rows.map(closedView) };
 }
 
+/** The closed statements of org `id` and of the orgs it billed, newest month first (the console's statements list). */
+export async function closedStatements(db: Db, actor: Actor, id: string) {
+  const org = await findInScope(db, actor, id);
+  const rows = await db('panel_statements')
+    .where((w) => w.where({ org_id: org.id }).orWhere({ billed_by: org.id }))
+    .orderBy([{ column: 'period', order: 'desc' }, { column: 'org_name' }])
+    .limit(STATEMENTS_LISTED);
+  return { org_id: org.id, statements: rows.map((r) => ({ org_id: r.org_id, org_name: r.org_name, period: r.period, billed_by: r.billed_by, metered_hours: r.metered_hours, totals: r.totals, closed_at: r.closed_at })) };
+}
+
+/** how many closed statements the list shows (a reseller with many accounts reads older ones per month or by the issued export) */
+const STATEMENTS_LISTED = 500;
+
 const SUMMARY = ['org_id', 'org_name', 'org_status', 'period', 'state', 'metered_hours', 'currency', 'amount'];
 const LINE = ['org_id', 'period', 'plan', 'kind', 'detail', 'quantity_hours', 'unit_price', 'currency', 'amount'];
 

@@ -137,6 +137,21 @@ export async function getInspection(db: Db, actor: Actor, id: string) {
   return inspectionView(row);
 }
 
+/** how many inspections the list shows (they last a day each, so a handful is the usual count) */
+const INSPECTIONS_LISTED = 200;
+
+/** The inspections whose folders still exist or are being made (not removed), newest first, with their site. */
+export async function listInspections(db: Db, actor: Actor) {
+  requirePlatform(actor, 'backup inspection');
+  const rows: Array<InspectionRow & { site_id: string | null; domain: string | null }> = await db('panel_inspections as i')
+    .leftJoin('panel_restore_points as r', 'r.id', 'i.restore_point_id')
+    .whereIn('i.status', ['extracting', 'ready'])
+    .orderBy('i.created_at', 'desc')
+    .limit(INSPECTIONS_LISTED)
+    .select('i.*', 'r.site_id', 'r.domain');
+  return { inspections: rows.map((r) => ({ ...inspectionView(r), site_id: r.site_id, domain: r.domain })) };
+}
+
 /** "Remove now": tells the inspection's workflow to remove the folder before its time is up. 202. */
 export async function removeInspectionNow(deps: BackupAdminDeps, actor: Actor, id: string) {
   const row = await getInspection(deps.db, actor, id);

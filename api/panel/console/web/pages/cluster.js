@@ -16,6 +16,7 @@ export function ClusterNav({ current }) {
     <${Link} href="/cluster/alerts" aria-current=${current === 'alerts' ? 'page' : undefined}>Alerts<//>
     <${Link} href="/cluster/alert-rules" aria-current=${current === 'rules' ? 'page' : undefined}>Alert rules<//>
     <${Link} href="/cluster/reconcile" aria-current=${current === 'reconcile' ? 'page' : undefined}>Reconciliation<//>
+    <${Link} href="/cluster/backups" aria-current=${current === 'backups' ? 'page' : undefined}>Backups<//>
   </nav>`;
 }
 

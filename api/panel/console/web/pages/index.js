@@ -2,6 +2,7 @@
 // is one module in this folder, added here; an org tab (billing) is added to ORG_TABS in orgs.js.
 import { AccountPage, PasswordPage } from './account.js';
 import { AlertPage, AlertRulesPage, AlertsPage } from './alerts.js';
+import { BackupsPage, InspectionPage } from './backups.js';
 import { CapacityPage, NodePage, NodesPage } from './cluster.js';
 import { OrgPage } from './orgs.js';
 import { ReconcilePage, ReconcilePassPage, ReconcileSitePage } from './reconcile.js';
@@ -26,6 +27,8 @@ export const PAGES = [
   { path: '/cluster/reconcile', component: ReconcilePage },
   { path: '/cluster/reconcile/sites/:id', component: ReconcileSitePage },
   { path: '/cluster/reconcile/passes/:id', component: ReconcilePassPage },
+  { path: '/cluster/backups', component: BackupsPage },
+  { path: '/cluster/backups/inspections/:id', component: InspectionPage },
 ];
 
 export const NAV = [

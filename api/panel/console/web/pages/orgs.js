@@ -10,6 +10,7 @@ import { DatabasesTab, DnsTab } from './resources.js';
 import { SitesTab } from './sites.js';
 import { OrgAlertsTab } from './alerts.js';
 import { WebhooksTab } from './webhooks.js';
+import { BillingTab } from './billing.js';
 
 const notCustomer = (org) => org.type !== 'customer';
 const customer = (org) => org.type === 'customer';
@@ -29,6 +30,7 @@ export const ORG_TABS = [
   { key: 'powers', label: 'Delegated powers', show: (org, a) => below(org, a) && org.type === 'reseller', component: PowersTab },
   { key: 'alerts', label: 'Alerts', show: () => true, component: OrgAlertsTab },
   { key: 'webhooks', label: 'Webhooks', show: () => true, component: WebhooksTab },
+  { key: 'billing', label: 'Billing', show: () => true, component: BillingTab },
 ];
 
 /** The orgs from the caller's root down to `id` (each a GET, from the org up its parents). */

@@ -4,6 +4,7 @@
 // (operator settings, php.admin) and the file manager of the hosting node.
 import { useEffect, useState } from 'preact/hooks';
 import { api, csrfHeader, del, get, patch, post } from '../lib/api.js';
+import { BackupsTab } from './backups.js';
 import { ActionButton, dash, ErrorBox, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 
 const SCHEDULER = '';
@@ -68,6 +69,7 @@ const SITE_TABS = [
   ['overview', 'Overview'],
   ['php', 'PHP'],
   ['files', 'Files'],
+  ['backups', 'Backups'],
 ];
 
 export function SitePage({ params, account }) {
@@ -83,7 +85,7 @@ export function SitePage({ params, account }) {
     <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href=${`/orgs/${s.org_id}/sites`}>Account's websites<//></li><li><span aria-current="page">${s.domain}</span></li></ol></nav>
     <h1>${s.domain} <span class=${'badge ' + s.status} data-testid="site-status">${s.status}</span></h1>
     <nav class="tabs" aria-label="Sections">${SITE_TABS.map(([k, label]) => html`<${Link} href=${`/sites/${s.id}/${k}`} aria-current=${k === tab ? 'page' : undefined}>${label}<//>`)}</nav>
-    ${tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
+    ${tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'backups' ? html`<${BackupsTab} site=${s} account=${account} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
   </section>`}<//>`;
 }
 
