@@ -8,6 +8,7 @@ import { LimitInputs, numbers } from '../lib/limits.js';
 import { BrandingTab, LimitsTab, LoginsTab, PackagesTab, PowersTab, UsageTab } from './org-settings.js';
 import { DatabasesTab, DnsTab } from './resources.js';
 import { SitesTab } from './sites.js';
+import { MigrationTab } from './migration.js';
 
 const notCustomer = (org) => org.type !== 'customer';
 const customer = (org) => org.type === 'customer';
@@ -19,6 +20,7 @@ export const ORG_TABS = [
   { key: 'sites', label: 'Websites', show: customer, component: SitesTab },
   { key: 'databases', label: 'Databases', show: customer, component: DatabasesTab },
   { key: 'dns', label: 'DNS zones', show: customer, component: DnsTab },
+  { key: 'migration', label: 'Migration', show: (org, a) => customer(org) && a.powers.includes('migration.run'), component: MigrationTab },
   { key: 'logins', label: 'Logins', show: below, component: LoginsTab },
   { key: 'packages', label: 'Packages', show: notCustomer, component: PackagesTab },
   { key: 'limits', label: 'Limits', show: () => true, component: LimitsTab },
