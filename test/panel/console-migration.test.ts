@@ -215,6 +215,7 @@ describe('panel: console Migration page in chromium', function () {
     const { file } = await archive('uns', { extra: UNSAFE.symlink_outside });
     const page = await uploadInPage(customer.id, file);
     await status(page).filter({ hasText: 'refused' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: 'The archive is refused as unsafe: 1 item(s) are refused; the uploaded copy is deleted' }).waitFor();
     await reportClass(page, 'Refused as unsafe').getByText('symbolic link to the absolute path /etc/passwd').waitFor();
     await page.getByText('This archive holds entries refused as unsafe: nothing can run, and the uploaded copy is deleted').waitFor();
     assert.equal(await page.getByRole('button', { name: /Confirm and run|Run again/ }).count(), 0);
@@ -228,6 +229,7 @@ describe('panel: console Migration page in chromium', function () {
     const { file } = await archive('quo');
     const page = await uploadInPage(customer.id, file);
     await page.getByRole('heading', { name: 'Quota check: over a limit' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: "The limit 'websites' of customer" }).filter({ hasText: 'websites: 0 used + 3 imported > 2' }).waitFor();
     await page.getByRole('row').filter({ hasText: 'websites' }).getByText('no: 0 + 3 > 2').waitFor();
     assert.equal(await page.getByRole('button', { name: 'Confirm and run' }).isDisabled(), true);
     await shot(page, 'migration-over-quota');

@@ -21,6 +21,9 @@ const STEP_LABELS = { dns_zones: 'DNS zones', websites: 'Websites', databases: '
 const STATUS_LABELS = { ready: 'ready to run', running: 'running', stopped: 'stopped', done: 'done', refused: 'refused' };
 const BADGE = { ready: 'pending', running: 'pending', stopped: 'failed', done: 'active', refused: 'failed', pending: '', pre_existing: '', failed: 'failed' };
 
+/** The API's refusal of the last upload (unsafe, over a limit), shown above the import it recorded. */
+let refusal = null;
+
 const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const selectedImport = () => new URLSearchParams(location.search).get('import');
 
@@ -93,8 +96,10 @@ function Upload({ org, maxBytes, opened }) {
     } catch (err) {
       setSent(null);
       // refused as unsafe or over a limit: the import is recorded with its report and quota check
-      if (err.details && err.details.import_id) opened(err.details.import_id);
-      else setError(err);
+      if (err.details && err.details.import_id) {
+        refusal = { id: err.details.import_id, error: err };
+        opened(err.details.import_id);
+      } else setError(err);
     }
   };
   const pct = sent && sent.total ? Math.floor((sent.loaded / sent.total) * 100) : 0;
@@ -150,13 +155,14 @@ function ImportView({ id, done }) {
   return html`<section aria-labelledby="import-title">
     <h3 id="import-title">${imp.archive} <span class=${'badge ' + BADGE[imp.status]} data-testid="import-status">${STATUS_LABELS[imp.status]}</span></h3>
     <p class="muted">Import <code>${imp.id}</code>, uploaded ${when(imp.created_at)}; ${imp.report.read.entries} archive entries, ${mb(imp.report.read.expanded_bytes)} expanded; run ${imp.runs} time(s).</p>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error || (refusal && refusal.id === id ? refusal.error : null)} />
     ${passwords ? html`<${Passwords} list=${passwords} />` : null}
     ${imp.status === 'refused' ? html`<${Notice} kind="warn">${imp.report.status === 'refused' ? 'This archive holds entries refused as unsafe' : 'This import would exceed a limit of the account'}: nothing can run, and the uploaded copy is deleted. Upload the archive again once it is fixed${imp.quota.fits ? '' : ' or the limits are raised'}.<//>` : null}
     ${imp.status === 'running' || imp.status === 'stopped' || imp.status === 'done' ? html`<${Progress} imp=${imp} />` : null}
     <${Actions} imp=${imp} stalled=${stalled} started=${started} />
-    <${Quota} quota=${imp.quota} />
-    <${Report} imp=${imp} />
+    ${imp.status === 'ready' || imp.status === 'refused'
+      ? html`<${Quota} quota=${imp.quota} /><${Report} imp=${imp} />`
+      : html`<details><summary>Quota check and compatibility report</summary><${Quota} quota=${imp.quota} /><${Report} imp=${imp} /></details>`}
   </section>`;
 }
 
@@ -233,7 +239,7 @@ function Report({ imp }) {
     <h4>Plan</h4>
     <p>${t.websites} website(s), ${t.domains} domain(s), ${t.dns_zones} DNS zone(s), ${t.databases} database(s), ${t.disk_mb} MB and ${t.inodes} file(s) of site files${imp.plan.main_domain ? html`; main domain <strong>${imp.plan.main_domain}</strong>` : null}.</p>
     <h4>Compatibility report</h4>
-    ${CLASSES.filter(([k]) => imp.report.counts[k]).map(([k, label, noteLabel]) => html`<section class="card" aria-label=${label} data-class=${k}>
+    ${(imp.report.counts.refused ? [...CLASSES.filter(([k]) => k === 'refused'), ...CLASSES.filter(([k]) => k !== 'refused')] : CLASSES).filter(([k]) => imp.report.counts[k]).map(([k, label, noteLabel]) => html`<section class="card" aria-label=${label} data-class=${k}>
       <h5>${label} (${imp.report.counts[k]})</h5>
       <${Table} rows=${imp.report.items.filter((i) => i.class === k)} cols=${[
         ['Kind', (i) => i.kind],
