@@ -189,6 +189,7 @@ describe('panel: console Migration page in chromium', function () {
     await page.reload();
     await status(page).filter({ hasText: 'done' }).waitFor();
     assert.equal(await page.getByRole('region', { name: 'New database passwords' }).count(), 0, 'shown once');
+    await page.getByText('The new database passwords were shown once').waitFor();
 
     // nothing repeated: the cut website ran twice, every other item once
     const after = await items(importId);

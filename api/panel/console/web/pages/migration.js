@@ -156,7 +156,11 @@ function ImportView({ id, done }) {
     <h3 id="import-title">${imp.archive} <span class=${'badge ' + BADGE[imp.status]} data-testid="import-status">${STATUS_LABELS[imp.status]}</span></h3>
     <p class="muted">Import <code>${imp.id}</code>, uploaded ${when(imp.created_at)}; ${imp.report.read.entries} archive entries, ${mb(imp.report.read.expanded_bytes)} expanded; run ${imp.runs} time(s).</p>
     <${ErrorBox} error=${error || (refusal && refusal.id === id ? refusal.error : null)} />
-    ${passwords ? html`<${Passwords} list=${passwords} />` : null}
+    ${passwords
+      ? html`<${Passwords} list=${passwords} />`
+      : imp.status === 'done' && imp.items.some((i) => i.step === 'databases' && i.state === 'done')
+        ? html`<p class="muted">The new database passwords were shown once, at the first look after the run, and are not shown again (a password made by a worker that was stopped is known to no one).</p>`
+        : null}
     ${imp.status === 'refused' ? html`<${Notice} kind="warn">${imp.report.status === 'refused' ? 'This archive holds entries refused as unsafe' : 'This import would exceed a limit of the account'}: nothing can run, and the uploaded copy is deleted. Upload the archive again once it is fixed${imp.quota.fits ? '' : ' or the limits are raised'}.<//>` : null}
     ${imp.status === 'running' || imp.status === 'stopped' || imp.status === 'done' ? html`<${Progress} imp=${imp} />` : null}
     <${Actions} imp=${imp} stalled=${stalled} started=${started} />
