@@ -7,6 +7,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { run } from '../../platform/hosting-node/processes';
 import { env } from '../setup/env';
+import { pageLoadFigures } from '../helpers/page-weight';
 import { adminSql, uploadArchive } from '../helpers/imports';
 import { runImportWorker, startImportWorkerChild, type ImportWorkerChild } from '../helpers/import-worker-child';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../helpers/legacy-archive';
@@ -299,12 +300,7 @@ describe('panel: console Migration page in chromium', function () {
     const measure = async () => {
       await page.goto(`/orgs/${customer.id}/migration`);
       await page.getByRole('button', { name: 'Upload and check' }).waitFor();
-      return page.evaluate(`(() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const res = performance.getEntriesByType('resource');
-        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
-        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
-      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+      return pageLoadFigures(page);
     };
     const cold = await measure();
     const warm = await measure();

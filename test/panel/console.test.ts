@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { env } from '../setup/env';
+import { pageLoadFigures } from '../helpers/page-weight';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../helpers/panel';
 
 // The web console (PANEL.md section 5) in Debian's chromium, driven by playwright-core, against a
@@ -341,12 +342,7 @@ describe('panel: web console in chromium', function () {
     const measure = async () => {
       await page.goto(`/orgs/${provider.id}`);
       await page.getByRole('form', { name: 'Create organisation' }).getByRole('button', { name: 'Create reseller' }).waitFor();
-      return page.evaluate(`(() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const res = performance.getEntriesByType('resource');
-        const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
-        return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
-      })()`) as Promise<{ interactive_ms: number; requests: number; transfer_bytes: number; body_bytes: number }>;
+      return pageLoadFigures(page);
     };
     const cold = await measure(); // the session's first full load: nothing cached
     const warm = await measure(); // a later load: vendor files from cache, app modules revalidated (304)
