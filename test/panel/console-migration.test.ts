@@ -192,7 +192,8 @@ describe('panel: console Migration page in chromium', function () {
     assert.equal(await page.getByRole('region', { name: 'New database passwords' }).count(), 0, 'shown once');
     await page.getByText('The new database passwords were shown once').waitFor();
 
-    // nothing repeated: the cut website ran twice, every other item once
+    // "Run again" was a second run of the import; nothing repeated: the cut website ran twice, every other item once
+    assert.equal((await env.db('panel_imports').where({ id: importId }).first('runs')).runs, 2);
     const after = await items(importId);
     for (const i of after) assert.equal(i.attempts, i.seq === atKill.find((k) => k.state === 'running')!.seq ? 2 : 1, `${i.step}:${i.name}`);
     assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 3);

@@ -124,18 +124,17 @@ function ImportView({ id, done }) {
   const [error, setError] = useState(null);
   const [passwords, setPasswords] = useState(null);
   const [stalled, setStalled] = useState(false);
-  const last = useRef({ sig: '', at: Date.now() });
+  const last = useRef({ sig: '', at: Date.now(), status: null });
   const load = async () => {
     try {
       const x = await get(`/v1/imports/${id}`);
       if (x.passwords) setPasswords(x.passwords);
       const sig = JSON.stringify([x.status, x.progress.counts, x.progress.current]);
-      if (sig !== last.current.sig) last.current = { sig, at: Date.now() };
+      if (sig !== last.current.sig) last.current = { ...last.current, sig, at: Date.now() };
       setStalled(x.status === 'running' && Date.now() - last.current.at > STALL_MS);
-      setImp((prev) => {
-        if (prev && prev.status === 'running' && x.status !== 'running') done();
-        return x;
-      });
+      if (last.current.status === 'running' && x.status !== 'running') done();
+      last.current.status = x.status;
+      setImp(x);
       setError(null);
     } catch (err) {
       setError(err);
@@ -146,10 +145,10 @@ function ImportView({ id, done }) {
     if (!imp || imp.status !== 'running') return undefined;
     const t = setTimeout(load, POLL_MS);
     return () => clearTimeout(t);
-  }, [imp]);
+  }, [imp, error]); // a failed read (the panel restarting) is tried again
   if (!imp) return error ? html`<${ErrorBox} error=${error} />` : html`<p class="muted" aria-busy="true">Loading…</p>`;
   const started = (x) => {
-    last.current = { sig: '', at: Date.now() };
+    last.current = { sig: '', at: Date.now(), status: x.status };
     setImp(x);
   };
   return html`<section aria-labelledby="import-title">
