@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { DEFAULT_IMPORT_LIMITS } from '../../domain/panel/import-archive';
 import { DEFAULT_NAMESERVERS } from '../../platform/config';
-import { createDb } from '../../platform/db';
+import { createDb, type Db } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { runWorker } from '../../workers/base';
 import { createPanelWorker } from '../../workers/panel';
@@ -58,23 +58,39 @@ export async function startImportWorkerChild(o: { taskQueue: string; nodeOpsQueu
   };
 }
 
-async function main() {
-  const e = process.env;
-  const db = createDb(e.DATABASE_URL!, 4);
+/**
+ * The import worker itself, in this process: imports run here hold the new database passwords in
+ * this process's memory, which is where a panel API in this process reads them.
+ */
+export async function runImportWorker(o: { db: Db; temporalAddress: string; taskQueue: string; nodeOpsQueue: string; root: string; workflowBundle: WorkflowBundleOption }): Promise<{ stop(): Promise<void> }> {
   const logger = createLogger('warn');
-  const temporal = new Client({ connection: await Connection.connect({ address: e.TEMPORAL_ADDRESS! }) });
-  const connection = await NativeConnection.connect({ address: e.TEMPORAL_ADDRESS! });
-  const nodeOps = { taskQueue: e.NODE_OPS_QUEUE!, timeoutMs: 30_000, pollMs: 200 };
+  const clientConnection = await Connection.connect({ address: o.temporalAddress });
+  const temporal = new Client({ connection: clientConnection });
+  const connection = await NativeConnection.connect({ address: o.temporalAddress });
+  const nodeOps = { taskQueue: o.nodeOpsQueue, timeoutMs: 30_000, pollMs: 200 };
   const worker = await createPanelWorker({
     connection,
     namespace: 'default',
-    taskQueue: e.IMPORT_QUEUE!,
-    db,
+    taskQueue: o.taskQueue,
+    db: o.db,
     hostingNode: null,
-    workflowBundle: { codePath: e.PANEL_BUNDLE! },
-    imports: { db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => e.HOSTING_ROOT! },
+    workflowBundle: o.workflowBundle,
+    imports: { db: o.db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => o.root },
   });
   const running = runWorker(worker);
+  return {
+    async stop() {
+      await running.stop();
+      await connection.close();
+      await clientConnection.close();
+    },
+  };
+}
+
+async function main() {
+  const e = process.env;
+  const db = createDb(e.DATABASE_URL!, 4);
+  const running = await runImportWorker({ db, temporalAddress: e.TEMPORAL_ADDRESS!, taskQueue: e.IMPORT_QUEUE!, nodeOpsQueue: e.NODE_OPS_QUEUE!, root: e.HOSTING_ROOT!, workflowBundle: { codePath: e.PANEL_BUNDLE! } });
   process.stdout.write('ready\n');
   process.once('SIGTERM', () => void running.stop().then(() => db.destroy()).then(() => process.exit(0)));
 }

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { createImport, getImport, runImport, type ImportsDeps } from '../../../services/panel/imports/imports';
+import { listImports } from '../../../services/panel/imports/list';
 import { principalOf } from '../shared/auth';
 import { parse } from '../shared/http';
 
@@ -22,6 +23,10 @@ export function importRoutes(deps: ImportsDeps): Router {
       throw err;
     }
     ctx.status = 201;
+  });
+  r.get('/orgs/:id/imports', async (ctx) => {
+    ctx.set('cache-control', 'no-store');
+    ctx.body = await listImports(deps, principalOf(ctx), ctx.params.id);
   });
   r.get('/imports/:id', async (ctx) => {
     ctx.set('cache-control', 'no-store');

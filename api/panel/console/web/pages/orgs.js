@@ -11,6 +11,7 @@ import { SitesTab } from './sites.js';
 import { OrgAlertsTab } from './alerts.js';
 import { WebhooksTab } from './webhooks.js';
 import { BillingTab } from './billing.js';
+import { MigrationTab } from './migration.js';
 
 const notCustomer = (org) => org.type !== 'customer';
 const customer = (org) => org.type === 'customer';
@@ -22,6 +23,7 @@ export const ORG_TABS = [
   { key: 'sites', label: 'Websites', show: customer, component: SitesTab },
   { key: 'databases', label: 'Databases', show: customer, component: DatabasesTab },
   { key: 'dns', label: 'DNS zones', show: customer, component: DnsTab },
+  { key: 'migration', label: 'Migration', show: (org, a) => customer(org) && a.powers.includes('migration.run'), component: MigrationTab },
   { key: 'logins', label: 'Logins', show: below, component: LoginsTab },
   { key: 'packages', label: 'Packages', show: notCustomer, component: PackagesTab },
   { key: 'limits', label: 'Limits', show: () => true, component: LimitsTab },
