@@ -29,6 +29,7 @@ import { startTemporalDevServer } from '../platform/temporal-server';
 import { ensureDemoUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
 import { writeRunningSettings } from '../platform/running-settings';
+import { tracedClientOptions } from '../platform/tracing';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
@@ -100,7 +101,7 @@ async function main() {
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const clientConnection = await Connection.connect({ address: temporalAddress });
   stops.push(() => clientConnection.close());
-  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, ...tracedClientOptions() });
   // The connection closes after every worker using it has stopped (stops run in reverse).
   stops.push(() => connection.close());
   const credits = await createCreditsWorker({
