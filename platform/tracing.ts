@@ -4,7 +4,6 @@ import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import { BatchSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { ClientInterceptors } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 
 // OpenTelemetry traces, exported by OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set. Off
@@ -107,7 +106,7 @@ export function linksTo(traceparents: Array<string | undefined>): Link[] {
   return links;
 }
 
-/** Options for every Temporal Client that starts workflows: the start carries the active span to the workflow. */
-export function tracedClientOptions(): { interceptors?: ClientInterceptors } {
-  return active ? { interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } } : {};
+/** The client interceptor that carries the active span to the workflows a client starts; null when tracing is off. */
+export function tracingClientInterceptor(): OpenTelemetryWorkflowClientInterceptor | null {
+  return active ? new OpenTelemetryWorkflowClientInterceptor() : null;
 }

@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { Counter, Histogram } from 'prom-client';
 import { registry } from '../../platform/metrics';
+import { loadSettings } from '../../platform/config';
 
 export { registry };
 
@@ -11,7 +12,8 @@ export interface MetricsSettings {
 }
 
 export function metricsSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): MetricsSettings {
-  return { enabled: env.METRICS !== 'off', token: env.METRICS_TOKEN || undefined };
+  const c = loadSettings(['METRICS', 'METRICS_TOKEN'], env);
+  return { enabled: c.METRICS !== 'off', token: c.METRICS_TOKEN };
 }
 
 const requests = new Counter({

@@ -11,7 +11,7 @@ import type { Db } from '../../platform/db';
 import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
-import { tracedClientOptions } from '../../platform/tracing';
+import { observedClientOptions } from '../../platform/temporal-client';
 
 export interface Stack {
   taskQueue: string;
@@ -48,7 +48,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const taskQueue = `test-${randomUUID()}`;
   const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
   const clientConnection = await Connection.connect({ address: env.temporalAddress });
-  const temporal = new Client({ connection: clientConnection, ...tracedClientOptions() });
+  const temporal = new Client({ connection: clientConnection, ...observedClientOptions() });
   let running: Promise<void> | null = null;
   let relay: Relay | null = null;
   const stack: Stack = {

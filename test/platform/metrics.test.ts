@@ -40,6 +40,31 @@ describe('metrics: gateway /metrics', () => {
     assert.ok((sample(text, 'credits_hold_attempts_total', { model: 'sim-gpt', result: 'taken' }) ?? 0) >= 1, text);
     assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n);
   });
+
+  it('counts upstream calls, settlements and workflow starts, and includes the Temporal SDK metrics', async function () {
+    this.timeout(60_000);
+    const { key } = await newAccount();
+    const ok = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
+    assert.equal(ok.status, 200, ok.text);
+    const failed = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim status=500]' }] } });
+    assert.ok(failed.status >= 500, failed.text);
+    const id = ok.headers.get('x-gateway-request-id')!;
+    for (const deadline = Date.now() + 30_000; (await env.db('reservations').where({ id }).first('status')).status === 'held'; ) {
+      assert.ok(Date.now() < deadline, 'the request was not settled within 30 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // the SDK's buffered metrics are drained every second
+    const text = await (await fetch(`${stack.gateway.url}/metrics`)).text();
+    const { rows } = await env.db.raw(`SELECT p.id FROM models m JOIN providers p ON p.id = m.provider_id WHERE m.id = 'sim-gpt'`);
+    const provider = rows[0].id as string;
+    assert.ok((sample(text, 'upstream_request_duration_seconds_count', { provider, status: '200' }) ?? 0) >= 1, text);
+    assert.ok((sample(text, 'upstream_errors_total', { provider, kind: 'http_500' }) ?? 0) >= 1, text);
+    assert.ok((sample(text, 'credits_holds_resolved_total', { status: 'settled' }) ?? 0) >= 1, text);
+    assert.ok(Number(/^credits_settlement_lag_seconds_count (\S+)/m.exec(text)?.[1]) >= 1, text);
+    assert.ok((sample(text, 'workflow_starts_total', { workflow_type: 'settlementWorkflow', result: 'started' }) ?? 0) >= 1, text);
+    // Core's own metrics, from the buffered runtime the root hooks installed (as npm start does).
+    assert.ok((sample(text, 'temporal_workflow_completed', { workflow_type: 'settlementWorkflow' }) ?? 0) >= 1, text.split('\n').filter((l) => l.startsWith('temporal_')).slice(0, 40).join('\n'));
+  });
 });
 
 describe('metrics: panel /metrics', () => {
