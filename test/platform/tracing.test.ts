@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -10,6 +12,9 @@ import { tracingMiddleware } from '../../api/shared/tracing';
 import { workflowsPath } from '../../workers/base';
 import { workerTracingOptions, WORKFLOW_TRACING_MODULE } from '../../workers/tracing';
 import { call, newAccount, startStack, type Stack } from '../helpers/stack';
+import { createOrgWithLogin, platformAdmin, startPanel, unique } from '../helpers/panel';
+import type { PanelRuntime } from '../../main/panel-api';
+import { freePort } from '../../platform/ports';
 import { env } from '../setup/env';
 
 // Traces over real OTLP/HTTP: an in-process receiver decodes the exporter's JSON and the test
@@ -43,6 +48,25 @@ async function startReceiver() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, contentTypes, close: () => new Promise((r) => server.close(r)) };
 }
 
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never;
+
+/** A pre-built bundle needs the interceptors module at bundling time. */
+const tracedBundle = (domain: 'credits' | 'panel') => bundleWorkflowCode({ workflowsPath: workflowsPath(domain), workflowInterceptorModules: [WORKFLOW_TRACING_MODULE], logger: quiet });
+
+/** The span of `spans` whose parent is `parent` and whose name starts with `prefix`. */
+const childOf = (spans: OtlpSpan[], parent: OtlpSpan | undefined, prefix: string) =>
+  parent && spans.find((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId && s.name.startsWith(prefix));
+
+/** Flushes until `found` returns a complete result (workflow spans arrive when the workflow ends). */
+async function waitForSpans<T>(find: () => T, complete: (t: T) => boolean): Promise<T> {
+  let found = find();
+  for (const deadline = Date.now() + 60_000; !complete(found) && Date.now() < deadline; found = find()) {
+    await flushTracing();
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return found;
+}
+
 const attr = (s: OtlpSpan, key: string) => {
   const v = s.attributes?.find((a) => a.key === key)?.value;
   return v?.stringValue ?? (v?.intValue === undefined ? undefined : String(v.intValue));
@@ -67,9 +91,7 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
     this.timeout(180_000);
     receiver = await startReceiver();
     assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
-    // Pre-built bundles (tests) need the interceptors module at bundling time.
-    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never;
-    bundle = await bundleWorkflowCode({ workflowsPath: workflowsPath('credits'), workflowInterceptorModules: [WORKFLOW_TRACING_MODULE], logger: quiet });
+    bundle = await tracedBundle('credits');
     stack = await startStack({ workflowBundle: bundle });
   });
   after(async function () {
@@ -87,21 +109,19 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
     const requestId = res.headers.get('x-gateway-request-id')!;
     assert.ok(requestId);
 
-    const find = () => {
-      const koa = receiver.spans.find((s) => s.name === 'POST /v1/chat/completions' && attr(s, 'gateway.request_id') === requestId);
-      const relay = koa && receiver.spans.find((s) => s.name === 'settlement.relay' && s.links?.some((l) => l.traceId === koa.traceId && l.spanId === koa.spanId));
-      const child = (parent: OtlpSpan | undefined, prefix: string) => parent && receiver.spans.find((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId && s.name.startsWith(prefix));
-      const start = child(relay, 'StartWorkflow:settlementWorkflow');
-      const run = child(start, 'RunWorkflow:settlementWorkflow');
-      const startActivity = child(run, 'StartActivity:');
-      const runActivity = child(startActivity, 'RunActivity:');
-      return { koa, relay, start, run, startActivity, runActivity };
-    };
-    let found = find();
-    for (const deadline = Date.now() + 60_000; !found.runActivity && Date.now() < deadline; found = find()) {
-      await flushTracing();
-      await new Promise((r) => setTimeout(r, 300));
-    }
+    const found = await waitForSpans(
+      () => {
+        const spans = receiver.spans;
+        const koa = spans.find((s) => s.name === 'POST /v1/chat/completions' && attr(s, 'gateway.request_id') === requestId);
+        const relay = koa && spans.find((s) => s.name === 'settlement.relay' && s.links?.some((l) => l.traceId === koa.traceId && l.spanId === koa.spanId));
+        const start = childOf(spans, relay, 'StartWorkflow:settlementWorkflow');
+        const run = childOf(spans, start, 'RunWorkflow:settlementWorkflow');
+        const startActivity = childOf(spans, run, 'StartActivity:');
+        const runActivity = childOf(spans, startActivity, 'RunActivity:');
+        return { koa, relay, start, run, startActivity, runActivity };
+      },
+      (f) => f.runActivity !== undefined,
+    );
     const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
     assert.ok(found.koa, `no Koa span for ${requestId}; spans: ${names}`);
     assert.equal(attr(found.koa, 'request.id'), requestId, 'a billed request answers x-request-id = x-gateway-request-id');
@@ -131,5 +151,59 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
       replayed++;
     }
     assert.equal(replayed, files.length);
+  });
+});
+
+describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function () {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let panel: PanelRuntime;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-trace-'));
+
+  before(async function () {
+    this.timeout(180_000);
+    receiver = await startReceiver();
+    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
+    const [bundle, webPort] = await Promise.all([tracedBundle('panel'), freePort()]);
+    fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
+    panel = await startPanel({
+      databaseUrl: env.databaseUrl,
+      nodeOps: { taskQueue: `panel-trace-${randomUUID()}`, timeoutMs: 2500, pollMs: 1000 },
+      hosting: { root, webPort, webHost: '127.0.0.1', workflowBundle: bundle },
+    });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await panel?.close();
+    await stopTracing();
+    await receiver?.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('puts the node-op workflow a site creation starts, and its activities, in the request\'s trace', async function () {
+    this.timeout(120_000);
+    const admin = await platformAdmin(panel.url);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('trace')}.example.com` });
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    const found = await waitForSpans(
+      () => {
+        const spans = receiver.spans;
+        const koa = spans.find((s) => s.name === 'POST /v1/orgs/:id/sites' && attr(s, 'url.path') === `/v1/orgs/${customer.id}/sites`);
+        const start = childOf(spans, koa, 'StartWorkflow:nodeOpWorkflow');
+        const run = childOf(spans, start, 'RunWorkflow:nodeOpWorkflow');
+        const startActivity = childOf(spans, run, 'StartActivity:');
+        const runActivity = childOf(spans, startActivity, 'RunActivity:');
+        return { koa, start, run, runActivity };
+      },
+      (f) => f.runActivity !== undefined,
+    );
+    const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
+    assert.ok(found.koa, `no Koa span for the site creation; spans: ${names}`);
+    assert.match(attr(found.koa, 'request.id') ?? '', /\S/, 'the panel request id is an attribute');
+    assert.equal(attr(found.koa, 'http.response.status_code'), '201');
+    assert.ok(found.start, `the node-op start is the request span's child; spans: ${names}`);
+    assert.ok(found.run && found.runActivity, `the workflow and its activities follow; spans: ${names}`);
   });
 });
