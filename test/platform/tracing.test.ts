@@ -67,6 +67,23 @@ async function waitForSpans<T>(find: () => T, complete: (t: T) => boolean): Prom
   return found;
 }
 
+/** Replays test/histories/<domain> (as test/replay.test.ts does) with the traced bundle: the interceptors add no commands. */
+async function replayCommitted(domain: 'credits' | 'panel', bundle: WorkflowBundleWithSourceMap): Promise<void> {
+  const dir = path.join(__dirname, '..', 'histories', domain);
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
+  const histories = files.map((f) => {
+    const saved = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { workflowId: string; protobuf: string };
+    return { workflowId: saved.workflowId, history: temporal.api.history.v1.History.decode(Buffer.from(saved.protobuf, 'base64')) };
+  });
+  let replayed = 0;
+  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, ...workerTracingOptions(false) }, histories)) {
+    assert.equal(r.error, undefined, `${r.workflowId}: ${String(r.error)}`);
+    replayed++;
+  }
+  assert.ok(files.length > 0);
+  assert.equal(replayed, files.length);
+}
+
 const attr = (s: OtlpSpan, key: string) => {
   const v = s.attributes?.find((a) => a.key === key)?.value;
   return v?.stringValue ?? (v?.intValue === undefined ? undefined : String(v.intValue));
@@ -139,31 +156,22 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
 
   it('replays the committed credits histories with the tracing interceptors in the bundle', async function () {
     this.timeout(120_000);
-    const dir = path.join(__dirname, '..', 'histories', 'credits');
-    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
-    const histories = files.map((f) => {
-      const saved = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { workflowId: string; protobuf: string };
-      return { workflowId: saved.workflowId, history: temporal.api.history.v1.History.decode(Buffer.from(saved.protobuf, 'base64')) };
-    });
-    let replayed = 0;
-    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, ...workerTracingOptions(false) }, histories)) {
-      assert.equal(r.error, undefined, `${r.workflowId}: ${String(r.error)}`);
-      replayed++;
-    }
-    assert.equal(replayed, files.length);
+    await replayCommitted('credits', bundle);
   });
 });
 
 describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function () {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let panel: PanelRuntime;
+  let bundle: WorkflowBundleWithSourceMap;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-trace-'));
 
   before(async function () {
     this.timeout(180_000);
     receiver = await startReceiver();
     assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
-    const [bundle, webPort] = await Promise.all([tracedBundle('panel'), freePort()]);
+    let webPort: number;
+    [bundle, webPort] = await Promise.all([tracedBundle('panel'), freePort()]);
     fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
     panel = await startPanel({
       databaseUrl: env.databaseUrl,
@@ -205,5 +213,10 @@ describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function
     assert.equal(attr(found.koa, 'http.response.status_code'), '201');
     assert.ok(found.start, `the node-op start is the request span's child; spans: ${names}`);
     assert.ok(found.run && found.runActivity, `the workflow and its activities follow; spans: ${names}`);
+  });
+
+  it('replays the committed panel histories with the tracing interceptors in the bundle', async function () {
+    this.timeout(180_000);
+    await replayCommitted('panel', bundle);
   });
 });
