@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { flushTracing, startTracing, stopTracing, tracingClientInterceptor, tracingEnabled } from '../../platform/tracing';
+import { trace } from '@opentelemetry/api';
+import { currentTraceparent, flushTracing, startTracing, stopTracing, tracingClientInterceptor, tracingEnabled } from '../../platform/tracing';
 import { tracingMiddleware } from '../../api/shared/tracing';
 import { workflowsPath } from '../../workers/base';
 import { workerTracingOptions, WORKFLOW_TRACING_MODULE } from '../../workers/tracing';
@@ -96,6 +97,11 @@ describe('traces: off by default', () => {
     assert.equal(tracingMiddleware('gateway'), null);
     assert.equal(tracingClientInterceptor(), null);
     assert.deepEqual(workerTracingOptions(), {});
+    assert.equal(currentTraceparent(), undefined, 'no traceparent is recorded with outcomes');
+    // No tracer provider: the API's no-op span, which records nothing.
+    const span = trace.getTracer('probe').startSpan('probe');
+    assert.equal(span.isRecording(), false);
+    assert.equal(span.spanContext().traceId, '0'.repeat(32));
   });
 });
 
