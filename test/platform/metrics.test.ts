@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { metricsMiddleware } from '../../api/shared/metrics';
 import { call, newAccount, useStack } from '../helpers/stack';
 import { usePanel } from '../helpers/panel';
 import { env } from '../setup/env';
+import { freePort } from '../../platform/ports';
 
 // Prometheus /metrics on the gateway and panel ports, scraped after real traffic.
 
@@ -112,6 +115,33 @@ describe('metrics: METRICS_TOKEN and METRICS=off', () => {
       assert.equal(await res.text(), 'ok');
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe('metrics: TEMPORAL_METRICS_ADDR', () => {
+  it('has the Temporal SDK serve its metrics on that address instead of /metrics', async function () {
+    this.timeout(60_000);
+    const address = `127.0.0.1:${await freePort()}`;
+    // A process of its own: the SDK runtime is installed once per process (this one's by the root hooks).
+    const code = `
+      const { DefaultLogger, NativeConnection } = require('@temporalio/worker');
+      const { installTemporalRuntime } = require('./platform/temporal-metrics');
+      installTemporalRuntime({ logger: new DefaultLogger('ERROR'), metrics: true, prometheusAddress: process.env.ADDR });
+      NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS }).then(() => process.stdout.write('ready\\n'));
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', code], { cwd: path.join(__dirname, '..', '..'), env: { ...process.env, ADDR: address, TEMPORAL_ADDRESS: env.temporalAddress }, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        child.once('exit', (c) => reject(new Error(`the child exited (${c}) before connecting`)));
+      });
+      const res = await fetch(`http://${address}/metrics`);
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      assert.match(text, /^temporal_request\{.*operation="GetSystemInfo"/m, text);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 });
