@@ -34,7 +34,8 @@ describe('metrics: gateway /metrics', () => {
     const text = await res.text();
     assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/chat/completions', status: '200', method: 'POST' }) ?? 0) >= 1, text);
     assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/models/:id', status: '200' }) ?? 0) >= 1);
-    assert.ok((sample(text, 'http_request_duration_seconds_count', { app: 'gateway', route: '/v1/chat/completions', status: '200' }) ?? 0) >= 1);
+    assert.ok((sample(text, 'http_request_duration_seconds_count', { app: 'gateway', route: '/v1/chat/completions', status: '200', model: 'sim-gpt' }) ?? 0) >= 1, text);
+    assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/models/:id', status: '200', model: '' }) ?? 0) >= 1, 'unbilled requests have no model');
     // The raw URL never becomes a label value: cardinality stays bounded.
     assert.ok(!text.includes('route="/v1/models/sim-gpt"'));
     assert.match(text, /^process_cpu_user_seconds_total /m);
