@@ -17,6 +17,7 @@ import { createDashboard } from '../api/gateway/dashboard/app';
 import { clientIpResolver } from '../api/gateway/keyed/client-ip';
 import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
 import { loadSealingKey } from '../platform/secret-box';
+import { observedClientOptions } from '../platform/temporal-client';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -51,7 +52,7 @@ export interface GatewayRuntime {
 /** Wires one gateway API process: Temporal client, caches, Koa app, HTTP server. */
 export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<GatewayRuntime> {
   const connection = await Connection.connect({ address: o.temporalAddress });
-  const temporal = new Client({ connection, namespace: o.namespace });
+  const temporal = new Client({ connection, namespace: o.namespace, ...observedClientOptions() });
   const invalidation = new CacheInvalidation(o.databaseUrl, o.logger);
   await invalidation.start();
   const catalog = new Catalog(o.db, invalidation);

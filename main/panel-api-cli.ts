@@ -6,6 +6,9 @@ import { parsePanelFlags, serveFlags } from '../platform/panel-flags';
 import { ensurePlatform } from '../services/panel/orgs/bootstrap';
 import { startPanelApi } from './panel-api';
 import { panelOptions } from './panel-options';
+import { DefaultLogger } from '@temporalio/worker';
+import { installTemporalRuntime } from '../platform/temporal-metrics';
+import { startTracing, stopTracing } from '../platform/tracing';
 
 // `panel-api serve [flags of spec 2 section 4.3]`: one panel API process on PANEL_PORT, against
 // the database and Temporal of `npm start` (or DATABASE_URL / TEMPORAL_ADDRESS).
@@ -18,6 +21,9 @@ async function main(argv: string[]) {
   const flags = serveFlags('panel-api', USAGE, argv, parsePanelFlags);
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  // Temporal SDK metrics into /metrics (or on TEMPORAL_METRICS_ADDR); traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  installTemporalRuntime({ logger: new DefaultLogger('WARN'), metrics: config.METRICS === 'on', prometheusAddress: config.TEMPORAL_METRICS_ADDR });
+  startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
   const url = databaseUrl(config);
   const db = createDb(url, config.DB_POOL_MAX);
   await migrate(db);
@@ -29,6 +35,7 @@ async function main(argv: string[]) {
   if (initial) process.stdout.write(`  Panel login  ${initial.username} / ${initial.password}   (temporary: change it at first sign-in; shown once)\n`);
   const stop = async () => {
     await panel.close();
+    await stopTracing();
     await db.destroy();
     process.exit(0);
   };

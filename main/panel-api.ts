@@ -25,6 +25,7 @@ import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
 import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
 import { importSettings, type ImportOptions } from './panel-imports';
+import { observedClientOptions } from '../platform/temporal-client';
 
 export interface PanelRuntimeOptions {
   db: Db;
@@ -118,7 +119,7 @@ function connectionOf(db: Db): string | ClientConfig {
 /** Wires one panel API process (`panel-api serve`): Temporal client, Koa app, HTTP server. */
 export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntime> {
   const connection = await Connection.connect({ address: o.temporalAddress });
-  const temporal = new Client({ connection, namespace: o.namespace });
+  const temporal = new Client({ connection, namespace: o.namespace, ...observedClientOptions() });
   const throttle = { ...THROTTLE_DEFAULTS, ...o.throttle };
   // Sign-in counts of every address that ever signed in would pile up: prune the stale ones hourly.
   const prune = setInterval(() => pruneAttempts(o.db, throttle).catch((err) => o.logger.warn({ err }, 'pruning sign-in counts failed')), 3_600_000);

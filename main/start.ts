@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
@@ -29,6 +29,9 @@ import { startTemporalDevServer } from '../platform/temporal-server';
 import { ensureDemoUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
 import { writeRunningSettings } from '../platform/running-settings';
+import { startTracing, stopTracing } from '../platform/tracing';
+import { observedClientOptions } from '../platform/temporal-client';
+import { installTemporalRuntime } from '../platform/temporal-metrics';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
@@ -47,7 +50,9 @@ async function main() {
   const log = createLogger(config.LOG_LEVEL);
   // The SDK logs each workflow bundle's webpack report (~60 lines per worker) at INFO: only
   // warnings unless LOG_LEVEL=debug asks for everything.
-  Runtime.install({ logger: new DefaultLogger(config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace' ? 'INFO' : 'WARN') });
+  // Temporal SDK metrics into /metrics (or on TEMPORAL_METRICS_ADDR); traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  installTemporalRuntime({ logger: new DefaultLogger(config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace' ? 'INFO' : 'WARN'), metrics: config.METRICS === 'on', prometheusAddress: config.TEMPORAL_METRICS_ADDR });
+  startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
   let stopping = false;
   const shutdown = async (signal: string, code = 0) => {
     if (stopping) return;
@@ -67,6 +72,7 @@ async function main() {
     if (process.ppid !== parent) void shutdown('parent exited');
   }, 1000).unref();
 
+  stops.push(stopTracing); // last to stop: flushes the spans of everything stopped before it
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (!config.DATABASE_URL) {
     const pg = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), port: config.PG_PORT, database: EMBEDDED_DATABASE, persistent: true, logger: log });
@@ -100,7 +106,7 @@ async function main() {
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const clientConnection = await Connection.connect({ address: temporalAddress });
   stops.push(() => clientConnection.close());
-  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, ...observedClientOptions() });
   // The connection closes after every worker using it has stopped (stops run in reverse).
   stops.push(() => connection.close());
   const credits = await createCreditsWorker({

@@ -83,6 +83,14 @@ const schema = z.object({
     .default('')
     .transform((v) => v.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[a-z0-9.-]+\.[a-z]{2,}\.?$/, 'must be comma-separated host names'))),
+  // Observability (docs/metrics.md, docs/configuration.md): /metrics on the gateway and panel
+  // ports (off hides it; a token requires `Authorization: Bearer <token>`); the Temporal SDK's
+  // metrics on an address of their own instead of /metrics; OTLP/HTTP traces when an endpoint is set.
+  METRICS: z.enum(['on', 'off']).default('on'),
+  METRICS_TOKEN: z.string().min(1).optional(),
+  TEMPORAL_METRICS_ADDR: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('durable-gateway'),
 });
 
 /** NS names of customer zones when PANEL_DNS_NAMESERVERS is unset: placeholders to replace in production. */
@@ -99,4 +107,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+}
+
+/** A few settings, validated as loadConfig validates them, for code that needs only those. */
+export function loadSettings<K extends keyof z.infer<typeof schema>>(keys: K[], env: NodeJS.ProcessEnv = process.env): Pick<Config, K> {
+  const parsed = z.object(Object.fromEntries(keys.map((k) => [k, schema.shape[k]]))).safeParse(env);
+  if (!parsed.success) throw new ConfigError(`Invalid configuration:\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  return parsed.data as unknown as Pick<Config, K>;
 }

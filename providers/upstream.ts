@@ -1,5 +1,7 @@
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
+import { Counter, Histogram } from 'prom-client';
 import type { Provider } from '../domain/catalog/model';
+import { registry } from '../platform/metrics';
 
 // One keep-alive pool per upstream origin, shared by every request of the process.
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
@@ -27,6 +29,21 @@ export interface FormPart {
   name: string;
   value: string | { data: Buffer; filename: string; contentType: string };
 }
+
+// Per provider (catalog id) and route (the provider path the gateway posts to: constants in code).
+const latency = new Histogram({
+  name: 'upstream_request_duration_seconds',
+  help: 'Upstream latency until the response headers (a stream: its first byte), by provider, route and status (or timeout, connection, aborted)',
+  labelNames: ['provider', 'route', 'status'] as const,
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  registers: [registry],
+});
+const failures = new Counter({
+  name: 'upstream_errors_total',
+  help: 'Upstream calls that failed, by provider, route and kind: timeout, connection, or http_<status> for an answer of 400 or more',
+  labelNames: ['provider', 'route', 'kind'] as const,
+  registers: [registry],
+});
 
 // Statuses by which a provider refuses the whole request for this key, before processing it.
 const KEY_REJECTED = new Set([401, 403]);
@@ -69,6 +86,8 @@ async function send(
   for (let i = 0; ; i++) {
     const { body, headers } = payload();
     let res: UpstreamResponse;
+    const labels = { provider: provider.id, route: path };
+    const end = latency.startTimer(labels);
     try {
       res = await request(new URL(path, provider.base_url), {
         method: 'POST',
@@ -80,6 +99,9 @@ async function send(
         signal: opts.signal,
       });
     } catch (err) {
+      const kind = err instanceof errors.RequestAbortedError ? 'aborted' : err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError ? 'timeout' : 'connection';
+      end({ status: kind });
+      if (kind !== 'aborted') failures.inc({ ...labels, kind });
       if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
         throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
       }
@@ -88,6 +110,8 @@ async function send(
       // Refused connections never carried the request; anything else may have.
       throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
     }
+    end({ status: String(res.statusCode) });
+    if (res.statusCode >= 400) failures.inc({ ...labels, kind: `http_${res.statusCode}` });
     if (KEY_REJECTED.has(res.statusCode) && i + 1 < keys.length) {
       await res.body.dump();
       continue;

@@ -1,4 +1,5 @@
 import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { workerTracingOptions } from './tracing';
 
 /**
  * The one place a worker is built: each domain registers only its own workflow bundle
@@ -30,6 +31,7 @@ export function createDomainWorker(o: DomainWorkerOptions): Promise<Worker> {
     maxConcurrentActivityTaskExecutions: 200,
     maxConcurrentLocalActivityExecutions: 200,
     maxConcurrentWorkflowTaskExecutions: 200,
+    ...workerTracingOptions(!o.workflowBundle), // OTEL_EXPORTER_OTLP_ENDPOINT set: workflow and activity spans
     ...o.options,
   });
 }

@@ -23,6 +23,7 @@ import { embeddings } from './text/embeddings';
 import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettings } from '../shared/metrics';
+import { tracingMiddleware } from '../shared/tracing';
 import { registerCreditsGauges } from '../../services/credits/metrics';
 
 export interface GatewayDeps {
@@ -53,6 +54,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   app.proxy = false;
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
+  const tracing = tracingMiddleware('gateway'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added
+  if (tracing) app.use(tracing);
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);
   // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.

@@ -34,6 +34,7 @@ import type { BillingSettings } from '../../services/panel/billing/statements';
 import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry } from '../shared/metrics';
+import { tracingMiddleware } from '../shared/tracing';
 import { registerPanelGauges } from '../../services/panel/shared/metrics';
 
 export interface PanelDeps {
@@ -73,6 +74,8 @@ export function createPanelApp(d: PanelDeps): Koa {
   app.proxy = false;
   registerPanelGauges(registry, d.db);
   app.use(metricsMiddleware('panel', metricsSettingsFromEnv())); // outermost: sees final statuses, needs no sign-in
+  const tracing = tracingMiddleware('panel'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added
+  if (tracing) app.use(tracing);
   app.use(panelContext(d.logger));
   const open = new Router();
   open.get('/healthz', healthCheck(d));

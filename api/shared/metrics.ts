@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { Counter, Histogram } from 'prom-client';
 import { registry } from '../../platform/metrics';
+import { loadSettings } from '../../platform/config';
 
 export { registry };
 
@@ -11,19 +12,20 @@ export interface MetricsSettings {
 }
 
 export function metricsSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): MetricsSettings {
-  return { enabled: env.METRICS !== 'off', token: env.METRICS_TOKEN || undefined };
+  const c = loadSettings(['METRICS', 'METRICS_TOKEN'], env);
+  return { enabled: c.METRICS !== 'off', token: c.METRICS_TOKEN };
 }
 
 const requests = new Counter({
   name: 'http_requests_total',
-  help: 'HTTP requests answered, by app, method, matched route template and status',
-  labelNames: ['app', 'method', 'route', 'status'] as const,
+  help: 'HTTP requests answered, by app, method, matched route template, status and (billed gateway requests) catalog model',
+  labelNames: ['app', 'method', 'route', 'status', 'model'] as const,
   registers: [registry],
 });
 const duration = new Histogram({
   name: 'http_request_duration_seconds',
   help: 'HTTP request latency until the response is handed to Node, by app, method, matched route template and status',
-  labelNames: ['app', 'method', 'route', 'status'] as const,
+  labelNames: ['app', 'method', 'route', 'status', 'model'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   registers: [registry],
 });
@@ -51,7 +53,9 @@ export function metricsMiddleware(app: string, settings: MetricsSettings): Koa.M
       await next();
     } finally {
       const matched = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
-      const labels = { app, method: ctx.method, route: typeof matched === 'string' ? matched : 'unmatched', status: String(ctx.status) };
+      // The catalog model a billed request held credits for (api/gateway/shared/billable-call.ts): never the raw request field.
+      const model = typeof ctx.state.metricsModel === 'string' ? ctx.state.metricsModel : '';
+      const labels = { app, method: ctx.method, route: typeof matched === 'string' ? matched : 'unmatched', status: String(ctx.status), model };
       requests.inc(labels);
       end(labels);
     }

@@ -58,6 +58,8 @@ export interface RequestReport {
    * (billing_source `pending` until then) and charges it; `media` is the fallback estimate.
    */
   lateCost?: { providerId: string; generationId: string };
+  /** the request span's W3C traceparent (tracing on): the settlement workflow's start links to it */
+  trace?: string;
 }
 
 /** The API's report of a request's outcome, sent to `reservation-<request_id>`. */

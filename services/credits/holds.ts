@@ -9,6 +9,7 @@ import { recordOutcome } from './outbox';
 import type { OutcomeLine } from './outcome-line';
 import { Counter } from 'prom-client';
 import { registry } from '../../platform/metrics';
+import { currentTraceparent } from '../../platform/tracing';
 
 /** Hold attempts by model and provider (catalog entries: bounded) and result. */
 const holdsTaken = new Counter({ name: 'credits_hold_attempts_total', help: 'Hold attempts by model, provider and result (taken, insufficient_quota, spend_limit)', labelNames: ['model', 'provider', 'result'] as const, registers: [registry] });
@@ -82,13 +83,15 @@ export class Reservations {
       throw new GatewayError('insufficient_quota', { needed: normalize(h.held), balance: normalize(row.balance) });
     }
     count('taken');
+    // Captured in the request's context: the outcome is recorded with it for the settlement's span link.
+    const trace = currentTraceparent();
     return {
       reservationId: h.reservationId,
       held: h.held,
       balanceBefore: row.balance_before,
       tariff: h.tariff,
       complimentary: h.complimentary,
-      report: (r) => this.report(terms, r),
+      report: (r) => this.report(terms, trace ? { ...r, trace } : r),
     };
   }
 

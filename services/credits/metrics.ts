@@ -1,5 +1,22 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Db } from '../../platform/db';
+import { registry as processRegistry } from '../../platform/metrics';
+
+/** Holds resolved by settlement (in the process running the credits worker), by final status. */
+export const holdsResolved = new Counter({
+  name: 'credits_holds_resolved_total',
+  help: 'Holds resolved by settlement, by status: settled (charged), released (nothing billed), cancelled',
+  labelNames: ['status'] as const,
+  registers: [processRegistry],
+});
+
+/** From the outcome's record (the answer's end) to the settlement's commit. */
+export const settlementLag = new Histogram({
+  name: 'credits_settlement_lag_seconds',
+  help: 'Seconds from a recorded outcome (the answer ended) to its settlement commit',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900],
+  registers: [processRegistry],
+});
 
 const CACHE_MS = 5000;
 const state: { db: Db | null; at: number } = { db: null, at: 0 };

@@ -1,9 +1,11 @@
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
+import { context, ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api';
 import { add } from '../../domain/credits/pricing';
 import { reservationWorkflowId, SETTLEMENT_BATCH_MAX } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
+import { linksTo, tracingEnabled } from '../../platform/tracing';
 import { reportOutcome, startSettlement } from './client';
 import { claimOutcomes, OUTBOX_CHANNEL, staleClaims, touchClaims, type ClaimedOutcome } from './outbox';
 
@@ -109,12 +111,31 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
       [...byWorkflow].map(async ([workflowId, rows]) => {
         try {
           // Bounded, so a Temporal that is down or restarting never stalls the relay: the stale pass retries.
-          await o.temporal.withDeadline(Date.now() + START_DEADLINE_MS, () => start(workflowId, rows));
+          await traced(workflowId, rows, () => o.temporal.withDeadline(Date.now() + START_DEADLINE_MS, () => start(workflowId, rows)));
         } catch (err) {
           o.logger.warn({ err, workflowId }, 'could not start a settlement workflow; it is started again later');
         }
       }),
     );
+  }
+
+  /**
+   * Tracing on: the start runs in a span linked to each request's span (its traceparent recorded
+   * with the outcome), so a request's trace leads to the workflow that settles it; the traced
+   * client carries this span on to the workflow and its activities.
+   */
+  async function traced(workflowId: string, rows: ClaimedOutcome[], fn: () => Promise<void>): Promise<void> {
+    if (!tracingEnabled()) return fn();
+    const span = trace.getTracer('services/credits/relay').startSpan('settlement.relay', { links: linksTo(rows.map((r) => r.report.trace)), attributes: { 'settlement.workflow_id': workflowId, 'settlement.requests': rows.length } }, ROOT_CONTEXT);
+    try {
+      await context.with(trace.setSpan(ROOT_CONTEXT, span), fn);
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
   }
 
   /** `reservation-<id>` (signal-with-start with its outcome) or the batch's settlement workflow. */

@@ -1,6 +1,7 @@
 import { normalize, type Tariff } from '../../domain/credits/pricing';
 import { chargeOf, resolvedStatus, type RequestReport, type SettlementResult } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
+import { holdsResolved, settlementLag } from './metrics';
 
 /**
  * Settlement: the only writer of release and charge rows. One statement guarded by
@@ -31,7 +32,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
          uncovered_credits = :uncovered_credits,
          is_estimate = :is_estimate, settled_at = now()
        WHERE id = :id AND status = 'held'
-       RETURNING account_id, key_id, key_spend_tracked, held_credits, charge
+       RETURNING account_id, key_id, key_spend_tracked, held_credits, charge, extract(epoch FROM clock_timestamp() - reported_at)::float8 AS lag
      ), k AS (
        UPDATE api_keys SET spend = spend - r.held_credits + r.charge
        FROM r WHERE api_keys.id = r.key_id AND r.key_spend_tracked
@@ -45,7 +46,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
        SELECT account_id, :id::uuid, 'release', held_credits FROM r
        UNION ALL SELECT account_id, :id::uuid, 'charge', charge FROM r WHERE charge > 0
      )
-     SELECT count(*)::int AS n FROM r`,
+     SELECT count(*)::int AS n, max(lag) AS lag FROM r`,
     {
       id: reservationId,
       status,
@@ -77,6 +78,9 @@ export async function settleReservation(db: Db, reservationId: string, report: R
     const now = await db('reservations').where({ id: reservationId }).first();
     return { reservationId, status: now.status, billingSource: now.billing_source, charge: normalize(now.charge), applied: false };
   }
+  holdsResolved.inc({ status });
+  // Outcomes the sweeper settles were never recorded (no reported_at): no lag to observe.
+  if (result.rows[0].lag !== null) settlementLag.observe(result.rows[0].lag);
   return { reservationId, status, billingSource: c.billing_source, charge: c.charge, applied };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createAccount } from '../../services/accounts/accounts';
 import { createKey } from '../../services/keys/keys';
 import type { KeyedSettings } from '../../api/gateway/keyed/variant';
@@ -11,6 +11,7 @@ import type { Db } from '../../platform/db';
 import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
+import { observedClientOptions } from '../../platform/temporal-client';
 
 export interface Stack {
   taskQueue: string;
@@ -39,13 +40,15 @@ export interface StackOptions {
   keyed?: Partial<KeyedSettings>;
   /** CORS_ORIGINS */
   corsOrigins?: CorsOrigins;
+  /** the credits worker's bundle; default env.bundles.credits (the traces test adds the tracing interceptors) */
+  workflowBundle?: WorkflowBundleOption;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const taskQueue = `test-${randomUUID()}`;
   const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
   const clientConnection = await Connection.connect({ address: env.temporalAddress });
-  const temporal = new Client({ connection: clientConnection });
+  const temporal = new Client({ connection: clientConnection, ...observedClientOptions() });
   let running: Promise<void> | null = null;
   let relay: Relay | null = null;
   const stack: Stack = {
@@ -68,7 +71,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       heartbeatMs: opts.heartbeatMs,
     }),
     async startWorker() {
-      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
+      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: opts.workflowBundle ?? env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
       running = stack.worker.run();
       relay = await startSettlementRelay({
         db: env.db,

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { installTemporalRuntime } from '../../platform/temporal-metrics';
 import { seedSimulatorCatalog } from '../../simulator/seed';
 import { createDb, migrate } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
@@ -26,7 +27,7 @@ export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(180_000);
     const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'error');
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    installTemporalRuntime({ logger: new DefaultLogger('WARN'), metrics: true }); // SDK metrics on /metrics, as METRICS defaults
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-'));
     fs.chmodSync(tmp, 0o755);
     const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);

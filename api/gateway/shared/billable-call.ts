@@ -58,6 +58,7 @@ export async function claimRequestKey(db: Db, ctx: Context, o: KeyScope): Promis
 /** Takes the hold; a refused hold frees the claimed key. */
 export async function takeHold(reservations: Reservations, ctx: Context, h: Omit<HoldRequest, 'reservationId' | 'accountId' | 'keyId'>, key: ClaimedKey): Promise<Hold> {
   const auth: AuthRecord = ctx.state.auth;
+  ctx.state.metricsModel = h.model; // the http_* metrics' model label: a catalog id, so bounded
   try {
     return await reservations.hold({ ...h, reservationId: ctx.state.requestId, accountId: auth.accountId, keyId: auth.keyId });
   } catch (err) {

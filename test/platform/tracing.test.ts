@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { trace } from '@opentelemetry/api';
+import { currentTraceparent, flushTracing, startTracing, stopTracing, tracingClientInterceptor, tracingEnabled } from '../../platform/tracing';
+import { tracingMiddleware } from '../../api/shared/tracing';
+import { workflowsPath } from '../../workers/base';
+import { workerTracingOptions, WORKFLOW_TRACING_MODULE } from '../../workers/tracing';
+import { call, newAccount, startStack, type Stack } from '../helpers/stack';
+import { createOrgWithLogin, platformAdmin, startPanel, unique } from '../helpers/panel';
+import type { PanelRuntime } from '../../main/panel-api';
+import { freePort } from '../../platform/ports';
+import { env } from '../setup/env';
+
+// Traces over real OTLP/HTTP: an in-process receiver decodes the exporter's JSON and the test
+// follows one gateway request from its Koa span to the workflow that settles it.
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  attributes?: Array<{ key: string; value: { stringValue?: string; intValue?: number | string } }>;
+  links?: Array<{ traceId: string; spanId: string }>;
+}
+
+/** An OTLP/HTTP trace receiver (JSON encoding) keeping every span it is sent. */
+async function startReceiver() {
+  const spans: OtlpSpan[] = [];
+  const contentTypes = new Set<string>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      contentTypes.add(String(req.headers['content-type']));
+      if (req.url !== '/v1/traces') return void res.writeHead(404).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+      for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, contentTypes, close: () => new Promise((r) => server.close(r)) };
+}
+
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never;
+
+/** A pre-built bundle needs the interceptors module at bundling time. */
+const tracedBundle = (domain: 'credits' | 'panel') => bundleWorkflowCode({ workflowsPath: workflowsPath(domain), workflowInterceptorModules: [WORKFLOW_TRACING_MODULE], logger: quiet });
+
+/** The span of `spans` whose parent is `parent` and whose name starts with `prefix`. */
+const childOf = (spans: OtlpSpan[], parent: OtlpSpan | undefined, prefix: string) =>
+  parent && spans.find((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId && s.name.startsWith(prefix));
+
+/** Flushes until `found` returns a complete result (workflow spans arrive when the workflow ends). */
+async function waitForSpans<T>(find: () => T, complete: (t: T) => boolean): Promise<T> {
+  let found = find();
+  for (const deadline = Date.now() + 60_000; !complete(found) && Date.now() < deadline; found = find()) {
+    await flushTracing();
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return found;
+}
+
+/** Replays test/histories/<domain> (as test/replay.test.ts does) with the traced bundle: the interceptors add no commands. */
+async function replayCommitted(domain: 'credits' | 'panel', bundle: WorkflowBundleWithSourceMap): Promise<void> {
+  const dir = path.join(__dirname, '..', 'histories', domain);
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
+  const histories = files.map((f) => {
+    const saved = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { workflowId: string; protobuf: string };
+    return { workflowId: saved.workflowId, history: temporal.api.history.v1.History.decode(Buffer.from(saved.protobuf, 'base64')) };
+  });
+  let replayed = 0;
+  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, ...workerTracingOptions(false) }, histories)) {
+    assert.equal(r.error, undefined, `${r.workflowId}: ${String(r.error)}`);
+    replayed++;
+  }
+  assert.ok(files.length > 0);
+  assert.equal(replayed, files.length);
+}
+
+const attr = (s: OtlpSpan, key: string) => {
+  const v = s.attributes?.find((a) => a.key === key)?.value;
+  return v?.stringValue ?? (v?.intValue === undefined ? undefined : String(v.intValue));
+};
+
+describe('traces: off by default', () => {
+  it('registers nothing without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+    assert.equal(startTracing({ endpoint: undefined, serviceName: 'test' }), false);
+    assert.equal(tracingEnabled(), false);
+    assert.equal(tracingMiddleware('gateway'), null);
+    assert.equal(tracingClientInterceptor(), null);
+    assert.deepEqual(workerTracingOptions(), {});
+    assert.equal(currentTraceparent(), undefined, 'no traceparent is recorded with outcomes');
+    // No tracer provider: the API's no-op span, which records nothing.
+    const span = trace.getTracer('probe').startSpan('probe');
+    assert.equal(span.isRecording(), false);
+    assert.equal(span.spanContext().traceId, '0'.repeat(32));
+  });
+});
+
+describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', function () {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let stack: Stack;
+  let bundle: WorkflowBundleWithSourceMap;
+
+  before(async function () {
+    this.timeout(180_000);
+    receiver = await startReceiver();
+    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
+    bundle = await tracedBundle('credits');
+    stack = await startStack({ workflowBundle: bundle });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await stack?.close();
+    await stopTracing();
+    await receiver?.close();
+  });
+
+  it('links the Koa span to the settlement relay span, whose trace holds the workflow and activity spans', async function () {
+    this.timeout(90_000);
+    const { key } = await newAccount();
+    const res = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
+    assert.equal(res.status, 200, res.text);
+    const requestId = res.headers.get('x-gateway-request-id')!;
+    assert.ok(requestId);
+
+    const found = await waitForSpans(
+      () => {
+        const spans = receiver.spans;
+        const koa = spans.find((s) => s.name === 'POST /v1/chat/completions' && attr(s, 'gateway.request_id') === requestId);
+        const relay = koa && spans.find((s) => s.name === 'settlement.relay' && s.links?.some((l) => l.traceId === koa.traceId && l.spanId === koa.spanId));
+        const start = childOf(spans, relay, 'StartWorkflow:settlementWorkflow');
+        const run = childOf(spans, start, 'RunWorkflow:settlementWorkflow');
+        const startActivity = childOf(spans, run, 'StartActivity:');
+        const runActivity = childOf(spans, startActivity, 'RunActivity:');
+        return { koa, relay, start, run, startActivity, runActivity };
+      },
+      (f) => f.runActivity !== undefined,
+    );
+    const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
+    assert.ok(found.koa, `no Koa span for ${requestId}; spans: ${names}`);
+    assert.equal(attr(found.koa, 'request.id'), requestId, 'a billed request answers x-request-id = x-gateway-request-id');
+    assert.equal(attr(found.koa, 'http.route'), '/v1/chat/completions');
+    assert.ok(found.relay, `no settlement.relay span linked to the request's span; spans: ${names}`);
+    assert.ok(found.start, 'the traced client started the settlement workflow inside the relay span');
+    assert.ok(found.run, 'the workflow span is the start span\'s child');
+    assert.ok(found.startActivity && found.runActivity, 'the activity spans are the workflow span\'s descendants');
+    assert.match(found.runActivity.name, /^RunActivity:settle/);
+    // The exporter speaks OTLP/HTTP JSON.
+    assert.deepEqual([...receiver.contentTypes], ['application/json']);
+    const settled = await env.db('reservations').where({ id: requestId }).first('status');
+    assert.equal(settled.status, 'settled');
+  });
+
+  it('replays the committed credits histories with the tracing interceptors in the bundle', async function () {
+    this.timeout(120_000);
+    await replayCommitted('credits', bundle);
+  });
+});
+
+describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function () {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let panel: PanelRuntime;
+  let bundle: WorkflowBundleWithSourceMap;
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-trace-'));
+
+  before(async function () {
+    this.timeout(180_000);
+    receiver = await startReceiver();
+    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
+    let webPort: number;
+    [bundle, webPort] = await Promise.all([tracedBundle('panel'), freePort()]);
+    fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
+    panel = await startPanel({
+      databaseUrl: env.databaseUrl,
+      nodeOps: { taskQueue: `panel-trace-${randomUUID()}`, timeoutMs: 2500, pollMs: 1000 },
+      hosting: { root, webPort, webHost: '127.0.0.1', workflowBundle: bundle },
+    });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await panel?.close();
+    await stopTracing();
+    await receiver?.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('puts the node-op workflow a site creation starts, and its activities, in the request\'s trace', async function () {
+    this.timeout(120_000);
+    const admin = await platformAdmin(panel.url);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('trace')}.example.com` });
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    const found = await waitForSpans(
+      () => {
+        const spans = receiver.spans;
+        const koa = spans.find((s) => s.name === 'POST /v1/orgs/:id/sites' && attr(s, 'url.path') === `/v1/orgs/${customer.id}/sites`);
+        const start = childOf(spans, koa, 'StartWorkflow:nodeOpWorkflow');
+        const run = childOf(spans, start, 'RunWorkflow:nodeOpWorkflow');
+        const startActivity = childOf(spans, run, 'StartActivity:');
+        const runActivity = childOf(spans, startActivity, 'RunActivity:');
+        return { koa, start, run, runActivity };
+      },
+      (f) => f.runActivity !== undefined,
+    );
+    const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
+    assert.ok(found.koa, `no Koa span for the site creation; spans: ${names}`);
+    assert.match(attr(found.koa, 'request.id') ?? '', /\S/, 'the panel request id is an attribute');
+    assert.equal(attr(found.koa, 'http.response.status_code'), '201');
+    assert.ok(found.start, `the node-op start is the request span's child; spans: ${names}`);
+    assert.ok(found.run && found.runActivity, `the workflow and its activities follow; spans: ${names}`);
+  });
+
+  it('replays the committed panel histories with the tracing interceptors in the bundle', async function () {
+    this.timeout(180_000);
+    await replayCommitted('panel', bundle);
+  });
+});
