@@ -11,6 +11,7 @@ import { addCredits, createAccount, deactivateAccount, getAccount, reactivateAcc
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
+import { listRoutes, removeRoute, routeInput, routeKey, setRoute } from '../services/catalog/routes';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 import { createUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
@@ -65,6 +66,10 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
   'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
+  // A model's upstream routes, tried by priority (lowest first) with weights among equals (docs/admin.md).
+  'route set': { flags: Object.keys(routeInput.shape), run: (db, f) => setRoute(db, f as never) },
+  'route list': { flags: ['model'], run: (db, f) => listRoutes(db, need(f, 'model')) },
+  'route remove': { flags: Object.keys(routeKey.shape), run: (db, f) => removeRoute(db, f as never) },
   'report uncovered': { flags: ['since', 'limit'], run: (db, f) => uncoveredReport(db, { since: f.since, limit: f.limit }) },
   ...TESTRUN_COMMANDS,
   // A dashboard user of an account; without --password one is generated and shown once, as is the TOTP secret of --totp yes.

@@ -17,6 +17,7 @@ import { createDashboard } from '../api/gateway/dashboard/app';
 import { clientIpResolver } from '../api/gateway/keyed/client-ip';
 import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
 import { loadSealingKey } from '../platform/secret-box';
+import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -40,6 +41,8 @@ export interface GatewayRuntimeOptions {
   dashboardAuth?: Partial<DashboardAuthSettings>;
   /** CORS_ORIGINS; absent: no CORS */
   corsOrigins?: CorsOrigins;
+  /** ROUTE_BREAKER_*: when a model's route is skipped after failures; absent: BREAKER_DEFAULTS */
+  routeBreaker?: Partial<BreakerSettings>;
 }
 
 export interface GatewayRuntime {
@@ -83,7 +86,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }) });
   const listening = await listen(app.callback(), o.port, o.host);
   return {
     url: listening.url,

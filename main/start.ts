@@ -143,6 +143,7 @@ async function main() {
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,
+    routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,
       authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,

@@ -29,6 +29,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
          cache_write_credits = :cache_write_credits, cache_read_credits = :cache_read_credits,
          output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
          uncovered_credits = :uncovered_credits,
+         route = COALESCE(:route::jsonb, route), provider = COALESCE(:route_provider, provider),
          is_estimate = :is_estimate, settled_at = now()
        WHERE id = :id AND status = 'held'
        RETURNING account_id, key_id, key_spend_tracked, held_credits, charge
@@ -69,6 +70,9 @@ export async function settleReservation(db: Db, reservationId: string, report: R
       output_credits: c.output_credits,
       pricing_adjustment_credits: c.pricing_adjustment_credits,
       uncovered_credits: c.uncovered_credits,
+      // the route that answered (text requests with fallback) is the request's provider
+      route: report.routing ? JSON.stringify(report.routing) : null,
+      route_provider: report.routing?.provider ?? null,
       is_estimate: c.is_estimate,
     },
   );

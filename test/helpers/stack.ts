@@ -11,6 +11,7 @@ import type { Db } from '../../platform/db';
 import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
+import type { BreakerSettings } from '../../domain/catalog/routing';
 
 export interface Stack {
   taskQueue: string;
@@ -39,6 +40,8 @@ export interface StackOptions {
   keyed?: Partial<KeyedSettings>;
   /** CORS_ORIGINS */
   corsOrigins?: CorsOrigins;
+  /** ROUTE_BREAKER_* */
+  routeBreaker?: Partial<BreakerSettings>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -66,6 +69,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       keyed: opts.keyed,
       corsOrigins: opts.corsOrigins,
       heartbeatMs: opts.heartbeatMs,
+      routeBreaker: opts.routeBreaker,
     }),
     async startWorker() {
       stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
