@@ -11,6 +11,7 @@ import { addCredits, createAccount, deactivateAccount, getAccount, reactivateAcc
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
+import { startNewCycle } from '../services/accounts/cycles';
 import { listRoutes, removeRoute, routeInput, routeKey, setRoute } from '../services/catalog/routes';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 import { createUser } from '../services/dashboard/users';
@@ -50,6 +51,8 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
     flags: ['account', 'tier', 'plan-expires-at'],
     run: (db, f) => updateAccount(db, need(f, 'account'), { tier: f.tier as never, planExpiresAt: f['plan-expires-at'] === 'none' ? null : f['plan-expires-at'] }),
   },
+  // A new purchase cycle: the remaining balance carries over, --credits are granted with it.
+  'account new-cycle': { flags: ['account', 'credits'], run: (db, f) => startNewCycle(db, { account: need(f, 'account'), credits: f.credits }) },
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { accountChange, addCredits, createAccount, credits, getAccount, setAccountActive, TIERS, updateAccount } from '../../../services/accounts/accounts';
 import { GatewayError } from '../../../domain/shared/errors';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../../../services/catalog/entries';
+import { newCycleInput, startNewCycle } from '../../../services/accounts/cycles';
 import { listRoutes, removeRoute, routeInput, setRoute } from '../../../services/catalog/routes';
 import type { Db } from '../../../platform/db';
 import { readJsonObject } from '../../shared/http';
@@ -16,6 +17,7 @@ const newAccount = z
   .strict();
 const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
 const grant = z.object({ credits }).strict();
+const cycle = newCycleInput.omit({ account: true }).strict();
 const routeBody = routeInput.omit({ model: true }).strict();
 
 /**
@@ -51,6 +53,9 @@ export function catalogAdminRoutes(r: Router, db: Db): void {
     await getAccount(db, ctx.params.id); // 404 (and a UUID check) before the grant
     await addCredits(db, ctx.params.id, b.credits);
     ctx.body = await getAccount(db, ctx.params.id);
+  });
+  r.post('/accounts/:id/cycle', async (ctx) => {
+    ctx.body = await startNewCycle(db, { ...validate(cycle, await readJsonObject(ctx)), account: ctx.params.id });
   });
   r.post('/accounts/:id/deactivate', async (ctx) => {
     ctx.body = await setAccountActive(db, ctx.params.id, false);
