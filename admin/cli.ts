@@ -12,6 +12,8 @@ import { listModels, modelInput, providerInput, setModel, setProvider } from '..
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
 import { startNewCycle } from '../services/accounts/cycles';
+import { createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, setLowBalanceThreshold } from '../services/accounts/webhooks';
+import { allowList } from '../services/panel/alerts/targets';
 import { listRoutes, removeRoute, routeInput, routeKey, setRoute } from '../services/catalog/routes';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 import { createUser } from '../services/dashboard/users';
@@ -30,6 +32,8 @@ const need = (f: Flags, name: string): string => {
 };
 
 class UsageError extends Error {}
+
+const webhookDeps = (db: Db) => ({ db, sealingKey: loadSealingKey(), allowed: allowList(loadConfig(withRunningSettings()).GATEWAY_WEBHOOK_ALLOW_TARGETS) });
 
 // Per-key settings of mt keys; on `key update` the word `none` removes a setting.
 const KEY_SETTING_FLAGS = ['spend-limit', 'rpm', 'expires-at', 'models'];
@@ -53,6 +57,12 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   },
   // A new purchase cycle: the remaining balance carries over, --credits are granted with it.
   'account new-cycle': { flags: ['account', 'credits'], run: (db, f) => startNewCycle(db, { account: need(f, 'account'), credits: f.credits }) },
+  // Account webhooks (balance.low, key.spend_limit_reached); the secret is shown once. --threshold none: no balance.low.
+  'webhook create': { flags: ['account', 'url'], run: (db, f) => createEndpoint(webhookDeps(db), need(f, 'account'), need(f, 'url')) },
+  'webhook list': { flags: ['account'], run: (db, f) => listEndpoints(db, need(f, 'account')) },
+  'webhook delete': { flags: ['id'], run: (db, f) => deleteEndpoint(db, need(f, 'id')) },
+  'webhook deliveries': { flags: ['id'], run: (db, f) => listDeliveries(db, need(f, 'id')) },
+  'account threshold': { flags: ['account', 'threshold'], run: (db, f) => setLowBalanceThreshold(db, need(f, 'account'), need(f, 'threshold') === 'none' ? null : f.threshold!) },
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],

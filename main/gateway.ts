@@ -43,6 +43,8 @@ export interface GatewayRuntimeOptions {
   corsOrigins?: CorsOrigins;
   /** ROUTE_BREAKER_*: when a model's route is skipped after failures; absent: BREAKER_DEFAULTS */
   routeBreaker?: Partial<BreakerSettings>;
+  /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
+  webhookAllowTargets?: string[];
 }
 
 export interface GatewayRuntime {
@@ -76,7 +78,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     : undefined;
   // The credits variant keeps the same request log (REQUEST_LOG_*), keyed by its request ids.
   const creditsLog = isKeyed ? undefined : startRequestLog(o.db, o.logger, { ...KEYED_DEFAULTS, ...o.keyed });
-  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
+  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation, webhookAllowTargets: o.webhookAllowTargets ?? [] });
   const dashboard = createDashboard({
     db: o.db,
     logger: o.logger,

@@ -82,6 +82,8 @@ const schema = z.object({
   // Internal addresses (IPs or CIDR blocks) webhooks may be sent to; every other private, loopback
   // or link-local target is refused.
   PANEL_WEBHOOK_ALLOW_TARGETS: ipList,
+  // Internal addresses (IPs, CIDR blocks) that account webhooks of the gateway may target; none by default.
+  GATEWAY_WEBHOOK_ALLOW_TARGETS: ipList,
   // The NS names every customer DNS zone lists (comma-separated host names).
   PANEL_DNS_NAMESERVERS: z
     .string()

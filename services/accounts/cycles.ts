@@ -31,6 +31,7 @@ export async function startNewCycle(db: Db, input: z.input<typeof newCycleInput>
         total_credits: trx.raw('total_credits - total_usage + reserved_credits + ?::numeric', [c.credits]),
         total_usage: trx.raw('reserved_credits'),
         cycle_started_at: cycle.started_at,
+        low_balance_armed: trx.raw('COALESCE(low_balance_armed OR total_credits - total_usage + ?::numeric >= low_balance_threshold, true)', [c.credits]),
       })
       .returning(['id', 'total_credits', 'total_usage', 'reserved_credits', 'pending_requests', 'cycle_started_at']);
     if (c.credits !== '0') await trx('ledger').insert({ account_id: a.id, kind: 'grant', amount: c.credits });
