@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { z } from 'zod';
 import type { Dispatcher } from 'undici';
-import { request } from 'undici';
 import type { Db } from '../../platform/db';
 import { open, seal } from '../../platform/secret-box';
 import { InvalidInput, NotFound } from '../shared/errors';
 import { checkHost, TargetRefused } from '../panel/alerts/targets';
-import { ATTEMPT_TIMEOUT_MS, SECRET_PREFIX, signature } from '../panel/alerts/webhooks';
+import { SECRET_PREFIX, type AttemptOutcome } from '../panel/alerts/webhooks';
+import { postSigned } from '../shared/signed-post';
 import { credits } from './accounts';
 
 // Account webhooks (issue 23, feature 5): endpoints an operator sets on an account, and the
@@ -109,14 +109,6 @@ export async function claimUnstarted(db: Db, limit = 100): Promise<Array<{ id: s
 
 export const unclaim = (db: Db, ids: string[]) => db('account_webhook_deliveries').whereIn('id', ids).update({ started_at: null });
 
-export interface AttemptOutcome {
-  /** no more attempts: delivered (now or before) or the endpoint is gone */
-  done: boolean;
-  delivered: boolean;
-  status: number | null;
-  error: string | null;
-}
-
 /** One signed POST of a delivery; the delivery row keeps the count and the last result. */
 export async function attemptDelivery(d: AccountWebhookDeps, dispatcher: Dispatcher, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
   const row = await d.db('account_webhook_deliveries as d')
@@ -124,25 +116,13 @@ export async function attemptDelivery(d: AccountWebhookDeps, dispatcher: Dispatc
     .where('d.id', deliveryId)
     .first('d.id', 'd.status', 'd.event_type', 'd.payload', 'd.created_at', 'e.url', 'e.secret_sealed', 'e.account_id');
   if (!row || row.status !== 'pending') return { done: true, delivered: row?.status === 'delivered', status: null, error: row ? null : 'the delivery or its endpoint is gone' };
-  const body = JSON.stringify({ id: row.id, type: row.event_type, created_at: row.created_at.toISOString(), account_id: row.account_id, data: row.payload });
-  const t = Math.floor(Date.now() / 1000);
-  let status: number | null = null;
-  let error: string | null = null;
-  try {
-    const res = await request(row.url, {
-      method: 'POST',
-      dispatcher,
-      body,
-      headers: { 'content-type': 'application/json', 'user-agent': 'gateway-webhooks', [SIGNATURE_HEADER]: signature(open(d.sealingKey, row.secret_sealed), t, body), 'gateway-event': row.event_type, 'gateway-delivery': row.id },
-      headersTimeout: ATTEMPT_TIMEOUT_MS,
-      bodyTimeout: ATTEMPT_TIMEOUT_MS,
-    });
-    status = res.statusCode;
-    await res.body.dump();
-    if (status < 200 || status > 299) error = `the receiver answered ${status}`;
-  } catch (err) {
-    error = (err as Error).message || String(err);
-  }
+  const { status, error } = await postSigned(dispatcher, {
+    url: row.url,
+    body: JSON.stringify({ id: row.id, type: row.event_type, created_at: row.created_at.toISOString(), account_id: row.account_id, data: row.payload }),
+    secret: open(d.sealingKey, row.secret_sealed),
+    signatureHeader: SIGNATURE_HEADER,
+    headers: { 'user-agent': 'gateway-webhooks', 'gateway-event': row.event_type, 'gateway-delivery': row.id },
+  });
   const delivered = error === null;
   await d.db('account_webhook_deliveries')
     .where({ id: deliveryId, status: 'pending' })

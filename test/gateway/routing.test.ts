@@ -43,6 +43,14 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     return id;
   }
   const failing = async (upstream: string, status: number | null) => (await call(sim.url, '/_sim/behaviour', { body: { model: upstream, status } })).status;
+  /** A new account, and a model whose first route answers `status` and whose second works. */
+  async function failingThenGood(name: string, status: number) {
+    const acct = await newAccount();
+    const bad = `${name}-${uid()}`;
+    const good = `ok-${uid()}`;
+    assert.equal(await failing(bad, status), 200);
+    return { acct, bad, good, model: await routedModel([provider, bad], [provider, good]) };
+  }
   const callsTo = async (upstream: string): Promise<number> => (await call(sim.url, '/_sim/stats')).json.by_model[upstream] ?? 0;
   const chat = (key: string, model: string, extra: Record<string, unknown> = {}) =>
     call(stack.gateway.url, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'route me please [sim tokens=5]' }], ...extra } });
@@ -96,11 +104,7 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
   });
 
   it('non-stream: a 503 of the first route moves the request to the next, within one hold, charged once and exactly', async () => {
-    const acct = await newAccount();
-    const bad = `fail-${uid()}`;
-    const good = `ok-${uid()}`;
-    assert.equal(await failing(bad, 503), 200);
-    const model = await routedModel([provider, bad], [provider, good]);
+    const { acct, bad, good, model } = await failingThenGood('fail', 503);
     const r = await chat(acct.key, model);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.model, model);
@@ -176,22 +180,14 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
   });
 
   it('a 400 of the provider is the answer (the next route would refuse it too)', async () => {
-    const acct = await newAccount();
-    const refusing = `refuse-${uid()}`;
-    const good = `ok-${uid()}`;
-    await failing(refusing, 400);
-    const model = await routedModel([provider, refusing], [provider, good]);
+    const { acct, good, model } = await failingThenGood('refuse', 400);
     const r = await chat(acct.key, model);
     assert.equal(r.status, 400, r.text);
     assert.equal(await callsTo(good), 0);
   });
 
   it('the circuit opens after repeated failures, half-opens after the cool-down with one trial, and closes when it works', async () => {
-    const acct = await newAccount();
-    const flaky = `flaky-${uid()}`;
-    const good = `ok-${uid()}`;
-    await failing(flaky, 500);
-    const model = await routedModel([provider, flaky], [provider, good]);
+    const { acct, bad: flaky, model } = await failingThenGood('flaky', 500);
     const results = async (r: { headers: Headers }) => (await generation(acct.key, (await settled(r.headers.get('x-gateway-request-id')!)).id)).route.attempts.map((a: { result: string }) => a.result);
     for (let i = 0; i < 2; i++) assert.equal((await chat(acct.key, model)).status, 200);
     assert.equal(await callsTo(flaky), 2);
