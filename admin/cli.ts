@@ -11,6 +11,10 @@ import { addCredits, createAccount, deactivateAccount, getAccount, reactivateAcc
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../services/catalog/entries';
 import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } from '../services/keys/keys';
 import { uncoveredReport } from '../services/credits/uncovered';
+import { startNewCycle } from '../services/accounts/cycles';
+import { createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, setLowBalanceThreshold } from '../services/accounts/webhooks';
+import { allowList } from '../services/panel/alerts/targets';
+import { listRoutes, removeRoute, routeInput, routeKey, setRoute } from '../services/catalog/routes';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 import { createUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
@@ -28,6 +32,8 @@ const need = (f: Flags, name: string): string => {
 };
 
 class UsageError extends Error {}
+
+const webhookDeps = (db: Db) => ({ db, sealingKey: loadSealingKey(), allowed: allowList(loadConfig(withRunningSettings()).GATEWAY_WEBHOOK_ALLOW_TARGETS) });
 
 // Per-key settings of mt keys; on `key update` the word `none` removes a setting.
 const KEY_SETTING_FLAGS = ['spend-limit', 'rpm', 'expires-at', 'models'];
@@ -49,6 +55,14 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
     flags: ['account', 'tier', 'plan-expires-at'],
     run: (db, f) => updateAccount(db, need(f, 'account'), { tier: f.tier as never, planExpiresAt: f['plan-expires-at'] === 'none' ? null : f['plan-expires-at'] }),
   },
+  // A new purchase cycle: the remaining balance carries over, --credits are granted with it.
+  'account new-cycle': { flags: ['account', 'credits'], run: (db, f) => startNewCycle(db, { account: need(f, 'account'), credits: f.credits }) },
+  // Account webhooks (balance.low, key.spend_limit_reached); the secret is shown once. --threshold none: no balance.low.
+  'webhook create': { flags: ['account', 'url'], run: (db, f) => createEndpoint(webhookDeps(db), need(f, 'account'), need(f, 'url')) },
+  'webhook list': { flags: ['account'], run: (db, f) => listEndpoints(db, need(f, 'account')) },
+  'webhook delete': { flags: ['id'], run: (db, f) => deleteEndpoint(db, need(f, 'id')) },
+  'webhook deliveries': { flags: ['id'], run: (db, f) => listDeliveries(db, need(f, 'id')) },
+  'account threshold': { flags: ['account', 'threshold'], run: (db, f) => setLowBalanceThreshold(db, need(f, 'account'), need(f, 'threshold') === 'none' ? null : f.threshold!) },
   'credits add': { flags: ['account', 'credits'], run: (db, f) => addCredits(db, need(f, 'account'), need(f, 'credits')) },
   'key create': {
     flags: ['account', 'label', 'format', ...KEY_SETTING_FLAGS],
@@ -65,6 +79,10 @@ const COMMANDS: Record<string, { flags: string[]; run: Command }> = {
   'model set': { flags: Object.keys(modelInput.shape), run: (db, f) => setModel(db, f as never) },
   'model list': { flags: [], run: async (db) => ({ models: await listModels(db) }) },
   'provider set': { flags: Object.keys(providerInput.shape), run: (db, f) => setProvider(db, f as never) },
+  // A model's upstream routes, tried by priority (lowest first) with weights among equals (docs/admin.md).
+  'route set': { flags: Object.keys(routeInput.shape), run: (db, f) => setRoute(db, f as never) },
+  'route list': { flags: ['model'], run: (db, f) => listRoutes(db, need(f, 'model')) },
+  'route remove': { flags: Object.keys(routeKey.shape), run: (db, f) => removeRoute(db, f as never) },
   'report uncovered': { flags: ['since', 'limit'], run: (db, f) => uncoveredReport(db, { since: f.since, limit: f.limit }) },
   ...TESTRUN_COMMANDS,
   // A dashboard user of an account; without --password one is generated and shown once, as is the TOTP secret of --totp yes.

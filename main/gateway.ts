@@ -18,6 +18,7 @@ import { clientIpResolver } from '../api/gateway/keyed/client-ip';
 import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
 import { loadSealingKey } from '../platform/secret-box';
 import { observedClientOptions } from '../platform/temporal-client';
+import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -41,6 +42,10 @@ export interface GatewayRuntimeOptions {
   dashboardAuth?: Partial<DashboardAuthSettings>;
   /** CORS_ORIGINS; absent: no CORS */
   corsOrigins?: CorsOrigins;
+  /** ROUTE_BREAKER_*: when a model's route is skipped after failures; absent: BREAKER_DEFAULTS */
+  routeBreaker?: Partial<BreakerSettings>;
+  /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
+  webhookAllowTargets?: string[];
 }
 
 export interface GatewayRuntime {
@@ -74,7 +79,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     : undefined;
   // The credits variant keeps the same request log (REQUEST_LOG_*), keyed by its request ids.
   const creditsLog = isKeyed ? undefined : startRequestLog(o.db, o.logger, { ...KEYED_DEFAULTS, ...o.keyed });
-  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation });
+  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation, webhookAllowTargets: o.webhookAllowTargets ?? [] });
   const dashboard = createDashboard({
     db: o.db,
     logger: o.logger,
@@ -84,7 +89,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }) });
   const listening = await listen(app.callback(), o.port, o.host);
   return {
     url: listening.url,

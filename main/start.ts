@@ -16,6 +16,7 @@ import { startSimulator } from '../simulator/server';
 import { runWorker } from '../workers/base';
 import { createCreditsWorker } from '../workers/credits';
 import { startSettlementRelay } from '../services/credits/relay';
+import { startAccountEventRelay } from '../services/accounts/event-relay';
 import { createMediaWorker } from '../workers/media';
 import { ensureSchedules } from '../workers/schedules';
 import { startTestRunWorker } from '../workers/testruns';
@@ -117,6 +118,7 @@ async function main() {
     db,
     // Holds of rows written before processes were recorded keep the old age rule.
     abandonment: { deadAfterMs: config.API_PROCESS_DEAD_AFTER_SECONDS * 1000, unrecordedOlderThanMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 },
+    accountWebhooks: { allowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS },
   });
   await ensureSchedules(temporal);
   stops.push(runWorker(credits).stop);
@@ -131,6 +133,8 @@ async function main() {
     uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
   });
   stops.push(relay.stop);
+  // Account events (balance.low, key.spend_limit_reached) to their delivery workflows.
+  stops.push((await startAccountEventRelay({ db, databaseUrl: url, temporal, taskQueue: RESERVATION_TASK_QUEUE, logger: log })).stop);
   // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
   stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);
   // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
@@ -149,6 +153,8 @@ async function main() {
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,
+    webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
+    routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,
       authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,

@@ -43,6 +43,11 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  // A model's route is skipped (per API process) after this many consecutive failures within the
+  // window, for the cool-down; then one trial request may use it (docs/gateway.md, Routing).
+  ROUTE_BREAKER_FAILURES: z.coerce.number().int().positive().default(5),
+  ROUTE_BREAKER_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  ROUTE_BREAKER_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
   HOLD_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(900),
   // An API process silent this long is dead: the sweeper releases its holds that have no outcome.
   API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),
@@ -77,6 +82,8 @@ const schema = z.object({
   // Internal addresses (IPs or CIDR blocks) webhooks may be sent to; every other private, loopback
   // or link-local target is refused.
   PANEL_WEBHOOK_ALLOW_TARGETS: ipList,
+  // Internal addresses (IPs, CIDR blocks) that account webhooks of the gateway may target; none by default.
+  GATEWAY_WEBHOOK_ALLOW_TARGETS: ipList,
   // The NS names every customer DNS zone lists (comma-separated host names).
   PANEL_DNS_NAMESERVERS: z
     .string()

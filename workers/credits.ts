@@ -6,6 +6,8 @@ import { createSweeperActivities } from '../activities/credits/sweeper';
 import type { Db } from '../platform/db';
 import type { AbandonmentRule } from '../services/credits/settlement';
 import { createDomainWorker } from './base';
+import { createAccountWebhookActivities } from '../activities/credits/account-webhooks';
+import { loadSealingKey } from '../platform/secret-box';
 
 export interface CreditsWorkerDeps {
   connection: NativeConnection;
@@ -18,6 +20,8 @@ export interface CreditsWorkerDeps {
   abandonment: AbandonmentRule;
   /** Pre-built credits bundle (tests build it once); otherwise bundled from workflows/credits. */
   workflowBundle?: WorkflowBundleOption;
+  /** account webhook delivery: the sealing key (default: loadSealingKey()) and GATEWAY_WEBHOOK_ALLOW_TARGETS */
+  accountWebhooks?: { sealingKey?: Buffer; allowTargets: string[] };
 }
 
 /** Registers the reservation and sweeper workflows and their activities on the billing task queue. */
@@ -28,6 +32,7 @@ export function createCreditsWorker(deps: CreditsWorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     workflowBundle: deps.workflowBundle,
-    activities: { ...createSettlementActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal, deps.abandonment), ...createProviderCostActivities(deps.db) },
+    activities: { ...createSettlementActivities(deps.db), ...createSweeperActivities(deps.db, deps.temporal, deps.abandonment), ...createProviderCostActivities(deps.db),
+      ...createAccountWebhookActivities({ db: deps.db, sealingKey: deps.accountWebhooks?.sealingKey ?? loadSealingKey(), allowTargets: deps.accountWebhooks?.allowTargets ?? [] }) },
   });
 }

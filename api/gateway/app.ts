@@ -25,6 +25,7 @@ import { videoRoutes } from './media/videos/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettings } from '../shared/metrics';
 import { tracingMiddleware } from '../shared/tracing';
 import { registerCreditsGauges } from '../../services/credits/metrics';
+import { BREAKER_DEFAULTS, CircuitBreakers } from '../../domain/catalog/routing';
 
 export interface GatewayDeps {
   db: Db;
@@ -46,12 +47,15 @@ export interface GatewayDeps {
   corsOrigins?: CorsOrigins;
   /** /metrics (METRICS, METRICS_TOKEN); absent: read from the environment */
   metrics?: MetricsSettings;
+  /** the circuit breakers of the models' routes (one set per process); absent: default settings */
+  breakers?: CircuitBreakers;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  const textDeps = { ...deps, breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS) };
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
   const tracing = tracingMiddleware('gateway'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added
@@ -82,11 +86,11 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
 
   const v1 = new Router({ prefix: '/v1' });
   if (!deps.keyed) v1.use(authenticate(deps.authStore));
-  v1.post('/chat/completions', inference(deps, chatDialect));
-  v1.post('/messages', inference(deps, messagesDialect));
+  v1.post('/chat/completions', inference(textDeps, chatDialect));
+  v1.post('/messages', inference(textDeps, messagesDialect));
   v1.post('/messages/count_tokens', countTokens(deps.catalog));
   v1.post('/embeddings', embeddings(deps));
-  v1.post('/responses', inference(deps, responsesDialect));
+  v1.post('/responses', inference(textDeps, responsesDialect));
   v1.get('/credits', credits(deps.db));
   v1.get('/key', keyInfo(deps.db));
   v1.get('/generation', generation(deps.db));

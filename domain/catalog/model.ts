@@ -22,3 +22,13 @@ export interface Provider {
   api_keys: string[];
   credits_per_cost_unit: string;
 }
+
+/** One upstream route of a model: where a text request may go (services/catalog/routes.ts). */
+export interface CatalogRoute {
+  provider: Provider;
+  upstreamModel: string;
+  /** lower is tried first */
+  priority: number;
+  /** share of the traffic among routes of equal priority */
+  weight: number;
+}

@@ -60,6 +60,24 @@ export interface RequestReport {
   lateCost?: { providerId: string; generationId: string };
   /** the request span's W3C traceparent (tracing on): the settlement workflow's start links to it */
   trace?: string;
+  /** text requests: the route that answered and every route tried (issue 23, feature 1) */
+  routing?: Routing;
+}
+
+/** One try of a model's route: answered (`ok`, or `refused` the request itself), failed, or skipped (circuit open). */
+export interface RouteAttempt {
+  provider: string;
+  upstream_model: string;
+  result: 'ok' | 'refused' | 'failed' | 'skipped';
+  http_status?: number | null;
+  error?: string | null;
+}
+
+export interface Routing {
+  /** the route that answered; null when none did */
+  provider: string | null;
+  upstream_model: string | null;
+  attempts: RouteAttempt[];
 }
 
 /** The API's report of a request's outcome, sent to `reservation-<request_id>`. */

@@ -30,7 +30,10 @@ export async function createAccount(db: Db, input: z.input<typeof accountInput>)
 export async function addCredits(db: Db, accountId: string, amount: string) {
   credits.parse(amount);
   const res = await db.raw(
-    `WITH a AS (UPDATE accounts SET total_credits = total_credits + :amount WHERE id = :id RETURNING id, total_credits, total_usage),
+    // A balance back at or above the low-balance threshold re-arms balance.low (services/accounts/event-sql.ts).
+    `WITH a AS (UPDATE accounts SET total_credits = total_credits + :amount,
+                  low_balance_armed = COALESCE(low_balance_armed OR total_credits + :amount - total_usage >= low_balance_threshold, true)
+                WHERE id = :id RETURNING id, total_credits, total_usage),
           l AS (INSERT INTO ledger (account_id, kind, amount) SELECT id, 'grant', :amount FROM a)
      SELECT id, total_credits, total_credits - total_usage AS remaining_credits FROM a`,
     { id: accountId, amount },

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import type { CatalogModel, Provider } from '../../domain/catalog/model';
+import type { CatalogModel, CatalogRoute, Provider } from '../../domain/catalog/model';
 import type { CacheInvalidation } from '../../platform/cache-invalidation';
 
 /** A provider's row read now (workers, which keep no catalog); undefined when unknown. */
@@ -11,6 +11,7 @@ export async function findProvider(db: Db, id: string): Promise<Provider | undef
 export class Catalog {
   private models = new Map<string, CatalogModel>();
   private providers = new Map<string, Provider>();
+  private routesByModel = new Map<string, CatalogRoute[]>();
   private loading: Promise<void> | null = null;
   private stale = true;
 
@@ -19,15 +20,28 @@ export class Catalog {
     invalidation: CacheInvalidation,
   ) {
     invalidation.subscribe((table) => {
-      if (table === 'models' || table === 'providers' || table === '*') this.stale = true;
+      if (table === 'models' || table === 'providers' || table === 'model_routes' || table === '*') this.stale = true;
     });
   }
 
   private async load(): Promise<void> {
     this.stale = false;
-    const [models, providers] = await Promise.all([this.db('models').select(), this.db('providers').select()]);
+    const [models, providers, routes] = await Promise.all([
+      this.db('models').select(),
+      this.db('providers').select(),
+      this.db('model_routes').orderBy(['model_id', 'priority', { column: 'weight', order: 'desc' }, 'provider_id', 'upstream_model']).select(),
+    ]);
     this.models = new Map(models.map((m: CatalogModel) => [m.id, m]));
     this.providers = new Map(providers.map((p: Provider) => [p.id, p]));
+    const byModel = new Map<string, CatalogRoute[]>();
+    for (const r of routes) {
+      const provider = this.providers.get(r.provider_id);
+      if (!provider) continue;
+      const list = byModel.get(r.model_id) ?? [];
+      list.push({ provider, upstreamModel: r.upstream_model, priority: r.priority, weight: r.weight });
+      byModel.set(r.model_id, list);
+    }
+    this.routesByModel = byModel;
   }
 
   private async fresh(): Promise<void> {
@@ -46,6 +60,18 @@ export class Catalog {
   async allModels(): Promise<CatalogModel[]> {
     await this.fresh();
     return [...this.models.values()];
+  }
+
+  /**
+   * The model's upstream routes, lowest priority first; a model without route rows (inserted
+   * directly, as the simulator's seed does) has its own provider and upstream model as its one route.
+   */
+  async routes(model: CatalogModel): Promise<CatalogRoute[]> {
+    await this.fresh();
+    const own = this.routesByModel.get(model.id);
+    if (own?.length) return own;
+    const provider = this.providers.get(model.provider_id);
+    return provider ? [{ provider, upstreamModel: model.upstream_model, priority: 0, weight: 1 }] : [];
   }
 
   async provider(id: string): Promise<Provider | undefined> {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Db } from '../../platform/db';
 import { credits, TIERS } from '../accounts/accounts';
+import { followModelChange, knownProvider } from './routes';
 
 // Catalog entries (models and providers) as operators set them; API processes reload the
 // catalog on NOTIFY (services/catalog/catalog.ts).
@@ -75,8 +76,13 @@ export async function setModel(db: Db, input: z.input<typeof modelInput>) {
     ...(m.details === undefined ? {} : { details: m.details }),
     updated_at: db.fn.now(),
   };
-  const [saved] = await db('models').insert(row).onConflict('id').merge().returning('*');
-  return saved;
+  return db.transaction(async (trx) => {
+    await knownProvider(trx, m.provider);
+    const old = await trx('models').where({ id: m.id }).forUpdate().first('provider_id', 'upstream_model');
+    const [saved] = await trx('models').insert(row).onConflict('id').merge().returning('*');
+    await followModelChange(trx, m.id, old, { provider_id: m.provider, upstream_model: m.upstream });
+    return saved;
+  });
 }
 
 export const listModels = (db: Db) => db('models').orderBy('id').select();

@@ -1,6 +1,7 @@
 import { normalize, type Tariff } from '../../domain/credits/pricing';
 import { chargeOf, resolvedStatus, type RequestReport, type SettlementResult } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
+import { EVENT_DELIVERIES, EVENTS_CHANNEL, LOW_BALANCE, REACHED_AT } from '../accounts/event-sql';
 import { holdsResolved, settlementLag } from './metrics';
 
 /**
@@ -30,23 +31,29 @@ export async function settleReservation(db: Db, reservationId: string, report: R
          cache_write_credits = :cache_write_credits, cache_read_credits = :cache_read_credits,
          output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
          uncovered_credits = :uncovered_credits,
+         route = COALESCE(:route::jsonb, route), provider = COALESCE(:route_provider, provider),
          is_estimate = :is_estimate, settled_at = now()
        WHERE id = :id AND status = 'held'
        RETURNING account_id, key_id, key_spend_tracked, held_credits, charge, extract(epoch FROM clock_timestamp() - reported_at)::float8 AS lag
      ), k AS (
-       UPDATE api_keys SET spend = spend - r.held_credits + r.charge
+       UPDATE api_keys SET spend = spend - r.held_credits + r.charge,
+         spend_limit_reached_at = ${REACHED_AT}
        FROM r WHERE api_keys.id = r.key_id AND r.key_spend_tracked
-       RETURNING api_keys.id
+       RETURNING api_keys.id, api_keys.account_id, api_keys.spend, api_keys.spend_limit, api_keys.spend_limit_reached_at = statement_timestamp() AS reached
      ), a AS (
        UPDATE accounts SET total_usage = total_usage - r.held_credits + r.charge,
-         reserved_credits = reserved_credits - r.held_credits, pending_requests = pending_requests - 1
+         reserved_credits = reserved_credits - r.held_credits, pending_requests = pending_requests - 1,
+         ${LOW_BALANCE}
        FROM r LEFT JOIN k ON true WHERE accounts.id = r.account_id
+       RETURNING accounts.id, accounts.total_credits - accounts.total_usage AS balance, accounts.low_balance_threshold,
+         accounts.low_balance_crossed_at = statement_timestamp() AS crossed
+     ), w AS (${EVENT_DELIVERIES}
      ), l AS (
        INSERT INTO ledger (account_id, reservation_id, kind, amount)
        SELECT account_id, :id::uuid, 'release', held_credits FROM r
        UNION ALL SELECT account_id, :id::uuid, 'charge', charge FROM r WHERE charge > 0
      )
-     SELECT count(*)::int AS n, max(lag) AS lag FROM r`,
+     SELECT count(*)::int AS n, max(lag) AS lag, (SELECT count(pg_notify('${EVENTS_CHANNEL}', '')) FROM (SELECT 1 FROM w LIMIT 1) x)::int AS events FROM r`,
     {
       id: reservationId,
       status,
@@ -70,6 +77,9 @@ export async function settleReservation(db: Db, reservationId: string, report: R
       output_credits: c.output_credits,
       pricing_adjustment_credits: c.pricing_adjustment_credits,
       uncovered_credits: c.uncovered_credits,
+      // the route that answered (text requests with fallback) is the request's provider
+      route: report.routing ? JSON.stringify(report.routing) : null,
+      route_provider: report.routing?.provider ?? null,
       is_estimate: c.is_estimate,
     },
   );

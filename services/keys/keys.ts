@@ -210,6 +210,7 @@ export interface LoggedRow {
   billing: string | null;
   charge: string | null;
   held: string | null;
+  route: unknown;
 }
 
 /**
@@ -233,7 +234,7 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       { column: 'l.id', order: 'desc' },
     ])
     .limit(q.limit + 1)
-    .select('l.*', 'r.status as billing', 'r.charge as charge', 'r.held_credits as held');
+    .select('l.*', 'r.status as billing', 'r.charge as charge', 'r.held_credits as held', 'r.route');
   const page = rows.slice(0, q.limit);
   return {
     data: page.map((r) => ({
@@ -248,6 +249,8 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       cost: r.charge !== null && r.billing !== 'held' ? normalize(r.charge) : r.cost === null ? null : normalize(r.cost),
       held: r.billing === 'held' && r.held !== null ? normalize(r.held) : null,
       billing: r.billing,
+      // the route that answered and the routes tried (text requests)
+      route: r.route ?? null,
       ip: r.ip,
       created_at: r.created_at.toISOString(),
     })),

@@ -12,6 +12,8 @@ import { startSettlementRelay, type Relay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
 import { observedClientOptions } from '../../platform/temporal-client';
+import type { BreakerSettings } from '../../domain/catalog/routing';
+import { startAccountEventRelay, type AccountWebhookRetry } from '../../services/accounts/event-relay';
 
 export interface Stack {
   taskQueue: string;
@@ -42,6 +44,10 @@ export interface StackOptions {
   corsOrigins?: CorsOrigins;
   /** the credits worker's bundle; default env.bundles.credits (the traces test adds the tracing interceptors) */
   workflowBundle?: WorkflowBundleOption;
+  /** ROUTE_BREAKER_* */
+  routeBreaker?: Partial<BreakerSettings>;
+  /** account webhooks: GATEWAY_WEBHOOK_ALLOW_TARGETS and the delivery retries */
+  accountWebhooks?: { allowTargets: string[]; retry?: AccountWebhookRetry };
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -51,6 +57,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const temporal = new Client({ connection: clientConnection, ...observedClientOptions() });
   let running: Promise<void> | null = null;
   let relay: Relay | null = null;
+  let eventRelay: { stop(): Promise<void> } | null = null;
   const stack: Stack = {
     taskQueue,
     worker: null,
@@ -69,9 +76,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       keyed: opts.keyed,
       corsOrigins: opts.corsOrigins,
       heartbeatMs: opts.heartbeatMs,
+      routeBreaker: opts.routeBreaker,
+      webhookAllowTargets: opts.accountWebhooks?.allowTargets,
     }),
     async startWorker() {
-      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: opts.workflowBundle ?? env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 } });
+      stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: opts.workflowBundle ?? env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 }, accountWebhooks: opts.accountWebhooks });
       running = stack.worker.run();
       relay = await startSettlementRelay({
         db: env.db,
@@ -83,10 +92,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         uncertainGraceMs: opts.uncertainGraceMs ?? 200,
         staleClaimMs: 2000,
       });
+      // Only suites that test account webhooks hand deliveries to their worker (the database is shared).
+      if (opts.accountWebhooks) eventRelay = await startAccountEventRelay({ db: env.db, databaseUrl: env.databaseUrl, temporal, taskQueue, logger: env.logger, retry: opts.accountWebhooks?.retry, pollMs: 1000 });
     },
     async stopWorker() {
       await relay?.stop();
       relay = null;
+      await eventRelay?.stop();
+      eventRelay = null;
       stack.worker?.shutdown();
       await running;
       stack.worker = null;

@@ -375,4 +375,36 @@ describe('record workflow histories', function () {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('credits: an account webhook delivery (account-webhook-<id>) retried after a 500', async function () {
+    const stack = await startStack({ adminToken: 'record-token', accountWebhooks: { allowTargets: ['127.0.0.1'], retry: { initialMs: 200, maxMs: 400, giveUpAfterMs: 10_000 } } });
+    let seen = 0;
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.statusCode = seen++ === 0 ? 500 : 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      const acct = await newAccount({ credits: '10' });
+      const admin = (p: string, body: unknown, method = 'POST') => call(stack.gateway.url, p, { body, method, headers: { authorization: 'Bearer record-token' } });
+      const hook = await admin(`/admin/accounts/${acct.accountId}/webhooks`, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` });
+      if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${hook.text}`);
+      await admin(`/admin/accounts/${acct.accountId}/low-balance-threshold`, { low_balance_threshold: '10' }, 'PUT');
+      const ok = await chat(stack, acct.key, 'hi [sim tokens=3]');
+      await settled(ok.headers.get('x-gateway-request-id')!);
+      let delivery: { id: string } | undefined;
+      for (let i = 0; i < 200 && !delivery; i++) {
+        delivery = await env.db('account_webhook_deliveries').where({ endpoint_id: hook.json.id, status: 'delivered' }).first('id');
+        if (!delivery) await new Promise((r) => setTimeout(r, 100));
+      }
+      if (!delivery) throw new Error('the account webhook was not delivered');
+      await save(stack.temporal, 'credits', 'account-webhook-retried', `account-webhook-${delivery.id}`);
+      await admin(`/admin/webhooks/${hook.json.id}`, undefined, 'DELETE');
+    } finally {
+      receiver.close();
+      await stack.close();
+    }
+  });
 });

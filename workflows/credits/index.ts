@@ -2,3 +2,4 @@
 export * from './reservation';
 export * from './settlement';
 export * from './sweeper';
+export * from './account-webhook';

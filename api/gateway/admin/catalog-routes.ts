@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { accountChange, addCredits, createAccount, credits, getAccount, setAccountActive, TIERS, updateAccount } from '../../../services/accounts/accounts';
 import { GatewayError } from '../../../domain/shared/errors';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../../../services/catalog/entries';
+import { newCycleInput, startNewCycle } from '../../../services/accounts/cycles';
+import { listRoutes, removeRoute, routeInput, setRoute } from '../../../services/catalog/routes';
 import type { Db } from '../../../platform/db';
 import { readJsonObject } from '../../shared/http';
 import { validate } from '../../shared/validate';
@@ -15,6 +17,8 @@ const newAccount = z
   .strict();
 const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
 const grant = z.object({ credits }).strict();
+const cycle = newCycleInput.omit({ account: true }).strict();
+const routeBody = routeInput.omit({ model: true }).strict();
 
 /**
  * JSON values in the CLI's string forms, so one schema (services/catalog/entries.ts) checks both:
@@ -50,6 +54,9 @@ export function catalogAdminRoutes(r: Router, db: Db): void {
     await addCredits(db, ctx.params.id, b.credits);
     ctx.body = await getAccount(db, ctx.params.id);
   });
+  r.post('/accounts/:id/cycle', async (ctx) => {
+    ctx.body = await startNewCycle(db, { ...validate(cycle, await readJsonObject(ctx)), account: ctx.params.id });
+  });
   r.post('/accounts/:id/deactivate', async (ctx) => {
     ctx.body = await setAccountActive(db, ctx.params.id, false);
   });
@@ -65,5 +72,16 @@ export function catalogAdminRoutes(r: Router, db: Db): void {
   });
   r.put('/providers/:id', async (ctx) => {
     ctx.body = await setProvider(db, { ...cliForm(await readJsonObject(ctx), providerInput.shape), id: ctx.params.id } as never);
+  });
+
+  // A model's upstream routes (services/catalog/routes.ts): each answer is the model's routes.
+  r.get('/models/:id/routes', async (ctx) => {
+    ctx.body = await listRoutes(db, ctx.params.id);
+  });
+  r.put('/models/:id/routes', async (ctx) => {
+    ctx.body = await setRoute(db, { ...validate(routeBody, await readJsonObject(ctx)), model: ctx.params.id });
+  });
+  r.delete('/models/:id/routes', async (ctx) => {
+    ctx.body = await removeRoute(db, { ...validate(routeBody.pick({ provider: true, upstream: true }), await readJsonObject(ctx)), model: ctx.params.id });
   });
 }

@@ -8,6 +8,7 @@ import type { KeyFormat } from '../../../services/keys/key-format';
 import type { Db } from '../../../platform/db';
 import { uncoveredQuery, uncoveredReport } from '../../../services/credits/uncovered';
 import { catalogAdminRoutes } from './catalog-routes';
+import { accountEventRoutes } from './event-routes';
 import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
@@ -23,6 +24,8 @@ export interface AdminDeps {
   /** the running variant: keys of formats it rejects are refused */
   variant: GatewayVariant;
   invalidation: CacheInvalidation;
+  /** GATEWAY_WEBHOOK_ALLOW_TARGETS */
+  webhookAllowTargets?: string[];
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -88,6 +91,7 @@ export function adminRoutes(deps: AdminDeps): Router {
   });
 
   catalogAdminRoutes(r, deps.db);
+  accountEventRoutes(r, deps.db, deps.webhookAllowTargets ?? []);
 
   r.get('/reports/uncovered', async (ctx) => {
     ctx.body = await uncoveredReport(deps.db, validate(uncoveredQuery, ctx.query));

@@ -97,6 +97,8 @@ export function generation(db: Db) {
         body_id: r.body_id,
         model: r.model,
         provider: r.provider,
+        // text requests: the route that answered ({provider, upstream_model}) and every attempt
+        route: r.route ?? null,
         endpoint: r.endpoint,
         modality: r.modality,
         usage_details: r.usage_details,

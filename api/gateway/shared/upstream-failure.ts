@@ -34,8 +34,16 @@ export interface RefusalOptions {
 
 const defaultMessage = (body: unknown) => (body as { error?: { message?: string } } | null)?.error?.message;
 
-/** A provider's non-200 answer: read, reported (not billed) and mapped to the client's error. */
-export async function upstreamRefusal(res: UpstreamResponse, report: Report, model: string, o: RefusalOptions = {}): Promise<GatewayError> {
+/** A provider's non-200 answer as read: its status, message and error code. */
+export interface Refusal {
+  status: number;
+  detail: string;
+  code: string | undefined;
+  retryAfter: string | undefined;
+}
+
+/** Reads a provider's non-200 answer (its body is consumed). */
+export async function readRefusal(res: UpstreamResponse, o: RefusalOptions = {}): Promise<Refusal> {
   let detail = `HTTP ${res.statusCode}`;
   let code: string | undefined;
   try {
@@ -45,12 +53,28 @@ export async function upstreamRefusal(res: UpstreamResponse, report: Report, mod
   } catch {
     // not JSON: keep the status line
   }
-  report({ ...NOT_BILLED, httpStatus: res.statusCode, error: detail });
-  const s = res.statusCode;
-  const special = o.special?.(s, code);
+  return { status: res.statusCode, detail, code, retryAfter: res.headers['retry-after']?.toString() };
+}
+
+/** A provider's non-200 answer: read, reported (not billed) and mapped to the client's error. */
+export async function upstreamRefusal(res: UpstreamResponse, report: Report, model: string, o: RefusalOptions = {}): Promise<GatewayError> {
+  return refusalError(await readRefusal(res, o), report, model, o);
+}
+
+/** Reports a refusal (not billed) and maps it to the client's error. */
+export function refusalError(r: Refusal, report: Report, model: string, o: RefusalOptions = {}): GatewayError {
+  report({ ...NOT_BILLED, httpStatus: r.status, error: r.detail });
+  const s = r.status;
+  const special = o.special?.(s, r.code);
   if (special) return special;
-  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': res.headers['retry-after']?.toString() ?? '1' });
+  if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': r.retryAfter ?? '1' });
   if (s === 401 || s === 403) return new GatewayError('provider_unavailable', { model });
-  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${detail}` });
-  return new GatewayError('provider_error', { detail });
+  if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${r.detail}` });
+  return new GatewayError('provider_error', { detail: r.detail });
+}
+
+/** The last failure of a request whose routes all failed (null: all were skipped) mapped to the client's error and reported. */
+export function routeFailure(failure: UpstreamFailure | Refusal | null, report: Report, timeoutMs: number, model: string): GatewayError {
+  if (failure === null) return upstreamFailure(new GatewayError('provider_unavailable', { model }), report, timeoutMs, model);
+  return failure instanceof UpstreamFailure ? upstreamFailure(failure, report, timeoutMs, model) : refusalError(failure, report, model);
 }

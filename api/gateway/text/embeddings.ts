@@ -26,7 +26,7 @@ const schema = z
   })
   .strict();
 
-export function embeddings(deps: InferenceDeps) {
+export function embeddings(deps: Omit<InferenceDeps, 'breakers'>) {
   return async (ctx: Context) => {
     const started = Date.now();
     const req = validate(schema, await readJsonObject(ctx));

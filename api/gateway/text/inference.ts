@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/shared/errors';
 import { convertProviderCost, holdForText, type TokenUsage } from '../../../domain/credits/pricing';
-import type { CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../../providers/canonical';
+import type { CanonicalRequest, CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../../providers/canonical';
 import { ADAPTERS } from '../../../providers';
 import { sseEvents } from '../../../providers/sse';
 import { postUpstream, type UpstreamResponse } from '../../../providers/upstream';
@@ -16,14 +16,27 @@ import { checkAccess } from '../shared/access';
 import { NO_AUDIO, type Billing, type ClientDialect, type RenderContext, type RequestAudio } from './dialects/types';
 import { openEventStream } from '../shared/event-stream';
 import { beginBillableCall, type Report } from '../shared/billable-call';
-import { upstreamFailure, upstreamRefusal } from '../shared/upstream-failure';
+import { routeFailure, upstreamFailure, upstreamRefusal } from '../shared/upstream-failure';
 import { chargeFor } from '../shared/usage-view';
+import type { CatalogRoute } from '../../../domain/catalog/model';
+import { routeOrder, type CircuitBreakers } from '../../../domain/catalog/routing';
+import { allRoutesOpen, RouteLog, sendOverRoutes, type Routed } from './routing';
 
 export interface InferenceDeps {
   db: Db;
   catalog: Catalog;
   reservations: Reservations;
   upstreamTimeoutMs: number;
+  /** this process's circuit breakers of the models' routes */
+  breakers: CircuitBreakers;
+}
+
+/** A route with the request in its wire format. */
+interface Prepared {
+  route: CatalogRoute;
+  adapter: UpstreamAdapter;
+  native: boolean;
+  upstreamBody: unknown;
 }
 
 
@@ -38,46 +51,76 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const body = await readJsonObject(ctx);
     const req = validate(dialect.schema, body);
     const auth: AuthRecord = ctx.state.auth;
-    const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
+    const { model, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     const asked = dialect.maxTokens(req);
     if (asked !== null && asked > model.max_output_tokens) {
       throw new GatewayError('invalid_parameter', { param: dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens', detail: `at most ${model.max_output_tokens} for ${model.id}` });
     }
-    const adapter = ADAPTERS[provider.kind];
-    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
-    const native = adapter.native === dialect.name;
     const stream = dialect.stream(req);
-    // Translate before holding: a request the upstream cannot take is refused without a hold.
-    const canonical = native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
-    const upstreamBody = canonical ? adapter.request(canonical, model.upstream_model, stream) : adapter.nativeRequest(body, model.upstream_model, stream);
+    const routes = routeOrder(await deps.catalog.routes(model));
+    allRoutesOpen(routes, deps.breakers, model.id);
+    // Translated once, for every route of another wire format than the client's.
+    let canonical: CanonicalRequest | null = null;
+    const prepare = (route: CatalogRoute): Prepared | null => {
+      const adapter = ADAPTERS[route.provider.kind];
+      if (!adapter) return null;
+      const native = adapter.native === dialect.name;
+      canonical ??= native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
+      const upstreamBody = native ? adapter.nativeRequest(body, route.upstreamModel, stream) : adapter.request(canonical!, route.upstreamModel, stream);
+      return { route, adapter, native, upstreamBody };
+    };
+    // Translate the first route's request before holding: a request the upstream cannot take is refused without a hold.
+    const first = prepare(routes[0]);
+    if (!first) throw new GatewayError('provider_unavailable', { model: model.id });
+    const prepared = new Map<CatalogRoute, Prepared>([[routes[0], first]]);
+    const routeLog = new RouteLog();
 
     const { hold, report } = await beginBillableCall(deps, ctx, {
       started,
       hold: {
         model: model.id,
-        provider: provider.id,
+        provider: first.route.provider.id,
         endpoint: dialect.endpoint,
         tariff: model,
         held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
         complimentary,
         modality: audio.input || audio.output ? 'audio' : 'text',
       },
-      // Audio requests show their audio tokens at GET /v1/generation (spec 2.9).
-      details: (r) => audioDetails(audio, r.usage),
+      // Audio requests show their audio tokens at GET /v1/generation (spec 2.9); every request its route.
+      details: (r) => ({ ...audioDetails(audio, r.usage), routing: routeLog.view() }),
     });
     const abort = new AbortController();
-    let upstream: UpstreamResponse;
+    let routed: Routed<Prepared>;
     try {
-      upstream = await postUpstream(provider, adapter.path, upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
+      routed = await sendOverRoutes(routes, {
+        model: model.id,
+        breakers: deps.breakers,
+        log: routeLog,
+        prepare: (r) => {
+          if (prepared.has(r)) return prepared.get(r)!;
+          try {
+            return prepare(r);
+          } catch (err) {
+            if (err instanceof GatewayError) return null; // this route's format cannot carry the request
+            throw err;
+          }
+        },
+        refusal: (p) => ({ message: p.adapter.errorMessage }),
+        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: p.adapter.authHeaders }),
+      });
     } catch (err) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
+    if (!routed.ok) throw routeFailure(routed.failure, report, deps.upstreamTimeoutMs, model.id);
+    const { adapter, native, route } = routed.route;
+    const provider = route.provider;
+    const upstream = routed.res;
     if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
     ctx.set('x-gateway-request-id', hold.reservationId);
     const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
     // Passed through, the answer names the model as the client did (the public id), as translated answers do.
-    const publicModel = native ? renameModel(model.upstream_model, model.id) : (raw: string) => raw;
+    const publicModel = native ? renameModel(route.upstreamModel, model.id) : (raw: string) => raw;
     const billingOf = (usage: UpstreamUsage | null): Billing => {
       const cost = usage?.cost ? convertProviderCost(usage.cost, provider.credits_per_cost_unit) : null;
       return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };

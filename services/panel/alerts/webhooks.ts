@@ -1,8 +1,8 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type net from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { EVENT_TYPES } from '../../../domain/panel/alerts';
 import { invalid, notFound } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
@@ -13,6 +13,7 @@ import { findInScope, isUuid } from '../shared/chain';
 import { startWebhookDelivery, type WebhookSettings } from '../client';
 import { eventPayload } from './events';
 import { checkHost, TargetRefused } from './targets';
+import { postSigned } from '../../shared/signed-post';
 
 // Webhook endpoints, deliveries and attempts (spec 2 section 6, issue 17 item 4). An endpoint is set
 // on an org and receives the events of that org and everything below; its signing secret is shown
@@ -25,19 +26,12 @@ type Q = Knex | Knex.Transaction;
 
 export const SIGNATURE_HEADER = 'panel-signature';
 export const SECRET_PREFIX = 'whsec_';
-/** how long one attempt may take */
-export const ATTEMPT_TIMEOUT_MS = 10_000;
 
 export interface WebhookDeps {
   db: Db;
   sealingKey: Buffer;
   /** internal addresses the operator allows as targets */
   allowed: net.BlockList;
-}
-
-/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`. */
-export function signature(secret: string, timestamp: number, body: string): string {
-  return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
 async function checkUrl(url: string, allowed: net.BlockList): Promise<URL> {
@@ -206,27 +200,13 @@ export async function attemptDelivery(d: WebhookDeps, dispatcher: Dispatcher, de
     .where('d.id', deliveryId)
     .first('d.status', 'e.url', 'e.secret_sealed', 'ev.id', 'ev.type', 'ev.created_at', 'ev.org_id', 'ev.data');
   if (!row || row.status !== 'pending') return { done: true, delivered: row?.status === 'delivered', status: null, error: row ? null : 'the delivery or its endpoint is gone' };
-  const body = JSON.stringify(eventPayload(row));
-  const t = Math.floor(Date.now() / 1000);
-  const started = process.hrtime.bigint();
-  let status: number | null = null;
-  let error: string | null = null;
-  try {
-    const res = await request(row.url, {
-      method: 'POST',
-      dispatcher,
-      body,
-      headers: { 'content-type': 'application/json', 'user-agent': 'hosting-panel-webhooks', [SIGNATURE_HEADER]: signature(open(d.sealingKey, row.secret_sealed), t, body), 'panel-delivery': deliveryId, 'panel-event': row.type },
-      headersTimeout: ATTEMPT_TIMEOUT_MS,
-      bodyTimeout: ATTEMPT_TIMEOUT_MS,
-    });
-    status = res.statusCode;
-    await res.body.dump();
-    if (status < 200 || status > 299) error = `the receiver answered ${status}`;
-  } catch (err) {
-    error = (err as Error).message || String(err);
-  }
-  const latency = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+  const { status, error, latencyMs: latency } = await postSigned(dispatcher, {
+    url: row.url,
+    body: JSON.stringify(eventPayload(row)),
+    secret: open(d.sealingKey, row.secret_sealed),
+    signatureHeader: SIGNATURE_HEADER,
+    headers: { 'user-agent': 'hosting-panel-webhooks', 'panel-delivery': deliveryId, 'panel-event': row.type },
+  });
   const delivered = error === null;
   await d.db.transaction(async (trx) => {
     await trx('panel_webhook_attempts').insert({ delivery_id: deliveryId, attempt, status_code: status, latency_ms: latency, error }).onConflict(['delivery_id', 'attempt']).merge();

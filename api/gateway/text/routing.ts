@@ -1,0 +1,96 @@
+import { Counter } from 'prom-client';
+import { GatewayError } from '../../../domain/shared/errors';
+import type { CatalogRoute } from '../../../domain/catalog/model';
+import { routeKey, type CircuitBreakers } from '../../../domain/catalog/routing';
+import type { RouteAttempt, Routing } from '../../../domain/credits/reservation';
+import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
+import { registry } from '../../../platform/metrics';
+import { readRefusal, type Refusal, type RefusalOptions } from '../shared/upstream-failure';
+
+// Fallback over a model's routes (issue 23, feature 1): a provider failure that happened before
+// the provider answered 200 (no connection, a timeout before its headers, 5xx, 429) moves the
+// request to the next route, within the same hold. Once a route answered 200 the request stays
+// on it: nothing was sent to the client before that, and everything may be after.
+
+/** Fallbacks by model and the provider of the route that failed (catalog entries: bounded). */
+const fallbacks = new Counter({ name: 'gateway_route_fallbacks_total', help: 'Requests moved to their next route after a provider failure, by model and failed provider', labelNames: ['model', 'provider'] as const, registers: [registry] });
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+/** The route used and every attempt, as the generation record shows them. */
+export class RouteLog {
+  readonly attempts: RouteAttempt[] = [];
+  used: CatalogRoute | null = null;
+
+  note(r: CatalogRoute, a: Omit<RouteAttempt, 'provider' | 'upstream_model'>): void {
+    this.attempts.push({ provider: r.provider.id, upstream_model: r.upstreamModel, ...a });
+  }
+
+  view(): Routing {
+    return { provider: this.used?.provider.id ?? null, upstream_model: this.used?.upstreamModel ?? null, attempts: this.attempts };
+  }
+}
+
+/** How the routes ended: one answered 200, or the last failure (null: every route was skipped). */
+export type Routed<P> = { ok: true; route: P; res: UpstreamResponse } | { ok: false; failure: UpstreamFailure | Refusal | null };
+
+export interface RouteCall<P> {
+  model: string;
+  breakers: CircuitBreakers;
+  log: RouteLog;
+  /** the request for a route; null when the route cannot take it (skipped) */
+  prepare: (r: CatalogRoute) => P | null;
+  send: (p: P) => Promise<UpstreamResponse>;
+  refusal?: (p: P) => RefusalOptions;
+}
+
+/**
+ * Tries the routes in order until one answers 200 or refuses the request itself (a 4xx other
+ * than 429: returned as is, the next route would refuse it too). A client that went away ends
+ * the attempts (the error is thrown).
+ */
+export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: RouteCall<P>): Promise<Routed<P>> {
+  let failure: UpstreamFailure | Refusal | null = null;
+  for (const [i, r] of routes.entries()) {
+    const key = routeKey(r);
+    const p = c.prepare(r);
+    if (p === null) {
+      c.log.note(r, { result: 'skipped', error: 'the request cannot be sent to this route' });
+      continue;
+    }
+    if (!c.breakers.acquire(key)) {
+      c.log.note(r, { result: 'skipped', error: 'circuit open' });
+      continue;
+    }
+    let res: UpstreamResponse;
+    try {
+      res = await c.send(p);
+    } catch (err) {
+      if (!(err instanceof UpstreamFailure)) {
+        c.breakers.released(key);
+        throw err;
+      }
+      c.breakers.failed(key);
+      c.log.note(r, { result: 'failed', http_status: null, error: err.message });
+      failure = err;
+      if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
+      continue;
+    }
+    if (res.statusCode === 200 || !retryable(res.statusCode)) {
+      c.breakers.succeeded(key);
+      c.log.used = r;
+      c.log.note(r, { result: res.statusCode === 200 ? 'ok' : 'refused', http_status: res.statusCode, error: null });
+      return { ok: true, route: p, res };
+    }
+    c.breakers.failed(key);
+    failure = await readRefusal(res, c.refusal?.(p));
+    c.log.note(r, { result: 'failed', http_status: res.statusCode, error: failure.detail });
+    if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
+  }
+  return { ok: false, failure };
+}
+
+/** Every route's circuit is open: refused before anything is held. */
+export function allRoutesOpen(routes: readonly CatalogRoute[], breakers: CircuitBreakers, model: string): void {
+  if (routes.every((r) => breakers.stateOf(routeKey(r)) === 'open')) throw new GatewayError('provider_unavailable', { model });
+}

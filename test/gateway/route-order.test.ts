@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import type { CatalogRoute } from '../../domain/catalog/model';
+import { CircuitBreakers, routeOrder } from '../../domain/catalog/routing';
+
+// The pure rules behind routing (domain/catalog/routing.ts): the order of routes and the breaker's states.
+
+const route = (provider: string, priority: number, weight = 1): CatalogRoute => ({
+  provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1' },
+  upstreamModel: 'm',
+  priority,
+  weight,
+});
+
+describe('routing rules', () => {
+  it('orders by priority, and by weight among equal priorities', () => {
+    const routes = [route('c', 1), route('a', 0, 3), route('b', 0, 1)];
+    const firsts = { a: 0, b: 0 } as Record<string, number>;
+    // a deterministic spread of random values over [0, 1)
+    for (let i = 0; i < 400; i++) {
+      const order = routeOrder(routes, () => (i + 0.5) / 400);
+      assert.equal(order[2].provider.id, 'c', 'a higher priority number comes last');
+      firsts[order[0].provider.id]++;
+    }
+    assert.deepEqual(firsts, { a: 300, b: 100 });
+  });
+
+  it('opens after N failures within the window, half-opens for one trial after the cool-down', () => {
+    let now = 0;
+    const b = new CircuitBreakers({ failures: 3, windowMs: 1000, cooldownMs: 500 }, () => now);
+    // Failures spread wider than the window do not open it.
+    for (const t of [0, 600, 1200]) {
+      now = t;
+      assert.ok(b.acquire('r'));
+      b.failed('r');
+    }
+    assert.equal(b.stateOf('r'), 'closed');
+    now = 1300;
+    b.failed('r');
+    now = 1400;
+    b.failed('r');
+    assert.equal(b.stateOf('r'), 'open');
+    assert.equal(b.acquire('r'), false);
+    now = 1900;
+    assert.equal(b.stateOf('r'), 'half_open');
+    assert.equal(b.acquire('r'), true, 'one trial');
+    assert.equal(b.acquire('r'), false, 'only one');
+    b.failed('r');
+    assert.equal(b.stateOf('r'), 'open');
+    now = 2400;
+    assert.ok(b.acquire('r'));
+    b.released('r'); // the client went away: the trial is given back
+    assert.ok(b.acquire('r'));
+    b.succeeded('r');
+    assert.equal(b.stateOf('r'), 'closed');
+    assert.ok(b.acquire('r'));
+  });
+});
