@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import type tls from 'node:tls';
 
 // Real certificates for the TLS tests, made with Debian's openssl: self-signed for the names given
 // (first name in the subject, all as DNS SANs), RSA or EC keys, and expired ones (`openssl ca` with
@@ -43,4 +45,18 @@ export function makeCertificate(o: CertificateOptions): TestCertificate {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** GET over HTTPS from a node's TLS port with SNI `host` (the certificate is not verified: the caller checks its fingerprint). */
+export function getOverTls(port: number, host: string, p = '/'): Promise<{ status: number; body: string; fingerprint256: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, path: p, servername: host, headers: { host }, agent: false, rejectUnauthorized: false }, (res) => {
+      const fingerprint256 = (res.socket as tls.TLSSocket).getPeerCertificate().fingerprint256;
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (x: string) => (body += x));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, fingerprint256 }));
+    });
+    req.on('error', reject);
+  });
 }
