@@ -8,6 +8,7 @@ import { DEFAULT_IMPORT_LIMITS } from '../../domain/panel/import-archive';
 import { DEFAULT_NAMESERVERS } from '../../platform/config';
 import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
+import { deriveKey } from '../../platform/secret-box';
 import { runWorker } from '../../workers/base';
 import { createPanelWorker } from '../../workers/panel';
 import { env } from '../setup/env';
@@ -72,7 +73,7 @@ async function main() {
     db,
     hostingNode: null,
     workflowBundle: { codePath: e.PANEL_BUNDLE! },
-    imports: { db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => e.HOSTING_ROOT! },
+    imports: { db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => e.HOSTING_ROOT!, sealingKey: deriveKey('panel-test-secret') },
   });
   const running = runWorker(worker);
   process.stdout.write('ready\n');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { checkCertificatePair } from '../../services/panel/sites/certificates';
+import { checkCertificatePair } from '../../services/panel/sites/certificate-check';
 import { getOverTls, makeCertificate } from '../helpers/certificates';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
