@@ -153,7 +153,7 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     assert.match(noYes.stderr, /confirm with -yes/);
     const r = await cli('-run', '-yes');
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /: done\. 12 item\(s\) done, 0 pre-existing/);
+    assert.match(r.stdout, /: done\. 13 item\(s\) done, 0 pre-existing/);
     assert.match(r.stdout, new RegExp(`${user}_wp user ${user}_wpuser: \\S{20,}`));
     assert.match((await serve(panel.webPort, domain, '/')).body, /Imported/);
     // the same archive again: everything exists now, so the quota check has nothing to add and the run finds all pre-existing
