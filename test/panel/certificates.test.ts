@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkCertificatePair } from '../../services/panel/sites/certificate-check';
+import { specOf } from '../../services/panel/sites/sites';
 import { getOverTls, makeCertificate } from '../helpers/certificates';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
@@ -91,6 +92,14 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     const keyPkcs8 = fs.readFileSync(path.join(dir, 'privkey.pem'), 'utf8');
     assert.deepEqual(await tablesContaining(keyBody(keyPkcs8)), []);
     assert.deepEqual(await tablesContaining(keyBody(cert.key)), []);
+
+    // reconciliation: what the panel renders from its record (TLS included) is what the node has on
+    // disk; the certificate files themselves are not managed files (the panel cannot rewrite a key)
+    const node = panel.runtime.hostingNode!;
+    const rendered = node.renderSite(specOf(await env.db('panel_sites').where({ id: site.id }).first()));
+    assert.match(rendered.find((f) => f.kind === 'vhost')!.text, /ssl_certificate_key/);
+    for (const f of rendered) assert.deepEqual(node.readManaged(f.path), { text: f.text }, f.path);
+    assert.deepEqual(node.listManaged().filter((f) => f.includes('/etc/ssl/')), []);
   });
 
   it('a later change of the site (suspend, unsuspend) keeps TLS: the node keeps the key, the operation carries only the certificate', async () => {
