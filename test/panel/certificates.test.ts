@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { checkCertificatePair } from '../../services/panel/sites/certificate-check';
 import { specOf } from '../../services/panel/sites/sites';
 import { getOverTls, makeCertificate } from '../helpers/certificates';
@@ -37,7 +38,7 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
 
   before(async function () {
     this.timeout(120_000);
-    panel = await startHostingPanel({ tls: true, opTimeoutMs: 30_000 });
+    panel = await startHostingPanel({ tls: true, backups: true, opTimeoutMs: 30_000 });
     const admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     customer = await createOrgWithLogin(provider.client, { type: 'customer' });
@@ -172,6 +173,31 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     assert.equal((await getFromNode(panel.webPort, site.domain)).status, 200);
     assert.equal((await customer.client.get(`/v1/sites/${site.id}/certificate`)).status, 404);
     assert.equal((await customer.client.del(`/v1/sites/${site.id}/certificate`)).status, 404);
+  });
+
+  it('restore points and deleted-site archives hold the certificate, never the key; a site restored from its archive serves HTTP until attached again', async () => {
+    const site = await newSite();
+    const cert = makeCertificate({ names: [site.domain] });
+    assert.equal((await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: cert.certificate, private_key: cert.key })).status, 200);
+    await applied(customer.client, site.id);
+    const rp = await customer.client.post(`/v1/sites/${site.id}/restore-points`);
+    assert.equal(rp.status, 202, JSON.stringify(rp.json));
+    let ready: Reply;
+    for (ready = rp; ready.json.status === 'pending'; await new Promise((r) => setTimeout(r, 200))) ready = await customer.client.get(`/v1/restore-points/${rp.json.id}`);
+    assert.equal(ready.json.status, 'ready', JSON.stringify(ready.json));
+    const text = gunzipSync(fs.readFileSync(path.join(panel.root, 'backups', ready.json.file))).toString('latin1');
+    assert.match(text, /BEGIN CERTIFICATE/);
+    assert.doesNotMatch(text, /PRIVATE KEY/);
+
+    assert.equal((await customer.client.del(`/v1/sites/${site.id}`)).status, 202);
+    for (let r = await customer.client.get(`/v1/sites/${site.id}`); r.status !== 404; r = await customer.client.get(`/v1/sites/${site.id}`)) await new Promise((res) => setTimeout(res, 200));
+    assert.equal(fs.existsSync(path.join(panel.root, 'etc/ssl', site.domain)), false);
+    const archive = (await (await platformAdmin(panel.url)).get('/v1/site-archives')).json.archives.find((a: { site_id: string }) => a.site_id === site.id);
+    assert.doesNotMatch(gunzipSync(fs.readFileSync(path.join(panel.root, 'backups', archive.file))).toString('latin1'), /PRIVATE KEY/);
+    const restored = await (await platformAdmin(panel.url)).post(`/v1/sites/${site.id}/restore`);
+    assert.equal(restored.status, 200, JSON.stringify(restored.json));
+    assert.equal((await getFromNode(panel.webPort, site.domain)).status, 200);
+    await refusedTls(panel, site.domain);
   });
 
   it('wildcards per RFC 6125: *.example covers one whole left-most label only', () => {
