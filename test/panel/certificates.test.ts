@@ -55,15 +55,21 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     return { id: r.json.id as string, domain };
   };
 
-  it('attach: the site answers HTTPS on the TLS port with that certificate for its domain and alias; GET shows it, never the key', async () => {
-    const site = await newSite(['www']);
-    const cert = makeCertificate({ names: [site.domain, `www.${site.domain}`] });
+  /** A new site with a certificate for all its names attached and applied. */
+  const siteWithCertificate = async (o: { aliases?: string[]; key?: 'ec' | 'rsa2048' } = {}) => {
+    const site = await newSite(o.aliases);
+    const cert = makeCertificate({ names: [site.domain, ...(o.aliases ?? []).map((a) => `${a}.${site.domain}`)], key: o.key });
     const put = await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: cert.certificate, private_key: cert.key });
     assert.equal(put.status, 200, JSON.stringify(put.json));
+    await applied(customer.client, site.id);
+    return { site, cert, put };
+  };
+
+  it('attach: the site answers HTTPS on the TLS port with that certificate for its domain and alias; GET shows it, never the key', async () => {
+    const { site, cert, put } = await siteWithCertificate({ aliases: ['www'] });
     assert.equal(put.json.site.generation, 2);
     assert.deepEqual(put.json.certificate.covers, [site.domain, `www.${site.domain}`]);
-    const s = await applied(customer.client, site.id);
-    assert.equal(s.json.status, 'active');
+    assert.equal((await customer.client.get(`/v1/sites/${site.id}`)).json.status, 'active');
 
     const https = await getOverTls(panel.webTlsPort!, site.domain);
     assert.equal(https.status, 200);
@@ -104,10 +110,7 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
   });
 
   it('a later change of the site (suspend, unsuspend) keeps TLS: the node keeps the key, the operation carries only the certificate', async () => {
-    const site = await newSite();
-    const cert = makeCertificate({ names: [site.domain], key: 'rsa2048' });
-    assert.equal((await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: cert.certificate, private_key: cert.key })).status, 200);
-    await applied(customer.client, site.id);
+    const { site } = await siteWithCertificate({ key: 'rsa2048' });
     const admin = await platformAdmin(panel.url);
     assert.equal((await admin.post(`/v1/sites/${site.id}/suspend`)).status, 200);
     await applied(customer.client, site.id);
@@ -160,10 +163,7 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
   });
 
   it('DELETE removes TLS: the handshake for the site is refused, its files are gone, HTTP still serves', async () => {
-    const site = await newSite();
-    const cert = makeCertificate({ names: [site.domain] });
-    assert.equal((await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: cert.certificate, private_key: cert.key })).status, 200);
-    await applied(customer.client, site.id);
+    const { site } = await siteWithCertificate();
     assert.equal((await getOverTls(panel.webTlsPort!, site.domain)).status, 200);
     const del = await customer.client.del(`/v1/sites/${site.id}/certificate`);
     assert.equal(del.status, 200, JSON.stringify(del.json));
@@ -176,10 +176,7 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
   });
 
   it('restore points and deleted-site archives hold the certificate, never the key; a site restored from its archive serves HTTP until attached again', async () => {
-    const site = await newSite();
-    const cert = makeCertificate({ names: [site.domain] });
-    assert.equal((await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: cert.certificate, private_key: cert.key })).status, 200);
-    await applied(customer.client, site.id);
+    const { site } = await siteWithCertificate();
     const rp = await customer.client.post(`/v1/sites/${site.id}/restore-points`);
     assert.equal(rp.status, 202, JSON.stringify(rp.json));
     let ready: Reply;
