@@ -225,13 +225,12 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
    * Writes `wanted` (file → text, null: remove), tests nginx and PHP-FPM with the new files and,
    * only when both pass, reloads what changed. A failed test puts every file back as it was.
    */
-  const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null, certificatesChanged = false) => {
+  const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
     const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
-    if (changed.length === 0 && !certificatesChanged) return;
+    if (changed.length === 0) return;
     for (const f of changed) restoreFile(f, wanted.get(f)!);
-    // nginx reads certificates only when it loads its config: a new one needs a test and a reload too
-    const nginxChanged = !!nginx && (certificatesChanged || changed.some((f) => f.startsWith(`${p.nginxSites}/`)));
+    const nginxChanged = !!nginx && changed.some((f) => f.startsWith(`${p.nginxSites}/`));
     const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
     const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
     if (problems.length) {
@@ -276,11 +275,12 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
     for (const f of files) wanted.set(f.path, f.text);
-    const tls = writeSiteTls(root, s, (message) => new Refusal(message));
+    // a new certificate is loaded by the reload of its vhost, which names the new generation in its header
+    const undoTls = writeSiteTls(root, s, (message) => new Refusal(message));
     try {
-      await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null, tls.changed);
+      await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
     } catch (err) {
-      tls.undo();
+      undoTls();
       throw err;
     }
     if (!s.tls) removeSiteTls(root, s.domain);

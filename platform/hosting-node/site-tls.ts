@@ -21,11 +21,11 @@ function keyFor(tls: NonNullable<SiteSpec['tls']>, onDisk: string | null): strin
 }
 
 /**
- * Writes the certificate and key `s` needs (nothing when it has none): whether a file changed, and
- * how to put the files back as they were; throws `refuse(message)` when the node has no key matching the certificate.
+ * Writes the certificate and key `s` needs (nothing when it has none) and returns how to put the
+ * files back as they were; throws `refuse(message)` when the node has no key matching the certificate.
  */
-export function writeSiteTls(root: string, s: SiteSpec, refuse: (message: string) => Error): { changed: boolean; undo: () => void } {
-  if (!s.tls) return { changed: false, undo: () => {} };
+export function writeSiteTls(root: string, s: SiteSpec, refuse: (message: string) => Error): () => void {
+  if (!s.tls) return () => {};
   const t = tlsPaths(root, s.domain);
   const before = { certificate: readIfExists(t.certificate), key: readIfExists(t.key) };
   const key = keyFor(s.tls, before.key);
@@ -33,16 +33,14 @@ export function writeSiteTls(root: string, s: SiteSpec, refuse: (message: string
     throw refuse(s.tls.key ? 'the private key does not match the certificate' : 'the private key of this certificate is not on this node: attach the certificate again');
   }
   fs.mkdirSync(t.dir, { recursive: true, mode: 0o700 });
-  const changed = before.certificate !== s.tls.certificate || before.key !== key;
   if (before.certificate !== s.tls.certificate) writeFileAtomic(t.certificate, s.tls.certificate, 0o644);
   if (before.key !== key) writeFileAtomic(t.key, key, 0o600);
-  const undo = () => {
+  return () => {
     for (const [file, text, mode] of [[t.certificate, before.certificate, 0o644], [t.key, before.key, 0o600]] as const) {
       if (text === null) fs.rmSync(file, { force: true });
       else writeFileAtomic(file, text, mode);
     }
   };
-  return { changed, undo };
 }
 
 /** Removes a domain's certificate files (the site has none any more, or is gone). */

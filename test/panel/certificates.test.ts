@@ -197,6 +197,34 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     await refusedTls(panel, site.domain);
   });
 
+  it('replacing the certificate serves the new one at once', async () => {
+    const { site, put } = await siteWithCertificate();
+    const next = makeCertificate({ names: [site.domain], key: 'rsa2048' });
+    const again = await customer.client.put(`/v1/sites/${site.id}/certificate`, { certificate: next.certificate, private_key: next.key });
+    assert.equal(again.status, 200, JSON.stringify(again.json));
+    assert.notEqual(again.json.certificate.fingerprint_sha256, put.json.certificate.fingerprint_sha256);
+    await applied(customer.client, site.id);
+    assert.equal((await getOverTls(panel.webTlsPort!, site.domain)).fingerprint256, again.json.certificate.fingerprint_sha256);
+    assert.equal((await customer.client.get(`/v1/sites/${site.id}/certificate`)).json.key.type, 'rsa');
+  });
+
+  it('a node refuses a certificate whose key it does not have or that does not match, and keeps serving what it served', async () => {
+    const node = panel.runtime.hostingNode!;
+    assert.equal(node.facts().tls, true);
+    const { site } = await siteWithCertificate();
+    const row = await env.db('panel_sites').where({ id: site.id }).first();
+    const served = (await getOverTls(panel.webTlsPort!, site.domain)).fingerprint256;
+    const other = makeCertificate({ names: [site.domain] });
+    const spec = { ...specOf(row), generation: row.generation + 1 };
+    const noKey = await node.apply({ id: `tls-nokey-${site.id}`, kind: 'site.apply', site: { ...spec, tls: { certificate: other.certificate } } });
+    assert.deepEqual(noKey, { ok: false, refused: true, error: 'the private key of this certificate is not on this node: attach the certificate again' });
+    const wrongKey = await node.apply({ id: `tls-wrong-${site.id}`, kind: 'site.apply', site: { ...spec, tls: { certificate: other.certificate, key: makeCertificate({ names: [site.domain] }).key } } });
+    assert.equal(!wrongKey.ok && wrongKey.error, 'the private key does not match the certificate');
+    const notPem = await node.apply({ id: `tls-bad-${site.id}`, kind: 'site.apply', site: { ...spec, tls: { certificate: 'ssl_certificate /etc/shadow;' } } });
+    assert.match(!notPem.ok ? notPem.error : '', /tls\.certificate: a PEM chain/);
+    assert.equal((await getOverTls(panel.webTlsPort!, site.domain)).fingerprint256, served);
+  });
+
   it('wildcards per RFC 6125: *.example covers one whole left-most label only', () => {
     const c = makeCertificate({ names: ['*.shop.test'] });
     const covers = (names: string[]) => {
