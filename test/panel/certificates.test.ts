@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { startHostingNode } from '../../platform/hosting-node';
+import { startAgent } from '../../platform/hosting-node/agent';
+import { createPanelClient } from '../../platform/hosting-node/panel-client';
+import { freePort } from '../../platform/ports';
+import { addNode } from '../../services/panel/nodes/nodes';
 import { checkCertificatePair } from '../../services/panel/sites/certificate-check';
 import { specOf } from '../../services/panel/sites/sites';
 import { getOverTls, makeCertificate } from '../helpers/certificates';
@@ -234,4 +240,47 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     assert.deepEqual(covers(['a.shop.test', 'shop.test', 'x.y.shop.test', 'ashop.test']), ['a.shop.test']);
     assert.deepEqual(covers(['shop.test']), []);
   });
+
+  it('on a node with an agent: the key goes over the node API in the attaching operation only; the agent node serves HTTPS by SNI', async function () {
+    this.timeout(90_000);
+    const agentPanel = await startHostingPanel({ flags: ['-node-api-listen', '127.0.0.1:0'], opTimeoutMs: 30_000 });
+    const name = unique('tls-agent-');
+    const added = await addNode(env.db, null, name);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-tls-agent-'));
+    fs.chmodSync(root, 0o755);
+    const [webPort, webTlsPort] = [await freePort(), await freePort()];
+    const node = await startHostingNode({ root, webPort, webTlsPort, webHost: '127.0.0.1', phpFpm: false, logger: env.logger });
+    const agent = startAgent({ node: name, client: createPanelClient({ url: agentPanel.runtime.nodeApiUrl!, token: added.token }), hostingNode: node, logger: env.logger, pollWaitSeconds: 5 });
+    try {
+      await agent.enrolled;
+      await env.db('panel_nodes').where({ name }).update({ state: 'alive', roles: ['web'] });
+      const admin = await platformAdmin(agentPanel.url);
+      const owner = await createOrgWithLogin((await createOrgWithLogin(admin, { type: 'provider' })).client, { type: 'customer' });
+      const domain = `${unique('tlsagent').toLowerCase()}.test`;
+      const r = await admin.post(`/v1/orgs/${owner.id}/sites`, { domain, node: name });
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+      await applied(owner.client, r.json.id);
+      const cert = makeCertificate({ names: [domain] });
+      const put = await owner.client.put(`/v1/sites/${r.json.id}/certificate`, { certificate: cert.certificate, private_key: cert.key });
+      assert.equal(put.status, 200, JSON.stringify(put.json));
+      await applied(owner.client, r.json.id);
+      assert.equal((await getOverTls(webTlsPort, domain)).fingerprint256, put.json.certificate.fingerprint_sha256);
+      assert.equal(node.facts().tls, true);
+      const op = await env.db('panel_node_ops').where({ id: put.json.site.operation_id }).first('status', 'payload');
+      assert.equal(op.status, 'done');
+      assert.equal(op.payload.site.tls.key, undefined);
+      assert.equal(fs.statSync(path.join(root, 'etc/ssl', domain, 'privkey.pem')).mode & 0o777, 0o600);
+      assert.equal((await owner.client.del(`/v1/sites/${r.json.id}`)).status, 202);
+      for (let g = await owner.client.get(`/v1/sites/${r.json.id}`); g.status !== 404; g = await owner.client.get(`/v1/sites/${r.json.id}`)) await new Promise((res) => setTimeout(res, 200));
+      assert.equal(fs.existsSync(path.join(root, 'etc/ssl', domain)), false);
+    } finally {
+      await agent.stop();
+      await node.stop();
+      // out of other suites' placement
+      await env.db('panel_nodes').where({ name }).update({ draining: true });
+      await agentPanel.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
+
