@@ -81,6 +81,8 @@ export interface PanelHostingOptions {
   root: string;
   /** where the node's web server listens */
   webPort: number;
+  /** where nginx serves attached certificates (HTTPS by SNI); absent: no TLS */
+  webTlsPort?: number | null;
   webHost?: string;
   backupDir?: string | null;
   builtinWebServer?: boolean;
@@ -190,6 +192,7 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   const node = await startHostingNode({
     root: h.root,
     webPort: h.webPort,
+    webTlsPort: h.webTlsPort,
     webHost: h.webHost,
     backupDir: h.backupDir,
     builtinWebServer: h.builtinWebServer,

@@ -11,7 +11,8 @@ import { createLogger } from '../platform/logger';
 // panel's node API and applies the operations it pulls. SIGTERM or SIGINT stops it cleanly.
 
 const USAGE = `usage: panel-host serve -node NAME -root DIR -panel URL -token-file FILE
-                       [-backup-dir DIR] [-web-listen HOST:PORT (default :80)] [-mariadb-port PORT]`;
+                       [-backup-dir DIR] [-web-listen HOST:PORT (default :80)] [-mariadb-port PORT]
+                       [-web-tls-port PORT (HTTPS for sites with a certificate)]`;
 
 async function main(argv: string[]) {
   const flags = serveFlags('panel-host', USAGE, argv, parseHostFlags);
@@ -25,6 +26,7 @@ async function main(argv: string[]) {
     root: flags.root,
     webHost: flags.webListen.host,
     webPort: flags.webListen.port,
+    webTlsPort: flags.webTlsPort,
     mariadbPort: flags.mariadbPort,
     backupDir: flags.backupDir,
     logger: log,

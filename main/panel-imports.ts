@@ -35,6 +35,8 @@ interface Runtime {
   nodeOps?: Partial<NodeOpSettings>;
   dns?: DnsSettings;
   flags: Pick<PanelFlags, 'placement' | 'placementNodeFacts' | 'nodeApiListen'>;
+  /** imported certificates' keys are sealed with it (the panel's sealing key) */
+  sealingKey: Buffer;
 }
 
 export function importSettings(o: Runtime, temporal: Client) {
@@ -61,6 +63,7 @@ export function importSettings(o: Runtime, temporal: Client) {
     limits,
     hostingRoot,
     waitMs: o.imports?.waitMs,
+    sealingKey: o.sealingKey,
   });
   return { uploads, run };
 }

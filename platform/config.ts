@@ -27,6 +27,8 @@ const schema = z.object({
   PANEL_PORT: port(8090),
   // Where the panel's own hosting node serves websites (by Host header).
   PANEL_HOSTING_WEB_PORT: port(8100),
+  // Where it serves websites with an attached certificate over HTTPS (by SNI; nginx only).
+  PANEL_HOSTING_TLS_PORT: port(8443),
   // Where `npm start`'s panel listens for node agents (panel-host serve -panel http://127.0.0.1:<port>).
   PANEL_NODE_API_PORT: port(8091),
   // Where the hosting node's MariaDB (customer databases) listens, on 127.0.0.1.

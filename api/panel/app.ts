@@ -15,6 +15,7 @@ import { orgRoutes } from './orgs/routes';
 import { orgSettingsRoutes, publicBrandingRoutes } from './orgs/settings-routes';
 import { packageRoutes } from './orgs/package-routes';
 import { siteRoutes } from './sites/routes';
+import { certificateRoutes } from './sites/certificate-routes';
 import { capacityRoutes } from './nodes/capacity-routes';
 import { dnsRoutes } from './sites/dns-routes';
 import { databaseRoutes } from './sites/database-routes';
@@ -94,6 +95,9 @@ export function createPanelApp(d: PanelDeps): Koa {
   const sites = siteRoutes(sitesDeps(d, d.sites));
   v1.use(sites.routes());
   v1.use(sites.allowedMethods());
+  const certificates = certificateRoutes({ ...sitesDeps(d, d.sites), sealingKey: d.auth.sealingKey });
+  v1.use(certificates.routes());
+  v1.use(certificates.allowedMethods());
   const hostingBackups = () => d.backups?.hosting()?.backups ?? null;
   const hostingHasSite = async (id: string) => (await d.backups?.hosting()?.inspectSite(id)) != null;
   for (const r of [backupRoutes(sitesDeps(d, d.sites)), backupAdminRoutes({ ...sitesDeps(d, d.sites), hostingBackups, hostingHasSite, inspectionMs: d.backups?.inspectionMs })]) {

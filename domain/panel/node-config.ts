@@ -48,6 +48,19 @@ export function validateSite(s: SiteSpec): string | null {
   if (typeof php.allowUrlFopen !== 'boolean') return 'php.allowUrlFopen: true or false';
   if (!isStrArray(php.disabledFunctions) || php.disabledFunctions.length > LIMITS.disabledFunctions) return `php.disabledFunctions: at most ${LIMITS.disabledFunctions} names`;
   for (const f of php.disabledFunctions) if (!isPhpIdentifier(f)) return `bad PHP function name ${JSON.stringify(f)}`;
+  return validateTls(s.tls);
+}
+
+const PEM_BLOCK = (label: string) => `-----BEGIN ${label}-----\n[A-Za-z0-9+/=\n]{1,16384}-----END ${label}-----\n`;
+const CERT_CHAIN = new RegExp(`^(${PEM_BLOCK('CERTIFICATE')}){1,10}$`);
+const KEY_PEM = new RegExp(`^${PEM_BLOCK('PRIVATE KEY')}$`);
+
+/** A certificate chain and PKCS#8 key in plain PEM (the panel re-encodes what it was given): nothing else reaches the files. */
+function validateTls(tls: SiteSpec['tls']): string | null {
+  if (tls === undefined || tls === null) return null;
+  if (typeof tls !== 'object') return 'tls: an object or null';
+  if (!isStr(tls.certificate) || !CERT_CHAIN.test(tls.certificate)) return 'tls.certificate: a PEM chain of at most 10 certificates';
+  if (tls.key !== undefined && !(isStr(tls.key) && KEY_PEM.test(tls.key))) return 'tls.key: a PKCS#8 PEM private key';
   return null;
 }
 
@@ -101,6 +114,12 @@ export function sitePaths(root: string, domain: string): SitePaths {
   };
 }
 
+/** Where a site's certificate chain and private key (0600) live: outside the site's folder, so neither backups nor the site's own code reach them. */
+export function tlsPaths(root: string, domain: string) {
+  const dir = `${root}/etc/ssl/${domain}`;
+  return { dir, certificate: `${dir}/fullchain.pem`, key: `${dir}/privkey.pem` };
+}
+
 /** FNV-1a, 64 bits, as 16 hex digits: a short stable name for a long domain. */
 function fnv64(s: string): string {
   let h = 0xcbf29ce484222325n;
@@ -151,7 +170,7 @@ export const MIME_TYPES: Record<string, string> = {
 };
 
 /** nginx.conf of a node: its own pid, logs and temp paths under the root, one default server answering 404 for unknown hosts. */
-export function renderNginxMain(o: { root: string; listen: string; user: string | null; workerProcesses?: number }): string {
+export function renderNginxMain(o: { root: string; listen: string; user: string | null; workerProcesses?: number; tlsListen?: string | null }): string {
   const p = nodePaths(o.root);
   const byType = new Map<string, string[]>();
   for (const [ext, type] of Object.entries(MIME_TYPES)) byType.set(type, [...(byType.get(type) ?? []), ext]);
@@ -183,10 +202,19 @@ ${types}
         server_name _;
         return 404;
     }
-    include ${p.nginxSites}/*.conf;
+${o.tlsListen ? renderTlsDefault(o.tlsListen) : ''}    include ${p.nginxSites}/*.conf;
 }
 `;
 }
+
+/** The TLS port's default server: a name no site's certificate covers gets no certificate at all (the handshake is refused). */
+const renderTlsDefault = (tlsListen: string) => `    ssl_protocols TLSv1.2 TLSv1.3;
+    server {
+        listen ${tlsListen} ssl default_server;
+        server_name _;
+        ssl_reject_handshake on;
+    }
+`;
 
 /** FastCGI parameters (Debian's list, HTTP_HOST from $host so a forged absolute URI cannot set it). */
 export function renderFastcgiParams(): string {
@@ -204,12 +232,12 @@ export function renderFastcgiParams(): string {
 export const SUSPENDED_FILE = 'suspended.html';
 
 /** A site's vhost: its names, its docroot and PHP upstream, or only the suspended page (503) when suspended. */
-export function renderVhost(site: SiteSpec, o: { root: string; listen: string }): string {
+export function renderVhost(site: SiteSpec, o: { root: string; listen: string; tlsListen?: string | null }): string {
   const p = nodePaths(o.root);
   const paths = sitePaths(o.root, site.domain);
   const names = [site.domain, ...site.aliases].join(' ');
   const common = `    listen ${o.listen};
-    server_name ${names};
+${renderTlsListen(site, o)}    server_name ${names};
     access_log ${p.nginxLogs}/${site.domain}.access.log;
 `;
   if (site.suspended) {
@@ -246,6 +274,16 @@ ${common}    root ${paths.docroot};
         try_files $uri $uri/ ${site.phpVersion ? '/index.php?$args' : '=404'};
     }
 ${php}}
+`;
+}
+
+/** With a certificate attached and a TLS port on the node, the same server answers HTTPS too (by SNI). */
+function renderTlsListen(site: SiteSpec, o: { root: string; tlsListen?: string | null }): string {
+  if (!site.tls || !o.tlsListen) return '';
+  const t = tlsPaths(o.root, site.domain);
+  return `    listen ${o.tlsListen} ssl;
+    ssl_certificate ${t.certificate};
+    ssl_certificate_key ${t.key};
 `;
 }
 

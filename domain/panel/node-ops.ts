@@ -20,6 +20,20 @@ export interface SiteSpec {
   php: { workers: number | null; allowUrlFopen: boolean; disabledFunctions: string[] };
   /** the panel's generation of this site's configuration; the node reports the one it applied */
   generation: number;
+  /** the attached TLS certificate; absent or null: HTTP only */
+  tls?: SiteTls | null;
+}
+
+/**
+ * A site's certificate as the node writes it under <root>/etc/ssl/<domain>/. The private key travels
+ * only in the operation that attaches it (stripped from the operation's row once it is finished);
+ * every later site.apply of the site carries the certificate alone and the node keeps its key file.
+ */
+export interface SiteTls {
+  /** PEM chain, leaf first */
+  certificate: string;
+  /** PKCS#8 PEM, only in the attaching operation */
+  key?: string;
 }
 
 export type NodeOperation =
@@ -65,6 +79,8 @@ export interface NodeFacts {
   webAddress: string;
   /** whether the node keeps backups of its sites (`panel-host serve -backup-dir`); absent: unknown */
   backups?: boolean;
+  /** whether attached certificates are served (nginx with a TLS port); absent: unknown */
+  tls?: boolean;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */

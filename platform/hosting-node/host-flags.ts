@@ -17,11 +17,13 @@ export interface HostFlags {
   backupDir: string | null;
   webListen: { host: string; port: number };
   mariadbPort: number | null;
+  /** -web-tls-port: HTTPS for sites with a certificate, on the -web-listen host; null: none */
+  webTlsPort: number | null;
 }
 
 
 const REQUIRED = ['node', 'root', 'panel', 'token-file'] as const;
-const KNOWN = new Set([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port']);
+const KNOWN = new Set([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port', 'web-tls-port']);
 
 const port = (v: string) => (/^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535 ? Number(v) : null);
 
@@ -70,7 +72,9 @@ export function parseHostFlags(argv: string[]): HostFlags {
     mariadbPort = port(raw.get('mariadb-port')!);
     if (mariadbPort === null) throw bad('mariadb-port', 'a port number 1-65535');
   }
+  const webTlsPort = raw.has('web-tls-port') ? port(raw.get('web-tls-port')!) : null;
+  if (raw.has('web-tls-port') && webTlsPort === null) throw bad('web-tls-port', 'a port number 1-65535');
   if (raw.get('backup-dir') === '') throw bad('backup-dir', 'a folder path');
   const backupDir = raw.has('backup-dir') ? path.resolve(raw.get('backup-dir')!) : null;
-  return { node, root, panel, tokenFile, token, backupDir, webListen, mariadbPort };
+  return { node, root, panel, tokenFile, token, backupDir, webListen, mariadbPort, webTlsPort };
 }

@@ -13,6 +13,7 @@ import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
 import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 import { createSiteBackups, type NodeBackups } from './site-backups';
+import { removeSiteTls, withoutKey, writeSiteTls } from './site-tls';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -23,6 +24,8 @@ import { createSiteBackups, type NodeBackups } from './site-backups';
 export interface HostingNodeOptions {
   root: string;
   webPort: number;
+  /** where nginx serves attached certificates (HTTPS by SNI, same address); null or absent: no TLS (the built-in server never serves TLS) */
+  webTlsPort?: number | null;
   /** address the web server listens on; default all addresses */
   webHost?: string;
   /** run PHP-FPM for the installed PHP versions (default true; only with nginx) */
@@ -138,6 +141,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const cronUser = webUser ?? 'root';
   const webHost = opts.webHost ?? '0.0.0.0';
   const listen = listenAddress(webHost, opts.webPort);
+  const tlsListen = opts.webTlsPort == null ? null : listenAddress(webHost, opts.webTlsPort);
   const probeHost = webHost === '0.0.0.0' ? '127.0.0.1' : webHost === '::' ? '::1' : webHost;
 
   const sitesFile = `${p.state}/sites.json`;
@@ -168,7 +172,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       const versions = opts.phpFpm === false ? [] : installedPhpVersions();
       const started = await Promise.allSettled([
         ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
-        startNginx({ bin: nginxBin, root, listen, probe: { host: probeHost, port: opts.webPort }, user: webUser, logger: log }).then((n) => void (nginx = n)),
+        startNginx({ bin: nginxBin, root, listen, tlsListen, probe: { host: probeHost, port: opts.webPort }, user: webUser, logger: log }).then((n) => void (nginx = n)),
         startMariaDbIfAsked(),
       ]);
       const failed = started.find((r) => r.status === 'rejected');
@@ -197,13 +201,16 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     roles: mariadb ? ['web', 'db'] : ['web'],
     webAddress: listen,
     backups: !!opts.backupDir,
+    tls: !!nginx && tlsListen !== null,
   });
 
   // ---- rendering of one site's managed files ----
+  // A site's certificate files are not managed files: the panel never holds the private key in
+  // clear, so reconciliation could not rewrite it; the vhost that names them is compared instead.
   const managedFiles = (s: SiteSpec): Array<{ kind: ManagedFile['kind']; path: string; text: string }> => {
     const sp = sitePaths(root, s.domain);
     const out: Array<{ kind: ManagedFile['kind']; path: string; text: string }> = [];
-    if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen }) });
+    if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen, tlsListen }) });
     if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser }) });
     out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: cronUser }) });
     return out;
@@ -268,8 +275,17 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
     for (const f of files) wanted.set(f.path, f.text);
-    await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
-    sites[s.id] = s;
+    // a new certificate is loaded by the reload of its vhost, which names the new generation in its header
+    const undoTls = writeSiteTls(root, s, (message) => new Refusal(message));
+    try {
+      await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
+    } catch (err) {
+      undoTls();
+      throw err;
+    }
+    if (!s.tls) removeSiteTls(root, s.domain);
+    if (prev && prev.domain !== s.domain) removeSiteTls(root, prev.domain);
+    sites[s.id] = withoutKey(s);
     saveSites();
     return { ok: true, detail: { generation: s.generation, files: Object.fromEntries(files.map((f) => [f.kind, sha256(f.text)])) } };
   };
@@ -297,6 +313,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const d of domains) {
       fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
       fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });
+      removeSiteTls(root, d);
     }
     delete sites[siteId];
     saveSites();

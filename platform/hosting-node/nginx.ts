@@ -17,10 +17,10 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-export async function startNginx(o: { bin: string; root: string; listen: string; probe: { host: string; port: number }; user: string | null; logger: Logger }): Promise<Nginx> {
+export async function startNginx(o: { bin: string; root: string; listen: string; tlsListen?: string | null; probe: { host: string; port: number }; user: string | null; logger: Logger }): Promise<Nginx> {
   const p = nodePaths(o.root);
   for (const d of [p.nginxSites, p.pages, p.nginxLogs, p.nginxTemp, `${o.root}/run`]) fs.mkdirSync(d, { recursive: true });
-  writeFileAtomic(p.nginxConf, renderNginxMain({ root: o.root, listen: o.listen, user: o.user }));
+  writeFileAtomic(p.nginxConf, renderNginxMain({ root: o.root, listen: o.listen, user: o.user, tlsListen: o.tlsListen }));
   writeFileAtomic(p.fastcgiParams, renderFastcgiParams());
   writeFileAtomic(`${p.pages}/${SUSPENDED_FILE}`, renderSuspendedPage());
   // -e: the error log before the config is read (else nginx opens its compiled-in /var/log/nginx one)

@@ -140,7 +140,8 @@ export function createSiteBackups(o: SiteBackupsOptions) {
       const result = await withExtracted(archive.file, archive.sha256, async (staged) => {
         const spec = JSON.parse(fs.readFileSync(`${staged}/config/site.json`, 'utf8')) as SiteSpec;
         if (spec.id !== siteId) throw o.refuse(`the archive holds site ${spec.id}, not ${siteId}`);
-        return bringBack(staged, spec);
+        // archives never hold private keys: the restored site serves HTTP until its certificate is attached again
+        return bringBack(staged, { ...spec, tls: null });
       });
       return { archive, result };
     },

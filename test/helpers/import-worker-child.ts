@@ -8,6 +8,7 @@ import { DEFAULT_IMPORT_LIMITS } from '../../domain/panel/import-archive';
 import { DEFAULT_NAMESERVERS } from '../../platform/config';
 import { createDb, type Db } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
+import { PANEL_TEST_KEY } from './panel';
 import { runWorker } from '../../workers/base';
 import { createPanelWorker } from '../../workers/panel';
 import { env } from '../setup/env';
@@ -75,7 +76,7 @@ export async function runImportWorker(o: { db: Db; temporalAddress: string; task
     db: o.db,
     hostingNode: null,
     workflowBundle: o.workflowBundle,
-    imports: { db: o.db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => o.root },
+    imports: { db: o.db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => o.root, sealingKey: PANEL_TEST_KEY },
   });
   const running = runWorker(worker);
   return {

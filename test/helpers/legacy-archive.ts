@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createGzip } from 'node:zlib';
 import { Header, Pax } from 'tar';
+import { makeCertificate } from './certificates';
 
 // Realistic cPanel account backups (`cpmove-<user>.tar.gz`) for the legacy import tests and the
 // benchmark: account metadata, userdata (main, addon, parked and sub domains with their PHP
@@ -113,7 +114,6 @@ const POSTGRES_DUMP = [
   '',
 ].join('\n');
 
-const PEM = (label: string, seed: string) => `-----BEGIN ${label}-----\n${Buffer.from(seed.repeat(40)).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ${label}-----\n`;
 
 /** The entries of a realistic account archive, in the order cPanel's pkgacct writes them. */
 export function accountEntries(o: ArchiveOptions = {}): RawEntry[] {
@@ -179,11 +179,13 @@ export function accountEntries(o: ArchiveOptions = {}): RawEntry[] {
   }
   if (!skip.has('psql')) file(`psql/${user}_stats.sql`, POSTGRES_DUMP);
   const tls = o.tls ?? 'sslcerts';
-  if (tls === 'sslcerts') {
-    file(`sslcerts/${domain}.crt`, PEM('CERTIFICATE', domain));
-    file(`sslkeys/${domain}.key`, PEM('PRIVATE KEY', `key-${domain}`), 0o600);
-  } else if (tls === 'apache_tls') {
-    file(`apache_tls/${domain}`, PEM('PRIVATE KEY', `key-${domain}`) + PEM('CERTIFICATE', domain), 0o600);
+  // a real self-signed certificate for the main domain and its www name, as cPanel's AutoSSL leaves them
+  const cert = tls === 'none' ? null : makeCertificate({ names: [domain, `www.${domain}`] });
+  if (cert && tls === 'sslcerts') {
+    file(`sslcerts/${domain}.crt`, cert.certificate);
+    file(`sslkeys/${domain}.key`, cert.key, 0o600);
+  } else if (cert && tls === 'apache_tls') {
+    file(`apache_tls/${domain}`, cert.key + cert.certificate, 0o600);
   }
   if (!skip.has('cron')) file(`cron/${user}`, [`MAILTO=${user}@${domain}`, `*/15 * * * * php /home/${user}/public_html/wp-cron.php >/dev/null 2>&1`, `0 3 * * * /home/${user}/bin/backup.sh`, ''].join('\n'));
   file('logs/access_log', '203.0.113.1 - - [20/Nov/2026] "GET / HTTP/1.1" 200 12\n');

@@ -38,6 +38,8 @@ export interface HostingPanel {
   /** the hosting node's root (a temp folder, removed by close) */
   root: string;
   webPort: number;
+  /** the hosting node's HTTPS port when asked for (`tls`), else null */
+  webTlsPort: number | null;
   /** where the hosting node's MariaDB listens (127.0.0.1) when asked for, else null */
   dbPort: number | null;
   /** the panel worker's task queue (one per panel, so suites never take each other's tasks) */
@@ -51,18 +53,19 @@ export interface HostingPanel {
  * task queue of its own; any other option overrides.
  */
 export async function startHostingPanel(
-  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number; backups?: boolean } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
+  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number; backups?: boolean; tls?: boolean } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
 ): Promise<HostingPanel> {
-  const { mariadb, opTimeoutMs, reportEveryMs, backups, ...rest } = opts;
+  const { mariadb, opTimeoutMs, reportEveryMs, backups, tls, ...rest } = opts;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-host-'));
   fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
   const [webPort, dbPort] = await Promise.all([freePort(), mariadb ? freePort() : Promise.resolve(null)]);
   const taskQueue = `panel-test-${randomUUID()}`;
+  const webTlsPort = tls ? await freePort() : null;
   try {
     const runtime = await startPanel({
       databaseUrl: env.databaseUrl,
       nodeOps: { taskQueue, timeoutMs: opTimeoutMs ?? 2500, pollMs: 200 },
-      hosting: { root, webPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel, ...(backups ? { backupDir: path.join(root, 'backups') } : {}) },
+      hosting: { root, webPort, webTlsPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel, ...(backups ? { backupDir: path.join(root, 'backups') } : {}) },
       ...rest,
     });
     return {
@@ -70,6 +73,7 @@ export async function startHostingPanel(
       url: runtime.url,
       root,
       webPort,
+      webTlsPort,
       dbPort,
       taskQueue,
       async close() {

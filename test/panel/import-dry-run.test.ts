@@ -65,7 +65,7 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     // not migrated, saying why
     assert.match(find(items, 'postgresql_dump')!.note!, /PostgreSQL dumps are not importable yet/);
     assert.match(find(items, 'email')!.note!, /email is not importable yet \(3 file/);
-    assert.equal(find(items, 'certificate', 'alice-shop.test')?.class, 'not_migrated');
+    assert.equal(find(items, 'certificate', 'alice-shop.test')?.class, 'migrated');
     assert.equal(find(items, 'part', 'logs/access_log')?.class, 'not_migrated');
     assert.equal(report.counts.refused, 0);
     // the plan in the spec's order
@@ -86,7 +86,7 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     const { code, report } = await dryRun(file);
     assert.equal(code, 0);
     assert.equal(find(report.items, 'part', 'mystery/thing.bin')?.class, 'unknown');
-    assert.equal(find(report.items, 'certificate', 'bob.test')?.class, 'not_migrated');
+    assert.match(find(report.items, 'certificate', 'bob.test')!.note!, /attached to the website bob\.test/);
     assert.equal(find(report.items, 'cron'), undefined);
     assert.deepEqual(report.plan.dns_zones, []);
   });

@@ -96,16 +96,16 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     const states = (r: Reply) => Object.fromEntries(r.json.items.map((i: { step: string; name: string; state: string }) => [`${i.step}:${i.name}`, i.state]));
     assert.equal(states(up)[`websites:${blog}`], 'pre_existing');
     assert.equal(states(up)[`site_files:${blog}`], 'pre_existing');
-    assert.deepEqual(up.json.items.map((i: { step: string }) => i.step), ['dns_zones', 'dns_zones', 'websites', 'websites', 'websites', 'databases', 'databases', 'site_files', 'site_files', 'site_files', 'sql_loads', 'sql_loads']);
+    assert.deepEqual(up.json.items.map((i: { step: string }) => i.step), ['dns_zones', 'dns_zones', 'websites', 'websites', 'websites', 'certificates', 'databases', 'databases', 'site_files', 'site_files', 'site_files', 'sql_loads', 'sql_loads']);
 
     const started = await provider.client.post(`/v1/imports/${up.json.id}/run`);
     assert.equal(started.status, 202, JSON.stringify(started.json));
     const handle = new Client({ connection }).workflow.getHandle(importWorkflowId(up.json.id));
     const done = await settledImport(provider.client, up.json.id);
     assert.equal(done.json.status, 'done', JSON.stringify(done.json.items.filter((i: { error: string | null }) => i.error)));
-    assert.deepEqual(done.json.progress.counts, { total: 12, done: 10, pre_existing: 2, pending: 0, running: 0, failed: 0 });
+    assert.deepEqual(done.json.progress.counts, { total: 13, done: 11, pre_existing: 2, pending: 0, running: 0, failed: 0 });
     assert.equal((await handle.result()).status, 'done');
-    assert.deepEqual(await handle.query('progress'), { total: 10, finished: 10, current: null, failed: null });
+    assert.deepEqual(await handle.query('progress'), { total: 11, finished: 11, current: null, failed: null });
 
     // passwords: once, then never again
     assert.deepEqual(done.json.passwords.map((p: { database: string; user: string }) => [p.database, p.user]).sort(), [[`${user}_shop`, `${user}_shopuser`], [`${user}_wp`, `${user}_wpuser`]]);
@@ -153,7 +153,7 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     assert.match(noYes.stderr, /confirm with -yes/);
     const r = await cli('-run', '-yes');
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /: done\. 12 item\(s\) done, 0 pre-existing/);
+    assert.match(r.stdout, /: done\. 13 item\(s\) done, 0 pre-existing/);
     assert.match(r.stdout, new RegExp(`${user}_wp user ${user}_wpuser: \\S{20,}`));
     assert.match((await serve(panel.webPort, domain, '/')).body, /Imported/);
     // the same archive again: everything exists now, so the quota check has nothing to add and the run finds all pre-existing

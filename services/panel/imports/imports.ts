@@ -20,7 +20,7 @@ import { ArchiveUnreadable, readArchive, type ArchiveReport, type ImportPlan } f
 // Legacy account imports (spec 2 sections 3, 4.2 "Legacy import", 4.4.4): the upload is kept as a
 // copy, read once (plan, compatibility report), checked against the account's quotas, and refused
 // (copy deleted) when unsafe or over quota. Otherwise its items are recorded in the spec's order
-// (DNS zones, websites, databases, site files, SQL loads) and `import-<id>` runs them; what exists
+// (DNS zones, websites, certificates, databases, site files, SQL loads) and `import-<id>` runs them; what exists
 // already in the account is recorded as pre-existing and left untouched. Passwords of created
 // database users are never stored: they are held in this process until the first read after the run.
 
@@ -38,8 +38,8 @@ export interface ImportsDeps {
   nodeOps: NodeOpSettings;
 }
 
-export type ImportStep = 'dns_zones' | 'websites' | 'databases' | 'site_files' | 'sql_loads';
-export const STEPS: ImportStep[] = ['dns_zones', 'websites', 'databases', 'site_files', 'sql_loads'];
+export type ImportStep = 'dns_zones' | 'websites' | 'certificates' | 'databases' | 'site_files' | 'sql_loads';
+export const STEPS: ImportStep[] = ['dns_zones', 'websites', 'certificates', 'databases', 'site_files', 'sql_loads'];
 
 export interface ImportItemRow {
   import_id: string;
@@ -87,6 +87,7 @@ async function itemsOf(db: Db, orgId: string, plan: ImportPlan) {
   const items: Array<{ step: ImportStep; name: string; state: 'pending' | 'pre_existing'; detail: object }> = [];
   for (const z of plan.dns_zones) items.push({ step: 'dns_zones', name: z.name, state: zones.includes(z.name) ? 'pre_existing' : 'pending', detail: { records: z.records.length } });
   for (const w of plan.websites) items.push({ step: 'websites', name: w.domain, state: sites.includes(w.domain) ? 'pre_existing' : 'pending', detail: { aliases: w.aliases, php: w.php, cron: w.cron.length } });
+  for (const c of plan.certificates ?? []) items.push({ step: 'certificates', name: c.site, state: sites.includes(c.site) ? 'pre_existing' : 'pending', detail: { fingerprint_sha256: c.fingerprint_sha256, not_after: c.not_after } });
   for (const d of plan.databases) items.push({ step: 'databases', name: d.name, state: dbs.includes(d.name) ? 'pre_existing' : 'pending', detail: { users: d.users } });
   for (const w of plan.websites) items.push({ step: 'site_files', name: w.domain, state: sites.includes(w.domain) ? 'pre_existing' : 'pending', detail: { files: w.files, bytes: w.bytes, docroot: w.docroot } });
   for (const d of plan.databases) if (d.statements) items.push({ step: 'sql_loads', name: d.name, state: dbs.includes(d.name) ? 'pre_existing' : 'pending', detail: { statements: d.statements } });

@@ -20,7 +20,8 @@ import {
   type ReportItem,
 } from '../../../domain/panel/import-archive';
 import { checkStatement, SANDBOX_LINE, SqlSplitter, StatementTooLong } from '../../../domain/panel/import-sql';
-import { eachEntry, LimitHit, topFolder } from './stream';
+import { planCertificates, type CertificatePlan } from './certificates';
+import { collect, eachEntry, LimitHit, topFolder } from './stream';
 
 // Reads a legacy account archive in one streaming pass (spec 2 section 4.4.4): gzip and tar are
 // decoded as they arrive, limits (entries, expanded bytes, nesting, compression ratio) are checked
@@ -59,6 +60,8 @@ export interface ImportPlan {
   websites: WebsitePlan[];
   dns_zones: Array<{ name: string; records: DnsRecord[] }>;
   databases: DatabasePlan[];
+  /** certificates attached to imported websites (archive paths only; absent in plans made before the step existed) */
+  certificates?: CertificatePlan[];
   /** what the import adds: counted items, disk and inodes */
   totals: { websites: number; domains: number; databases: number; dns_zones: number; disk_mb: number; inodes: number };
 }
@@ -226,12 +229,16 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
     add('database', name, 'migrated_with_changes', `created on a node with the db role; its user ${users[0] ?? name} gets a new random password, shown once after the run${extra.length ? `; further users (${extra.join(', ')}) are not created: a panel database has one user` : ''}`);
     if (dump) add('sql_dump', name, dump.sandbox ? 'migrated_with_changes' : 'migrated', `${dump.statements} statement(s) checked${dump.sandbox ? "; the MariaDB sandbox-mode first line is dropped (a client command, not SQL)" : ''}`);
   }
+  const tls = planCertificates(
+    other.flatMap((o) => (o.part.part === 'cert' || o.part.part === 'key' || o.part.part === 'tls' ? [{ rel: o.rel, part: o.part.part, name: o.part.domain, text: small.get(o.rel) ?? '' }] : [])),
+    websites,
+  );
+  items.push(...tls.items);
   if (grantsFile) add('grants', 'mysql.sql', 'migrated_with_changes', 'the grants are not run: each imported database gets its own user with rights on that database only');
 
   for (const o of other) {
     const p = o.part;
     if (p.part === 'postgresql') add('postgresql_dump', p.name, 'not_migrated', 'PostgreSQL dumps are not importable yet');
-    else if (p.part === 'cert' || p.part === 'tls') add('certificate', p.domain, 'not_migrated', 'TLS certificates are not importable yet: the panel does not attach certificates to websites');
     else if (p.part === 'skip') add('part', o.rel, 'not_migrated', p.why);
     else if (p.part === 'unknown') add('part', o.rel, 'unknown', 'not part of a cPanel account backup the panel knows');
   }
@@ -252,18 +259,12 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
       websites,
       dns_zones: zones,
       databases,
+      certificates: tls.plan,
       totals: { websites: websites.length, domains, databases: databases.length, dns_zones: zones.length, disk_mb: Math.ceil(siteBytes / 1024 / 1024), inodes: websites.reduce((n, w) => n + w.files, 0) },
     },
     items,
     counts,
   };
-}
-
-/** The body of a small entry as text. */
-async function collect(body: (w: NodeJS.WritableStream) => Promise<void>): Promise<string> {
-  const chunks: Buffer[] = [];
-  await body(new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Splits and checks a dump as it streams: counts statements and keeps the reasons of refused ones. */

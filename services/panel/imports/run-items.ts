@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,8 @@ import type { NodeOpSettings } from '../client';
 import { createDatabase } from '../sites/databases';
 import { createZone, type DnsSettings } from '../sites/dns';
 import { createSite, sitesDeps, type SiteSettings } from '../sites/sites';
+import { attachCertificate } from '../sites/certificates';
+import { readCertificate } from './certificates';
 import { holdPasswords, type ImportItemRow, type ImportRow } from './imports';
 import { eachEntry } from './stream';
 
@@ -40,6 +42,8 @@ export interface ImportRunDeps {
   hostingRoot: () => string | null;
   /** how long a site or database may take to become active */
   waitMs?: number;
+  /** imported certificates' keys are sealed with it (the panel's sealing key) */
+  sealingKey: Buffer;
 }
 
 /** Tells Temporal the item is alive (long copies and loads); a dead worker's attempt is retried elsewhere. */
@@ -106,6 +110,25 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       if (!site) throw new Error(`the domain ${w.domain} is now used by another account`);
       await waitActive(deps.db, 'panel_sites', site.id, waitMs);
       detail = { ...detail, node: site.node_name };
+      break;
+    }
+    case 'certificates': {
+      const c = (imp.plan.certificates ?? []).find((x) => x.site === item.name)!;
+      const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: c.site }).first('id', 'tls_certificate');
+      if (!site) throw new Error(`the website ${c.site} is not in the account`);
+      // attached by an earlier attempt: not sent again
+      if (!site.tls_certificate || new X509Certificate(site.tls_certificate).fingerprint256 !== c.fingerprint_sha256) {
+        const pem = await readCertificate(imp.archive_path!, c, deps.limits);
+        try {
+          await attachCertificate({ ...sitesDeps(deps, deps.sites), sealingKey: deps.sealingKey }, actor, site.id, { certificate: pem.certificate, private_key: pem.key });
+        } catch (err) {
+          // valid at the dry run, not any more (expired since): reported, the import goes on
+          if (!(err instanceof PanelError && err.code === 'validation_failed')) throw err;
+          detail = { ...detail, not_migrated: String(err.details.detail) };
+          break;
+        }
+      }
+      await waitActive(deps.db, 'panel_sites', site.id, waitMs);
       break;
     }
     case 'databases': {

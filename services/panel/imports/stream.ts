@@ -108,3 +108,10 @@ export async function eachEntry(
   if (failed) throw failed;
   return counts;
 }
+
+/** The body of a small entry as text. */
+export async function collect(body: (w: NodeJS.WritableStream) => Promise<void>): Promise<string> {
+  const chunks: Buffer[] = [];
+  await body(new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }));
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -44,6 +44,10 @@ export interface SiteRow {
   placement: PlacementRecord;
   error: string | null;
   last_op_id: string | null;
+  /** the attached certificate chain (PEM) and its sealed private key; null: HTTP only (./certificates.ts) */
+  tls_certificate: string | null;
+  tls_key_sealed: string | null;
+  tls_attached_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -129,6 +133,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   suspended: s.suspended,
   php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
   generation: s.generation,
+  ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
 });
 
 // ---- input ----------------------------------------------------------------------------------
@@ -446,12 +451,16 @@ export async function listSites(db: Db, actor: Actor, orgId: string, query: List
   return { sites: rows.map(siteView), next: rows.length === query.limit ? rows[rows.length - 1].domain : null };
 }
 
-/** A change to an existing site: the next generation, status pending, one node operation, audited. */
-async function changeSite(
+/**
+ * A change to an existing site: the next generation, status pending, one node operation, audited.
+ * `specFor` adds to the operation's spec what the row does not hold in clear (a certificate's key).
+ */
+export async function changeSite(
   deps: SitesDeps,
   actor: Actor,
   id: string,
   decide: (site: SiteRow) => { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown } | null,
+  specFor: (row: SiteRow) => SiteSpec = specOf,
 ) {
   const out = await deps.db.transaction(async (trx) => {
     const site = await siteInScope(trx, actor, id, true);
@@ -463,7 +472,7 @@ async function changeSite(
       .where({ id: site.id })
       .update({ ...change.changes, generation: site.generation + 1, status: 'pending', last_op_id: opId, updated_at: trx.fn.now() })
       .returning('*');
-    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specOf(row) });
+    await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specFor(row) });
     await audit(trx, actor, { org: { id: site.org_id, path: site.org_path }, action: change.action, target: { type: 'site', id: site.id }, before: change.before, after: change.after });
     return { site: row, started: true };
   });
