@@ -65,6 +65,8 @@ export interface NodeFacts {
   webAddress: string;
   /** whether the node keeps backups of its sites (`panel-host serve -backup-dir`); absent: unknown */
   backups?: boolean;
+  /** whether each site runs as its own system user (a root agent with useradd); absent: unknown (an older agent) */
+  siteUsers?: boolean;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */

@@ -13,6 +13,7 @@ import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
 import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 import { createSiteBackups, type NodeBackups } from './site-backups';
+import { canCreateSiteUsers, chownTree, ensureSiteUser, pruneSiteUsers, removeSiteUser, siteUserName } from './site-users';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -136,6 +137,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const webUserIds = webUser ? systemUser(webUser) : null;
   if (webUser) assertOthersCanEnter(root);
   const cronUser = webUser ?? 'root';
+  // each site its own system user where this process may create users (site-users.ts), decided once
+  const siteUsers = webUserIds !== null && canCreateSiteUsers();
   const webHost = opts.webHost ?? '0.0.0.0';
   const listen = listenAddress(webHost, opts.webPort);
   const probeHost = webHost === '0.0.0.0' ? '127.0.0.1' : webHost === '::' ? '::1' : webHost;
@@ -197,15 +200,23 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     roles: mariadb ? ['web', 'db'] : ['web'],
     webAddress: listen,
     backups: !!opts.backupDir,
+    siteUsers,
   });
+
+  // users of sites this node no longer has (deleted while it was down, or a lost state folder)
+  if (siteUsers) {
+    const pruned = await pruneSiteUsers({ root, keep: (id) => Object.hasOwn(sites, id) });
+    if (pruned.length) log.warn({ users: pruned }, 'removed the system users of sites this node does not have');
+  }
 
   // ---- rendering of one site's managed files ----
   const managedFiles = (s: SiteSpec): Array<{ kind: ManagedFile['kind']; path: string; text: string }> => {
     const sp = sitePaths(root, s.domain);
     const out: Array<{ kind: ManagedFile['kind']; path: string; text: string }> = [];
     if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen }) });
-    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser }) });
-    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: cronUser }) });
+    const siteUser = siteUsers ? siteUserName(root, s.id) : null;
+    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
+    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? cronUser }) });
     return out;
   };
   /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
@@ -237,6 +248,19 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
 
   const saveSites = () => writeJson(sitesFile, sites);
 
+  /**
+   * Creates the site's user and gives it the docroot (group www-data, 2750: nginx reads through the
+   * group, other sites' users cannot enter) and the temp folder. A docroot not yet the user's (a new
+   * site, a restored or pre-existing one) is root's, so its tree cannot change while it is handed over.
+   */
+  const giveToSiteUser = async (s: SiteSpec, sp: ReturnType<typeof sitePaths>) => {
+    const owner = await ensureSiteUser(root, s.id, sp.siteDir);
+    if (fs.lstatSync(sp.docroot).uid !== owner.uid) chownTree(sp.docroot, owner.uid, webUserIds!.gid);
+    fs.chmodSync(sp.docroot, 0o2750);
+    fs.lchownSync(sp.tmp, owner.uid, owner.gid);
+    fs.chmodSync(sp.tmp, 0o700);
+  };
+
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
     if (s.phpVersion && !fpm.has(s.phpVersion)) {
       throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${[...fpm.keys()].join(', ') || 'none'})`);
@@ -263,7 +287,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     }
     // PHP's temp files, uploads and sessions: the pool's user only
     fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
-    if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+    if (siteUsers) await giveToSiteUser(s, sp);
+    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
     const wanted = new Map<string, string | null>();
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
@@ -294,6 +319,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
     await commitFiles(wanted, null);
     const existed = !!sites[siteId];
+    // the user's processes end with it, so nothing of the site can change its files while they go
+    if (siteUsers) await removeSiteUser(root, siteId);
     for (const d of domains) {
       fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
       fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });
