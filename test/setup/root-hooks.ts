@@ -4,6 +4,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { seedSimulatorCatalog } from '../../simulator/seed';
 import { createDb, migrate } from '../../platform/db';
+import { pruneSiteUsers } from '../../platform/hosting-node/site-users';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';
@@ -58,5 +59,7 @@ export const mochaHooks = {
     await temporal?.stop().catch(() => {});
     await pg?.stop().catch(() => {});
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    // the system users of sites whose test node roots are gone (tests drop roots without deleting every site)
+    await pruneSiteUsers({}).catch(() => {});
   },
 };
