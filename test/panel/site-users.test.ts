@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -194,5 +195,52 @@ describe('per-site system users on a root node', function () {
     fs.writeFileSync(path.join(root, 'state/sites.json'), JSON.stringify(sites));
     node = await startHostingNode({ root, webPort: port, webHost: '127.0.0.1', backupDir: path.join(root, 'backups'), logger: env.logger });
     assert.equal(passwdLine(owner.name), null);
+  });
+});
+
+describe('a node that may not create users', function () {
+  it('runs as a non-root agent with its own user owning the files, and says so in its facts', async function () {
+    this.timeout(120_000);
+    const root = tempNodeRoot('su-nobody-');
+    const nobody = { uid: 65534, gid: 65534 };
+    fs.chownSync(root, nobody.uid, nobody.gid);
+    const repo = path.resolve(__dirname, '../..');
+    const script = path.join(root, 'agent.ts');
+    // a hosting node under `nobody`, as a non-root agent runs it (built-in web server: no nginx for a plain user)
+    fs.writeFileSync(
+      script,
+      `import { Readable } from 'node:stream';
+import { startHostingNode } from ${JSON.stringify(path.join(repo, 'platform/hosting-node'))};
+import { writeSiteFile } from ${JSON.stringify(path.join(repo, 'platform/hosting-node/site-files'))};
+import { createLogger } from ${JSON.stringify(path.join(repo, 'platform/logger'))};
+(async () => {
+  const node = await startHostingNode({ root: ${JSON.stringify(path.join(root, 'node'))}, webPort: ${await freePort()}, webHost: '127.0.0.1', builtinWebServer: true, logger: createLogger('error') });
+  const site = ${JSON.stringify(siteSpec())};
+  const r = await node.apply({ id: 'op-1', kind: 'site.apply', site });
+  await writeSiteFile(node.root + '/sites/' + site.domain + '/public_html', 'up/file.txt', Readable.from([Buffer.from('x')]), 100, 100, null);
+  process.stdout.write(JSON.stringify({ facts: node.facts(), r, domain: site.domain, id: site.id }));
+  await node.stop();
+})().catch((err) => { process.stderr.write(String(err.stack)); process.exit(1); });
+`,
+    );
+    try {
+      const out = await new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', script], { ...nobody, cwd: repo, env: { PATH: process.env.PATH, HOME: root } });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c));
+        child.stderr.on('data', (c: Buffer) => (stderr += c));
+        child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`agent as nobody exited ${code}: ${stderr}`))));
+      });
+      const got = JSON.parse(out) as { facts: { siteUsers: boolean }; r: { ok: boolean }; domain: string; id: string };
+      assert.equal(got.r.ok, true, JSON.stringify(got.r));
+      assert.equal(got.facts.siteUsers, false);
+      const docroot = path.join(root, 'node/sites', got.domain, 'public_html');
+      for (const p of ['', 'index.html', 'up', 'up/file.txt']) assert.equal(fs.statSync(path.join(docroot, p)).uid, nobody.uid, p || 'docroot');
+      assert.equal(siteOwner(path.join(root, 'node'), got.id), null);
+      assert.equal(listSiteUsers().some((u) => u.root === path.join(root, 'node')), false);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
