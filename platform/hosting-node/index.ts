@@ -148,6 +148,35 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const sites = readJson<Record<string, SiteSpec>>(sitesFile, {});
   const ops = readJson<Record<string, AppliedOp>>(opsFile, {});
 
+  // users of sites this node no longer has nor has files of (a site folder is kept with its user: its pool may name it)
+  if (siteUsers) {
+    const pruned = await pruneSiteUsers({ root, keep: (id, home) => Object.hasOwn(sites, id) || fs.existsSync(home) });
+    if (pruned.length) log.warn({ users: pruned }, 'removed the system users of sites this node does not have');
+  }
+
+  /**
+   * Creates the site's user and gives it the docroot (group www-data, 2750: nginx reads through the
+   * group, other sites' users cannot enter) and the temp folder. A docroot not yet the user's (a new
+   * site, a restored or pre-existing one) is root's, so its tree cannot change while it is handed over.
+   */
+  const giveToSiteUser = async (s: SiteSpec, sp: ReturnType<typeof sitePaths>) => {
+    const owner = await ensureSiteUser(root, s.id, sp.siteDir);
+    if (fs.lstatSync(sp.docroot).uid !== owner.uid) chownTree(sp.docroot, owner.uid, webUserIds!.gid);
+    fs.chmodSync(sp.docroot, 0o2750);
+    fs.lchownSync(sp.tmp, owner.uid, owner.gid);
+    fs.chmodSync(sp.tmp, 0o700);
+  };
+  // sites from before this node had site users (or whose user went missing) get theirs now; their
+  // pool and cron files follow at the next apply or reconciliation rewrite
+  if (siteUsers) {
+    for (const s of Object.values(sites)) {
+      const sp = sitePaths(root, s.domain);
+      if (!fs.existsSync(sp.docroot)) continue;
+      fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
+      await giveToSiteUser(s, sp);
+    }
+  }
+
   // ---- services ----
   const nginxBin = opts.builtinWebServer ? null : findBinary('nginx');
   let nginx: Nginx | null = null;
@@ -203,12 +232,6 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     siteUsers,
   });
 
-  // users of sites this node no longer has (deleted while it was down, or a lost state folder)
-  if (siteUsers) {
-    const pruned = await pruneSiteUsers({ root, keep: (id) => Object.hasOwn(sites, id) });
-    if (pruned.length) log.warn({ users: pruned }, 'removed the system users of sites this node does not have');
-  }
-
   // ---- rendering of one site's managed files ----
   const managedFiles = (s: SiteSpec): Array<{ kind: ManagedFile['kind']; path: string; text: string }> => {
     const sp = sitePaths(root, s.domain);
@@ -247,19 +270,6 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
 
   const saveSites = () => writeJson(sitesFile, sites);
-
-  /**
-   * Creates the site's user and gives it the docroot (group www-data, 2750: nginx reads through the
-   * group, other sites' users cannot enter) and the temp folder. A docroot not yet the user's (a new
-   * site, a restored or pre-existing one) is root's, so its tree cannot change while it is handed over.
-   */
-  const giveToSiteUser = async (s: SiteSpec, sp: ReturnType<typeof sitePaths>) => {
-    const owner = await ensureSiteUser(root, s.id, sp.siteDir);
-    if (fs.lstatSync(sp.docroot).uid !== owner.uid) chownTree(sp.docroot, owner.uid, webUserIds!.gid);
-    fs.chmodSync(sp.docroot, 0o2750);
-    fs.lchownSync(sp.tmp, owner.uid, owner.gid);
-    fs.chmodSync(sp.tmp, 0o700);
-  };
 
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
     if (s.phpVersion && !fpm.has(s.phpVersion)) {

@@ -94,16 +94,16 @@ export async function removeSiteUser(root: string, siteId: string): Promise<bool
 }
 
 /** The site users this machine holds, by the mark in their comment field. */
-export function listSiteUsers(): Array<{ name: string; siteId: string; root: string }> {
+export function listSiteUsers(): Array<{ name: string; siteId: string; root: string; home: string }> {
   return passwd().flatMap((u) => {
     const m = MARK.exec(u.comment);
-    return m && u.name === siteUserName(m[2], m[1]) ? [{ name: u.name, siteId: m[1], root: m[2] }] : [];
+    return m && u.name === siteUserName(m[2], m[1]) ? [{ name: u.name, siteId: m[1], root: m[2], home: u.home }] : [];
   });
 }
 
-/** Removes the site users of `root` that `keep` does not name, or, without a root, those whose node root is gone. */
-export async function pruneSiteUsers(o: { root: string; keep: (siteId: string) => boolean } | { root?: undefined }): Promise<string[]> {
-  const gone = listSiteUsers().filter((u) => (o.root ? u.root === o.root && !o.keep(u.siteId) : !fs.existsSync(u.root)));
+/** Removes the site users of `root` that `keep` does not keep (by site id and home folder), or, without a root, those whose node root is gone. */
+export async function pruneSiteUsers(o: { root: string; keep: (siteId: string, home: string) => boolean } | { root?: undefined }): Promise<string[]> {
+  const gone = listSiteUsers().filter((u) => (o.root ? u.root === o.root && !o.keep(u.siteId, u.home) : !fs.existsSync(u.root)));
   for (const u of gone) await removeSiteUser(u.root, u.siteId);
   return gone.map((u) => u.name);
 }

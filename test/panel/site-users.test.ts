@@ -187,14 +187,24 @@ describe('per-site system users on a root node', function () {
     }
   });
 
-  it('a node restarted without a site removes the user it left behind', async () => {
+  it('a node restarted without a site removes the user it left behind, and gives a user to a site from before site users', async () => {
     const { s, owner } = await newSite();
+    const older = await newSite();
     await node.stop();
+    // as a node before site users left it: the docroot root's, no user
+    await run('chown', ['-R', 'root:root', older.docroot]);
+    assert.equal((await run('userdel', [older.owner.name])).code, 0);
     const sites = JSON.parse(fs.readFileSync(path.join(root, 'state/sites.json'), 'utf8')) as Record<string, unknown>;
+    // a site lost with its files (the node knows nothing of it any more)
     delete sites[s.id];
     fs.writeFileSync(path.join(root, 'state/sites.json'), JSON.stringify(sites));
+    fs.rmSync(path.join(root, 'sites', s.domain), { recursive: true });
+    fs.rmSync(path.join(root, 'etc/php', PHP, 'pool.d', `${s.domain}.conf`));
     node = await startHostingNode({ root, webPort: port, webHost: '127.0.0.1', backupDir: path.join(root, 'backups'), logger: env.logger });
     assert.equal(passwdLine(owner.name), null);
+    const adopted = siteOwner(node.root, older.s.id);
+    assert.ok(adopted, 'the older site has a user again');
+    for (const p of ['', 'index.html', 'index.php']) assert.equal(fs.statSync(path.join(older.docroot, p)).uid, adopted.uid, p || 'docroot');
   });
 });
 
