@@ -161,7 +161,7 @@ async function main() {
     const rev = revision(/^(services\/panel\/imports|domain\/panel\/import|bench\/panel-import|platform\/hosting-node\/site-)/);
     const s = (ms: number) => (ms / 1000).toFixed(1);
     const lines = [
-      `## Legacy import, full size (${new Date().toISOString().slice(0, 16)}Z, commit ${rev.commit}, ${machine().join(', ')})`,
+      `## Legacy import at ${P.files} files and a ${P.dumpMb} MB dump (issue 20's full size: 100,000 files, 500 MB) — ${new Date().toISOString().slice(0, 16)}Z, commit ${rev.commit}, ${machine().join(', ')}`,
       '',
       `${P.files} site files of ${P.fileBytes} bytes (incompressible) and a MariaDB dump of ${mb(dump.size)} MB (${dump.rows} rows). Archive: ${mb(r.read.compressed_bytes)} MB compressed, ${mb(r.read.expanded_bytes)} MB expanded, ${r.read.entries} entries. Run with \`nice -n 19\` on the shared 2-core box. Files copied as ${owner ? `the site's own system user (${owner.name}), through the site writer` : 'this process (no site users: not root)'}.`,
       '',
