@@ -307,17 +307,20 @@ pm.max_children = 1
 `;
 }
 
+/** A pool run by the site's own user; its socket stays the web server's (nginx connects to it). */
+const sitePoolUser = (siteUser: string, webUser: string) => `user = ${siteUser}\ngroup = ${siteUser}\nlisten.owner = ${webUser}\nlisten.group = ${webUser}\nlisten.mode = 0660\n`;
+
 const poolUser = (user: string | null) => (user ? `user = ${user}\ngroup = ${user}\nlisten.owner = ${user}\nlisten.group = ${user}\nlisten.mode = 0660\n` : '');
 
 /**
  * A site's pool. Operator settings are php_admin_*: neither ini_set() nor .user.ini in the site
  * can change them. open_basedir keeps the site in its own folder, temp and sessions included.
  */
-export function renderPhpPool(site: SiteSpec, o: { root: string; user: string | null }): string {
+export function renderPhpPool(site: SiteSpec, o: { root: string; user: string | null; siteUser?: string | null }): string {
   const paths = sitePaths(o.root, site.domain);
   const disabled = [...new Set(site.php.disabledFunctions)];
   return `${header(site, ';')}[${site.domain}]
-${poolUser(o.user)}listen = ${phpSocketPath(o.root, site)}
+${o.siteUser && o.user ? sitePoolUser(o.siteUser, o.user) : poolUser(o.user)}listen = ${phpSocketPath(o.root, site)}
 pm = ondemand
 pm.max_children = ${site.php.workers ?? 5}
 pm.process_idle_timeout = 10s

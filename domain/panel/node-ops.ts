@@ -81,6 +81,8 @@ export interface NodeFacts {
   backups?: boolean;
   /** whether attached certificates are served (nginx with a TLS port); absent: unknown */
   tls?: boolean;
+  /** whether each site runs as its own system user (a root agent with useradd); absent: unknown (an older agent) */
+  siteUsers?: boolean;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */

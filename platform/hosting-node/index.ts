@@ -14,6 +14,7 @@ import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 import { createSiteBackups, type NodeBackups } from './site-backups';
 import { removeSiteTls, withoutKey, writeSiteTls } from './site-tls';
+import { canCreateSiteUsers, chownTree, ensureSiteUser, pruneSiteUsers, removeSiteUser, siteUserName } from './site-users';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -139,6 +140,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const webUserIds = webUser ? systemUser(webUser) : null;
   if (webUser) assertOthersCanEnter(root);
   const cronUser = webUser ?? 'root';
+  // each site its own system user where this process may create users (site-users.ts), decided once
+  const siteUsers = webUserIds !== null && canCreateSiteUsers();
   const webHost = opts.webHost ?? '0.0.0.0';
   const listen = listenAddress(webHost, opts.webPort);
   const tlsListen = opts.webTlsPort == null ? null : listenAddress(webHost, opts.webTlsPort);
@@ -148,6 +151,35 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const opsFile = `${p.state}/applied-ops.json`;
   const sites = readJson<Record<string, SiteSpec>>(sitesFile, {});
   const ops = readJson<Record<string, AppliedOp>>(opsFile, {});
+
+  // users of sites this node no longer has nor has files of (a site folder is kept with its user: its pool may name it)
+  if (siteUsers) {
+    const pruned = await pruneSiteUsers({ root, keep: (id, home) => Object.hasOwn(sites, id) || fs.existsSync(home) });
+    if (pruned.length) log.warn({ users: pruned }, 'removed the system users of sites this node does not have');
+  }
+
+  /**
+   * Creates the site's user and gives it the docroot (group www-data, 2750: nginx reads through the
+   * group, other sites' users cannot enter) and the temp folder. A docroot not yet the user's (a new
+   * site, a restored or pre-existing one) is root's, so its tree cannot change while it is handed over.
+   */
+  const giveToSiteUser = async (s: SiteSpec, sp: ReturnType<typeof sitePaths>) => {
+    const owner = await ensureSiteUser(root, s.id, sp.siteDir);
+    if (fs.lstatSync(sp.docroot).uid !== owner.uid) chownTree(sp.docroot, owner.uid, webUserIds!.gid);
+    fs.chmodSync(sp.docroot, 0o2750);
+    fs.lchownSync(sp.tmp, owner.uid, owner.gid);
+    fs.chmodSync(sp.tmp, 0o700);
+  };
+  // sites from before this node had site users (or whose user went missing) get theirs now; their
+  // pool and cron files follow at the next apply or reconciliation rewrite
+  if (siteUsers) {
+    for (const s of Object.values(sites)) {
+      const sp = sitePaths(root, s.domain);
+      if (!fs.existsSync(sp.docroot)) continue;
+      fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
+      await giveToSiteUser(s, sp);
+    }
+  }
 
   // ---- services ----
   const nginxBin = opts.builtinWebServer ? null : findBinary('nginx');
@@ -202,6 +234,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     webAddress: listen,
     backups: !!opts.backupDir,
     tls: !!nginx && tlsListen !== null,
+    siteUsers,
   });
 
   // ---- rendering of one site's managed files ----
@@ -211,8 +244,9 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     const sp = sitePaths(root, s.domain);
     const out: Array<{ kind: ManagedFile['kind']; path: string; text: string }> = [];
     if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen, tlsListen }) });
-    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser }) });
-    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: cronUser }) });
+    const siteUser = siteUsers ? siteUserName(root, s.id) : null;
+    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
+    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? cronUser }) });
     return out;
   };
   /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
@@ -270,7 +304,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     }
     // PHP's temp files, uploads and sessions: the pool's user only
     fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
-    if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+    if (siteUsers) await giveToSiteUser(s, sp);
+    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
     const wanted = new Map<string, string | null>();
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
@@ -310,6 +345,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
     await commitFiles(wanted, null);
     const existed = !!sites[siteId];
+    // the user's processes end with it, so nothing of the site can change its files while they go
+    if (siteUsers) await removeSiteUser(root, siteId);
     for (const d of domains) {
       fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
       fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });

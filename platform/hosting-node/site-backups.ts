@@ -4,6 +4,8 @@ import path from 'node:path';
 import { sitePaths } from '../../domain/panel/node-config';
 import type { BackupOperation, OperationResult, SiteSpec } from '../../domain/panel/node-ops';
 import type { Logger } from '../logger';
+import { siteOwner } from './site-users';
+import { clearSiteFolder } from './site-writer';
 import { backupPaths, cleanupBackupDir, extractArchive, isTlsKey, listArchives, writeArchive, type ArchiveInfo, type DumpTarget } from './backups';
 
 // The node's side of backups (`-backup-dir`): restore points of its sites (operations from the
@@ -68,6 +70,8 @@ export function createSiteBackups(o: SiteBackupsOptions) {
     const clash = Object.values(o.sites).find((s) => s.id !== spec.id && [s.domain, ...s.aliases].some((n) => n === spec.domain || spec.aliases.includes(n)));
     if (clash) throw o.refuse(`${spec.domain} is served on this node by site ${clash.id}`);
     const siteDir = sitePaths(o.root, spec.domain).siteDir;
+    const owner = siteOwner(o.root, spec.id);
+    if (owner && fs.existsSync(siteDir)) await clearSiteFolder(siteDir, owner);
     fs.rmSync(siteDir, { recursive: true, force: true });
     if (fs.existsSync(`${staged}/site`)) moveDir(`${staged}/site`, siteDir);
     // a change made while the restore waited (a newer generation applied already) stays applied

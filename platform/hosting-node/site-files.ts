@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { treeUsage } from './metrics';
+import type { SiteUser } from './site-users';
+import { siteWriter } from './site-writer';
 
 // The panel's file manager on the hosting node: list, upload (streamed to disk) and delete inside
 // one site's docroot. Every path is relative to the docroot and confined to it: no absolute paths,
 // no `.` or `..` segments, and no symbolic link is ever followed (a link anywhere on the way is
 // refused; deleting a link removes the link only). An upload goes to a temporary file next to its
 // target and is renamed into place only when complete, after its folder is checked again to still
-// lie inside the docroot, so a reader never sees half a file.
+// lie inside the docroot, so a reader never sees half a file. Writes and deletes are done by a
+// site writer (site-writer.ts) running as the site's own user where the node has site users.
 
 export type SiteFileProblem = 'bad_path' | 'not_found' | 'not_a_directory' | 'is_a_directory' | 'too_large';
 
@@ -86,12 +88,6 @@ async function walkFolders(docroot: string, segments: string[]): Promise<{ dir: 
   return { dir, missing: 0 };
 }
 
-/** Checks that `dir` (a real path) still lies inside the docroot (a folder swapped for a link meanwhile is caught here). */
-async function assertInside(docroot: string, dir: string): Promise<void> {
-  const [realRoot, realDir] = await Promise.all([fs.promises.realpath(docroot), fs.promises.realpath(dir)]);
-  if (realDir !== realRoot && !realDir.startsWith(`${realRoot}/`)) throw new SiteFileError('bad_path', 'the path leads outside the docroot');
-}
-
 /** The entries of a folder of the docroot, by name; links are listed, never followed. */
 export async function listFolder(docroot: string, rel: string): Promise<{ path: string; entries: FileEntry[] }> {
   const segments = pathSegments(rel);
@@ -134,25 +130,23 @@ export async function uploadTarget(docroot: string, rel: string): Promise<{ exis
  * limit is still read to its end (discarded) up to `drainBytes` in all, so an HTTP connection stays
  * usable for the answer; a longer one is cut (destroyed).
  */
-export async function writeSiteFile(docroot: string, rel: string, body: Readable, maxBytes: number, drainBytes = maxBytes): Promise<{ path: string; bytes: number }> {
+export async function writeSiteFile(
+  docroot: string,
+  rel: string,
+  body: Readable,
+  maxBytes: number,
+  drainBytes = maxBytes,
+  owner: SiteUser | null = null,
+): Promise<{ path: string; bytes: number }> {
   const segments = pathSegments(rel);
   if (segments.length === 0) throw new SiteFileError('is_a_directory', 'the docroot is a folder: give a file path');
-  // create the missing folders one at a time, each checked not to be a link
-  let dir = await docrootDir(docroot);
-  for (const s of segments.slice(0, -1)) {
-    const next = path.join(dir, s);
-    const st = await lstatOrNull(next);
-    if (!st) await fs.promises.mkdir(next, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : Promise.reject(err)));
-    const now = await fs.promises.lstat(next);
-    if (now.isSymbolicLink()) throw new SiteFileError('bad_path', `${s} is a symbolic link: links are not followed`);
-    if (!now.isDirectory()) throw new SiteFileError('not_a_directory', `${s} is not a directory`);
-    dir = next;
-  }
-  const target = path.join(dir, segments[segments.length - 1]);
-  const existing = await lstatOrNull(target);
+  // links and files on the way are refused here; the writer creates what is missing
+  const w = await walkFolders(docroot, segments);
+  const existing = w.missing ? null : await lstatOrNull(path.join(w.dir, segments[segments.length - 1]));
   if (existing?.isSymbolicLink()) throw new SiteFileError('bad_path', `${segments.join('/')} is a symbolic link: links are not followed`);
   if (existing?.isDirectory()) throw new SiteFileError('is_a_directory', `${segments.join('/')} is a folder`);
-  const tmp = path.join(dir, `.upload-${randomUUID()}.part`);
+  const folder = segments.slice(0, -1).join('/');
+  const tmp = path.join(folder, `.upload-${randomUUID()}.part`);
   let bytes = 0;
   const tooLarge = () => new SiteFileError('too_large', `the upload is larger than ${maxBytes} bytes`);
   const cap = new Transform({
@@ -166,33 +160,32 @@ export async function writeSiteFile(docroot: string, rel: string, body: Readable
       done(bytes > maxBytes ? tooLarge() : null);
     },
   });
-  // O_EXCL | O_NOFOLLOW: a fresh file of our own, never through a link
-  const handle = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
+  // the writer runs as the site's user: a folder the site swaps for a link leads nowhere it could not go itself
+  const writer = siteWriter(docroot, owner);
   try {
-    await pipeline(body, cap, handle.createWriteStream());
-    await assertInside(docroot, dir);
-    await fs.promises.rename(tmp, target);
+    if (folder) await writer.mkdir(folder);
+    // pipeline: a body cut over the limit is destroyed
+    await writer.file(segments.join('/'), tmp, 0o644, pipeline(body, cap, () => {}));
+    await writer.done();
   } catch (err) {
-    await fs.promises.rm(tmp, { force: true });
+    await writer.done().catch(() => {});
     throw err;
-  } finally {
-    await handle.close().catch(() => {});
   }
   return { path: `/${segments.join('/')}`, bytes };
 }
 
 /** Deletes a file, a link (not what it points at) or a folder with everything in it; never the docroot. */
-export async function deleteSitePath(docroot: string, rel: string): Promise<{ path: string; type: FileEntry['type'] }> {
+export async function deleteSitePath(docroot: string, rel: string, owner: SiteUser | null = null): Promise<{ path: string; type: FileEntry['type'] }> {
   const segments = pathSegments(rel);
   if (segments.length === 0) throw new SiteFileError('bad_path', 'the docroot itself cannot be deleted');
   const w = await walkFolders(docroot, segments);
   const target = path.join(w.dir, segments[segments.length - 1]);
   const st = w.missing ? null : await lstatOrNull(target);
   if (!st) throw new SiteFileError('not_found', `no file or folder ${segments.join('/')}`);
-  await assertInside(docroot, w.dir);
-  // rm does not follow links inside a folder: it removes the links themselves
-  if (st.isDirectory()) await fs.promises.rm(target, { recursive: true, force: true });
-  else await fs.promises.unlink(target);
+  // as the site's user (rm removes links themselves, never what they point at)
+  const writer = siteWriter(docroot, owner);
+  await writer.rm(segments.join('/'));
+  await writer.done();
   return { path: `/${segments.join('/')}`, type: typeOf(st) };
 }
 

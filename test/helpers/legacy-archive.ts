@@ -16,6 +16,8 @@ export interface RawEntry {
   body?: string | Buffer;
   /** a body of this many bytes, each `fill` (streamed: never held whole) */
   zeros?: number;
+  /** a body of `size` bytes made chunk by chunk by `make` (streamed: never held whole; benchmark scale) */
+  chunks?: { size: number; make: () => Iterable<Buffer> };
   mode?: number;
   linkpath?: string;
 }
@@ -228,7 +230,7 @@ function* blocks(entries: RawEntry[]): Generator<Buffer> {
   const mtime = new Date('2026-11-20T10:00:00Z');
   for (const x of entries) {
     const type = x.type ?? 'File';
-    const size = type === 'File' ? (x.zeros ?? Buffer.byteLength(x.body ?? '')) : 0;
+    const size = type === 'File' ? (x.zeros ?? x.chunks?.size ?? Buffer.byteLength(x.body ?? '')) : 0;
     const data = { path: x.path, mode: x.mode ?? (type === 'Directory' ? 0o755 : 0o644), uid: 1000, gid: 1000, size, mtime, type, linkpath: x.linkpath ?? '', uname: 'alice', gname: 'alice' };
     const h = new Header(data);
     h.encode();
@@ -238,6 +240,8 @@ function* blocks(entries: RawEntry[]): Generator<Buffer> {
     if (x.zeros !== undefined) {
       const chunk = Buffer.alloc(64 * 1024);
       for (let left = size; left > 0; left -= chunk.length) yield left >= chunk.length ? chunk : chunk.subarray(0, left);
+    } else if (x.chunks) {
+      yield* x.chunks.make();
     } else {
       yield Buffer.from(x.body ?? '');
     }

@@ -6,6 +6,7 @@ import { startAgent } from '../../platform/hosting-node/agent';
 import { startHostingNode, type HostingNode } from '../../platform/hosting-node';
 import { createPanelClient } from '../../platform/hosting-node/panel-client';
 import { findBinary, isAlive, run } from '../../platform/hosting-node/processes';
+import { siteUserName } from '../../platform/hosting-node/site-users';
 import { freePort } from '../../platform/ports';
 import type { NodeOperation, OperationResult } from '../../domain/panel/node-ops';
 import { opId, siteGet, siteSpec, startFakePanel, tempNodeRoot } from '../helpers/hosting-node';
@@ -125,7 +126,8 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
     assert.equal(r.ok, true);
     assert.equal((r as { detail: Record<string, unknown> }).detail.generation, 2);
     assert.match(fs.readFileSync(pool, 'utf8'), /generation 2[\s\S]*pm\.max_children = 7/);
-    assert.match(fs.readFileSync(cron, 'utf8'), /^0 3 \* \* \* www-data php nightly\.php$/m);
+    // the site's cron lines run as its own system user (a root node)
+    assert.match(fs.readFileSync(cron, 'utf8'), new RegExp(`^0 3 \\* \\* \\* ${siteUserName(node.root, s.id)} php nightly\\.php$`, 'm'));
     assert.doesNotMatch(fs.readFileSync(cron, 'utf8'), /cron\.php/);
     assert.equal((await siteGet(port, `www.${s.domain}`)).status, 200);
     // manual edits show as drift, the applied generation is reported
@@ -286,7 +288,7 @@ describe('hosting node: built-in web server (no nginx)', function () {
   });
 
   it('serves static docroots by Host header, never outside them, no PHP', async () => {
-    assert.deepEqual(node.facts(), { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: `127.0.0.1:${port}`, backups: false, tls: false });
+    assert.deepEqual(node.facts(), { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: `127.0.0.1:${port}`, backups: false, tls: false, siteUsers: true });
     const s = siteSpec({ aliases: ['alias.example.net'] });
     assert.equal((await node.apply({ id: opId(), kind: 'site.apply', site: s })).ok, true);
     assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)));

@@ -5,6 +5,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../platform/temporal-metrics';
 import { seedSimulatorCatalog } from '../../simulator/seed';
 import { createDb, migrate } from '../../platform/db';
+import { pruneSiteUsers } from '../../platform/hosting-node/site-users';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';
@@ -59,5 +60,7 @@ export const mochaHooks = {
     await temporal?.stop().catch(() => {});
     await pg?.stop().catch(() => {});
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    // the system users of sites whose test node roots are gone (tests drop roots without deleting every site)
+    await pruneSiteUsers({}).catch(() => {});
   },
 };

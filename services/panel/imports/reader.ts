@@ -196,7 +196,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
       } else outside = { files: outside.files + 1, bytes: outside.bytes + f.size };
     }
   }
-  for (const w of websites) add('site_files', w.domain, 'migrated', `${w.files} file(s), ${w.bytes} bytes from homedir/${w.docroot}, written into the website's root on its node as the node writes site files`);
+  for (const w of websites) add('site_files', w.domain, 'migrated', `${w.files} file(s), ${w.bytes} bytes from homedir/${w.docroot}, written into the website's root on its node as the website's own system user (where the node has site users)`);
   if (mail.files) add('email', 'mail', 'not_migrated', `email is not importable yet (${mail.files} file(s) of Maildirs and mail accounts)`);
   if (outside.files) add('home_files', 'homedir', 'not_migrated', `${outside.files} file(s), ${outside.bytes} bytes of the home folder lie outside every website's document root`);
 

@@ -3,7 +3,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client } from '@temporalio/client';
 import { PanelError } from '../../../domain/panel/errors';
@@ -12,6 +12,8 @@ import { checkStatement, SqlSplitter } from '../../../domain/panel/import-sql';
 import { nodePaths, renderWelcomePage, sitePaths } from '../../../domain/panel/node-config';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
+import { siteOwner, type SiteUser } from '../../../platform/hosting-node/site-users';
+import { siteWriter } from '../../../platform/hosting-node/site-writer';
 import type { Logger } from '../../../platform/logger';
 import type { Actor } from '../shared/actor';
 import type { NodeOpSettings } from '../client';
@@ -144,7 +146,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       break;
     }
     case 'site_files': {
-      const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: item.name }).first('node_name');
+      const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: item.name }).first('id', 'node_name');
       const root = deps.hostingRoot();
       if (!site || site.node_name !== HOSTING_NODE || !root) {
         detail = { ...detail, not_migrated: 'file copy for a site on another node is not importable yet' };
@@ -153,7 +155,8 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       const docroots = imp.plan.websites.map((w) => w.docroot);
       const target = sitePaths(root, item.name).docroot;
       removeWelcomePages(target, item.name);
-      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits, beat);
+      // as the website's own user (spec 2 section 4.4.4), where the node has site users
+      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits, beat, siteOwner(root, site.id));
       detail = { ...detail, ...copied };
       break;
     }
@@ -204,52 +207,58 @@ function removeWelcomePages(docroot: string, domain: string) {
 
 const TEMP_FILE = /\.import-\d+\.tmp$/;
 
-/** Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file written whole then renamed. */
-export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat) {
+/**
+ * Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file
+ * written whole then renamed, by a site writer running as the site's own user (`owner`; null: the
+ * node has no site users, the files are this process's).
+ */
+export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat, owner: SiteUser | null = null) {
   const prefix = `homedir/${docroot}/`;
   const nested = allDocroots.filter((d) => d !== docroot && d.startsWith(`${docroot}/`)).map((d) => `homedir/${d}/`);
   let files = 0;
   let bytes = 0;
   const skipped: string[] = [];
   fs.mkdirSync(target, { recursive: true });
-  // an attempt killed mid-file left its half-written temp file: the files are copied again whole
-  for (const f of fs.readdirSync(target, { recursive: true, withFileTypes: true })) {
-    if (f.isFile() && TEMP_FILE.test(f.name)) fs.rmSync(path.join(f.parentPath, f.name), { force: true });
-  }
-  await eachEntry(archive, limits, async (rel, entry, body) => {
-    beat();
-    if (!rel.startsWith(prefix) || nested.some((n) => rel.startsWith(n))) return false;
-    if (entryProblem({ path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath }, limits.maxDepth)) throw new Error(`the archive holds an unsafe entry ${JSON.stringify(entry.path)}`);
-    const inner = rel.slice(prefix.length).replace(/\/$/, '');
-    const segs = normalPath(inner);
-    if (!segs || !segs.length) return false;
-    const dest = path.join(target, ...segs);
-    fs.mkdirSync(entry.type === 'Directory' ? dest : path.dirname(dest), { recursive: true });
-    if (entry.type === 'Directory') return false;
-    if (entry.type === 'SymbolicLink') {
-      // a link is kept only when it stays inside this site's document root
-      const to = normalPath([...segs.slice(0, -1), entry.linkpath ?? ''].join('/'));
-      if (!to) skipped.push(inner);
-      else {
-        fs.rmSync(dest, { force: true });
-        fs.symlinkSync(entry.linkpath!, dest);
+  const writer = siteWriter(target, owner);
+  try {
+    // an attempt killed mid-file left its half-written temp file: the files are copied again whole
+    await writer.sweep(TEMP_FILE);
+    await eachEntry(archive, limits, async (rel, entry, body) => {
+      beat();
+      if (!rel.startsWith(prefix) || nested.some((n) => rel.startsWith(n))) return false;
+      if (entryProblem({ path: entry.path, type: entry.type, mode: entry.mode ?? 0, size: entry.size ?? 0, linkpath: entry.linkpath }, limits.maxDepth)) throw new Error(`the archive holds an unsafe entry ${JSON.stringify(entry.path)}`);
+      const inner = rel.slice(prefix.length).replace(/\/$/, '');
+      const segs = normalPath(inner);
+      if (!segs || !segs.length) return false;
+      const dest = segs.join('/');
+      const folder = entry.type === 'Directory' ? dest : segs.slice(0, -1).join('/');
+      if (folder) await writer.mkdir(folder);
+      if (entry.type === 'Directory') return false;
+      if (entry.type === 'SymbolicLink') {
+        // a link is kept only when it stays inside this site's document root
+        const to = normalPath([...segs.slice(0, -1), entry.linkpath ?? ''].join('/'));
+        if (!to) skipped.push(inner);
+        else await writer.symlink(dest, entry.linkpath!);
+        return false;
       }
-      return false;
-    }
-    if (entry.type === 'Link') {
-      const src = entry.linkpath ?? '';
-      const relSrc = src.split('/').slice(1).join('/');
-      if (!relSrc.startsWith(prefix)) skipped.push(inner);
-      else fs.copyFileSync(path.join(target, ...normalPath(relSrc.slice(prefix.length))!), dest);
-      return false;
-    }
-    const tmp = `${dest}.import-${process.pid}.tmp`;
-    await body(fs.createWriteStream(tmp, { mode: (entry.mode ?? 0o644) & 0o755 }));
-    fs.renameSync(tmp, dest);
-    files++;
-    bytes += entry.size ?? 0;
-    return true;
-  });
+      if (entry.type === 'Link') {
+        const src = entry.linkpath ?? '';
+        const relSrc = src.split('/').slice(1).join('/');
+        if (!relSrc.startsWith(prefix)) skipped.push(inner);
+        else await writer.copy(normalPath(relSrc.slice(prefix.length))!.join('/'), dest);
+        return false;
+      }
+      const data = new PassThrough();
+      await Promise.all([body(data), writer.file(dest, `${dest}.import-${process.pid}.tmp`, (entry.mode ?? 0o644) & 0o755, data)]);
+      files++;
+      bytes += entry.size ?? 0;
+      return true;
+    });
+    await writer.done();
+  } catch (err) {
+    await writer.done().catch(() => {});
+    throw err;
+  }
   return { copied_files: files, copied_bytes: bytes, ...(skipped.length ? { links_not_kept: skipped.slice(0, 20) } : {}) };
 }
 

@@ -5,6 +5,7 @@ import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import { isBelow } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../../platform/hosting-node/site-files';
+import { siteOwner, type SiteUser } from '../../../platform/hosting-node/site-users';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isUuid, loadChain } from '../shared/chain';
@@ -38,6 +39,8 @@ interface FilesSite {
   quota_mb: number;
   deleting: boolean;
   docroot: string;
+  /** the site's system user, who writes its files; null: the node has no site users */
+  owner: SiteUser | null;
 }
 
 /** The site `id` in the actor's subtree (else 404), on the hosting node this process runs (else 409), with its docroot. */
@@ -51,7 +54,7 @@ async function siteForFiles(deps: SiteFilesDeps, actor: Actor, id: string): Prom
   if (site.deleting) throw new PanelError('conflict', { detail: `the website ${site.domain} is being deleted` });
   const node = deps.hostingNode();
   if (!node) throw new PanelError('conflict', { detail: 'this panel process does not run the hosting node: file management is offered by the one that does' });
-  return { ...site, docroot: sitePaths(node.root, site.domain).docroot };
+  return { ...site, docroot: sitePaths(node.root, site.domain).docroot, owner: siteOwner(node.root, site.id) };
 }
 
 /** The panel error of a refused file operation. */
@@ -174,7 +177,7 @@ export async function uploadSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: 
     let written: { path: string; bytes: number };
     try {
       // a body over its cap is still read (and dropped) up to the 50 MB maximum and a little, so the answer reaches the client
-      written = await writeSiteFile(site.docroot, rel, body, cap, MAX_UPLOAD_BYTES + MB);
+      written = await writeSiteFile(site.docroot, rel, body, cap, MAX_UPLOAD_BYTES + MB, site.owner);
     } catch (err) {
       if (err instanceof SiteFileError && err.problem === 'too_large' && capReason) throw capReason;
       throw fileError(err);
@@ -200,7 +203,7 @@ const limitOf = (room: { level: { id: string; type: string; name: string }; limi
 /** Deletes a file, link or folder (with its contents) of the site's docroot; never the docroot itself. */
 export async function deleteSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: string, rel: string) {
   const site = await siteForFiles(deps, actor, siteId);
-  const removed = await mapped(deleteSitePath(site.docroot, rel));
+  const removed = await mapped(deleteSitePath(site.docroot, rel, site.owner));
   const after = await remeasure(deps.db, site);
   await audit(deps.db, actor, { org: { id: site.org_id, path: site.org_path }, action: 'site.file.delete', target: { type: 'site', id: site.id }, before: removed });
   return { site_id: site.id, ...removed, usage: { disk_mb: after.diskMb, inodes: after.inodes } };
