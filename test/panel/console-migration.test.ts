@@ -279,7 +279,7 @@ describe('panel: console Migration page in chromium', function () {
     assert.equal(list.status, 200, JSON.stringify(list.json));
     assert.equal(list.json.max_upload_bytes, MAX_UPLOAD);
     assert.deepEqual(list.json.imports.map((i: { id: string; status: string }) => [i.id, i.status]), [[second.json.error.details.import_id, 'refused'], [first.json.id, 'ready']]);
-    assert.deepEqual(list.json.imports[1].counts, { total: 12, done: 0, pre_existing: 0, pending: 12, running: 0, failed: 0 });
+    assert.deepEqual(list.json.imports[1].counts, { total: 13, done: 0, pre_existing: 0, pending: 13, running: 0, failed: 0 });
     assert.equal(list.json.imports[0].report_counts.refused, 1);
     // the account owner reads its own list; another provider does not see the account; a bad id is 404
     assert.equal((await customer.client.get(`/v1/orgs/${customer.id}/imports`)).json.imports.length, 2);
