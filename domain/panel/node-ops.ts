@@ -27,6 +27,8 @@ export type NodeOperation =
   | { id: string; kind: 'site.delete'; siteId: string; domain: string }
   | { id: string; kind: 'database.create'; database: string; user: string; password: string }
   | { id: string; kind: 'database.delete'; database: string; user: string }
+  /** a new password for the database's user (a reset): both of its accounts, nothing else changes */
+  | { id: string; kind: 'database.password'; database: string; user: string; password: string }
   | BackupOperation;
 
 /**
