@@ -216,6 +216,28 @@ describe('panel: database password reset', function () {
     assert.equal((await asUser(panel, name, password, 'SELECT 1')).code, 0);
   });
 
+  it('the node applies database.password once per op id (ALTER USER for both accounts), refuses a system user, and fails for a missing user without the password in its error', async () => {
+    const node = panel.runtime.hostingNode!;
+    const name = dbName('nd');
+    const first = `pa'ss\\w"rd ${Date.now()}`;
+    assert.equal((await node.apply({ id: randomUUID(), kind: 'database.create', database: name, user: name, password: 'the first password 1234' })).ok, true);
+    const opId = randomUUID();
+    const r = await node.apply({ id: opId, kind: 'database.password', database: name, user: name, password: first });
+    assert.equal(r.ok, true, JSON.stringify(r));
+    for (const via of ['tcp', 'socket'] as const) assert.equal((await asUser(panel, name, first, 'SELECT 1', via)).code, 0);
+    assert.notEqual((await asUser(panel, name, 'the first password 1234', 'SELECT 1')).code, 0);
+    // the same op id again (a retried activity, an agent's repeated pull): the recorded result, nothing applied
+    assert.deepEqual(await node.apply({ id: opId, kind: 'database.password', database: name, user: name, password: 'another password 1234' }), r);
+    assert.equal((await asUser(panel, name, first, 'SELECT 1')).code, 0);
+    const root = await node.apply({ id: randomUUID(), kind: 'database.password', database: name, user: 'root', password: 'a root password 1234' });
+    assert.deepEqual([root.ok, !root.ok && root.refused], [false, true]);
+    const missing = 'no such user password 1234';
+    const m = await node.apply({ id: randomUUID(), kind: 'database.password', database: name, user: dbName('nobody'), password: missing });
+    assert.equal(m.ok, false);
+    assert.ok(!m.ok && m.error.length > 0 && !m.error.includes(missing), JSON.stringify(m));
+    assert.ok(!logs.some((l) => l.includes(first) || l.includes(missing)));
+  });
+
   it('the node refuses a malformed reset (validateOperation)', () => {
     const ok = { id: 'op-1', kind: 'database.password' as const, database: 'shop', user: 'shop', password: 'long enough password' };
     assert.equal(validateOperation(ok), null);
