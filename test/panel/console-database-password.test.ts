@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { run } from '../../platform/hosting-node/processes';
-import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
+import { asDbUser, createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // The console's *Reset password* on the databases tab (test/panel/console.test.ts pattern: Debian's
@@ -74,7 +73,7 @@ describe('panel: console database password reset in chromium', function () {
       await page.getByText('new password, set on the node in a moment').waitFor();
       const opId = (await customer.client.get(`/v1/databases/${created.json.id}`)).json.operation_id;
       await waitFor('the reset applied', async () => (await env.db('panel_node_ops').where({ id: opId }).first()).status === 'done');
-      const as = (pw: string) => run('mariadb', ['--no-defaults', '--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`, `--user=${name}`, `--password=${pw}`, '--batch', '-e', 'SELECT 1'], { timeoutMs: 20_000 });
+      const as = (pw: string) => asDbUser(panel, name, pw, 'SELECT 1');
       assert.equal((await as(password)).code, 0);
       assert.notEqual((await as(created.json.password)).code, 0);
       await page.screenshot({ path: path.join(ARTIFACTS, 'database-password.png'), fullPage: true });

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { validateOperation } from '../../domain/panel/node-config';
-import { run } from '../../platform/hosting-node/processes';
 import { addNode, recordResult } from '../../services/panel/nodes/nodes';
 import { databaseOpWorkflowId } from '../../services/panel/client';
 import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';
-import { createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { asDbUser as asUser, createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // A database's password reset (POST /v1/databases/{id}/password) over real HTTP: a real panel whose
@@ -37,11 +35,6 @@ const opRow = (id: string) => env.db('panel_node_ops').where({ id }).first();
 const finished = (id: string, timeoutMs?: number) => until(`operation ${id}`, async () => { const o = await opRow(id); return o && !['queued', 'sent'].includes(o.status) && o; }, timeoutMs);
 
 const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
-
-function asUser(panel: HostingPanel, user: string, password: string, sql: string, via: 'tcp' | 'socket' = 'tcp') {
-  const where = via === 'tcp' ? ['--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`] : [`--socket=${path.join(panel.root, 'run/my.sock')}`];
-  return run('mariadb', ['--no-defaults', ...where, `--user=${user}`, `--password=${password}`, '--batch', '--skip-column-names', '--connect-timeout=5', '-e', sql], { timeoutMs: 20_000 });
-}
 
 describe('panel: database password reset', function () {
   this.timeout(120_000);
