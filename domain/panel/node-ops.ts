@@ -31,6 +31,9 @@ export type NodeOperation =
   | { id: string; kind: 'database.password'; database: string; user: string; password: string }
   | BackupOperation;
 
+/** The operations on a customer database, each run by a `database-op-<op_id>` workflow. */
+export type DatabaseOpKind = Extract<NodeOperation['kind'], `database.${string}`>;
+
 /**
  * Backups of a site on its node (`-backup-dir`, PANEL.md section 2): a restore point (files, a
  * consistent dump of each database, config), its removal, and a restore of one into a new site

@@ -1,6 +1,6 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DatabaseOpActivities, DatabaseOpOutcome } from '../../activities/panel/database-ops';
-import { HOSTING_NODE, type NodeOperation, type OperationResult } from '../../domain/panel/node-ops';
+import { HOSTING_NODE, type DatabaseOpKind, type OperationResult } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import { waitForAgent } from './node-op';
 
@@ -27,7 +27,7 @@ export interface DatabaseOpInput {
   node: string;
   databaseId: string;
   orgId: string;
-  kind: Extract<NodeOperation['kind'], `database.${string}`>;
+  kind: DatabaseOpKind;
   /** how long an agent node has to report the result before the operation expires */
   timeoutMs: number;
   /** how often the operation's status is read while waiting for an agent */

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { isDbName, isDbUser } from '../../../domain/panel/node-config';
-import { HOSTING_NODE, isNodeName, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import { HOSTING_NODE, isNodeName, type DatabaseOpKind, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
 import { isBelow, rolePowers } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
@@ -19,15 +19,12 @@ import { resultOf } from './sites';
 // checked and taken in one transaction that locks the account's path root first). The generated
 // password is returned once and kept nowhere in clear: it travels to the node inside the queued
 // operation, whose row loses it when the operation ends (services/panel/nodes/nodes.ts). Each change
-// queues one node operation in the same transaction; after the commit its workflow
-// (`database-op-<op_id>`) applies it and records the outcome (finishDatabaseOp), so a database ends
-// active, failed or gone, never pending for good.
+// (create, delete, password reset) queues one node operation in the same transaction; after the
+// commit its workflow (`database-op-<op_id>`) applies it and records the outcome (finishDatabaseOp),
+// so a database ends active, failed or gone, never pending for good.
 // Lock order: org rows along the path root first, then the database row, then its node operation.
 
 type Q = Knex | Knex.Transaction;
-
-/** The node operations on a database, each run by a `database-op-<op_id>` workflow. */
-export type DatabaseOpKind = Extract<NodeOperation['kind'], `database.${string}`>;
 
 export interface DatabaseRow {
   id: string;
