@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import pino from 'pino';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { validateOperation } from '../../domain/panel/node-config';
+import { startHostingNode } from '../../platform/hosting-node';
+import { startAgent } from '../../platform/hosting-node/agent';
+import { createPanelClient } from '../../platform/hosting-node/panel-client';
+import { run } from '../../platform/hosting-node/processes';
+import { freePort } from '../../platform/ports';
 import { addNode, recordResult } from '../../services/panel/nodes/nodes';
 import { databaseOpWorkflowId } from '../../services/panel/client';
 import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';
 import { asDbUser as asUser, createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { tempNodeRoot } from '../helpers/hosting-node';
 import { env } from '../setup/env';
 
 // A database's password reset (POST /v1/databases/{id}/password) over real HTTP: a real panel whose
@@ -47,7 +54,7 @@ describe('panel: database password reset', function () {
   before(async function () {
     this.timeout(90_000);
     const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
-    panel = await startHostingPanel({ mariadb: true, logger });
+    panel = await startHostingPanel({ mariadb: true, logger, flags: ['-node-api-listen', '127.0.0.1:0'], opTimeoutMs: 10_000 });
     admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
@@ -58,14 +65,14 @@ describe('panel: database password reset', function () {
     await panel?.close();
   });
 
-  /** A customer with an active database on `node` (the hosting node unless given); its create password. */
-  async function activeDatabase(node?: string) {
+  /** A customer with an active database on `node` (the hosting node unless given; `report`: its result recorded here, else its agent's); its create password. */
+  async function activeDatabase(node?: string, report = true) {
     const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
     const name = dbName('pw');
     const r = await (node ? admin : customer.client).post(`/v1/orgs/${customer.id}/databases`, { name, ...(node ? { node } : {}) });
     assert.equal(r.status, 201, JSON.stringify(r.json));
     // an agent node's result, as its agent would report it
-    if (node) await recordResult(env.db, node, r.json.operation_id, { ok: true, detail: { database: name, user: name } });
+    if (node && report) await recordResult(env.db, node, r.json.operation_id, { ok: true, detail: { database: name, user: name } });
     await until('active', async () => (await customer.client.get(`/v1/databases/${r.json.id}`)).json.status === 'active');
     return { customer, id: r.json.id as string, name, password: r.json.password as string };
   }
@@ -229,6 +236,38 @@ describe('panel: database password reset', function () {
     assert.equal(m.ok, false);
     assert.ok(!m.ok && m.error.length > 0 && !m.error.includes(missing), JSON.stringify(m));
     assert.ok(!logs.some((l) => l.includes(first) || l.includes(missing)));
+  });
+
+  it('an agent node (its own MariaDB) pulls the reset through the node API and applies it: the new password works there, the old one not', async function () {
+    this.timeout(150_000);
+    const name = unique('dbag-');
+    const { token } = await addNode(env.db, null, name);
+    const root = tempNodeRoot('panel-agent-');
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
+    const dbPort = await freePort();
+    const node = await startHostingNode({ root, webPort: await freePort(), webHost: '127.0.0.1', builtinWebServer: true, mariadbPort: dbPort, mariadbTimeoutMs: 60_000, logger });
+    const agent = startAgent({ node: name, client: createPanelClient({ url: panel.runtime.nodeApiUrl!, token }), hostingNode: node, logger, heartbeatMs: 500, pollWaitSeconds: 1, backoffMs: { min: 50, max: 500 } });
+    try {
+      await agent.enrolled;
+      assert.equal(node.facts().mariadb, true);
+      await env.db('panel_nodes').where({ name }).update({ state: 'alive', roles: ['web', 'db'] });
+      const { customer, id, name: db, password: old } = await activeDatabase(name, false);
+      const r = await customer.client.post(`/v1/databases/${id}/password`, { confirm: id });
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      const op = await finished(r.json.operation_id);
+      assert.equal(op.status, 'done', JSON.stringify(op.result));
+      assert.equal(op.payload.password, undefined);
+      const as = (pw: string) => run('mariadb', ['--no-defaults', '--protocol=TCP', '--host=127.0.0.1', `--port=${dbPort}`, `--user=${db}`, `--password=${pw}`, '--batch', '--skip-column-names', '-e', 'SELECT 1'], { timeoutMs: 20_000 });
+      assert.equal((await as(r.json.password)).code, 0);
+      assert.notEqual((await as(old)).code, 0);
+      assert.equal((await customer.client.get(`/v1/databases/${id}`)).json.error, null);
+      assert.ok(!logs.some((l) => l.includes(r.json.password)), 'no log line of the panel or the agent carries it');
+    } finally {
+      await agent.stop();
+      await node.stop();
+      await env.db('panel_nodes').where({ name }).update({ draining: true });
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('the node refuses a malformed reset (validateOperation)', () => {
