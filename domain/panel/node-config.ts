@@ -75,9 +75,10 @@ export function validateOperation(op: NodeOperation): string | null {
       return isStr(op.domain) && isDomain(op.domain) ? null : `bad domain ${JSON.stringify(op.domain)}`;
     case 'database.create':
     case 'database.delete':
+    case 'database.password':
       if (!isStr(op.database) || !isDbName(op.database)) return `bad database name ${JSON.stringify(op.database)} (letters, digits and _, at most 64)`;
       if (!isStr(op.user) || !isDbUser(op.user)) return `bad database user ${JSON.stringify(op.user)} (letters, digits and _, at most 32)`;
-      if (op.kind === 'database.create' && !(isStr(op.password) && op.password.length >= 8 && op.password.length <= LIMITS.passwordLength && !hasControlChars(op.password)))
+      if (op.kind !== 'database.delete' && !(isStr(op.password) && op.password.length >= 8 && op.password.length <= LIMITS.passwordLength && !hasControlChars(op.password)))
         return `bad database password (8 to ${LIMITS.passwordLength} characters, no control characters)`;
       return null;
     case 'backup.create':

@@ -41,7 +41,12 @@ export type NodeOperation =
   | { id: string; kind: 'site.delete'; siteId: string; domain: string }
   | { id: string; kind: 'database.create'; database: string; user: string; password: string }
   | { id: string; kind: 'database.delete'; database: string; user: string }
+  /** a new password for the database's user (a reset): both of its accounts, nothing else changes */
+  | { id: string; kind: 'database.password'; database: string; user: string; password: string }
   | BackupOperation;
+
+/** The operations on a customer database, each run by a `database-op-<op_id>` workflow. */
+export type DatabaseOpKind = Extract<NodeOperation['kind'], `database.${string}`>;
 
 /**
  * Backups of a site on its node (`-backup-dir`, PANEL.md section 2): a restore point (files, a

@@ -17,6 +17,8 @@ export interface MariaDb {
   port: number;
   createDatabase(database: string, user: string, password: string): Promise<void>;
   dropDatabase(database: string, user: string): Promise<void>;
+  /** sets a new password on an existing customer user (both of its accounts); fails if the user does not exist */
+  setPassword(user: string, password: string): Promise<void>;
   /** a consistent dump of `database` (one transaction, no CREATE DATABASE: it loads under any name), streamed into `file` */
   dump(database: string, file: string): Promise<void>;
   /** runs the SQL of `file` in `database`, streamed */
@@ -92,6 +94,16 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
     },
     async dropDatabase(database, user) {
       await sql([`DROP DATABASE IF EXISTS \`${database}\`;`, ...HOSTS.map((h) => `DROP USER IF EXISTS ${literal(user)}@${literal(h)};`)].join('\n'));
+    },
+    async setPassword(user, password) {
+      try {
+        await sql(HOSTS.map((h) => `ALTER USER ${literal(user)}@${literal(h)} IDENTIFIED BY ${literal(password)};`).join('\n'));
+      } catch (err) {
+        // the client may quote the statement: the node's log and result must never carry the password,
+        // so neither does a cause
+        // eslint-disable-next-line preserve-caught-error
+        throw new Error((err as Error).message.split(password).join('[password]'));
+      }
     },
     dump: (database, file) => streamed(findBinary('mariadb-dump') ?? 'mariadb-dump', [...admin, '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', database], { out: file }),
     load: (database, file) => streamed(client, [...admin, `--database=${database}`], { in: file }),

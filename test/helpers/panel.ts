@@ -7,6 +7,7 @@ import { generateSync } from 'otplib';
 import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
+import { run } from '../../platform/hosting-node/processes';
 import { startPanelApi, type PanelRuntime, type PanelRuntimeOptions } from '../../main/panel-api';
 import { ensurePlatform } from '../../services/panel/orgs/bootstrap';
 import { env } from '../setup/env';
@@ -231,4 +232,10 @@ export async function tablesContaining(needle: string): Promise<string[]> {
     if (rows[0].n > 0) hits.push(t);
   }
   return hits;
+}
+
+/** Runs SQL as a customer's database user on a hosting panel's MariaDB: over TCP to its port, or over its socket under the node root. */
+export function asDbUser(panel: HostingPanel, user: string, password: string, sql: string, via: 'tcp' | 'socket' = 'tcp') {
+  const where = via === 'tcp' ? ['--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`] : [`--socket=${path.join(panel.root, 'run/my.sock')}`];
+  return run('mariadb', ['--no-defaults', ...where, `--user=${user}`, `--password=${password}`, '--batch', '--skip-column-names', '--connect-timeout=5', '-e', sql], { timeoutMs: 20_000 });
 }

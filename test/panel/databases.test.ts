@@ -7,7 +7,7 @@ import { run } from '../../platform/hosting-node/processes';
 import { addNode, queueOperation, recordResult } from '../../services/panel/nodes/nodes';
 import { databaseOpWorkflowId } from '../../services/panel/client';
 import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
+import { asDbUser as asUser, createOrgWithLogin, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Customer databases (spec 2 sections 2.2, 2.3, 2.6) over real HTTP: a real panel whose hosting
@@ -43,12 +43,6 @@ async function gone(c: PanelClient, id: string, timeoutMs = 30_000): Promise<voi
 }
 
 const dbName = (label = 'db') => unique(`${label}_`).replace(/-/g, '_');
-
-/** Runs SQL as a customer's user: over TCP to the node's MariaDB port, or over its socket under the node root. */
-function asUser(panel: HostingPanel, user: string, password: string, sql: string, via: 'tcp' | 'socket' = 'tcp') {
-  const where = via === 'tcp' ? ['--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`] : [`--socket=${path.join(panel.root, 'run/my.sock')}`];
-  return run('mariadb', ['--no-defaults', ...where, `--user=${user}`, `--password=${password}`, '--batch', '--skip-column-names', '--connect-timeout=5', '-e', sql], { timeoutMs: 20_000 });
-}
 
 
 describe('panel: customer databases on the hosting node (MariaDB)', function () {

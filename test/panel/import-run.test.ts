@@ -110,6 +110,9 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     // passwords: once, then never again
     assert.deepEqual(done.json.passwords.map((p: { database: string; user: string }) => [p.database, p.user]).sort(), [[`${user}_shop`, `${user}_shopuser`], [`${user}_wp`, `${user}_wpuser`]]);
     assert.equal((await provider.client.get(`/v1/imports/${up.json.id}`)).json.passwords, undefined);
+    // for a password nobody saw, each database item names its reset (test/panel/database-password.test.ts)
+    const wpItem = done.json.items.find((i: { step: string; name: string }) => i.step === 'databases' && i.name === `${user}_wp`);
+    assert.match(wpItem.detail.password_reset, new RegExp(`POST /v1/databases/${wpItem.detail.database_id}/password \\{"confirm":"${wpItem.detail.database_id}"\\}`));
     const wp = done.json.passwords.find((p: { database: string }) => p.database === `${user}_wp`);
     const count = await run('mariadb', ['--no-defaults', `--socket=${path.join(panel.root, 'run/my.sock')}`, `--user=${wp.user}`, `--password=${wp.password}`, '--batch', '--skip-column-names', '-e', `SELECT count(*), max(post_title) FROM \`${user}_wp\`.wp_posts`]);
     assert.equal(count.stdout.trim(), "321\tPost 99; it's -- not a comment");

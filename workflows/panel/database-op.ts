@@ -1,11 +1,11 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DatabaseOpActivities, DatabaseOpOutcome } from '../../activities/panel/database-ops';
-import { HOSTING_NODE, type OperationResult } from '../../domain/panel/node-ops';
+import { HOSTING_NODE, type DatabaseOpKind, type OperationResult } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
 import { waitForAgent } from './node-op';
 
-// One per operation on a customer database (`database-op-<op_id>`, PANEL.md section 4): creates or
-// drops it on the panel's own hosting node directly, or waits for the node's agent to pull and
+// One per operation on a customer database (`database-op-<op_id>`, PANEL.md section 4): creates,
+// drops it or sets its user's new password on the panel's own hosting node directly, or waits for the node's agent to pull and
 // report it (the deadline expires it). Either way it ends by recording the outcome on the database
 // (active, failed, or gone), so a database is never left pending. The password never passes through
 // here: the activities read it from the queued operation, whose row loses it once it ends.
@@ -27,7 +27,7 @@ export interface DatabaseOpInput {
   node: string;
   databaseId: string;
   orgId: string;
-  kind: 'database.create' | 'database.delete';
+  kind: DatabaseOpKind;
   /** how long an agent node has to report the result before the operation expires */
   timeoutMs: number;
   /** how often the operation's status is read while waiting for an agent */

@@ -142,7 +142,15 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       await waitActive(deps.db, 'panel_databases', row.id, waitMs);
       // the password exists only now: held in memory for the run's result, never written anywhere
       if (made && 'password' in made) holdPasswords(importId, [{ database: d.name, user: row.db_user, password: String(made.password) }]);
-      detail = { ...detail, user: row.db_user, node: row.node_name, password: made ? 'shown once in the result of this run' : 'created by an earlier attempt; reset it if it was not noted' };
+      detail = {
+        ...detail,
+        database_id: row.id,
+        user: row.db_user,
+        node: row.node_name,
+        password: made ? 'shown once in the result of this run (held by the process that ran this step)' : 'created by an earlier attempt and not shown by this run',
+        // a worker that died, or another process than the one read, never shows it: a reset gives a new one
+        password_reset: `if it was not noted: POST /v1/databases/${row.id}/password {"confirm":"${row.id}"} (the console: Reset password)`,
+      };
       break;
     }
     case 'site_files': {

@@ -334,8 +334,8 @@ export async function claimOperations(db: Q, node: string, limit: number): Promi
   return rows.map((r: { payload: NodeOperation }) => r.payload);
 }
 
-// Secrets in an operation (a new database user's password, a certificate's key) leave the row once it is finished.
-const STRIP_SECRETS = `CASE WHEN kind = 'database.create' THEN payload - 'password' WHEN kind = 'backup.restore' THEN payload - 'databases' WHEN kind = 'site.apply' THEN payload #- '{site,tls,key}' ELSE payload END`;
+// Secrets in an operation (a database user's new password, a certificate's key) leave the row once it is finished.
+const STRIP_SECRETS = `CASE WHEN kind IN ('database.create', 'database.password') THEN payload - 'password' WHEN kind = 'backup.restore' THEN payload - 'databases' WHEN kind = 'site.apply' THEN payload #- '{site,tls,key}' ELSE payload END`;
 
 /**
  * Records what `node` reports for operation `opId`: done or failed. A repeated result is a no-op

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { isDbName, isDbUser } from '../../../domain/panel/node-config';
-import { HOSTING_NODE, isNodeName, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import { HOSTING_NODE, isNodeName, type DatabaseOpKind, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
 import { isBelow, rolePowers } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
@@ -11,7 +11,7 @@ import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, findInScope, isUuid, lockedChain } from '../shared/chain';
 import { startDatabaseOp, type NodeOpSettings } from '../client';
-import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
+import { getNode, nodeRefusal, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
 import { resultOf } from './sites';
 
 // Customer databases (spec 2 sections 2.3, 2.6; PANEL.md section 2): a MariaDB database and its own
@@ -19,9 +19,9 @@ import { resultOf } from './sites';
 // checked and taken in one transaction that locks the account's path root first). The generated
 // password is returned once and kept nowhere in clear: it travels to the node inside the queued
 // operation, whose row loses it when the operation ends (services/panel/nodes/nodes.ts). Each change
-// queues one node operation in the same transaction; after the commit its workflow
-// (`database-op-<op_id>`) applies it and records the outcome (finishDatabaseOp), so a database ends
-// active, failed or gone, never pending for good.
+// (create, delete, password reset) queues one node operation in the same transaction; after the
+// commit its workflow (`database-op-<op_id>`) applies it and records the outcome (finishDatabaseOp),
+// so a database ends active, failed or gone, never pending for good.
 // Lock order: org rows along the path root first, then the database row, then its node operation.
 
 type Q = Knex | Knex.Transaction;
@@ -132,7 +132,7 @@ function uniqueViolation(err: unknown): 'name' | 'user' | null {
 }
 
 /** Starts the workflow after the commit; if Temporal cannot take it, the database fails now rather than stay pending. */
-async function startOp(deps: DatabasesDeps, row: DatabaseRow, kind: 'database.create' | 'database.delete'): Promise<DatabaseRow> {
+async function startOp(deps: DatabasesDeps, row: DatabaseRow, kind: DatabaseOpKind): Promise<DatabaseRow> {
   const opId = row.last_op_id!;
   try {
     await startDatabaseOp(deps.temporal, deps.nodeOps, { opId, node: row.node_name, databaseId: row.id, orgId: row.org_id, kind }, row.name);
@@ -206,6 +206,7 @@ export async function deleteDatabase(deps: DatabasesDeps, actor: Actor, id: stri
     if (row.deleting && row.status === 'pending') return { row, started: false };
     if (row.status === 'pending') throw new PanelError('conflict', { detail: `the database ${row.name} is still being created; delete it once it is active or failed` });
     const last = row.last_op_id ? await operationStatus(trx, row.last_op_id) : null;
+    if (last && resetPending(last)) throw resetConflict(row);
     if (row.status === 'failed' && last?.kind === 'database.create' && last.result && !last.result.ok && last.result.refused) {
       await trx('panel_databases').where({ id: row.id }).delete();
       await audit(trx, actor, { org, action: 'database.delete', target: { type: 'database', id: row.id }, before: databaseView(row), after: { removed: 'the node had refused to create it' } });
@@ -224,23 +225,53 @@ export async function deleteDatabase(deps: DatabasesDeps, actor: Actor, id: stri
   return databaseView(out.started ? await startOp(deps, out.row, 'database.delete') : out.row);
 }
 
+/** Whether an operation is a password reset the node has not answered yet (the database stays active meanwhile). */
+const resetPending = (op: OperationStatus): boolean => op.kind === 'database.password' && !resultOf(op);
+
+const resetConflict = (row: DatabaseRow) =>
+  new PanelError('conflict', { database: row.id, detail: `a password reset of the database ${row.name} is pending (operation ${row.last_op_id}); try again once it is done` });
+
+/**
+ * Gives a database's user a new password (a lost one, e.g. from an import whose result nobody saw):
+ * 202 with the new password, shown once; the node applies it (`ALTER USER … IDENTIFIED BY`), the old
+ * one stops working then. `confirm` must repeat the database id. Only an active database not being
+ * deleted, one reset at a time; the database stays active meanwhile (backups and metering go on).
+ */
+export async function resetDatabasePassword(deps: DatabasesDeps, actor: Actor, id: string, confirm: string) {
+  if (confirm !== id) throw invalid('confirm', 'the database id, to confirm that its current password stops working');
+  const password = newPassword();
+  const row = await deps.db.transaction(async (trx) => {
+    const row = await databaseInScope(trx, actor, id, true);
+    if (row.deleting || row.status !== 'active') throw new PanelError('conflict', { database: row.id, detail: `the database ${row.name} is ${row.deleting ? 'being deleted' : row.status}: only an active database gets a new password` });
+    const last = row.last_op_id ? await operationStatus(trx, row.last_op_id) : null;
+    if (last && resetPending(last)) throw resetConflict(row);
+    const opId = randomUUID();
+    const [updated]: DatabaseRow[] = await trx('panel_databases').where({ id: row.id }).update({ last_op_id: opId, error: null, updated_at: trx.fn.now() }).returning('*');
+    await queueOperation(trx, row.node_name, { id: opId, kind: 'database.password', database: row.name, user: row.db_user, password });
+    await audit(trx, actor, { org: { id: row.org_id, path: row.org_path }, action: 'database.password', target: { type: 'database', id: row.id }, after: { operation: opId, user: row.db_user } });
+    return updated;
+  });
+  const started = await startOp(deps, row, 'database.password');
+  // a reset whose workflow could not start is closed failed: its password would never work
+  return { ...databaseView(started), ...(started.error ? {} : { password }) };
+}
+
 /**
  * Starts the workflow of every database operation pending for longer than `olderThanMs` (an API
  * process that died between its commit and the start leaves one behind); a workflow that exists
  * already is left alone. Returns the ids of the databases looked at.
  */
 export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs = 60_000, limit = 500): Promise<string[]> {
-  const rows: Array<DatabaseRow & { op_kind: string }> = await deps.db('panel_databases as d')
+  const rows: Array<DatabaseRow & { op_kind: DatabaseOpKind }> = await deps.db('panel_databases as d')
     .join('panel_node_ops as o', 'o.id', 'd.last_op_id')
-    .where('d.status', 'pending')
+    .where((w) => w.where('d.status', 'pending').orWhere((r) => r.where('o.kind', 'database.password').whereIn('o.status', ['queued', 'sent'])))
     .where('d.updated_at', '<', new Date(Date.now() - olderThanMs))
     .orderBy('d.updated_at')
     .limit(limit)
     .select('d.*', 'o.kind as op_kind');
   for (const row of rows) {
-    const kind = row.op_kind === 'database.delete' ? 'database.delete' : 'database.create';
     try {
-      await startDatabaseOp(deps.temporal, deps.nodeOps, { opId: row.last_op_id!, node: row.node_name, databaseId: row.id, orgId: row.org_id, kind }, row.name);
+      await startDatabaseOp(deps.temporal, deps.nodeOps, { opId: row.last_op_id!, node: row.node_name, databaseId: row.id, orgId: row.org_id, kind: row.op_kind }, row.name);
     } catch (err) {
       deps.logger.warn({ err, database_id: row.id, op_id: row.last_op_id }, 'a pending database operation could not be resumed; retried at the next pass');
     }
@@ -253,7 +284,7 @@ export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs 
 export interface DatabaseOpFinish {
   databaseId: string;
   opId: string;
-  kind: 'database.create' | 'database.delete';
+  kind: DatabaseOpKind;
   result: OperationResult;
 }
 
@@ -282,9 +313,17 @@ export async function finishDatabaseOp(q: Q, f: DatabaseOpFinish): Promise<Datab
       .forUpdate('d')
       .first('d.*', 'o.path as org_path');
     if (!row) return { status: 'deleted' };
-    if (row.last_op_id !== f.opId || row.status !== 'pending') return { status: row.status };
     const org = { id: row.org_id, path: row.org_path };
     const target = { type: 'database', id: row.id };
+    if (f.kind === 'database.password') {
+      if (row.last_op_id !== f.opId || f.result.ok) return { status: row.status };
+      // the database stays active; the failure is noted on it once (a repeat changes nothing)
+      const error = `password reset failed: ${f.result.error}`;
+      const noted = await trx('panel_databases').where({ id: row.id }).whereRaw('error IS DISTINCT FROM ?', [error]).update({ error, updated_at: trx.fn.now() });
+      if (noted) await audit(trx, null, { org, action: 'database.failed', target, after: { operation: f.opId, kind: f.kind, error, refused: f.result.refused } });
+      return { status: row.status };
+    }
+    if (row.last_op_id !== f.opId || row.status !== 'pending') return { status: row.status };
     if (f.kind === 'database.delete' && f.result.ok) {
       await trx('panel_databases').where({ id: row.id }).delete();
       await audit(trx, null, { org, action: 'database.deleted', target, before: { name: row.name, user: row.db_user, node: row.node_name } });
@@ -313,7 +352,7 @@ export async function applyDatabaseOnHosting(db: Db, opId: string, apply: (op: N
     const done = resultOf(op);
     if (done) return done;
     const payload: NodeOperation = (await trx('panel_node_ops').where({ id: opId }).first('payload')).payload;
-    if (payload.kind !== 'database.create' && payload.kind !== 'database.delete') throw new Error(`node operation ${opId} is a ${payload.kind}, not a database operation`);
+    if (payload.kind !== 'database.create' && payload.kind !== 'database.delete' && payload.kind !== 'database.password') throw new Error(`node operation ${opId} is a ${payload.kind}, not a database operation`);
     const row: DatabaseRow | undefined = await trx('panel_databases').where({ last_op_id: opId }).forUpdate().first();
     if (!row) {
       // the database is gone or has moved on to another operation: applying this one would undo that
@@ -322,7 +361,7 @@ export async function applyDatabaseOnHosting(db: Db, opId: string, apply: (op: N
       return skipped;
     }
     let result = await apply(payload);
-    if (!result.ok && payload.kind === 'database.create' && result.error.includes(payload.password)) {
+    if (!result.ok && payload.kind !== 'database.delete' && result.error.includes(payload.password)) {
       result = { ...result, error: result.error.split(payload.password).join('[password]') };
     }
     await finishDatabaseOp(trx, { databaseId: row.id, opId, kind: payload.kind, result });

@@ -1,4 +1,4 @@
-// A customer account's databases (password shown once) and DNS zones (records edited as lines).
+// A customer account's databases (password shown once, at creation or reset) and DNS zones (records edited as lines).
 import { useState } from 'preact/hooks';
 import { del, get, post, put } from '../lib/api.js';
 import { ActionButton, dash, Field, Form, html, Loaded, Notice, Table, useLoad, when } from '../lib/ui.js';
@@ -9,13 +9,17 @@ export function DatabasesTab({ org }) {
   const [created, setCreated] = useState(null);
   return html`<div>
     <h2>Databases</h2>
-    ${created ? html`<${Notice}>Database <strong>${created.name}</strong>: user <code>${created.user}</code>, password (shown once) <code data-testid="db-password">${created.password}</code><//>` : null}
+    ${created ? html`<${Notice}>Database <strong>${created.name}</strong>: user <code>${created.user}</code>, ${created.reset ? 'new password, set on the node in a moment' : 'password'} (shown once) <code data-testid="db-password">${created.password}</code><//>` : null}
     <${Loaded} state=${list}>${(d) => html`<${Table} caption=${`Databases of ${org.name}`} rows=${d.databases} cols=${[
       ['Name', (x) => x.name],
       ['User', (x) => x.user],
       ['Node', (x) => x.node],
       ['Status', (x) => html`<span class=${'badge ' + x.status}>${x.status}</span>`],
       ['Error', (x) => dash(x.error)],
+      ['', (x) => html`<${ActionButton} action=${() => post(`/v1/databases/${x.id}/password`, { confirm: x.id })} done=${(r) => {
+        setCreated({ ...r, reset: true });
+        list.reload();
+      }} confirm=${`Give the user ${x.user} of ${x.name} a new password? The current one stops working.`}>Reset password<//>`],
       ['', (x) => html`<${ActionButton} danger action=${() => del(`/v1/databases/${x.id}`)} done=${list.reload} confirm=${`Drop the database ${x.name}?`}>Delete<//>`],
     ]} />`}<//>
     <h3>New database</h3>
