@@ -24,6 +24,10 @@ import { cors, type CorsOrigins } from './shared/cors';
 import { videoRoutes } from './media/videos/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettings } from '../shared/metrics';
 import { registerCreditsGauges } from '../../services/credits/metrics';
+import { openApiRoutes } from '../shared/openapi-routes';
+import { gatewayApi } from './openapi';
+import { adminApi } from './admin/openapi';
+import { testRunsApi } from '../testruns/openapi';
 
 export interface GatewayDeps {
   db: Db;
@@ -64,6 +68,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
   app.use(health.routes());
+  // The OpenAPI documents of this port's three APIs and /docs (docs/openapi.md); open, before the admin API's token check.
+  app.use(openApiRoutes([{ path: '/openapi.json', api: () => gatewayApi(deps.keyed ? 'keyed' : 'credits') }, { path: '/admin/openapi.json', api: adminApi }, { path: '/testruns/openapi.json', api: testRunsApi }]).routes());
   app.use(installerRoutes().routes()); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
   if (deps.admin) app.use(deps.admin.routes());
   app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)

@@ -35,6 +35,8 @@ import { panelContext } from './shared/http';
 import { consoleApp } from './console/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry } from '../shared/metrics';
 import { registerPanelGauges } from '../../services/panel/shared/metrics';
+import { openApiRoutes } from '../shared/openapi-routes';
+import { panelApi } from './openapi';
 
 export interface PanelDeps {
   db: Db;
@@ -77,6 +79,7 @@ export function createPanelApp(d: PanelDeps): Koa {
   const open = new Router();
   open.get('/healthz', healthCheck(d));
   app.use(open.routes());
+  app.use(openApiRoutes([{ path: '/openapi.json', api: panelApi }]).routes()); // before the console, which answers every HTML GET
   app.use(consoleApp());
   const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
   app.use(signInRoutes(account).routes());

@@ -10,11 +10,11 @@ import { validate } from '../../shared/validate';
 // The admin HTTP API beyond keys: accounts, models and providers, the same operations and
 // validation as the operator CLI (services/accounts, services/catalog/entries).
 
-const newAccount = z
+export const newAccount = z
   .object({ name: z.string().min(1).max(200), tier: z.enum(TIERS).optional(), credits: credits.optional(), plan_expires_at: z.string().datetime({ offset: true }).nullable().optional() })
   .strict();
-const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
-const grant = z.object({ credits }).strict();
+export const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
+export const grant = z.object({ credits }).strict();
 
 /**
  * JSON values in the CLI's string forms, so one schema (services/catalog/entries.ts) checks both:

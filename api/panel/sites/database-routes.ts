@@ -8,7 +8,7 @@ import { bodyOf } from '../shared/http';
 // the password, shown once; the node operation follows), list per org subtree, read, delete (202;
 // the row goes once the node dropped the database).
 
-const createBody = z.strictObject({
+export const createBody = z.strictObject({
   name: z.string().min(1).max(64),
   user: z.string().min(1).max(32).optional(),
   node: z.string().max(63).optional(),
