@@ -68,10 +68,14 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
   app.use(health.routes());
+  app.use(health.allowedMethods());
   // The OpenAPI documents of this port's three APIs and /docs (docs/openapi.md); open, before the admin API's token check.
   app.use(openApiRoutes([{ path: '/openapi.json', api: () => gatewayApi(deps.keyed ? 'keyed' : 'credits') }, { path: '/admin/openapi.json', api: adminApi }, { path: '/testruns/openapi.json', api: testRunsApi }]).routes());
-  app.use(installerRoutes().routes()); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
+  const installer = installerRoutes(); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
+  app.use(installer.routes());
+  app.use(installer.allowedMethods());
   if (deps.admin) app.use(deps.admin.routes());
+  if (deps.admin) app.use(deps.admin.allowedMethods());
   app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)
 
   // Messages-dialect clients get errors, authentication ones included, in Anthropic's shape.

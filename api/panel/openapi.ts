@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { header, type ApiDescription, type ApiOperation, type Method } from '../shared/openapi';
+import { header, healthOperation, type ApiDescription, type ApiOperation, type Method } from '../shared/openapi';
 import * as alerts from './alerts/routes';
 import * as webhooks from './alerts/webhook-routes';
 import * as billing from './billing/routes';
@@ -47,11 +47,7 @@ const accepted = { status: 202 } as const;
 const created = { status: 201 } as const;
 
 const operations: ApiOperation[] = [
-  op('health')('get', '/healthz', 'Health: 200 when PostgreSQL and Temporal answer, else 503', {
-    status: [200, 503],
-    response: z.object({ ok: z.boolean(), postgres: z.enum(['up', 'down']), temporal: z.enum(['up', 'down']) }),
-    security: [],
-  }),
+  healthOperation,
   a('post', '/v1/auth/sign-in', 'Sign in: sets the session cookie; the CSRF token is in x-csrf-token', {
     body: account.signInBody,
     security: [],

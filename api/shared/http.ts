@@ -25,7 +25,8 @@ export function requestContext(logger: Logger, requestIdHeader: string | null) {
       await next();
       if (ctx.body === undefined && ctx.respond !== false) {
         if (ctx.status === 404) throw new GatewayError('route_not_found', { method: ctx.method, path: ctx.path });
-        if (ctx.status === 405) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
+        // @koa/router answers a method it knows nowhere (TRACE, …) 501: a 405 like any other method the route lacks.
+        if (ctx.status === 405 || ctx.status === 501) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
       }
     } catch (err) {
       sendError(ctx, err);

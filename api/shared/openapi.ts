@@ -67,6 +67,17 @@ export const gatewayHeaders = z.object({ 'x-request-id': header('This request id
 
 const retryAfter = z.object({ 'retry-after': header('Seconds to wait before retrying (429 and 503 answers)').optional() });
 
+/** GET /healthz, the same on every port (api/gateway/app.ts healthCheck). */
+export const healthOperation: ApiOperation = {
+  method: 'get',
+  path: '/healthz',
+  summary: 'Health: 200 when PostgreSQL and Temporal answer, else 503',
+  tags: ['health'],
+  status: [200, 503],
+  response: z.looseObject({ ok: z.boolean(), postgres: z.enum(['up', 'down']), temporal: z.enum(['up', 'down']) }),
+  security: [],
+};
+
 /** Koa's `:id` (and `*path`) path parameters in OpenAPI's `{id}` form. */
 export const openApiPath = (koaPath: string): string => koaPath.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 

@@ -3,7 +3,7 @@ import { caseInputSchema, configurationInputSchema, runCreateSchema } from '../.
 import { gatewayErrorBody, gatewayHeaders, header, jsonObject, type ApiDescription, type ApiOperation } from '../shared/openapi';
 import { caseListQuery, configurationReplaceSchema, idempotencyKey, runListQuery } from './routes';
 
-const list = z.object({ data: z.array(jsonObject) });
+const list = z.looseObject({ data: z.array(jsonObject) });
 const tags = (t: string) => [t];
 
 const operations: ApiOperation[] = [

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import { Client, Connection } from '@temporalio/client';
@@ -76,6 +77,19 @@ function assertWellFormed(doc: Doc) {
   // every $ref resolves
   const text = JSON.stringify(doc);
   for (const [, name] of text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) assert.ok(doc.components?.schemas?.[name], `$ref ${name} resolves`);
+}
+
+/** fetch refuses TRACE: a plain request, the answer's status, headers and JSON body. */
+function request(url: string, method: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; json: { error: { code: string } } }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 describe('OpenAPI documents', () => {
@@ -161,6 +175,14 @@ describe('OpenAPI documents', () => {
       const bundle = await fetch(`${stack.gateway.url}/docs/assets/swagger-ui-bundle.js`);
       assert.equal(bundle.status, 200);
       assert.ok((await bundle.arrayBuffer()).byteLength > 100_000, 'the swagger-ui bundle from node_modules');
+      // a method no route has (found by schemathesis: a bare 501 before) is a 405 in the envelope, with Allow
+      for (const path of ['/v1/chat/completions', '/healthz', '/install.sh', '/admin/keys', '/api/runs/x']) {
+        const trace = await request(stack.gateway.url + path, 'TRACE');
+        assert.equal(trace.status, 405, path);
+        assert.equal(trace.json.error.code, 'method_not_allowed', path);
+        assert.ok(trace.headers['x-request-id'], path);
+      }
+      assert.match((await request(`${stack.gateway.url}/v1/models`, 'TRACE')).headers.allow ?? '', /GET/);
       const unknown = await fetch(`${stack.gateway.url}/docs/assets/..%2Fpackage.json`);
       assert.equal(unknown.status, 404);
       assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'route_not_found');
@@ -178,6 +200,13 @@ describe('OpenAPI documents', () => {
       const page = await fetch(`${base()}/docs`, { headers: { accept: 'text/html' } });
       assert.equal(page.status, 200);
       assert.match(await page.text(), /\/docs\/assets\/init\.js/);
+      // a method a route lacks is a 405 in the panel's error body, with Allow (404 or a bare 501 before)
+      for (const [method, path] of [['TRACE', '/v1/orgs'], ['TRACE', '/healthz'], ['TRACE', '/v1/auth/sign-in'], ['PUT', '/v1/alerts']]) {
+        const res = await request(base() + path, method);
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.json.error.code, 'method_not_allowed');
+        assert.ok(res.headers.allow, `${method} ${path}: Allow`);
+      }
     });
   });
 });

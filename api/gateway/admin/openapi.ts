@@ -5,7 +5,7 @@ import { gatewayErrorBody, gatewayHeaders, jsonObject, type ApiDescription, type
 import { change, grant, newAccount } from './catalog-routes';
 import { createBody, updateBody } from './routes';
 
-const list = z.object({ data: z.array(jsonObject) });
+const list = z.looseObject({ data: z.array(jsonObject) });
 // PUT /admin/models/:id and /admin/providers/:id take the operator CLI's fields (services/catalog/entries.ts), underscored.
 const catalogEntry = jsonObject.meta({ description: "The operator CLI's fields of the entry with underscores (input_price, …); lists as arrays, flags as booleans" });
 
