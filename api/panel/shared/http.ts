@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import { isDatabaseUnavailable } from '../../../platform/db-errors';
 import type { Logger } from '../../../platform/logger';
+import type { ClientErrorAnswer } from '../../../platform/http-server';
 
 /**
  * Outermost middleware of the panel API: a request id (x-request-id) and a child logger per
@@ -49,6 +50,12 @@ export function sendPanelError(ctx: Context, e: PanelError): void {
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   ctx.body = e.toBody();
 }
+
+/** What Node's parser refuses (platform/http-server.ts), in the panel's error body. */
+export const panelClientError: ClientErrorAnswer = (kind, limit) => {
+  const e = kind === 'header_too_large' ? new PanelError('header_too_large', { limit }) : new PanelError('validation_failed', { field: 'request', detail: 'request: not parseable as HTTP/1.1' });
+  return { status: e.status, body: e.toBody() };
+};
 
 /** The first zod issue as validation_failed, naming the field. */
 export function zodError(err: z.ZodError): PanelError {
