@@ -35,7 +35,8 @@ export function openApiRoutes(documents: ServedDocument[], docsPath = '/docs'): 
 <script src="${docsPath}/assets/swagger-ui-standalone-preset.js"></script>
 <script src="${docsPath}/assets/init.js"></script></body></html>
 `;
-  const init = `SwaggerUIBundle({ dom_id: '#swagger-ui', urls: ${JSON.stringify(documents.map((d) => ({ url: d.path, name: d.path })))}, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout', deepLinking: true });\n`;
+  // validatorUrl null: swagger-ui would otherwise send the document to validator.swagger.io
+  const init = `SwaggerUIBundle({ dom_id: '#swagger-ui', urls: ${JSON.stringify(documents.map((d) => ({ url: d.path, name: d.path })))}, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout', deepLinking: true, validatorUrl: null });\n`;
   r.get(docsPath, (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = page;

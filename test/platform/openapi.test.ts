@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import { Client, Connection } from '@temporalio/client';
@@ -188,6 +190,19 @@ describe('OpenAPI documents', () => {
       assert.equal(long.status, 431);
       assert.equal(long.json.error.code, 'header_too_large');
       assert.ok(long.headers['x-request-id']);
+      // swagger-ui renders the document in chromium with every request kept to this server (no CDN)
+      const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      try {
+        const page = await browser.newPage();
+        const foreign: string[] = [];
+        page.on('request', (r) => void (r.url().startsWith(stack.gateway.url) || r.url().startsWith('data:') || foreign.push(r.url())));
+        await page.goto(`${stack.gateway.url}/docs`);
+        await page.locator('.opblock-summary-path', { hasText: '/v1/chat/completions' }).first().waitFor({ timeout: 30_000 });
+        await page.screenshot({ path: path.join('test-artifacts', 'openapi', 'docs.png') });
+        assert.deepEqual(foreign, []);
+      } finally {
+        await browser.close();
+      }
       const unknown = await fetch(`${stack.gateway.url}/docs/assets/..%2Fpackage.json`);
       assert.equal(unknown.status, 404);
       assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'route_not_found');
