@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { gatewayErrorBody, gatewayHeaders, header, healthOperation, jsonObject, type ApiDescription, type ApiOperation } from '../shared/openapi';
 import { audioModelsQuery } from './media/audio/models';
 import { videoCreateSchema } from './media/videos/schema';
+import { videoContentQuery } from './media/videos/read';
 import { generationQuery, usageQuery } from './reads/reads';
 import { chatRequestSchema } from './text/chat-schema';
 import { countTokensSchema } from './text/count-tokens';
@@ -46,7 +47,7 @@ const operations: ApiOperation[] = [
   },
   { method: 'get', path: '/v1/videos/models', summary: 'Video models', tags: ['media'], response: list },
   { method: 'get', path: '/v1/videos/:id', summary: 'A video job', tags: ['media'] },
-  { method: 'get', path: '/v1/videos/:id/content', summary: "A completed job's video bytes (Range honoured)", tags: ['media'], query: z.object({ index: z.string().optional() }), status: [200, 206], responseType: 'video/mp4' },
+  { method: 'get', path: '/v1/videos/:id/content', summary: "A completed job's video bytes (Range honoured)", tags: ['media'], query: videoContentQuery, status: [200, 206], responseType: 'video/mp4' },
   { method: 'post', path: '/v1/audio/speech', summary: 'Text to speech: audio bytes (mp3 or pcm)', tags: ['media'], headers: idempotency, body: jsonOrOther('model, input, voice, response_format (mp3|pcm), speed, input_references'), responseType: 'application/octet-stream', responseHeaders: billed },
   {
     method: 'post',
