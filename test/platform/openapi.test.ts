@@ -16,7 +16,7 @@ import { panelApi } from '../../api/panel/openapi';
 import { CacheInvalidation } from '../../platform/cache-invalidation';
 import { Catalog } from '../../services/catalog/catalog';
 import { useStack } from '../helpers/stack';
-import { usePanel } from '../helpers/panel';
+import { platformAdmin, usePanel } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // Every route a Koa router of an API registers has an operation in that API's document, and
@@ -207,6 +207,15 @@ describe('OpenAPI documents', () => {
       assert.equal(unknown.status, 404);
       assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'route_not_found');
     });
+
+    it("takes instants with offsets PostgreSQL refuses (the longer fuzz run's 500s), in UTC", async () => {
+      const admin = { authorization: 'Bearer openapi-admin-token', 'content-type': 'application/json' };
+      const made = await fetch(`${stack.gateway.url}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'offset', plan_expires_at: '9814-01-29T01:47:32.7765+17:25' }) });
+      assert.equal(made.status, 201, await made.clone().text());
+      assert.match(JSON.stringify(await made.json()), /9814-01-28T08:22:32\.776/);
+      const report = await fetch(`${stack.gateway.url}/admin/reports/uncovered?since=${encodeURIComponent('5352-08-24T02:33:35.94+20:46')}`, { headers: admin });
+      assert.equal(report.status, 200, await report.clone().text());
+    });
   });
 
   describe('served on the panel port', () => {
@@ -230,6 +239,15 @@ describe('OpenAPI documents', () => {
         assert.equal(res.json.error.code, 'method_not_allowed');
         assert.ok(res.headers.allow, `${method} ${path}: Allow`);
       }
+    });
+
+    it("refuses NUL in text and takes instants with any offset (the longer fuzz run's 500s)", async () => {
+      const admin = await platformAdmin(base());
+      const nul = await admin.req('POST', '/v1/account/tokens', { name: 'a\u0000b' });
+      assert.equal(nul.status, 400);
+      assert.equal(nul.json.error.code, 'validation_failed');
+      const alerts = await admin.get(`/v1/alerts?before=${encodeURIComponent('0418-07-27T10:31:53.646868+23:50')}`);
+      assert.equal(alerts.status, 200, JSON.stringify(alerts.json));
     });
   });
 });

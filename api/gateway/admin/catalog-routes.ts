@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { accountChange, addCredits, createAccount, credits, getAccount, setAccountActive, TIERS, updateAccount } from '../../../services/accounts/accounts';
 import { GatewayError } from '../../../domain/shared/errors';
+import { isoInstant } from '../../../domain/shared/instant';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../../../services/catalog/entries';
 import type { Db } from '../../../platform/db';
 import { readJsonObject } from '../../shared/http';
@@ -11,7 +12,7 @@ import { validate } from '../../shared/validate';
 // validation as the operator CLI (services/accounts, services/catalog/entries).
 
 export const newAccount = z
-  .object({ name: z.string().min(1).max(200), tier: z.enum(TIERS).optional(), credits: credits.optional(), plan_expires_at: z.string().datetime({ offset: true }).nullable().optional() })
+  .object({ name: z.string().min(1).max(200), tier: z.enum(TIERS).optional(), credits: credits.optional(), plan_expires_at: isoInstant.nullable().optional() })
   .strict();
 export const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
 export const grant = z.object({ credits }).strict();

@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { SEVERITIES } from '../../../domain/panel/alerts';
 import { PanelError } from '../../../domain/panel/errors';
+import { isoInstant } from '../../../domain/shared/instant';
 import type { Db } from '../../../platform/db';
 import { getAlert, listAlerts, moveAlert } from '../../../services/panel/alerts/alerts';
 import { changeRule, effectiveRules, restoreRule, ruleView } from '../../../services/panel/alerts/rules';
@@ -38,7 +39,7 @@ export const listQuery = z.object({
   node: z.string().max(63).optional(),
   severity: z.enum(SEVERITIES as [string, ...string[]]).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  before: z.iso.datetime({ offset: true }).optional(),
+  before: isoInstant.optional(),
 });
 export const ruleChange = z.strictObject({
   threshold: z.number().optional(),
