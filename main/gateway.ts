@@ -8,6 +8,7 @@ import { AuthStore } from '../services/keys/auth-store';
 import { CacheInvalidation } from '../platform/cache-invalidation';
 import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
+import { gatewayClientError } from '../api/shared/http';
 import type { CorsOrigins } from '../api/gateway/shared/cors';
 import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
@@ -90,7 +91,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }) });
-  const listening = await listen(app.callback(), o.port, o.host);
+  const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   return {
     url: listening.url,
     server: listening.server,

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { ClientConfig } from 'pg';
 import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createPanelApp } from '../api/panel/app';
+import { panelClientError } from '../api/panel/shared/http';
 import { createNodeApp } from '../api/panel/nodes/node-app';
 import type { Db } from '../platform/db';
 import { DEFAULT_NAMESERVERS } from '../platform/config';
@@ -173,7 +174,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     }
     hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
     if (o.flags.billingMeter) await startBilling(o, temporal, stops);
-    const http = await listen(app.callback(), o.port, o.host);
+    const http = await listen(app.callback(), o.port, o.host, panelClientError);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };
   } catch (err) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -8,10 +9,26 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+/**
+ * The answer to a request Node's parser refuses before any handler runs: headers over
+ * http.maxHeaderSize (431) or a malformed request (400). Default: Node's bare status line.
+ */
+export type ClientErrorAnswer = (kind: 'header_too_large' | 'malformed', limit: string) => { status: number; body: unknown };
+
 /** Serves a request handler on host:port (0: a free port); keep-alive longer than common proxies' 60 s. */
-export async function listen(handler: http.RequestListener, port: number, host = '127.0.0.1'): Promise<Listening> {
+export async function listen(handler: http.RequestListener, port: number, host = '127.0.0.1', clientError?: ClientErrorAnswer): Promise<Listening> {
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
+  if (clientError) {
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+      const { status, body } = clientError(err.code === 'HPE_HEADER_OVERFLOW' ? 'header_too_large' : 'malformed', `${Math.round(http.maxHeaderSize / 1024)} KB`);
+      const json = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(json)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${json}`,
+      );
+    });
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -26,6 +26,10 @@ import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettin
 import { tracingMiddleware } from '../shared/tracing';
 import { registerCreditsGauges } from '../../services/credits/metrics';
 import { BREAKER_DEFAULTS, CircuitBreakers } from '../../domain/catalog/routing';
+import { openApiRoutes } from '../shared/openapi-routes';
+import { gatewayApi } from './openapi';
+import { adminApi } from './admin/openapi';
+import { testRunsApi } from '../testruns/openapi';
 
 export interface GatewayDeps {
   db: Db;
@@ -71,8 +75,14 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   const health = new Router();
   health.get('/healthz', healthCheck(deps));
   app.use(health.routes());
-  app.use(installerRoutes().routes()); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
+  app.use(health.allowedMethods());
+  // The OpenAPI documents of this port's three APIs and /docs (docs/openapi.md); open, before the admin API's token check.
+  app.use(openApiRoutes([{ path: '/openapi.json', api: () => gatewayApi(deps.keyed ? 'keyed' : 'credits') }, { path: '/admin/openapi.json', api: adminApi }, { path: '/testruns/openapi.json', api: testRunsApi }]).routes());
+  const installer = installerRoutes(); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
+  app.use(installer.routes());
+  app.use(installer.allowedMethods());
   if (deps.admin) app.use(deps.admin.routes());
+  if (deps.admin) app.use(deps.admin.allowedMethods());
   app.use(testRunRoutes(deps).routes()); // the test-run API under /api (spec 3 B)
 
   // Messages-dialect clients get errors, authentication ones included, in Anthropic's shape.

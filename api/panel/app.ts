@@ -37,6 +37,8 @@ import { consoleApp } from './console/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry } from '../shared/metrics';
 import { tracingMiddleware } from '../shared/tracing';
 import { registerPanelGauges } from '../../services/panel/shared/metrics';
+import { openApiRoutes } from '../shared/openapi-routes';
+import { panelApi } from './openapi';
 
 export interface PanelDeps {
   db: Db;
@@ -81,10 +83,16 @@ export function createPanelApp(d: PanelDeps): Koa {
   const open = new Router();
   open.get('/healthz', healthCheck(d));
   app.use(open.routes());
+  app.use(open.allowedMethods());
+  app.use(openApiRoutes([{ path: '/openapi.json', api: panelApi }]).routes()); // before the console, which answers every HTML GET
   app.use(consoleApp());
   const account = { db: d.db, settings: d.auth, issuer: d.issuer, secureCookies: d.secureCookies };
-  app.use(signInRoutes(account).routes());
-  app.use(publicBrandingRoutes(d.db).routes());
+  const signIn = signInRoutes(account);
+  const branding = publicBrandingRoutes(d.db);
+  app.use(signIn.routes());
+  app.use(signIn.allowedMethods());
+  app.use(branding.routes());
+  app.use(branding.allowedMethods());
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
@@ -124,5 +132,6 @@ export function createPanelApp(d: PanelDeps): Koa {
     v1.use(imports.allowedMethods());
   }
   app.use(v1.routes());
+  app.use(v1.allowedMethods()); // 405 with Allow for a route's other methods (the routers' own run only once a route matched)
   return app;
 }

@@ -4,6 +4,7 @@ import getRawBody from 'raw-body';
 import { GatewayError } from '../../domain/shared/errors';
 import { isDatabaseUnavailable } from '../../platform/db-errors';
 import type { Logger } from '../../platform/logger';
+import type { ClientErrorAnswer } from '../../platform/http-server';
 
 export interface RequestState {
   requestId: string;
@@ -25,7 +26,8 @@ export function requestContext(logger: Logger, requestIdHeader: string | null) {
       await next();
       if (ctx.body === undefined && ctx.respond !== false) {
         if (ctx.status === 404) throw new GatewayError('route_not_found', { method: ctx.method, path: ctx.path });
-        if (ctx.status === 405) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
+        // @koa/router answers a method it knows nowhere (TRACE, …) 501: a 405 like any other method the route lacks.
+        if (ctx.status === 405 || ctx.status === 501) throw new GatewayError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
       }
     } catch (err) {
       sendError(ctx, err);
@@ -55,6 +57,12 @@ export function sendError(ctx: Context, err: unknown): void {
   const render = ctx.state.errorBody as ((e: GatewayError) => unknown) | undefined;
   ctx.body = render ? render(e) : e.toEnvelope();
 }
+
+/** What Node's parser refuses (platform/http-server.ts), in the envelope. */
+export const gatewayClientError: ClientErrorAnswer = (kind, limit) => {
+  const e = kind === 'header_too_large' ? new GatewayError('header_too_large', { limit }) : new GatewayError('invalid_request', { detail: 'the request could not be parsed as HTTP/1.1' });
+  return { status: e.status, body: e.toEnvelope() };
+};
 
 const MB = 1024 * 1024;
 /** Size limits are worded in MB everywhere (whole MB where the limit is one). */

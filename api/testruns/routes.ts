@@ -77,12 +77,13 @@ function ownProject(ctx: Context): Project {
   return p;
 }
 
-const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'must be 1-255 visible ASCII characters');
+export const idempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'must be 1-255 visible ASCII characters');
 
-const caseListQuery = z.object({ tag: z.string().optional(), archived: z.enum(['true', 'false']).optional() }).strict();
-const runListQuery = z
+export const caseListQuery = z.object({ tag: z.string().optional(), archived: z.enum(['true', 'false']).optional() }).strict();
+export const runListQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).default(20), status: z.enum(RUN_STATUSES).optional() })
   .strict();
+export const configurationReplaceSchema = z.object({ settings: configurationSchema }).strict();
 
 /**
  * The test-run API (spec 3 B) under /api, on the gateway's port: projects' cases and
@@ -135,7 +136,7 @@ export function testRunRoutes(deps: TestRunRouteDeps): { routes(): Middleware } 
   });
   r.put('/projects/:id/configurations/:cfg', async (ctx) => {
     const p = ownProject(ctx);
-    const body = validate(z.object({ settings: configurationSchema }).strict(), await readJsonObject(ctx));
+    const body = validate(configurationReplaceSchema, await readJsonObject(ctx));
     const name = isUuid(ctx.params.cfg) ? (await findConfiguration(db, p.id, ctx.params.cfg)).name : ctx.params.cfg;
     ctx.body = await setConfiguration(db, p.id, { name, settings: body.settings }, { replace: true });
   });
@@ -174,9 +175,9 @@ export function testRunRoutes(deps: TestRunRouteDeps): { routes(): Middleware } 
   // The edge rule covers every path under /api, routed or not, OPTIONS included.
   const routes = r.routes() as unknown as Middleware;
   const allowed = r.allowedMethods() as unknown as Middleware;
-  return {
-    routes: () => (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? apiEdge(ctx, () => routes(ctx, () => allowed(ctx, next))) : next()),
-  };
+  const dispatch: Middleware = (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? apiEdge(ctx, () => routes(ctx, () => allowed(ctx, next))) : next());
+  // The router is visible on the middleware, as on @koa/router's own, so the OpenAPI test sees its routes.
+  return { routes: () => Object.assign(dispatch, { router: r }) };
 }
 
 function validateHeader(v: string): string {

@@ -19,6 +19,7 @@ export const PANEL_ERRORS = {
   conflict: { status: 409, message: '{detail}' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },
   unsafe_archive: { status: 422, message: 'The archive is refused as unsafe: {detail}' },
+  header_too_large: { status: 431, message: 'The request line and headers are larger than {limit}.' },
   too_many_attempts: { status: 429, message: 'Too many failed sign-ins for this {scope}; retry in {retry_after} s.' },
   internal_error: { status: 500, message: 'Something went wrong on our side (request {request_id}).' },
   service_unavailable: { status: 503, message: 'The panel database is unavailable; retry shortly.' },

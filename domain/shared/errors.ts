@@ -43,6 +43,7 @@ export const ERRORS = {
   content_expired: { status: 410, type: 'invalid_request_error', message: 'The content of video {id} is no longer held by the provider.' },
   range_not_satisfiable: { status: 416, type: 'invalid_request_error', message: 'Range not satisfiable: {detail}' },
   request_too_large: { status: 413, type: 'invalid_request_error', message: 'The request body is larger than {limit}.' },
+  header_too_large: { status: 431, type: 'invalid_request_error', message: 'The request line and headers are larger than {limit}.' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error', message: '{detail}' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error', message: 'Too many requests; retry after {retry_after} seconds.' },
   provider_rate_limited: { status: 429, type: 'rate_limit_error', message: 'The provider is rate limiting this model; retry later. No credits were deducted.' },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Db } from '../../platform/db';
 import { NotFound } from '../shared/errors';
+import { isoInstant } from '../../domain/shared/instant';
 
 // Accounts and their credits: the only writer of grants (every grant is a ledger row). Used by
 // the admin CLI, `npm start` seeding and the tests.
@@ -12,7 +13,7 @@ export const accountInput = z.object({
   name: z.string().min(1).max(200),
   tier: z.enum(TIERS).default('user'),
   credits: credits.default('0'),
-  planExpiresAt: z.string().datetime({ offset: true }).nullable().default(null),
+  planExpiresAt: isoInstant.nullable().default(null),
 });
 
 export async function createAccount(db: Db, input: z.input<typeof accountInput>) {
@@ -69,7 +70,7 @@ export const reactivateAccount = (db: Db, id: string) => setAccountActive(db, id
 export const accountChange = z
   .object({
     tier: z.enum(TIERS).optional(),
-    planExpiresAt: z.string().datetime({ offset: true }).nullable().optional(),
+    planExpiresAt: isoInstant.nullable().optional(),
   })
   .strict();
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { normalize } from '../../domain/credits/pricing';
+import { isoInstant } from '../../domain/shared/instant';
 import type { Db } from '../../platform/db';
 
 // Provider costs above their holds: charged up to the hold (billing_source provider_cost_capped),
@@ -9,7 +10,7 @@ import type { Db } from '../../platform/db';
 export const uncoveredQuery = z
   .object({
     /** ISO 8601: requests settled at or after this instant */
-    since: z.string().datetime({ offset: true }).optional(),
+    since: isoInstant.optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
   .strict();

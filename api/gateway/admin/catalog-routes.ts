@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { accountChange, addCredits, createAccount, credits, getAccount, setAccountActive, TIERS, updateAccount } from '../../../services/accounts/accounts';
 import { GatewayError } from '../../../domain/shared/errors';
+import { isoInstant } from '../../../domain/shared/instant';
 import { listModels, modelInput, providerInput, setModel, setProvider } from '../../../services/catalog/entries';
 import { newCycleInput, startNewCycle } from '../../../services/accounts/cycles';
 import { listRoutes, removeRoute, routeInput, setRoute } from '../../../services/catalog/routes';
@@ -12,11 +13,11 @@ import { validate } from '../../shared/validate';
 // The admin HTTP API beyond keys: accounts, models and providers, the same operations and
 // validation as the operator CLI (services/accounts, services/catalog/entries).
 
-const newAccount = z
-  .object({ name: z.string().min(1).max(200), tier: z.enum(TIERS).optional(), credits: credits.optional(), plan_expires_at: z.string().datetime({ offset: true }).nullable().optional() })
+export const newAccount = z
+  .object({ name: z.string().min(1).max(200), tier: z.enum(TIERS).optional(), credits: credits.optional(), plan_expires_at: isoInstant.nullable().optional() })
   .strict();
-const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
-const grant = z.object({ credits }).strict();
+export const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
+export const grant = z.object({ credits }).strict();
 const cycle = newCycleInput.omit({ account: true }).strict();
 const routeBody = routeInput.omit({ model: true }).strict();
 

@@ -42,7 +42,7 @@ function adminAuth(token: string | null) {
 }
 
 
-const createBody = keySettingsSchema
+export const createBody = keySettingsSchema
   .extend({
     account_id: uuid,
     label: z.string().max(200).optional(),
@@ -50,7 +50,7 @@ const createBody = keySettingsSchema
   })
   .strict();
 
-const updateBody = keySettingsSchema.extend({ label: z.string().max(200).optional() }).strict();
+export const updateBody = keySettingsSchema.extend({ label: z.string().max(200).optional() }).strict();
 
 /**
  * The admin HTTP API under /admin (README "Admin HTTP API"): keys with their per-key settings,

@@ -6,7 +6,7 @@ import { GatewayError } from '../../../domain/shared/errors';
 /** The scripts carry this placeholder where the gateway's own address goes. */
 export const BASE_URL_PLACEHOLDER = '__GATEWAY_BASE_URL__';
 
-const SCRIPTS = ['install.sh', 'uninstall.sh', 'install.ps1', 'uninstall.ps1'] as const;
+export const SCRIPTS = ['install.sh', 'uninstall.sh', 'install.ps1', 'uninstall.ps1'] as const;
 
 // The Host header ends up inside a script the client runs, so only plain host names and IP
 // literals are accepted: a crafted header must not be able to inject script text.

@@ -83,11 +83,13 @@ export function keyInfo(db: Db) {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+export const generationQuery = z.object({ id: z.string().min(1).max(200).refine(printable, 'must not contain control characters') }).strict();
+
 /** GET /v1/generation?id= : by request id, or by the body id of a non-streaming answer. */
 export function generation(db: Db) {
   return async (ctx: Context) => {
     const auth: AuthRecord = ctx.state.auth;
-    const { id } = validate(z.object({ id: z.string().min(1).max(200).refine(printable, 'must not contain control characters') }).strict(), ctx.query);
+    const { id } = validate(generationQuery, ctx.query);
     const r = await findGeneration(db, auth.accountId, id);
     if (!r) throw new GatewayError('not_found', { detail: `No generation with id '${id}' on this account.`, param: 'id' });
     const pending = r.status === 'held';
@@ -145,7 +147,7 @@ const realDay = (s: string) => {
 };
 const day = z.string().refine(realDay, 'must be a calendar day YYYY-MM-DD');
 const instant = z.string().refine((s) => realDay(s) || (INSTANT.test(s) && realDay(s.slice(0, 10)) && !Number.isNaN(instantOf(s).getTime())), 'must be YYYY-MM-DD or ISO 8601');
-const usageQuery = z
+export const usageQuery = z
   .object({
     from: instant.optional(),
     to: instant.optional(),

@@ -10,11 +10,11 @@ import { messagesDialect, messagesRequestSchema, type MessagesRequest } from './
 // prompt's input tokens, estimated as the gateway estimates a prompt elsewhere (about 4
 // characters a token, plus the tool definitions). Free: no hold, nothing forwarded.
 
-const countSchema = messagesRequestSchema.pick({ model: true, messages: true, system: true, tools: true, tool_choice: true, thinking: true }).strict();
+export const countTokensSchema = messagesRequestSchema.pick({ model: true, messages: true, system: true, tools: true, tool_choice: true, thinking: true }).strict();
 
 export function countTokens(catalog: Catalog) {
   return async (ctx: Context) => {
-    const req = validate(countSchema, await readJsonObject(ctx));
+    const req = validate(countTokensSchema, await readJsonObject(ctx));
     const auth: AuthRecord = ctx.state.auth;
     await checkAccess(catalog, auth, req.model, 'text', '/v1/messages/count_tokens');
     const tools = req.tools ? Math.ceil(JSON.stringify(req.tools).length / 4) : 0;

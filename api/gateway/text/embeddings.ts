@@ -16,7 +16,7 @@ import type { InferenceDeps } from './inference';
 // billing_source as for chat (the provider's cost when it reports one, else the table price).
 // The hold is the input's UTF-8 byte count in tokens: no tokenizer makes more tokens than bytes.
 
-const schema = z
+export const embeddingsRequestSchema = z
   .object({
     model: z.string().min(1),
     input: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(2048)]),
@@ -29,7 +29,7 @@ const schema = z
 export function embeddings(deps: Omit<InferenceDeps, 'breakers'>) {
   return async (ctx: Context) => {
     const started = Date.now();
-    const req = validate(schema, await readJsonObject(ctx));
+    const req = validate(embeddingsRequestSchema, await readJsonObject(ctx));
     const { model, provider, complimentary } = await checkAccess(deps.catalog, ctx.state.auth, req.model, 'embeddings', '/v1/embeddings');
     // Embeddings speak OpenAI's wire format only.
     const adapter = provider.kind === 'openai' ? ADAPTERS.openai : undefined;

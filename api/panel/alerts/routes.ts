@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { SEVERITIES } from '../../../domain/panel/alerts';
 import { PanelError } from '../../../domain/panel/errors';
+import { isoInstant } from '../../../domain/shared/instant';
 import type { Db } from '../../../platform/db';
 import { getAlert, listAlerts, moveAlert } from '../../../services/panel/alerts/alerts';
 import { changeRule, effectiveRules, restoreRule, ruleView } from '../../../services/panel/alerts/rules';
@@ -32,22 +33,22 @@ function platformOnly(ctx: Context, next: Next) {
   return next();
 }
 
-const noteBody = z.strictObject({ note: z.string().trim().min(1).max(2000).optional() });
-const listQuery = z.object({
+export const noteBody = z.strictObject({ note: z.string().trim().min(1).max(2000).optional() });
+export const listQuery = z.object({
   state: z.enum(['open', 'acknowledged', 'resolved', 'unresolved']).optional(),
   node: z.string().max(63).optional(),
   severity: z.enum(SEVERITIES as [string, ...string[]]).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  before: z.iso.datetime({ offset: true }).optional(),
+  before: isoInstant.optional(),
 });
-const ruleChange = z.strictObject({
+export const ruleChange = z.strictObject({
   threshold: z.number().optional(),
   for_seconds: z.number().int().optional(),
   reopen_seconds: z.number().int().optional(),
   severity: z.enum(['warning', 'critical']).optional(),
   enabled: z.boolean().optional(),
 });
-const chartQuery = z.object({ from: z.string().optional(), to: z.string().optional(), step: z.string().optional() });
+export const chartQuery = z.object({ from: z.string().optional(), to: z.string().optional(), step: z.string().optional() });
 
 export function alertRoutes(o: AlertRouteOptions): Router {
   const r = new Router({ prefix: '/v1' });

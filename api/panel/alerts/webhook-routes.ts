@@ -26,9 +26,9 @@ export interface WebhookRouteOptions {
   settings: WebhookSettings;
 }
 
-const endpointBody = z.strictObject({ url: z.string().min(1).max(2000), events: z.array(z.string()).min(1).max(20), description: z.string().max(200).optional() });
-const endpointChange = z.strictObject({ url: z.string().min(1).max(2000).optional(), events: z.array(z.string()).max(20).optional(), description: z.string().max(200).nullable().optional(), enabled: z.boolean().optional() });
-const limitQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) });
+export const endpointBody = z.strictObject({ url: z.string().min(1).max(2000), events: z.array(z.string()).min(1).max(20), description: z.string().max(200).optional() });
+export const endpointChange = z.strictObject({ url: z.string().min(1).max(2000).optional(), events: z.array(z.string()).max(20).optional(), description: z.string().max(200).nullable().optional(), enabled: z.boolean().optional() });
+export const limitQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) });
 
 export function webhookRoutes(o: WebhookRouteOptions): Router {
   const r = new Router({ prefix: '/v1' });

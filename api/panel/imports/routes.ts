@@ -9,7 +9,7 @@ import { parse } from '../shared/http';
 // upload an archive into a customer account (the raw body; 201 with plan, report and quota check,
 // or refused with the copy deleted), read its progress, run it (again).
 
-const uploadQuery = z.strictObject({ name: z.string().min(1).max(200).optional() });
+export const uploadQuery = z.strictObject({ name: z.string().min(1).max(200).optional() });
 
 export function importRoutes(deps: ImportsDeps): Router {
   const r = new Router({ prefix: '/v1' });

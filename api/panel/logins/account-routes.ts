@@ -10,10 +10,10 @@ import { CSRF_HEADER, csrfToken } from '../shared/csrf';
 
 // Signing in and out, and the caller's own account page: password, two-factor, API tokens.
 
-const signInBody = z.strictObject({ username: z.string().max(64), password: z.string().max(256), code: z.string().max(32).optional() });
-const passwordBody = z.strictObject({ current_password: z.string().max(256), new_password: z.string().max(256) });
-const codeBody = z.strictObject({ code: z.string().max(32) });
-const tokenBody = z.strictObject({ name: z.string().trim().min(1).max(80) });
+export const signInBody = z.strictObject({ username: z.string().max(64), password: z.string().max(256), code: z.string().max(32).optional() });
+export const passwordBody = z.strictObject({ current_password: z.string().max(256), new_password: z.string().max(256) });
+export const codeBody = z.strictObject({ code: z.string().max(32) });
+export const tokenBody = z.strictObject({ name: z.string().trim().min(1).max(80) });
 
 export interface AccountDeps {
   db: Db;

@@ -8,8 +8,8 @@ import { bodyOf } from '../shared/http';
 
 // Logins of the orgs below the caller (spec 2 section 2.5): the level above manages them.
 
-const createBody = z.strictObject({ username: z.string().max(64), password: z.string().max(256), role: z.enum(ROLES).optional() });
-const resetBody = z.strictObject({ password: z.string().max(256) });
+export const createBody = z.strictObject({ username: z.string().max(64), password: z.string().max(256), role: z.enum(ROLES).optional() });
+export const resetBody = z.strictObject({ password: z.string().max(256) });
 
 export function loginRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1' });

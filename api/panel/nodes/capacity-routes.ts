@@ -11,7 +11,7 @@ import { bodyOf } from '../shared/http';
 // (anything else answers 404, as for every cluster page).
 
 const amount = z.number().int('must be a whole number').positive('must be more than 0').max(1e15).nullable().default(null);
-const declareBody = z
+export const declareBody = z
   .strictObject({ cpu_percent: amount, memory_mb: amount, disk_mb: amount, overcommit_percent: z.number().int().min(100, 'must be at least 100 (100 = no overcommit)').max(10_000).default(100) })
   .refine((b) => b.cpu_percent !== null || b.memory_mb !== null || b.disk_mb !== null, { message: 'declare at least one of cpu_percent, memory_mb, disk_mb (or DELETE to clear)', path: ['cpu_percent'] });
 

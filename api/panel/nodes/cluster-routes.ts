@@ -26,6 +26,8 @@ function platformOnly(ctx: Context, next: Next) {
   return next();
 }
 
+export const nodeBody = z.strictObject({ name: z.string().max(63) });
+
 export function clusterRoutes(o: ClusterRouteOptions): Router {
   const r = new Router({ prefix: '/v1/cluster' });
   r.use(platformOnly);
@@ -40,7 +42,7 @@ export function clusterRoutes(o: ClusterRouteOptions): Router {
     if (withRecords(ctx)) ctx.body = await clusterNodes(o.db);
   });
   r.post('/nodes', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ name: z.string().max(63) }));
+    const b = await bodyOf(ctx, nodeBody);
     if (!withRecords(ctx)) return;
     ctx.status = 201;
     ctx.body = { ...(await addNode(o.db, principalOf(ctx), b.name)), message: 'the node token is shown once: give it to the node agent (-token-file)' };

@@ -9,12 +9,15 @@ import { limitsSchema, regionSchema } from '../shared/schemas';
 // Packages (spec 2 section 2.4): those listed to an org, create, read, edit (limits are replaced
 // whole), delete when unused, and assigning one to an org below (or null for custom limits).
 
-const packageBody = z.strictObject({
+export const packageBody = z.strictObject({
   name: z.string().trim().min(1).max(80),
   limits: limitsSchema,
   preferred_region: regionSchema.nullable().optional(),
   required_region: regionSchema.nullable().optional(),
 });
+
+export const assignBody = z.strictObject({ package_id: z.string().max(64).nullable() });
+export const packagePatchBody = packageBody.partial();
 
 export function packageRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1' });
@@ -27,14 +30,14 @@ export function packageRoutes(db: Db): Router {
     ctx.body = await createPackage(db, principalOf(ctx), ctx.params.id, b);
   });
   r.put('/orgs/:id/package', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ package_id: z.string().max(64).nullable() }));
+    const b = await bodyOf(ctx, assignBody);
     ctx.body = await assignPackage(db, principalOf(ctx), ctx.params.id, b.package_id);
   });
   r.get('/packages/:id', async (ctx) => {
     ctx.body = await getPackage(db, principalOf(ctx), ctx.params.id);
   });
   r.patch('/packages/:id', async (ctx) => {
-    ctx.body = await updatePackage(db, principalOf(ctx), ctx.params.id, await bodyOf(ctx, packageBody.partial()));
+    ctx.body = await updatePackage(db, principalOf(ctx), ctx.params.id, await bodyOf(ctx, packagePatchBody));
   });
   r.delete('/packages/:id', async (ctx) => {
     await deletePackage(db, principalOf(ctx), ctx.params.id);

@@ -11,7 +11,7 @@ import { limitsSchema, pageLimit, powersSchema, regionSchema } from '../shared/s
 // The org tree (spec 2 sections 1, 2.2, 3): list and read the subtree, create below, rename,
 // suspend and reactivate from above, delete with confirmation, and the subtree's audit log.
 
-const createBody = z.strictObject({
+export const createBody = z.strictObject({
   parent_id: z.string().optional(),
   type: z.enum(['provider', 'reseller', 'customer']),
   name: z.string(),
@@ -23,7 +23,7 @@ const createBody = z.strictObject({
   required_region: regionSchema.optional(),
 });
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   root: z.string().optional(),
   children: z.enum(['true', 'false']).optional(),
   type: z.enum(['platform', 'provider', 'reseller', 'customer']).optional(),
@@ -33,7 +33,10 @@ const listQuery = z.strictObject({
   after: z.string().max(4000).optional(),
 });
 
-const auditQuery = z.strictObject({ limit: pageLimit, before: z.coerce.number().int().positive().optional() });
+export const renameBody = z.strictObject({ name: z.string() });
+export const deleteBody = z.strictObject({ confirm: z.string() });
+
+export const auditQuery = z.strictObject({ limit: pageLimit, before: z.coerce.number().int().positive().optional() });
 
 export function orgRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1/orgs' });
@@ -50,7 +53,7 @@ export function orgRoutes(db: Db): Router {
     ctx.body = await getOrg(db, principalOf(ctx), ctx.params.id);
   });
   r.patch('/:id', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ name: z.string() }));
+    const b = await bodyOf(ctx, renameBody);
     ctx.body = await renameOrg(db, principalOf(ctx), ctx.params.id, b.name);
   });
   r.post('/:id/suspend', async (ctx) => {
@@ -60,7 +63,7 @@ export function orgRoutes(db: Db): Router {
     ctx.body = await setOrgStatus(db, principalOf(ctx), ctx.params.id, 'active');
   });
   r.delete('/:id', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ confirm: z.string() }));
+    const b = await bodyOf(ctx, deleteBody);
     await deleteOrg(db, principalOf(ctx), ctx.params.id, b.confirm);
     ctx.status = 204;
   });

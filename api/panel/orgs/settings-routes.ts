@@ -13,14 +13,17 @@ import { limitsSchema, powersSchema, regionSchema } from '../shared/schemas';
 const HOSTNAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const hostname = z.string().trim().toLowerCase().regex(HOSTNAME, 'must be a DNS hostname such as panel.example.com');
 
-const brandingBody = z.strictObject({
+export const brandingBody = z.strictObject({
   display_name: z.string().trim().min(1).max(80).nullable().optional(),
   accent_color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour #rrggbb').toLowerCase().nullable().optional(),
   support_email: z.email('must be an email address').max(254).nullable().optional(),
   login_hostname: hostname.nullable().optional(),
 });
 
-const regionsBody = z.strictObject({ preferred_region: regionSchema.nullable().optional(), required_region: regionSchema.nullable().optional() });
+export const limitsBody = z.strictObject({ limits: limitsSchema });
+export const powersBody = z.strictObject({ powers: powersSchema });
+export const publicBrandingQuery = z.strictObject({ hostname: z.string().max(253).optional() });
+export const regionsBody = z.strictObject({ preferred_region: regionSchema.nullable().optional(), required_region: regionSchema.nullable().optional() });
 
 export function orgSettingsRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1/orgs/:id' });
@@ -28,11 +31,11 @@ export function orgSettingsRoutes(db: Db): Router {
     ctx.body = await limitsOf(db, principalOf(ctx), ctx.params.id);
   });
   r.put('/limits', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ limits: limitsSchema }));
+    const b = await bodyOf(ctx, limitsBody);
     ctx.body = await setLimits(db, principalOf(ctx), ctx.params.id, b.limits);
   });
   r.put('/powers', async (ctx) => {
-    const b = await bodyOf(ctx, z.strictObject({ powers: powersSchema }));
+    const b = await bodyOf(ctx, powersBody);
     ctx.body = await setPowers(db, principalOf(ctx), ctx.params.id, b.powers);
   });
   r.put('/regions', async (ctx) => {
@@ -51,7 +54,7 @@ export function orgSettingsRoutes(db: Db): Router {
 export function publicBrandingRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1' });
   r.get('/branding', async (ctx) => {
-    const q = parse(z.strictObject({ hostname: z.string().max(253).optional() }), ctx.query);
+    const q = parse(publicBrandingQuery, ctx.query);
     ctx.body = await publicBranding(db, q.hostname);
   });
   return r;

@@ -27,14 +27,14 @@ function platformOnly(ctx: Context, next: Next) {
   return next();
 }
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   status: z.enum([...RECONCILE_STATUSES, 'not_checked']).optional(),
   policy: z.enum(['observe', 'remediate']).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   after: z.uuid().optional(),
 });
 
-const policyBody = z.strictObject({ policy: z.enum(['observe', 'remediate']), confirmation_token: z.string().min(1).max(200).optional() });
+export const policyBody = z.strictObject({ policy: z.enum(['observe', 'remediate']), confirmation_token: z.string().min(1).max(200).optional() });
 
 export function reconcileRoutes(o: ReconcileRouteOptions): Router {
   const r = new Router({ prefix: '/v1/reconcile' });

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import { isDatabaseUnavailable } from '../../../platform/db-errors';
 import type { Logger } from '../../../platform/logger';
+import type { ClientErrorAnswer } from '../../../platform/http-server';
 
 /**
  * Outermost middleware of the panel API: a request id (x-request-id) and a child logger per
@@ -21,7 +22,8 @@ export function panelContext(logger: Logger) {
       await next();
       if (ctx.body === undefined && ctx.respond !== false) {
         if (ctx.status === 404) throw new PanelError('route_not_found', { method: ctx.method, path: ctx.path });
-        if (ctx.status === 405) throw new PanelError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
+        // @koa/router answers a method it knows nowhere (TRACE, …) 501: a 405 like any other method the route lacks.
+        if (ctx.status === 405 || ctx.status === 501) throw new PanelError('method_not_allowed', { method: ctx.method, path: ctx.path }, { allow: ctx.response.get('allow') });
       }
     } catch (err) {
       sendPanelError(ctx, toPanelError(ctx, err));
@@ -48,6 +50,12 @@ export function sendPanelError(ctx: Context, e: PanelError): void {
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   ctx.body = e.toBody();
 }
+
+/** What Node's parser refuses (platform/http-server.ts), in the panel's error body. */
+export const panelClientError: ClientErrorAnswer = (kind, limit) => {
+  const e = kind === 'header_too_large' ? new PanelError('header_too_large', { limit }) : new PanelError('validation_failed', { field: 'request', detail: 'request: not parseable as HTTP/1.1' });
+  return { status: e.status, body: e.toBody() };
+};
 
 /** The first zod issue as validation_failed, naming the field. */
 export function zodError(err: z.ZodError): PanelError {
@@ -84,8 +92,13 @@ export async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
     throw new PanelError('validation_failed', { field: 'body', detail: 'body: not valid JSON' });
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new PanelError('validation_failed', { field: 'body', detail: 'body: must be a JSON object' });
+  // PostgreSQL text cannot hold NUL: refused here for every field (schemathesis found a 500 on a token name).
+  if (hasNul(body)) throw new PanelError('validation_failed', { field: 'body', detail: 'body: text must not contain NUL (\\u0000)' });
   return body as Record<string, unknown>;
 }
+
+const hasNul = (v: unknown): boolean =>
+  typeof v === 'string' ? v.includes('\0') : typeof v === 'object' && v !== null ? Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x)) : false;
 
 /** Parses the JSON body with a schema. */
 export const bodyOf = async <S extends z.ZodType>(ctx: Context, schema: S): Promise<z.infer<S>> => parse(schema, await jsonBody(ctx));

@@ -11,16 +11,16 @@ import { bodyOf, parse } from '../shared/http';
 // site and the restored databases' passwords, shown once). Off-site copies are PLANNED: every
 // answer says so. Schedules per site (hourly or daily, keep the newest N) run as Temporal schedules.
 
-const restoreBody = z.strictObject({
+export const restoreBody = z.strictObject({
   into_account: z.string().max(64),
   domain: z.string().max(253).optional(),
   quota_mb: z.number().int().min(1).max(100_000_000).optional(),
   databases: z.record(z.string().max(64), z.string().max(64)).optional(),
 });
 
-const scheduleBody = z.strictObject({ every: z.enum(['hourly', 'daily']), keep: z.number().int().min(1).max(1000) });
+export const scheduleBody = z.strictObject({ every: z.enum(['hourly', 'daily']), keep: z.number().int().min(1).max(1000) });
 
-const listQuery = z.strictObject({ all: z.enum(['true', 'false']).optional() });
+export const listQuery = z.strictObject({ all: z.enum(['true', 'false']).optional() });
 
 export function backupRoutes(deps: SitesDeps): Router {
   const r = new Router({ prefix: '/v1' });

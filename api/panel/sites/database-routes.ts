@@ -9,7 +9,7 @@ import { bodyOf } from '../shared/http';
 // the row goes once the node dropped the database), reset its user's password (202 with the new
 // password, shown once; the body repeats the database id to confirm).
 
-const createBody = z.strictObject({
+export const createBody = z.strictObject({
   name: z.string().min(1).max(64),
   user: z.string().min(1).max(32).optional(),
   node: z.string().max(63).optional(),

@@ -10,7 +10,7 @@ import { parse } from '../shared/http';
 // manager of a website's docroot on the hosting node (list, upload the raw body, delete), whose
 // uploads are refused at the disk and inode limits.
 
-const pathQuery = z.strictObject({ path: z.string().max(4096).default('') });
+export const pathQuery = z.strictObject({ path: z.string().max(4096).default('') });
 
 export function quotaRoutes(deps: SiteFilesDeps): Router {
   const r = new Router({ prefix: '/v1' });

@@ -10,7 +10,7 @@ import { pageLimit } from '../shared/schemas';
 // placement reason, suspend and unsuspend, operator PHP settings, delete (202; the rows go once
 // the node removed the site).
 
-const createBody = z.strictObject({
+export const createBody = z.strictObject({
   domain: z.string().max(253),
   aliases: z.array(z.string().max(253)).max(100).optional(),
   php_version: z.string().max(8).nullable().optional(),
@@ -19,14 +19,14 @@ const createBody = z.strictObject({
   node: z.string().max(63).optional(),
 });
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   subtree: z.enum(['true', 'false']).optional(),
   status: z.enum(['pending', 'active', 'suspended', 'failed']).optional(),
   limit: pageLimit,
   after: z.string().max(253).optional(),
 });
 
-const phpBody = z.strictObject({
+export const phpBody = z.strictObject({
   allow_url_fopen: z.boolean().optional(),
   disabled_functions: z.string().max(64 * 65).optional(),
 });

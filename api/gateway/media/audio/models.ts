@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
-import { GatewayError } from '../../../../domain/shared/errors';
+import { z } from 'zod';
+import { validate } from '../../../shared/validate';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
 import type { Catalog } from '../../../../services/catalog/catalog';
 import type { CatalogModel } from '../../../../domain/catalog/model';
@@ -14,13 +15,12 @@ const typeOf = (m: CatalogModel): AudioType | null =>
 const pricing = (details: Record<string, unknown>) =>
   Object.fromEntries(Object.entries((details.pricing as Record<string, unknown> | undefined) ?? {}).map(([unit, rate]) => [unit, Number(rate)]));
 
+export const audioModelsQuery = z.object({ type: z.enum(['speech', 'transcription'], { error: 'speech or transcription' }).optional() }).strict();
+
 /** GET /v1/audio/models?type=speech|transcription (spec 2.8): the audio models this key may call. */
 export function audioModels(catalog: Catalog) {
   return async (ctx: Context) => {
-    const type = ctx.query.type;
-    if (type !== undefined && type !== 'speech' && type !== 'transcription') throw new GatewayError('invalid_parameter', { param: 'type', detail: 'speech or transcription' });
-    const extra = Object.keys(ctx.query).find((k) => k !== 'type');
-    if (extra) throw new GatewayError('unsupported_parameter', { param: extra, detail: 'only type is accepted' });
+    const { type } = validate(audioModelsQuery, ctx.query);
     const auth: AuthRecord = ctx.state.auth;
     const models = (await catalog.allModels())
       .filter((m) => m.active && m.tiers.includes(auth.tier) && (!auth.allowedModels || auth.allowedModels.includes(m.id)))

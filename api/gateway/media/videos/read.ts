@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
 import { LRUCache } from 'lru-cache';
+import { z } from 'zod';
+import { validate } from '../../../shared/validate';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { toNumber } from '../../../../domain/credits/pricing';
 import { fetchVideoContent } from '../../../../providers/openai/videos';
@@ -39,6 +41,8 @@ export function getVideo(deps: VideoDeps) {
   };
 }
 
+export const videoContentQuery = z.object({ index: z.string().regex(/^\d{1,4}$/, 'a whole number: which of the content items').default('0') });
+
 /** GET /v1/videos/{id}/content?index=n: the provider's bytes streamed through, Range passed on. */
 export function videoContent(deps: VideoDeps) {
   return async (ctx: Context) => {
@@ -47,9 +51,8 @@ export function videoContent(deps: VideoDeps) {
     const job = await findJob(deps, auth, id);
     // The content needs the key that created the job; another key sees no such job.
     if (job.key_id !== auth.keyId) throw new GatewayError('not_found', { detail: `No video job '${id}' for this API key.` });
-    const raw = ctx.query.index ?? '0';
-    const index = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : -1;
-    if (index < 0 || index >= job.content_count) {
+    const index = Number(validate(videoContentQuery, ctx.query).index);
+    if (index >= job.content_count) {
       throw new GatewayError('invalid_parameter', { param: 'index', detail: `an integer from 0 to ${job.content_count - 1}` });
     }
     if (job.status !== 'completed' || !job.upstream_id) throw new GatewayError('generation_not_ready', { id, status: job.status });
