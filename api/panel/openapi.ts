@@ -13,6 +13,7 @@ import * as orgs from './orgs/routes';
 import * as settings from './orgs/settings-routes';
 import * as reconcile from './reconcile/routes';
 import * as backups from './sites/backup-routes';
+import * as certificates from './sites/certificate-routes';
 import * as databases from './sites/database-routes';
 import * as dns from './sites/dns-routes';
 import * as files from './sites/quota-routes';
@@ -114,6 +115,9 @@ const operations: ApiOperation[] = [
   s('get', '/v1/sites/:id/files', "List a folder of a site's files", { query: files.pathQuery }),
   s('put', '/v1/sites/:id/files', 'Upload a file (the raw body)', { query: files.pathQuery, body: z.string().meta({ format: 'binary' }), bodyType: 'application/octet-stream', status: [201, 200] }),
   s('delete', '/v1/sites/:id/files', 'Delete a file or folder', { query: files.pathQuery }),
+  s('put', '/v1/sites/:id/certificate', 'Attach a TLS certificate and its private key (the key is never returned)', { body: certificates.certificateBody }),
+  s('get', '/v1/sites/:id/certificate', "A site's certificate (subject, names, issuer, validity, fingerprint)"),
+  s('delete', '/v1/sites/:id/certificate', "Remove a site's certificate"),
 
   b('post', '/v1/sites/:id/restore-points', 'Take a restore point', accepted),
   b('get', '/v1/sites/:id/restore-points', "A site's restore points", { query: backups.listQuery }),
@@ -128,6 +132,7 @@ const operations: ApiOperation[] = [
   b('post', '/v1/restore-points/:id/inspection', 'Extract a restore point for inspection', accepted),
   b('get', '/v1/inspections/:id', 'An inspection'),
   b('delete', '/v1/inspections/:id', 'Remove an inspection now', accepted),
+  b('get', '/v1/inspections', 'Inspections not yet removed (platform logins)'),
   b('post', '/v1/backups/cleanup', 'Remove backup leftovers'),
   b('get', '/v1/backups/metrics', 'Backup recovery metrics'),
 
@@ -141,6 +146,7 @@ const operations: ApiOperation[] = [
   dbs('get', '/v1/orgs/:id/databases', "An account's databases"),
   dbs('get', '/v1/databases/:id', 'A database'),
   dbs('delete', '/v1/databases/:id', 'Delete a database', accepted),
+  dbs('post', '/v1/databases/:id/password', "Reset the database user's password (the new one is answered once)", { body: databases.resetBody, ...accepted }),
 
   al('get', '/v1/alerts', 'Alerts', { query: alerts.listQuery }),
   al('get', '/v1/alerts/:id', 'An alert'),
@@ -175,9 +181,11 @@ const operations: ApiOperation[] = [
   bl('get', '/v1/orgs/:id/billing/statement', "A month's statement (JSON or CSV)", { query: billing.periodQuery }),
   bl('post', '/v1/orgs/:id/billing/close', 'Close a month (the statement is final after)', { body: billing.closeBody }),
   bl('get', '/v1/orgs/:id/billing/issued', 'Statements issued to the orgs below (API token only; JSON or CSV)', { query: billing.periodQuery }),
+  bl('get', '/v1/orgs/:id/billing/statements', 'Closed statements of an org and of the orgs it bills'),
 
   im('post', '/v1/orgs/:id/imports', 'Upload a legacy account archive (the raw body)', { query: imports.uploadQuery, body: z.string().meta({ format: 'binary' }), bodyType: 'application/octet-stream', ...created }),
   im('get', '/v1/imports/:id', "An import's plan and progress"),
+  im('get', '/v1/orgs/:id/imports', "An account's imports, newest first"),
   im('post', '/v1/imports/:id/run', 'Run (or resume) an import', accepted),
 ];
 

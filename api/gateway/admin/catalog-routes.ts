@@ -18,8 +18,8 @@ export const newAccount = z
   .strict();
 export const change = z.object({ tier: accountChange.shape.tier, plan_expires_at: accountChange.shape.planExpiresAt }).strict();
 export const grant = z.object({ credits }).strict();
-const cycle = newCycleInput.omit({ account: true }).strict();
-const routeBody = routeInput.omit({ model: true }).strict();
+export const cycle = newCycleInput.omit({ account: true }).strict();
+export const routeBody = routeInput.omit({ model: true }).strict();
 
 /**
  * JSON values in the CLI's string forms, so one schema (services/catalog/entries.ts) checks both:

@@ -11,8 +11,8 @@ import { validate } from '../../shared/validate';
 // Account webhooks and the low-balance threshold (issue 23, feature 5), the same operations as
 // the CLI's `webhook …` and `account threshold` (services/accounts/webhooks.ts).
 
-const newEndpoint = z.object({ url: z.string().min(1).max(2000) }).strict();
-const threshold = z.object({ low_balance_threshold: credits.nullable() }).strict();
+export const newEndpoint = z.object({ url: z.string().min(1).max(2000) }).strict();
+export const threshold = z.object({ low_balance_threshold: credits.nullable() }).strict();
 
 export function accountEventRoutes(r: Router, db: Db, allowTargets: string[]): void {
   const deps = { db, sealingKey: loadSealingKey(), allowed: allowList(allowTargets) };

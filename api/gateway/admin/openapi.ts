@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { requestListQuery } from '../../../services/keys/keys';
 import { uncoveredQuery } from '../../../services/credits/uncovered';
 import { gatewayErrorBody, gatewayHeaders, jsonObject, type ApiDescription, type ApiOperation } from '../../shared/openapi';
-import { change, grant, newAccount } from './catalog-routes';
+import { change, cycle, grant, newAccount, routeBody } from './catalog-routes';
+import { newEndpoint, threshold } from './event-routes';
 import { createBody, updateBody } from './routes';
 
 const list = z.looseObject({ data: z.array(jsonObject) });
@@ -26,6 +27,15 @@ const operations: ApiOperation[] = [
   { method: 'get', path: '/admin/models', summary: 'The model catalog', tags: ['catalog'], response: list },
   { method: 'put', path: '/admin/models/:id', summary: 'Create or replace a model', tags: ['catalog'], body: catalogEntry },
   { method: 'put', path: '/admin/providers/:id', summary: 'Create or replace a provider', tags: ['catalog'], body: catalogEntry },
+  { method: 'post', path: '/admin/accounts/:id/cycle', summary: 'Start a new billing cycle (the balance carries over, with an optional grant)', tags: ['accounts'], body: cycle },
+  { method: 'get', path: '/admin/models/:id/routes', summary: "A model's upstream routes", tags: ['catalog'] },
+  { method: 'put', path: '/admin/models/:id/routes', summary: 'Add or change a route (provider, upstream model, priority, weight)', tags: ['catalog'], body: routeBody },
+  { method: 'delete', path: '/admin/models/:id/routes', summary: 'Remove a route (never the last)', tags: ['catalog'], body: routeBody.pick({ provider: true, upstream: true }) },
+  { method: 'post', path: '/admin/accounts/:id/webhooks', summary: 'Add a webhook endpoint (the signing secret is in the answer, once)', tags: ['webhooks'], body: newEndpoint, status: 201 },
+  { method: 'get', path: '/admin/accounts/:id/webhooks', summary: "An account's webhook endpoints", tags: ['webhooks'] },
+  { method: 'delete', path: '/admin/webhooks/:id', summary: 'Delete a webhook endpoint', tags: ['webhooks'] },
+  { method: 'get', path: '/admin/webhooks/:id/deliveries', summary: "An endpoint's deliveries and their attempts", tags: ['webhooks'] },
+  { method: 'put', path: '/admin/accounts/:id/low-balance-threshold', summary: 'Set the balance.low threshold (null: off)', tags: ['webhooks'], body: threshold },
   { method: 'get', path: '/admin/reports/uncovered', summary: 'Requests whose cost exceeded what the account held (uncovered report)', tags: ['reports'], query: uncoveredQuery },
 ];
 

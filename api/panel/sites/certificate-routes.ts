@@ -7,7 +7,7 @@ import { bodyOf } from '../shared/http';
 // A website's TLS certificate: attach or replace (PEM chain + unencrypted private key, checked before
 // anything changes; the site's next generation goes to its node), read (never the key), remove.
 
-const certificateBody = z.strictObject({
+export const certificateBody = z.strictObject({
   certificate: z.string().min(1).max(64 * 1024),
   private_key: z.string().min(1).max(16 * 1024),
 });

@@ -15,7 +15,7 @@ export const createBody = z.strictObject({
   node: z.string().max(63).optional(),
 });
 
-const resetBody = z.strictObject({ confirm: z.string().max(64) });
+export const resetBody = z.strictObject({ confirm: z.string().max(64) });
 
 export function databaseRoutes(deps: DatabasesDeps): Router {
   const r = new Router({ prefix: '/v1' });
