@@ -25,12 +25,20 @@ st=".tools/schemathesis-$(cat bench/fuzz/SCHEMATHESIS_VERSION)/bin/schemathesis"
 
 work="$(mktemp -d)"
 chmod 755 "$work" # embedded PostgreSQL runs as the postgres user when started as root
-read -r GATEWAY_PORT PANEL_PORT PANEL_HOSTING_WEB_PORT PANEL_NODE_API_PORT PANEL_HOSTING_DB_PORT TEMPORAL_PORT TEMPORAL_UI_PORT PG_PORT SIMULATOR_PORT < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(9)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-export GATEWAY_PORT PANEL_PORT PANEL_HOSTING_WEB_PORT PANEL_NODE_API_PORT PANEL_HOSTING_DB_PORT TEMPORAL_PORT TEMPORAL_UI_PORT PG_PORT SIMULATOR_PORT
+# free ports below the kernel's ephemeral range (as platform/ports.ts draws them), so no outgoing socket takes one first
+read -r GATEWAY_PORT PANEL_PORT PANEL_HOSTING_WEB_PORT PANEL_HOSTING_TLS_PORT PANEL_NODE_API_PORT PANEL_HOSTING_DB_PORT TEMPORAL_PORT TEMPORAL_UI_PORT PG_PORT SIMULATOR_PORT < <(python3 -c '
+import random, socket
+ports = []
+while len(ports) < 10:
+    p = random.randint(20000, 32767)
+    if p in ports: continue
+    s = socket.socket()
+    try: s.bind(("0.0.0.0", p))
+    except OSError: continue
+    finally: s.close()
+    ports.append(p)
+print(" ".join(map(str, ports)))')
+export GATEWAY_PORT PANEL_PORT PANEL_HOSTING_WEB_PORT PANEL_HOSTING_TLS_PORT PANEL_NODE_API_PORT PANEL_HOSTING_DB_PORT TEMPORAL_PORT TEMPORAL_UI_PORT PG_PORT SIMULATOR_PORT
 export DATA_DIR="$work/data" ADMIN_TOKEN="fuzz-admin-$RANDOM$RANDOM" LOG_LEVEL=warn
 gw="http://127.0.0.1:$GATEWAY_PORT"
 panel="http://127.0.0.1:$PANEL_PORT"

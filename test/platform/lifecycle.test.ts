@@ -19,7 +19,7 @@ interface System {
 }
 
 async function systemEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
-  const [g, p, t, u, pg, s, hw, hd, na] = await Promise.all(Array.from({ length: 9 }, () => freePort()));
+  const [g, p, t, u, pg, s, hw, hd, na, ht] = await Promise.all(Array.from({ length: 10 }, () => freePort()));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATA_DIR: dataDir,
@@ -30,6 +30,7 @@ async function systemEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
     PG_PORT: `${pg}`,
     SIMULATOR_PORT: `${s}`,
     PANEL_HOSTING_WEB_PORT: `${hw}`,
+    PANEL_HOSTING_TLS_PORT: `${ht}`,
     PANEL_HOSTING_DB_PORT: `${hd}`,
     PANEL_NODE_API_PORT: `${na}`,
     LOG_LEVEL: 'info',
