@@ -1,3 +1,6 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 // The web console's browser tests (test/panel/console*.test.ts): a page per fresh context, and
@@ -28,4 +31,26 @@ export function pageWeight(page: Page): Promise<PageWeight> {
     const sum = (k) => res.reduce((a, r) => a + r[k], nav[k]);
     return { interactive_ms: Math.round(performance.now()), requests: res.length + 1, transfer_bytes: sum('transferSize'), body_bytes: sum('decodedBodySize') };
   })()`) as Promise<PageWeight>;
+}
+
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
+
+/**
+ * Loads a page twice with `load` (cold: nothing cached; warm: vendor files from the cache, the
+ * console's modules revalidated), writes both figures to test-artifacts/console/page-weight-<name>.json,
+ * and checks the weight and that the later load uses the cache.
+ */
+export async function measurePageWeight(page: Page, name: string, address: string, load: () => Promise<void>, maxBytes = 250_000): Promise<{ cold: PageWeight; warm: PageWeight }> {
+  const measure = async () => {
+    await load();
+    return pageWeight(page);
+  };
+  const cold = await measure();
+  const warm = await measure();
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  fs.writeFileSync(path.join(ARTIFACTS, `page-weight-${name}.json`), JSON.stringify({ page: address, cold, warm }, null, 2));
+  console.log(`      ${name} page: cold ${cold.body_bytes} B in ${cold.requests} requests (${cold.transfer_bytes} B transferred), interactive at ${cold.interactive_ms} ms; warm ${warm.transfer_bytes} B transferred, interactive at ${warm.interactive_ms} ms`);
+  assert.ok(cold.body_bytes < maxBytes, `the ${name} page weighs ${cold.body_bytes} B`);
+  assert.ok(warm.transfer_bytes < cold.transfer_bytes, 'a later load uses the cache');
+  return { cold, warm };
 }
