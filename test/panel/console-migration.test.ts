@@ -178,6 +178,8 @@ describe('panel: console Migration page in chromium', function () {
     await page.getByRole('button', { name: 'Run again' }).click({ timeout: 60_000 });
     await status(page).filter({ hasText: 'done' }).waitFor({ timeout: 240_000 });
     await page.getByTestId('import-counts').filter({ hasText: `${atKill.length} done, 0 already in the account, 0 running, 0 pending, 0 failed` }).waitFor();
+    // every step of the run is named, the certificates step too
+    for (const step of ['DNS zones', 'Websites', 'Certificates', 'Databases and users', 'Website files', 'SQL loads']) assert.equal(await page.getByRole('progressbar', { name: step, exact: true }).count(), 1, step);
 
     // the passwords, once
     const shown = page.getByRole('region', { name: 'New database passwords' });

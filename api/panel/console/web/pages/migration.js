@@ -17,7 +17,9 @@ const CLASSES = [
   ['refused', 'Refused as unsafe', 'Why'],
   ['unknown', 'Unknown', 'Note'],
 ];
-const STEP_LABELS = { dns_zones: 'DNS zones', websites: 'Websites', databases: 'Databases and users', site_files: 'Website files', sql_loads: 'SQL loads' };
+const STEP_LABELS = { dns_zones: 'DNS zones', websites: 'Websites', certificates: 'Certificates', databases: 'Databases and users', site_files: 'Website files', sql_loads: 'SQL loads' };
+/** a step the page does not know yet is shown by its API name, never blank */
+const stepLabel = (step) => STEP_LABELS[step] ?? step;
 const STATUS_LABELS = { ready: 'ready to run', running: 'running', stopped: 'stopped', done: 'done', refused: 'refused' };
 const BADGE = { ready: 'pending', running: 'pending', stopped: 'failed', done: 'active', refused: 'failed', pending: '', pre_existing: '', failed: 'failed' };
 
@@ -205,15 +207,15 @@ function Progress({ imp }) {
   return html`<div>
     <h4>Progress</h4>
     <p data-testid="import-counts">${p.counts.done} done, ${p.counts.pre_existing} already in the account, ${p.counts.running} running, ${p.counts.pending} pending, ${p.counts.failed} failed, of ${p.counts.total} items.</p>
-    ${p.current ? html`<p data-testid="import-current">Now: ${STEP_LABELS[p.current.step]}: <strong>${p.current.name}</strong></p>` : null}
+    ${p.current ? html`<p data-testid="import-current">Now: ${stepLabel(p.current.step)}: <strong>${p.current.name}</strong></p>` : null}
     <div class="meters">${p.steps.map((s) => html`<div class="meter">
-      <span>${STEP_LABELS[s.step]}</span>
-      <div class="bar" role="progressbar" aria-label=${STEP_LABELS[s.step]} aria-valuemin="0" aria-valuemax=${s.total} aria-valuenow=${s.finished}><div style=${`width:${s.total ? (100 * s.finished) / s.total : 100}%`}></div></div>
+      <span>${stepLabel(s.step)}</span>
+      <div class="bar" role="progressbar" aria-label=${stepLabel(s.step)} aria-valuemin="0" aria-valuemax=${s.total} aria-valuenow=${s.finished}><div style=${`width:${s.total ? (100 * s.finished) / s.total : 100}%`}></div></div>
       <span>${s.finished} of ${s.total}</span>
     </div>`)}</div>
     <${Table} caption="Items, in the order they run" rows=${imp.items} rowClass=${(i) => i.state} cols=${[
       ['#', (i) => i.seq + 1],
-      ['Step', (i) => STEP_LABELS[i.step]],
+      ['Step', (i) => stepLabel(i.step)],
       ['Item', (i) => i.name],
       ['State', (i) => html`<span class=${'badge ' + (BADGE[i.state] ?? i.state)}>${i.state.replace('_', ' ')}</span>`],
       ['Attempts', (i) => i.attempts],
