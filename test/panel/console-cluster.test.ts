@@ -232,7 +232,8 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByRole('button', { name: 'Review a change to remediate' }).click();
     const review = page.getByRole('region', { name: 'Review of the policy change' });
     await review.getByTestId('policy-effect').filter({ hasText: 'manual node edits are overwritten' }).waitFor();
-    assert.equal(await page.evaluate('document.activeElement.getAttribute("aria-label")'), 'Review of the policy change', 'focus moves to the review');
+    // focus follows the render (an effect), so wait for it rather than read it once
+    await page.waitForFunction('document.activeElement?.getAttribute("aria-label") === "Review of the policy change"', undefined, { timeout: 5000 });
     assert.match((await review.locator('pre.diff').textContent())!, /\+# hand-made change/);
     assert.equal((await admin.get(`/v1/reconcile/sites/${siteId}`)).json.policy, 'observe', 'nothing changes before Confirm');
     await shot(page, 'reconcile-review');
