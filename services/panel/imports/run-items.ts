@@ -66,9 +66,11 @@ async function actorOf(db: Db, loginId: string): Promise<Actor> {
   return { loginId: l.id, username: l.username, role: l.role, orgId: l.org_id, orgPath: l.path, orgType: l.type };
 }
 
-async function waitActive(db: Db, table: 'panel_sites' | 'panel_databases', id: string, ms: number): Promise<void> {
+/** Waits for the node to apply the site or database, heartbeating meanwhile: a slow node must not look like a dead worker (the activity's heartbeat timeout is 20 s). */
+async function waitActive(db: Db, table: 'panel_sites' | 'panel_databases', id: string, ms: number, beat: Beat): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
+    beat();
     const row = await db(table).where({ id }).first('status', 'error');
     if (row?.status === 'active') return;
     if (!row || row.status === 'failed') throw new Error(`${table === 'panel_sites' ? 'the website' : 'the database'} failed on its node: ${row?.error ?? 'gone'}`);
@@ -110,7 +112,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       await conflictOnly(() => createSite(sitesDeps(deps, deps.sites), actor, imp.org_id, { domain: w.domain, aliases: w.aliases, php_version: w.php, cron: w.cron }));
       const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: w.domain }).first('id', 'node_name');
       if (!site) throw new Error(`the domain ${w.domain} is now used by another account`);
-      await waitActive(deps.db, 'panel_sites', site.id, waitMs);
+      await waitActive(deps.db, 'panel_sites', site.id, waitMs, beat);
       detail = { ...detail, node: site.node_name };
       break;
     }
@@ -130,7 +132,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
           break;
         }
       }
-      await waitActive(deps.db, 'panel_sites', site.id, waitMs);
+      await waitActive(deps.db, 'panel_sites', site.id, waitMs, beat);
       break;
     }
     case 'databases': {
@@ -139,7 +141,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
       const made = await conflictOnly(() => createDatabase(base, actor, imp.org_id, { name: d.name, ...(user ? { user } : {}) }));
       const row = await deps.db('panel_databases').where({ org_id: imp.org_id, name: d.name }).first('id', 'db_user', 'node_name');
       if (!row) throw new Error(`the database name ${d.name} is taken on its node by another account`);
-      await waitActive(deps.db, 'panel_databases', row.id, waitMs);
+      await waitActive(deps.db, 'panel_databases', row.id, waitMs, beat);
       // the password exists only now: held in memory for the run's result, never written anywhere
       if (made && 'password' in made) holdPasswords(importId, [{ database: d.name, user: row.db_user, password: String(made.password) }]);
       detail = {
