@@ -13,7 +13,7 @@ import { createKey, getKey, listKeyRequests, listKeys, revokeKey, updateKey } fr
 import { uncoveredReport } from '../services/credits/uncovered';
 import { startNewCycle } from '../services/accounts/cycles';
 import { createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, setLowBalanceThreshold } from '../services/accounts/webhooks';
-import { allowList } from '../services/panel/alerts/targets';
+import { allowList } from '../services/shared/webhook-targets';
 import { listRoutes, removeRoute, routeInput, routeKey, setRoute } from '../services/catalog/routes';
 import { TESTRUN_COMMANDS } from './testrun-commands';
 import { createUser } from '../services/dashboard/users';

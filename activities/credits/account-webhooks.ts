@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import { allowList, guardedAgent } from '../../services/panel/alerts/targets';
+import { allowList, guardedAgent } from '../../services/shared/webhook-targets';
 import { attemptDelivery, failDelivery } from '../../services/accounts/webhooks';
 
 // The activities of account webhook delivery (workflows/credits/account-webhook.ts).

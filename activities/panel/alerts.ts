@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { Db } from '../../platform/db';
 import type { WebhookSettings } from '../../services/panel/client';
 import { evaluateAlerts } from '../../services/panel/alerts/evaluate';
-import { allowList, guardedAgent } from '../../services/panel/alerts/targets';
+import { allowList, guardedAgent } from '../../services/shared/webhook-targets';
 import { attemptDelivery, failDelivery, startPendingDeliveries } from '../../services/panel/alerts/webhooks';
 
 // The activities of alert evaluation and webhook delivery (workflows/panel/alerts.ts).

@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import type { Db } from '../../platform/db';
 import { open, seal } from '../../platform/secret-box';
 import { InvalidInput, NotFound } from '../shared/errors';
-import { checkHost, TargetRefused } from '../panel/alerts/targets';
+import { checkHost, TargetRefused } from '../shared/webhook-targets';
 import { SECRET_PREFIX, type AttemptOutcome } from '../panel/alerts/webhooks';
 import { postSigned } from '../shared/signed-post';
 import { credits } from './accounts';

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
 import { loadSealingKey } from '../../../platform/secret-box';
-import { allowList } from '../../../services/panel/alerts/targets';
+import { allowList } from '../../../services/shared/webhook-targets';
 import { createEndpoint, deleteEndpoint, listDeliveries, listEndpoints, setLowBalanceThreshold } from '../../../services/accounts/webhooks';
 import { credits } from '../../../services/accounts/accounts';
 import { readJsonObject } from '../../shared/http';

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
 import type { WebhookSettings } from '../../../services/panel/client';
-import { allowList } from '../../../services/panel/alerts/targets';
+import { allowList } from '../../../services/shared/webhook-targets';
 import { changeEndpoint, createEndpoint, deleteEndpoint, getDelivery, listDeliveries, listEndpoints, redeliver } from '../../../services/panel/alerts/webhooks';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';

@@ -12,7 +12,7 @@ import { audit } from '../shared/audit';
 import { findInScope, isUuid } from '../shared/chain';
 import { startWebhookDelivery, type WebhookSettings } from '../client';
 import { eventPayload } from './events';
-import { checkHost, TargetRefused } from './targets';
+import { checkHost, TargetRefused } from '../../shared/webhook-targets';
 import { postSigned } from '../../shared/signed-post';
 
 // Webhook endpoints, deliveries and attempts (spec 2 section 6, issue 17 item 4). An endpoint is set

@@ -2,9 +2,9 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent } from 'undici';
 
-// Where webhooks may be sent (issue 17 item 4): never to private, loopback, link-local or other
+// Where webhooks may be sent (the panel's, issue 17 item 4, and the gateway's account webhooks): never to private, loopback, link-local or other
 // internal addresses (a panel must not be a way into its own network), unless the operator allows
-// those addresses (PANEL_WEBHOOK_ALLOW_TARGETS: IPs or CIDR blocks; tests allow 127.0.0.1). The check
+// those addresses (PANEL_WEBHOOK_ALLOW_TARGETS or GATEWAY_WEBHOOK_ALLOW_TARGETS: IPs or CIDR blocks; tests allow 127.0.0.1). The check
 // is made on the address actually connected to (the dispatcher's DNS lookup), so a host name that
 // resolves differently at delivery time cannot slip through.
 
