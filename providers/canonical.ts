@@ -42,6 +42,12 @@ export interface CanonicalRequest {
   /** JSON-schema output constraint, when the client asked for one */
   jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
   user?: string;
+  /**
+   * Request fields the translation could not carry (no equivalent in the canonical form or the
+   * upstream's format), by the client's name; filled by the dialect's `toCanonical` and by the
+   * upstream adapter's `request`, reported to the client in `x-gateway-ignored-params`.
+   */
+  ignored: string[];
 }
 
 export interface UpstreamUsage {

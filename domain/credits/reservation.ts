@@ -78,6 +78,8 @@ export interface Routing {
   provider: string | null;
   upstream_model: string | null;
   attempts: RouteAttempt[];
+  /** request fields the answering route could not carry, and clamps, as x-gateway-ignored-params listed them */
+  ignored_params?: string[];
 }
 
 /** The API's report of a request's outcome, sent to `reservation-<request_id>`. */

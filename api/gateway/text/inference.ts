@@ -37,6 +37,8 @@ interface Prepared {
   adapter: UpstreamAdapter;
   native: boolean;
   upstreamBody: unknown;
+  /** request fields this route's format could not carry, and clamps (x-gateway-ignored-params) */
+  ignored: string[];
 }
 
 
@@ -53,10 +55,14 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const auth: AuthRecord = ctx.state.auth;
     const { model, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
-    const asked = dialect.maxTokens(req);
-    if (asked !== null && asked > model.max_output_tokens) {
-      throw new GatewayError('invalid_parameter', { param: dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens', detail: `at most ${model.max_output_tokens} for ${model.id}` });
-    }
+    // Above the model's limit, the output-token limit is clamped to it (coding tools send their own
+    // default for models they do not know) and the clamp reported; the hold is sized by the clamped value.
+    const limit = model.max_output_tokens;
+    const askedRaw = dialect.maxTokens(req);
+    const clamped = askedRaw !== null && askedRaw > limit;
+    const asked = clamped ? limit : askedRaw;
+    const clampNote = clamped ? [`${dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens'};clamped=${limit}`] : [];
+    const nativeBody = clamped ? dialect.withMaxTokens(body, limit) : body;
     const stream = dialect.stream(req);
     const routes = routeOrder(await deps.catalog.routes(model));
     allRoutesOpen(routes, deps.breakers, model.id);
@@ -67,14 +73,17 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       if (!adapter) return null;
       const native = adapter.native === dialect.name;
       canonical ??= native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
-      const upstreamBody = native ? adapter.nativeRequest(body, route.upstreamModel, stream) : adapter.request(canonical!, route.upstreamModel, stream);
-      return { route, adapter, native, upstreamBody };
+      // the adapter's `request` adds what its format cannot carry to a copy of the canonical list
+      const translated = native ? null : { ...canonical!, ignored: [...canonical!.ignored] };
+      const upstreamBody = native ? adapter.nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
+      return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote] };
     };
     // Translate the first route's request before holding: a request the upstream cannot take is refused without a hold.
     const first = prepare(routes[0]);
     if (!first) throw new GatewayError('provider_unavailable', { model: model.id });
     const prepared = new Map<CatalogRoute, Prepared>([[routes[0], first]]);
     const routeLog = new RouteLog();
+    let ignored: string[] = [];
 
     const { hold, report } = await beginBillableCall(deps, ctx, {
       started,
@@ -88,7 +97,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
         modality: audio.input || audio.output ? 'audio' : 'text',
       },
       // Audio requests show their audio tokens at GET /v1/generation (spec 2.9); every request its route.
-      details: (r) => ({ ...audioDetails(audio, r.usage), routing: routeLog.view() }),
+      details: (r) => ({ ...audioDetails(audio, r.usage), routing: { ...routeLog.view(), ...(ignored.length ? { ignored_params: ignored } : {}) } }),
     });
     const abort = new AbortController();
     let routed: Routed<Prepared>;
@@ -114,6 +123,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     }
     if (!routed.ok) throw routeFailure(routed.failure, report, deps.upstreamTimeoutMs, model.id);
     const { adapter, native, route } = routed.route;
+    ignored = routed.route.ignored;
+    if (ignored.length) ctx.set('x-gateway-ignored-params', ignored.join(', '));
     const provider = route.provider;
     const upstream = routed.res;
     if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });

@@ -59,6 +59,7 @@ function toCanonical(req: ChatRequest): CanonicalRequest {
     reasoningEffort: req.reasoning_effort ?? undefined,
     jsonSchema: rf?.type === 'json_schema' ? rf.json_schema : undefined,
     user: req.user,
+    ignored: [],
   };
 }
 
@@ -86,6 +87,8 @@ export const chatDialect: ClientDialect<ChatRequest> = {
   model: (req) => req.model,
   stream: (req) => req.stream === true,
   maxTokens: (req) => req.max_completion_tokens ?? req.max_tokens ?? null,
+  // the field the client used; max_completion_tokens when it sent none (max_tokens is deprecated)
+  withMaxTokens: (body, n) => ({ ...body, [body.max_completion_tokens == null && body.max_tokens != null ? 'max_tokens' : 'max_completion_tokens']: n }),
   inspect: inspectChatAudio,
   toCanonical,
   promptTokenBound,

@@ -71,6 +71,7 @@ function toCanonical(req: MessagesRequest): CanonicalRequest {
     tools: (req.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: (t.input_schema as Record<string, unknown>) ?? { type: 'object', properties: {} } })),
     toolChoice: c === undefined ? undefined : c.type === 'auto' ? 'auto' : c.type === 'none' ? 'none' : c.type === 'any' ? 'required' : { name: c.name ?? '' },
     user: req.metadata?.user_id ?? undefined,
+    ignored: [],
   };
 }
 
@@ -104,6 +105,7 @@ export const messagesDialect: ClientDialect<MessagesRequest> = {
     }
     return NO_AUDIO;
   },
+  withMaxTokens: (body, n) => ({ ...body, max_tokens: n }),
   toCanonical,
   promptTokenBound: (req) => Buffer.byteLength(JSON.stringify([req.system ?? '', req.messages, req.tools ?? []])) + 2000 * JSON.stringify(req.messages).split('"type":"image"').length,
   promptTokenEstimate: (req) => Math.ceil((textOfContent(req.system) + req.messages.map((m) => textOfContent(m.content)).join('')).length / 4) + 4 * req.messages.length,

@@ -95,6 +95,7 @@ function toCanonical(req: ResponsesRequest): CanonicalRequest {
     reasoningEffort: req.reasoning?.effort ?? undefined,
     jsonSchema: format?.type === 'json_schema' && format.schema ? { name: format.name ?? 'output', schema: format.schema, strict: format.strict } : undefined,
     user: req.user,
+    ignored: [],
   };
 }
 
@@ -153,6 +154,7 @@ export const responsesDialect: ClientDialect<ResponsesRequest> = {
   model: (req) => req.model,
   stream: (req) => req.stream === true,
   maxTokens: (req) => req.max_output_tokens ?? null,
+  withMaxTokens: (body, n) => ({ ...body, max_output_tokens: n }),
   toCanonical,
   promptTokenBound: (req) => Buffer.byteLength(JSON.stringify([req.instructions ?? '', req.input, req.tools ?? []])) + 2000 * JSON.stringify(req.input).split('"input_image"').length,
   promptTokenEstimate: (req) => Math.ceil(JSON.stringify([req.instructions ?? '', req.input]).length / 4),

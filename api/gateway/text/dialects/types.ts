@@ -44,6 +44,8 @@ export interface ClientDialect<Req = unknown> {
   stream(req: Req): boolean;
   /** output tokens asked for; null = the model's limit */
   maxTokens(req: Req): number | null;
+  /** the client's body with its output-token limit set to `n` (a clamp, on native pass-through) */
+  withMaxTokens(body: Record<string, unknown>, n: number): Record<string, unknown>;
   /** checks beyond the schema that need the model, reading the request's audio (chat) */
   inspect?(req: Req, model: CatalogModel): Promise<RequestAudio>;
   toCanonical(req: Req, model: CatalogModel): CanonicalRequest;
