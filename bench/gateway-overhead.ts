@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { recordRun } from './history';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,12 +14,11 @@ import { fixed, ms3, nsToMs, num, summarize, table, type Summary } from './stats
 // Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`main/start.ts`)
 // and a bare Koa proxy as child processes on free loopback ports, measures direct-to-simulator
 // vs gateway (and bare proxy) calls, reads settlement times from PostgreSQL, prints a report
-// and appends it to bench/results.md. `npm run bench`. Bounded in time; stops its children on
+// and appends it to bench/history/<date>-gateway-overhead.md. `npm run bench`. Bounded in time; stops its children on
 // every exit path.
 
 const ROOT = path.resolve(__dirname, '..');
 // BENCH_RESULTS_FILE: somewhere else for trial runs with reduced knobs or profiling.
-const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'results.md'));
 const T0 = Date.now();
 
 
@@ -504,8 +504,7 @@ async function main(): Promise<number> {
     for (const line of report.shutdown) log(line);
     const text = render(report, rows, queriedAt, { commit, dirty, load0, load1 });
     process.stdout.write(text + '\n');
-    fs.appendFileSync(RESULTS, (fs.existsSync(RESULTS) ? '\n' : '# Benchmark results\n\nAppended by `npm run bench` (bench/gateway-overhead.ts); one section per run.\n\n') + text + '\n');
-    log(`appended to ${path.relative(ROOT, RESULTS)}`);
+    log(`appended to ${path.relative(ROOT, recordRun('gateway-overhead', text))}`);
     return 0;
   } finally {
     await Promise.all(pools.map((p) => p.destroy().catch(() => {})));

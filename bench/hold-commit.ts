@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { recordRun } from './history';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,9 +17,8 @@ import { ms3, num, summarize, table } from './stats';
 // PostgreSQL of its own: the hold statement committed durably (as before), the same statement
 // with synchronous_commit off set inside it (set_config(…, true): no extra round trip), and the
 // textbook way, a transaction with SET LOCAL (BEGIN, SET, the statement, COMMIT: four round
-// trips). `npx tsx bench/hold-commit.ts`; appends to bench/results.md (BENCH_RESULTS_FILE).
+// trips). `npx tsx bench/hold-commit.ts`; appends to bench/history/ (BENCH_RESULTS_FILE).
 
-const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'results.md'));
 const ITERATIONS = num('BENCH_HOLD_ITERATIONS', 2000);
 const TARIFF = { input_multiplier: '0.000002', output_multiplier: '0.000008', cache_multiplier: '0.0000005', cache_creation_multiplier: '0.0000025' };
 
@@ -83,7 +83,7 @@ async function main() {
       table(['way', 'p50 ms', 'p90 ms', 'p99 ms', 'samples'], rows),
     ].join('\n');
     process.stdout.write(text + '\n');
-    fs.appendFileSync(RESULTS, '\n' + text + '\n');
+    recordRun('hold-commit', text);
   } finally {
     await db.destroy();
     await pg.stop();

@@ -18,7 +18,7 @@ import { fixed, num, summarize, table } from './stats';
 // (sample, prune, set-based rules, alert transitions, events), as the alert-eval schedule does once
 // per metrics interval. Also times chart reads. Starts its own embedded PostgreSQL (or uses
 // DATABASE_URL, which must hold an empty panel). `npx tsx bench/panel-alerts.ts`; appends to
-// bench/results.md.
+// bench/history/.
 
 const P = {
   nodes: num('BENCH_ALERT_NODES', 100),
@@ -159,7 +159,7 @@ async function main() {
   const c1d = await chartMs(24, 300);
   const c14d = await chartMs(14 * 24, 3600);
 
-  appendResults(
+  appendResults('panel-alerts', 
     [
       `## Panel: alert evaluation at ${P.nodes} nodes × 1-minute samples (${new Date().toISOString().slice(0, 10)}, commit ${commit}${dirtyNote(dirty)})`,
       '',

@@ -20,7 +20,7 @@ import { num } from './stats';
 // tar, gzip, SHA-256, rename) and backup.restore into a new site (SHA-256 check, extraction,
 // database load, site apply). Peak memory is this process's VmHWM (the node's own process, where
 // the archive streams run), sampled RSS during each phase, and the dump's and load's client
-// processes are separate. Appends a section to bench/results.md. `npx tsx bench/panel-backup.ts`.
+// processes are separate. Appends a section to bench/history/. `npx tsx bench/panel-backup.ts`.
 
 const P = {
   smallFiles: num('BENCH_SMALL_FILES', 16_384),
@@ -123,7 +123,7 @@ async function main() {
   const mb = source.bytes / MB;
   const { commit, dirty } = revision(/^(platform\/hosting-node|bench\/panel-backup)/);
   const f1 = (x: number) => x.toFixed(1);
-  appendResults(
+  appendResults('panel-backup', 
     [
       `## Panel backups: back up and restore one site (${new Date().toISOString().slice(0, 10)}, commit ${commit}${dirtyNote(dirty)})`,
       '',

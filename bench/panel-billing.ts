@@ -17,7 +17,7 @@ import { num } from './stats';
 // BENCH_SITES sites (100,000, spread over the customers and over 10 labelled nodes), then repeats
 // the hour (a no-op), and closes a month for BENCH_CLOSE_ORGS customers (1,000) through
 // `month-close-<org>-<YYYY-MM>` workflows on a billing worker, with BENCH_CLOSE_HOURS metered hours
-// in that month. Durations and rows written; appends a section to bench/results.md. Its own
+// in that month. Durations and rows written; appends a section to bench/history/. Its own
 // embedded PostgreSQL and Temporal dev server (bench/panel-harness.ts).
 //   npx tsx bench/panel-billing.ts
 
@@ -127,7 +127,7 @@ async function main() {
   const againMs = ms(tw2);
   const sample = results[0];
 
-  appendResults(
+  appendResults('panel-billing', 
     [
       `## Panel billing: one metered hour for ${P.orgs.toLocaleString('en')} orgs / ${P.sites.toLocaleString('en')} sites, a month closed for ${closeOrgs.length.toLocaleString('en')} orgs — ${new Date().toISOString()} · commit ${commit}${dirtyNote(dirty)}`,
       '',

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { recordRun } from './history';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -169,14 +170,10 @@ export const loadText = (l: number[]) => l.map((v) => v.toFixed(2)).join('/');
 /** node version, cores, CPU model. */
 export const machine = (): string[] => [`node ${process.version}`, `nproc ${os.availableParallelism()}`, os.cpus()[0]?.model ?? 'unknown CPU'];
 
-/** bench/results.md, or BENCH_RESULTS_FILE (somewhere else for trial runs with reduced knobs). */
-export const RESULTS = path.resolve(process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'results.md'));
-
-/** Prints the section and appends it to the results file. */
-export function appendResults(text: string): void {
+/** Prints the section and appends it to the topic's history file (bench/history.ts). */
+export function appendResults(topic: string, text: string): void {
   process.stdout.write(`\n${text}\n`);
-  fs.appendFileSync(RESULTS, `\n${text}\n`);
-  log(`appended to ${path.relative(process.cwd(), RESULTS)}`);
+  log(`appended to ${path.relative(process.cwd(), recordRun(topic, text))}`);
 }
 
 /**

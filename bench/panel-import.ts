@@ -180,7 +180,7 @@ async function main() {
       '- Peak RSS is of the whole benchmark process (the site writer child that writes the files is a separate process of a few tens of MB, not counted); the reader holds metadata files of at most 1 MB and one SQL statement at a time, so memory stays bounded whatever the archive size.',
       '',
     ];
-    appendResults(lines.join('\n'));
+    appendResults('panel-import', lines.join('\n'));
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

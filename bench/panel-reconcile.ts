@@ -26,7 +26,7 @@ import { fixed, num, table } from './stats';
 // them), then the panel restarts on that root. Pass 1: every site in sync (observe). Pass 2:
 // BENCH_DRIFT vhosts edited by hand, half of those sites opted in to remediate. Each pass is
 // started with POST /v1/reconcile/run and timed until its report is stored. Appends to
-// bench/results.md. `npx tsx bench/panel-reconcile.ts`.
+// bench/history/. `npx tsx bench/panel-reconcile.ts`.
 
 const P = {
   sites: num('BENCH_SITES', 2000),
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
     p.row.remediated,
     p.events,
   ]);
-  appendResults(
+  appendResults('panel-reconcile', 
     [
       `## Reconciliation pass over ${P.sites} sites on the hosting node (${new Date().toISOString().slice(0, 16)}Z, commit ${rev.commit}${dirtyNote(rev.dirty)})`,
       '',

@@ -40,7 +40,7 @@ import { fixed, num, percentile, summarize, table, type Summary } from './stats'
 // seconds and peak memory of every process tree (/proc), where each site's time went (the node
 // operation's timestamps), the node API's long polls (its access log), the Temporal history of a
 // sample of node-op workflows, the cost of `nginx -t` and `php-fpm -t` at the final size, and a
-// sample of sites fetched from their node by Host header. Appends a section to bench/results.md.
+// sample of sites fetched from their node by Host header. Appends a section to bench/history/.
 // `npm run bench:panel-sites`. Stops everything it started on every exit path.
 
 const P = {
@@ -759,7 +759,7 @@ async function main(): Promise<void> {
     verify: { checked: checks.length, served, wrong, unknown: unknown.status, elsewhere: elsewhere?.status ?? null },
     logs: { panel: sink.seen, agents: problems, worker: worker.logProblems() },
   };
-  appendResults(render(report));
+  appendResults('panel-sites', render(report));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import { fixed, num, summarize, table, type Summary } from './stats';
 // platform admin, a provider admin and a reseller, cursor pages 2-20, ?children=true, ?q=, and
 // org detail. Every SQL statement the API runs is timed through knex's query events, and the
 // listing statement of each case is run again under EXPLAIN (ANALYZE, BUFFERS). Prints a
-// markdown section and appends it to bench/results.md. `npm run bench:panel`. Stops everything
+// markdown section and appends it to bench/history/. `npm run bench:panel`. Stops everything
 // it started on every exit path.
 
 const TARGET_MS = 20;
@@ -470,7 +470,7 @@ async function main(): Promise<void> {
     logs: sink.seen,
     walk: { page20: summarize(page20) },
   };
-  appendResults(render(report));
+  appendResults('panel-listing', render(report));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { recordRun } from './history';
 import { execSync } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -12,7 +13,7 @@ import { fixed, percentile, table } from './stats';
 // How many reservation-shaped workflows per second the embedded Temporal dev server completes
 // on this machine, with a workflow that does nothing else (bench/ceiling/workflow.ts): the
 // ceiling of "one workflow per billable request" (DESIGN.md section 2) whatever the gateway does.
-// Usage: npx tsx bench/temporal-ceiling.ts [--n 2000] [--c 64]; appends to bench/results.md.
+// Usage: npx tsx bench/temporal-ceiling.ts [--n 2000] [--c 64]; appends to bench/history/.
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -93,7 +94,7 @@ async function main() {
     '',
   ].join('\n');
   console.log(out);
-  fs.appendFileSync(require.resolve('./results.md'), '\n' + out);
+  recordRun('temporal-ceiling', out);
 }
 
 main().then(

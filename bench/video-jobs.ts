@@ -8,6 +8,7 @@
 //
 // Everything runs on embedded defaults in a temporary directory (PostgreSQL, Temporal dev
 // server, simulator, gateway); the workflows use the production polling defaults.
+import { recordRun } from './history';
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -207,7 +208,7 @@ polling defaults (first poll 2 s, ×1.5, at most 15 s); worker maxCachedWorkflow
 Load average at the end: ${os.loadavg().map((v) => v.toFixed(1)).join(' ')} (the figures include whatever else ran on the machine).
 `;
     console.log(report);
-    fs.appendFileSync(path.join(__dirname, 'results.md'), report);
+    recordRun('video-jobs', report);
   } finally {
     for (const stop of stops.reverse()) await stop().catch((err) => console.error('stop failed', err));
     fs.rmSync(tmp, { recursive: true, force: true });
