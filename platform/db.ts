@@ -7,11 +7,11 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
-export function createDb(url: string, poolMax = 20): Db {
+export function createDb(url: string, poolMax = 20, poolMin = 1): Db {
   return knex({
     client: 'pg',
     connection: url,
-    pool: { min: 1, max: poolMax },
+    pool: { min: poolMin, max: poolMax },
     migrations: { directory: path.resolve(__dirname, '../migrations'), loadExtensions: ['.ts'] },
   });
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../platform/temporal-metrics';
 import { seedSimulatorCatalog } from '../../simulator/seed';
-import { createDb, migrate } from '../../platform/db';
+import { createDb, migrate, type Db } from '../../platform/db';
 import { pruneSiteUsers } from '../../platform/hosting-node/site-users';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';
@@ -15,7 +15,8 @@ import { workflowsPath, type WorkflowDomain } from '../../workers/base';
 import { env } from './env';
 
 // One PostgreSQL, one Temporal dev server and one simulator for the whole run, on free ports.
-// Torn down even when tests fail.
+// Torn down even when tests fail. Each test file gets its own database, cloned from a migrated
+// and seeded template before the file's first hook, so suites never see each other's rows.
 
 
 export { freePort };
@@ -23,6 +24,33 @@ export { freePort };
 let pg: EmbeddedDatabase | undefined;
 let temporal: DevServer | undefined;
 let tmp: string | undefined;
+let admin: Db | undefined;
+const TEMPLATE = 'gateway_template';
+/** every file's pool, kept open until the run ends: a file's stray background work never hits a closed pool */
+const pools: Db[] = [];
+
+/**
+ * Puts a hook before the first hook of each test file's first top-level suite that clones the
+ * template into the file's own database and points `env` at it. Pools idle down to no connection.
+ */
+function giveEachFileItsDatabase(root: Mocha.Suite, templateUrl: string): void {
+  const first = new Map<string, Mocha.Suite>();
+  for (const s of root.suites) if (s.file && !first.has(s.file)) first.set(s.file, s);
+  let n = 0;
+  for (const [file, suite] of first) {
+    const name = `test_${++n}`;
+    suite.beforeAll(`own database for ${path.basename(file)}`, async function () {
+      this.timeout(60_000);
+      await admin!.raw(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`);
+      env.databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${name}`);
+      env.db = createDb(env.databaseUrl, 30, 0);
+      pools.push(env.db);
+    });
+    // Mocha appends hooks; this one must run before the file's own.
+    const hooks = (suite as unknown as { _beforeAll: unknown[] })._beforeAll;
+    hooks.unshift(hooks.pop());
+  }
+}
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -36,7 +64,7 @@ export const mochaHooks = {
     const bundle = (domain: WorkflowDomain) => bundleWorkflowCode({ workflowsPath: workflowsPath(domain), logger: quiet });
     // Every start is awaited, even when one fails, so afterAll stops whichever servers came up.
     const started = await Promise.allSettled([
-      startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: 'gateway_test', persistent: false, logger }).then((s) => (pg = s)),
+      startEmbeddedPostgres({ dir: path.join(tmp, 'pg'), port: pgPort, database: TEMPLATE, persistent: false, logger }).then((s) => (pg = s)),
       startTemporalDevServer({ port: temporalPort, namespace: 'default', logger }).then((s) => (temporal = s)),
       Promise.all([bundle('credits'), bundle('media'), bundle('testruns'), bundle('panel')]),
     ]);
@@ -44,19 +72,22 @@ export const mochaHooks = {
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const [db, dev] = [pg!, temporal!];
     const [credits, media, testruns, panel] = (started[2] as PromiseFulfilledResult<Awaited<ReturnType<typeof bundle>>[]>).value;
-    env.databaseUrl = db.url;
     env.temporalAddress = dev.address;
     env.bundles = { credits, media, testruns, panel };
     env.logger = logger;
-    env.db = createDb(db.url, 30);
-    await migrate(env.db);
     env.simulator = await startSimulator({ port: 0 });
-    await seedSimulatorCatalog(env.db, env.simulator.url);
+    const template = createDb(db.url, 2);
+    await migrate(template);
+    await seedSimulatorCatalog(template, env.simulator.url);
+    await template.destroy(); // a template must have no sessions while it is cloned
+    admin = createDb(db.url.replace(/\/[^/]+$/, '/postgres'), 1);
+    giveEachFileItsDatabase(this.test!.parent!, db.url);
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
     await env.simulator?.close().catch(() => {});
-    await env.db?.destroy().catch(() => {});
+    await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
+    await admin?.destroy().catch(() => {});
     await temporal?.stop().catch(() => {});
     await pg?.stop().catch(() => {});
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
