@@ -43,6 +43,8 @@ ask() {
   printf -v "$_var" '%s' "$_ans"
 }
 
+# A path as the user knows it: ~/... under HOME (a literal tilde, for display only).
+# shellcheck disable=SC2088
 tilde() { case $1 in "$HOME"/*) printf '~/%s' "${1#"$HOME"/}" ;; *) printf '%s' "$1" ;; esac; }
 
 # --- JSON: python3, else node; GATEWAY_JSON_TOOL=python3|node|none overrides (for tests) ------

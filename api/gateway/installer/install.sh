@@ -241,7 +241,7 @@ apply_plan() {
 
 # --- steps ------------------------------------------------------------------------------------
 
-KEY= APPS= MODELS= ALL=0 DRY_RUN=0 YES=0 DEFAULT_MODEL=
+KEY='' APPS='' MODELS='' ALL=0 DRY_RUN=0 YES=0 DEFAULT_MODEL=''
 AVAILABLE=()
 
 step_key() {

@@ -174,7 +174,7 @@ apply_plan() {
 
 # --- steps ------------------------------------------------------------------------------------
 
-LEVEL= APPS= ALL=0 DRY_RUN=0 YES=0
+LEVEL='' APPS='' ALL=0 DRY_RUN=0 YES=0
 
 step_level() {
   if [ -z "$LEVEL" ]; then
