@@ -20,6 +20,7 @@ import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services
 import { loadSealingKey } from '../platform/secret-box';
 import { observedClientOptions } from '../platform/temporal-client';
 import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
+import { REFUSAL_LOG_DEFAULTS, RefusalLog, type RefusalLogSettings } from '../api/shared/refusal-log';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -47,6 +48,8 @@ export interface GatewayRuntimeOptions {
   routeBreaker?: Partial<BreakerSettings>;
   /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
   webhookAllowTargets?: string[];
+  /** REFUSAL_LOG_LINES_PER_MINUTE: the info lines of 4xx answers per client; defaults in REFUSAL_LOG_DEFAULTS */
+  refusalLog?: Partial<RefusalLogSettings>;
 }
 
 export interface GatewayRuntime {
@@ -90,13 +93,15 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }) });
+  const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }), refusals });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   return {
     url: listening.url,
     server: listening.server,
     async close() {
       await listening.close();
+      refusals.close(); // the suppressed counts of open windows
       await keyed?.close();
       await creditsLog?.log.close();
       await liveness.stop();

@@ -154,6 +154,7 @@ async function main() {
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,
     webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
+    refusalLog: { linesPerWindow: config.REFUSAL_LOG_LINES_PER_MINUTE },
     routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,

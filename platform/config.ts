@@ -70,6 +70,8 @@ const schema = z.object({
   TRUSTED_PROXIES: ipList,
   REQUEST_LOG_FLUSH_MS: positive(250),
   REQUEST_LOG_RETENTION_DAYS: positive(90),
+  // 4xx answers are logged at info, at most this many lines per key (or client address) a minute.
+  REFUSAL_LOG_LINES_PER_MINUTE: positive(10),
   // CORS for browser clients of /v1: unset (off), `*`, or comma-separated origins.
   CORS_ORIGINS: z
     .string()

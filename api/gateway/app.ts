@@ -27,7 +27,9 @@ import { tracingMiddleware } from '../shared/tracing';
 import { registerCreditsGauges } from '../../services/credits/metrics';
 import { BREAKER_DEFAULTS, CircuitBreakers } from '../../domain/catalog/routing';
 import { openApiRoutes } from '../shared/openapi-routes';
-import { gatewayApi } from './openapi';
+import { gatewayApi, serviceDescriptionSchema } from './openapi';
+import { RefusalLog } from '../shared/refusal-log';
+import { name as serviceName, version as serviceVersion } from '../../package.json';
 import { adminApi } from './admin/openapi';
 import { testRunsApi } from '../testruns/openapi';
 
@@ -53,6 +55,8 @@ export interface GatewayDeps {
   metrics?: MetricsSettings;
   /** the circuit breakers of the models' routes (one set per process); absent: default settings */
   breakers?: CircuitBreakers;
+  /** the info lines of 4xx answers, rate-limited per client; absent: default settings */
+  refusals?: RefusalLog;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
@@ -67,15 +71,16 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   // The dashboard answers in pages, not the API's envelope, and is not an API request to log.
   if (deps.dashboard) app.use(deps.dashboard);
   // Every answer carries x-request-id (errors too); a billed request's equals x-gateway-request-id.
-  app.use(requestContext(deps.logger, 'x-request-id'));
+  app.use(requestContext(deps.logger, 'x-request-id', deps.refusals ?? new RefusalLog(deps.logger)));
   if (deps.keyed) app.use(deps.keyed.requestLogging);
   else if (deps.requestLogging) app.use(deps.requestLogging);
   if (deps.corsOrigins) app.use(cors(deps.corsOrigins));
 
-  const health = new Router();
-  health.get('/healthz', healthCheck(deps));
-  app.use(health.routes());
-  app.use(health.allowedMethods());
+  const root = new Router();
+  root.get('/', serviceDescription(deps.keyed ? 'keyed' : 'credits')); // HEAD / too (clients probe it), without a body
+  root.get('/healthz', healthCheck(deps));
+  app.use(root.routes());
+  app.use(root.allowedMethods());
   // The OpenAPI documents of this port's three APIs and /docs (docs/openapi.md); open, before the admin API's token check.
   app.use(openApiRoutes([{ path: '/openapi.json', api: () => gatewayApi(deps.keyed ? 'keyed' : 'credits') }, { path: '/admin/openapi.json', api: adminApi }, { path: '/testruns/openapi.json', api: testRunsApi }]).routes());
   const installer = installerRoutes(); // install.sh, install.ps1, uninstall.sh, uninstall.ps1 (spec 1 section 1 item 8)
@@ -113,6 +118,19 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   app.use(v1.routes());
   app.use(v1.allowedMethods()); // 405 with Allow; the envelope is added by requestContext
   return app;
+}
+
+/** GET / and HEAD /: what this service is and where to start; nothing secret. */
+export function serviceDescription(variant: 'credits' | 'keyed') {
+  const body = serviceDescriptionSchema.parse({
+    name: serviceName,
+    variant,
+    version: serviceVersion,
+    links: { models: '/v1/models', openapi: '/openapi.json', docs: '/docs', health: '/healthz' },
+  });
+  return (ctx: Koa.Context) => {
+    ctx.body = body;
+  };
 }
 
 /** 200 only when PostgreSQL and Temporal both answer. */

@@ -23,7 +23,18 @@ const anthropicError = z
 const list = z.looseObject({ data: z.array(jsonObject) });
 const jsonOrOther = (description: string) => jsonObject.meta({ description });
 
+/** GET / (and HEAD /): the service description (api/gateway/app.ts serviceDescription). */
+export const serviceDescriptionSchema = z
+  .object({
+    name: z.string(),
+    variant: z.enum(['credits', 'keyed']),
+    version: z.string(),
+    links: z.object({ models: z.string(), openapi: z.string(), docs: z.string(), health: z.string() }),
+  })
+  .meta({ id: 'ServiceDescription', description: 'What this service is and where to start' });
+
 const operations: ApiOperation[] = [
+  { method: 'get', path: '/', summary: 'Service description: name, variant, version and links (HEAD / answers the same headers without a body)', tags: ['health'], response: serviceDescriptionSchema, security: [] },
   { method: 'post', path: '/v1/chat/completions', summary: 'Chat completion (OpenAI dialect); `stream: true` answers server-sent events', tags: ['text'], body: chatRequestSchema, stream: true, responseHeaders: billed },
   { method: 'post', path: '/v1/messages', summary: 'Messages (Anthropic dialect); `stream: true` answers server-sent events', tags: ['text'], body: messagesRequestSchema, stream: true, responseHeaders: billed, errorBody: anthropicError },
   { method: 'post', path: '/v1/messages/count_tokens', summary: "Count a Messages request's input tokens (not billed)", tags: ['text'], body: countTokensSchema, errorBody: anthropicError },

@@ -5,6 +5,7 @@ import { GatewayError } from '../../domain/shared/errors';
 import { isDatabaseUnavailable } from '../../platform/db-errors';
 import type { Logger } from '../../platform/logger';
 import type { ClientErrorAnswer } from '../../platform/http-server';
+import type { RefusalLog } from './refusal-log';
 
 export interface RequestState {
   requestId: string;
@@ -12,10 +13,11 @@ export interface RequestState {
 }
 
 /**
- * Outermost middleware: a request id and a child logger per request, one access-log line, and
- * the error envelope for anything thrown below. Nothing a client sends yields a bare 500.
+ * Outermost middleware: a request id and a child logger per request, one access-log line (at
+ * info for a 4xx, through `refusals`), and the error envelope for anything thrown below. Nothing
+ * a client sends yields a bare 500.
  */
-export function requestContext(logger: Logger, requestIdHeader: string | null) {
+export function requestContext(logger: Logger, requestIdHeader: string | null, refusals: RefusalLog | null = null) {
   return async (ctx: Context, next: Next) => {
     const started = process.hrtime.bigint();
     const requestId = randomUUID();
@@ -32,6 +34,7 @@ export function requestContext(logger: Logger, requestIdHeader: string | null) {
     } catch (err) {
       sendError(ctx, err);
     }
+    if (refusals && ctx.status >= 400 && ctx.status < 500) refusals.note(ctx, ctx.state.error as GatewayError | undefined);
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     ctx.state.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
   };
@@ -52,6 +55,7 @@ export function sendError(ctx: Context, err: unknown): void {
     return;
   }
   ctx.status = e.status;
+  ctx.state.error = e; // the refusal log reads its code and param
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   // Each dialect answers errors in its vendor's shape (set by the route); the default is spec 2.10.
   const render = ctx.state.errorBody as ((e: GatewayError) => unknown) | undefined;

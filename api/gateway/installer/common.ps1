@@ -104,6 +104,73 @@ function Edit-ClaudeSettings([string]$Raw, [bool]$Set) {
     return @{ Stripped = $stripped; New = $new }
 }
 
+# llm's keys.json: the key named "gateway" (which the gateway's extra-openai-models.yaml entries
+# name) is ours when it holds a gateway key. Returns @{ Stripped; New } texts, or @{ Error }.
+function Edit-LlmKeys([string]$Raw, [bool]$Set) {
+    if ($Raw -and $Raw.Trim()) {
+        try { $data = $Raw | ConvertFrom-Json } catch { return @{ Error = "not valid JSON: $($_.Exception.Message)" } }
+    } else {
+        $data = [pscustomobject]@{}
+    }
+    if ($data -isnot [System.Management.Automation.PSCustomObject]) { return @{ Error = 'not a JSON object' } }
+    $before = ConvertTo-Json $data -Depth 100 -Compress
+    $gw = $data.PSObject.Properties['gateway']
+    if ($gw -and "$($gw.Value)" -match '^(gw_ai_|rk_live_|mt-)') { $data.PSObject.Properties.Remove('gateway') }
+    $strippedJson = ConvertTo-Json $data -Depth 100 -Compress
+    $stripped = if ($strippedJson -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    if (-not $Set) { return @{ Stripped = $stripped; New = $stripped } }
+    if ($data.PSObject.Properties['gateway']) { return @{ Error = 'it already stores a key named "gateway" that is not a gateway key; left alone' } }
+    $data | Add-Member -NotePropertyName gateway -NotePropertyValue $Key
+    $new = if ((ConvertTo-Json $data -Depth 100 -Compress) -eq $before) { $Raw } else { (ConvertTo-Json $data -Depth 100) + "`n" }
+    return @{ Stripped = $stripped; New = $new }
+}
+
+# llm's user directory, as llm finds it on Windows: LLM_USER_PATH, else %APPDATA%\io.datasette.llm.
+function Get-LlmDir {
+    if ($env:LLM_USER_PATH) { return $env:LLM_USER_PATH }
+    $appData = if ($env:APPDATA) { $env:APPDATA } else { Join-Path $HomeDir 'AppData\Roaming' }
+    return Join-Path $appData 'io.datasette.llm'
+}
+
+# A YAML double-quoted scalar.
+function ConvertTo-YamlString([string]$Value) { return '"' + $Value.Replace('\', '\\').Replace('"', '\"') + '"' }
+
+# The files the installer created (one path a line): the uninstaller deletes such a file once it
+# holds nothing but the gateway's entries, instead of leaving an empty file behind.
+$LocalAppData = if ($env:LOCALAPPDATA) { $env:LOCALAPPDATA } else { Join-Path $HomeDir 'AppData\Local' }
+$Manifest = Join-Path $LocalAppData 'gateway-installer\created-files.txt'
+
+function Get-Created {
+    if (-not (Test-Path -LiteralPath $Manifest -PathType Leaf)) { return @() }
+    return @([IO.File]::ReadAllLines($Manifest) | Where-Object { $_ })
+}
+
+function Test-Created([string]$File) { return (@(Get-Created) -contains $File) }
+
+function Add-Created([string]$File) {
+    $list = @(Get-Created)
+    if ($list -contains $File) { return }
+    $dir = Split-Path -Parent $Manifest
+    if (-not (Test-Path -LiteralPath $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
+    [IO.File]::WriteAllLines($Manifest, [string[]]($list + $File))
+}
+
+# Keeps the lines of files that still exist and are not File; an empty manifest is deleted.
+function Remove-Created([string]$File) {
+    if (-not (Test-Path -LiteralPath $Manifest -PathType Leaf)) { return }
+    $keep = @(Get-Created | Where-Object { $_ -ne $File -and (Test-Path -LiteralPath $_) })
+    if ($keep.Count -gt 0) { [IO.File]::WriteAllLines($Manifest, [string[]]$keep); return }
+    Remove-Item -LiteralPath $Manifest -Force
+    $dir = Split-Path -Parent $Manifest
+    if (-not (Get-ChildItem -LiteralPath $dir -Force)) { Remove-Item -LiteralPath $dir -Force }
+}
+
+# Nothing left but white space (a text file) or an empty object (a JSON file).
+function Test-HoldsNothing([string]$Text) {
+    $t = "$Text" -replace '\s', ''
+    return (-not $t) -or $t -eq '{}'
+}
+
 function Get-BackupName([string]$File) {
     $b = "$File.bak-$(Get-Date -Format 'yyyyMMdd-HHmmss')"
     # Never overwrite an earlier backup taken within the same second.

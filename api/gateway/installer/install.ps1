@@ -1,19 +1,20 @@
 <#
 .SYNOPSIS
-Gateway installer for Windows PowerShell 5.1+: points Claude Code, the OpenAI Codex CLI and
-PowerShell environment variables (a marked block in $PROFILE) at this gateway.
+Gateway installer for Windows PowerShell 5.1+: points Claude Code, the OpenAI Codex CLI, llm,
+aider and PowerShell environment variables (a marked block in $PROFILE) at this gateway.
 
 .DESCRIPTION
 Mirrors install.sh. Every file is copied to <file>.bak-YYYYmmdd-HHMMSS before it is written,
 unless it holds API keys of other providers (then no copy is made and only the gateway entry is
-touched). Re-running replaces the installer's own entries. uninstall.ps1 removes them.
+touched). Re-running replaces the installer's own entries. uninstall.ps1 removes them, and
+deletes the files this script created once nothing else is in them.
 
 .EXAMPLE
 & ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/install.ps1)))
 .EXAMPLE
 & ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/install.ps1))) -All -DryRun
 .EXAMPLE
-.\install.ps1 -Key gw_ai_... -Apps claude,codex,shell -Models m1,m2 -Yes
+.\install.ps1 -Key gw_ai_... -Apps claude,codex,shell,llm,aider -Models m1,m2 -Yes
 #>
 [CmdletBinding()]
 param(
@@ -32,10 +33,11 @@ $ErrorActionPreference = 'Stop'
 
 $MarkBegin = '# >>> gateway >>>'
 $MarkEnd = '# <<< gateway <<<'
-# Codex rejects duplicate top-level keys, so the user's own model/model_provider lines are
-# commented out with this prefix while the gateway block is present; uninstall.ps1 restores them.
+# Codex rejects duplicate top-level keys (and aider would take the last), so the user's own lines
+# for the keys the gateway block sets are commented out with this prefix while the block is
+# present; uninstall.ps1 restores them.
 $DisabledPrefix = '# [gateway] '
-$AllApps = @('claude', 'codex', 'shell')
+$AllApps = @('claude', 'codex', 'shell', 'llm', 'aider')
 $ClaudeKeys = @('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL')
 function Get-Masked([string]$Value) { return $Value.Substring(0, [Math]::Min(10, $Value.Length)) + '...' }
 
@@ -56,7 +58,7 @@ function Add-PlanFile([string]$App, [string]$File, $Old, [string]$New, [string]$
     if ($null -eq $Old) { $note = 'new file' }
     elseif (Test-ForeignKey $Stripped) { $note = 'no backup: it holds API keys of other providers' }
     else { $backup = $true; $note = 'backup first' }
-    $Plan.Add(@{ App = $App; File = $File; New = $New; Backup = $backup })
+    $Plan.Add(@{ App = $App; File = $File; New = $New; Backup = $backup; Created = ($null -eq $Old) })
     if ($DryRun) { Add-Summary 'would change' $App "$(Get-Tilde $File) ($note)" }
     else { Write-Host "  will change $(Get-Tilde $File) ($note)" }
     return $true
@@ -70,6 +72,14 @@ function Show-Block([string]$Text) {
         elseif ($line.StartsWith($DisabledPrefix)) { Write-Host ('      ~ comments out: ' + $line.Substring($DisabledPrefix.Length)) }
         if ($line -ceq $MarkEnd) { $on = $false }
     }
+}
+
+# The lines of a text without its last empty one (the text ends with a newline).
+function Get-Lines([string]$Text) {
+    if (-not $Text) { return @() }
+    $lines = @($Text -split "`r?`n")
+    if ($Text.EndsWith("`n")) { $lines = @($lines[0..($lines.Count - 2)]) }
+    return $lines
 }
 
 function Plan-Claude {
@@ -98,13 +108,8 @@ function Plan-Codex {
     $lines.Add("model = `"$DefaultModel`"")
     $lines.Add('model_provider = "gateway"')
     $lines.Add($MarkEnd)
-    $bodyLines = @()
-    if ($s.Text) {
-        $bodyLines = @($s.Text -split "`r?`n")
-        if ($s.Text.EndsWith("`n")) { $bodyLines = @($bodyLines[0..($bodyLines.Count - 2)]) }
-    }
     $inTable = $false
-    foreach ($line in $bodyLines) {
+    foreach ($line in (Get-Lines $s.Text)) {
         if ($line -match '^\s*\[') { $inTable = $true }
         if (-not $inTable -and $line -match '^\s*(model|model_provider)\s*=') { $lines.Add($DisabledPrefix + $line) } else { $lines.Add($line) }
     }
@@ -118,6 +123,68 @@ function Plan-Codex {
     $new = ($lines -join $nl) + $nl
     if (Add-PlanFile 'codex' $file $old $new $s.Text) { Show-Block $new }
     if ($script:ChosenApps -notcontains 'shell') { Write-Host '      note: codex reads the key from $env:GATEWAY_API_KEY; add the shell app or set it yourself' }
+}
+
+# llm (Simon Willison's CLI): an extra-openai-models.yaml entry per chosen model (gateway/<model>)
+# and the key in keys.json under "gateway", which those entries name: llm would otherwise fall
+# back to OPENAI_API_KEY, which may be the user's own OpenAI key.
+function Plan-Llm {
+    $dir = Get-LlmDir
+    $file = Join-Path $dir 'extra-openai-models.yaml'
+    $keysFile = Join-Path $dir 'keys.json'
+    $old = Read-Text $file
+    $s = Remove-GatewayBlocks $old
+    if ($s.Broken) { Add-Summary 'skipped' 'llm' "$(Get-Tilde $file) has a '$MarkBegin' line without '$MarkEnd'; fix it by hand"; return }
+    # The entries join the file's list: only a block list at column 0 (or an empty file) takes them.
+    $seen = $false; $bad = $false
+    foreach ($line in (Get-Lines $s.Text)) {
+        if ($line -match '^\s*(#|$)') { continue }
+        if (-not $seen -and -not $line.StartsWith('- ')) { $bad = $true }
+        $seen = $true
+        if ($line -match '^\S' -and -not $line.StartsWith('- ')) { $bad = $true }
+    }
+    if ($bad) { Add-Summary 'skipped' 'llm' "$(Get-Tilde $file) is not a list of '- model_id: ...' entries at column 0; add the gateway's by hand"; return }
+    $keysOld = Read-Text $keysFile
+    $k = Edit-LlmKeys $keysOld $true
+    if ($k.ContainsKey('Error')) { Add-Summary 'skipped' 'llm' "$(Get-Tilde $keysFile): $($k.Error)"; return }
+    $nl = Get-Newline $old
+    $lines = New-Object System.Collections.Generic.List[string]
+    foreach ($line in (Get-Lines $s.Text)) { $lines.Add($line) }
+    $lines.Add($MarkBegin)
+    $lines.Add("# Added by the gateway installer ($BaseUrl); uninstall.ps1 removes this block.")
+    foreach ($m in $script:ChosenModels) {
+        $lines.Add("- model_id: $(ConvertTo-YamlString "gateway/$m")")
+        $lines.Add("  model_name: $(ConvertTo-YamlString $m)")
+        $lines.Add("  api_base: $(ConvertTo-YamlString "$BaseUrl/v1")")
+        $lines.Add('  api_key_name: gateway')
+    }
+    $lines.Add($MarkEnd)
+    $new = ($lines -join $nl) + $nl
+    if (Add-PlanFile 'llm' $file $old $new $s.Text) { Show-Block $new }
+    if (Add-PlanFile 'llm' $keysFile $keysOld $k.New $k.Stripped) { Write-Host "      + gateway = $(Get-Masked $Key)" }
+    Write-Host "      use: llm -m gateway/$DefaultModel 'Hello'"
+}
+
+# aider: ~/.aider.conf.yml gets the OpenAI-compatible endpoint, the key and the default model
+# (aider's `openai/` prefix sends it to openai-api-base).
+function Plan-Aider {
+    $file = Join-Path $HomeDir '.aider.conf.yml'
+    $old = Read-Text $file
+    $s = Remove-GatewayBlocks $old -Restore
+    if ($s.Broken) { Add-Summary 'skipped' 'aider' "$(Get-Tilde $file) has a '$MarkBegin' line without '$MarkEnd'; fix it by hand"; return }
+    $nl = Get-Newline $old
+    $lines = New-Object System.Collections.Generic.List[string]
+    foreach ($line in (Get-Lines $s.Text)) {
+        if ($line -match '^(model|openai-api-base|openai-api-key)\s*:') { $lines.Add($DisabledPrefix + $line) } else { $lines.Add($line) }
+    }
+    $lines.Add($MarkBegin)
+    $lines.Add("# Added by the gateway installer ($BaseUrl); uninstall.ps1 removes this block.")
+    $lines.Add("openai-api-base: $(ConvertTo-YamlString "$BaseUrl/v1")")
+    $lines.Add("openai-api-key: $(ConvertTo-YamlString $Key)")
+    $lines.Add("model: $(ConvertTo-YamlString "openai/$DefaultModel")")
+    $lines.Add($MarkEnd)
+    $new = ($lines -join $nl) + $nl
+    if (Add-PlanFile 'aider' $file $old $new $s.Text) { Show-Block $new }
 }
 
 function Plan-Shell {
@@ -159,6 +226,7 @@ function Invoke-Plan {
         }
         # No BOM: Node-based tools (Claude Code, Codex) do not expect one.
         [IO.File]::WriteAllText($p.File, $p.New, $Utf8NoBom)
+        if ($p.Created) { Add-Created $p.File }
         Add-Summary 'ok' $p.App "wrote $(Get-Tilde $p.File)"
     }
 }
@@ -221,10 +289,10 @@ $Available = @(); $ChosenApps = @(); $ChosenModels = @(); $DefaultModel = ''
 Write-Host ("Gateway installer for $BaseUrl" + $(if ($DryRun) { ' (dry run: nothing is written)' } else { '' }))
 
 Step-Key
-Step-Apps 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (PowerShell profile); comma-separated or "all"'
+Step-Apps 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (PowerShell profile), llm, aider; comma-separated or "all"'
 Step-Models
 foreach ($app in $ChosenApps) {
-    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } }
+    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } 'llm' { Plan-Llm } 'aider' { Plan-Aider } }
 }
 
 if ($Plan.Count -eq 0) {

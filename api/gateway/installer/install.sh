@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# Gateway installer: points Claude Code, the OpenAI Codex CLI and shell variables at this gateway.
+# Gateway installer: points Claude Code, the OpenAI Codex CLI, llm, aider and shell variables at
+# this gateway.
 #
 #   curl -fsSL __GATEWAY_BASE_URL__/install.sh | bash
-#   bash install.sh --key KEY --apps claude,codex,shell --models m1,m2 --yes
+#   bash install.sh --key KEY --apps claude,codex,shell,llm,aider --models m1,m2 --yes
 #   bash install.sh --all --dry-run          # print every planned change, write nothing
 #
 # Every file is copied to <file>.bak-YYYYmmdd-HHMMSS before it is written, unless it holds API
 # keys of other providers (then no copy is made and only the gateway entry is touched).
-# Re-running replaces the installer's own entries. uninstall.sh removes them.
+# Re-running replaces the installer's own entries. uninstall.sh removes them, and deletes the files
+# this script created once nothing else is in them.
 set -euo pipefail
 
 # Filled in by the gateway that serves this file.
 BASE_URL='__GATEWAY_BASE_URL__'
 MARK_BEGIN='# >>> gateway >>>'
 MARK_END='# <<< gateway <<<'
-# Codex rejects duplicate top-level keys, so the user's own model/model_provider lines are
-# commented out with this prefix while the gateway block is present; uninstall restores them.
+# Codex rejects duplicate top-level keys (and aider would take the last), so the user's own lines
+# for the keys the gateway block sets are commented out with this prefix while the block is
+# present; uninstall restores them.
 DISABLED_PREFIX='# [gateway] '
-ALL_APPS='claude codex shell'
+ALL_APPS='claude codex shell llm aider'
 
 usage() {
   cat <<EOF
 Usage: install.sh [options]
   --key KEY        gateway API key (gw_ai_..., rk_live_... or mt-...); asked when missing
-  --apps a,b       applications to configure: claude, codex, shell
+  --apps a,b       applications to configure: claude, codex, shell, llm, aider
   --all            configure every application
   --models m1,m2   models to offer; the first is the default
   --dry-run        print every planned change and write nothing
@@ -122,6 +125,71 @@ plan_codex() {
   fi
 }
 
+# llm (Simon Willison's CLI): an extra-openai-models.yaml entry per chosen model (gateway/<model>)
+# and the key in keys.json under "gateway", which those entries name: llm would otherwise fall
+# back to OPENAI_API_KEY, which may be the user's own OpenAI key.
+plan_llm() {
+  local dir models keys stripped new kstripped knew rc=0 m list
+  dir=$(llm_dir)
+  models=$dir/extra-openai-models.yaml keys=$dir/keys.json
+  if [ -z "$JSON_TOOL" ]; then
+    summary skipped llm "neither python3 nor node is installed to edit $(tilde "$keys")"
+    return
+  fi
+  stripped=$(tmpfile) new=$(tmpfile) kstripped=$(tmpfile) knew=$(tmpfile)
+  strip_blocks "$models" "$stripped" || rc=$?
+  if [ "$rc" = 2 ]; then summary skipped llm "$(tilde "$models") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; return; fi
+  # The entries join the file's list: only a block list at column 0 (or an empty file) takes them.
+  if ! awk '/^[[:space:]]*(#|$)/ { next } !seen { seen = 1; if ($0 !~ /^- /) bad = 1 } /^[^[:space:]]/ && !/^- / { bad = 1 } END { exit bad }' "$stripped"; then
+    summary skipped llm "$(tilde "$models") is not a list of '- model_id: ...' entries at column 0; add the gateway's by hand"
+    return
+  fi
+  if ! GW_BASE=$BASE_URL GW_KIND=llm json_tool strip "$keys" "$kstripped" 2>"$TMPDIR_GW/err" ||
+     ! GW_BASE=$BASE_URL GW_KIND=llm GW_KEY=$KEY json_tool set "$keys" "$knew" 2>"$TMPDIR_GW/err"; then
+    summary skipped llm "$(tilde "$keys"): $(cat "$TMPDIR_GW/err")"
+    return
+  fi
+  split_list list "$MODELS"
+  {
+    cat_nl "$stripped"
+    say "$MARK_BEGIN"
+    say "# Added by the gateway installer ($BASE_URL); uninstall.sh removes this block."
+    for m in "${list[@]}"; do
+      say "- model_id: $(yaml_str "gateway/$m")"
+      say "  model_name: $(yaml_str "$m")"
+      say "  api_base: $(yaml_str "$BASE_URL/v1")"
+      say '  api_key_name: gateway'
+    done
+    say "$MARK_END"
+  } >"$new"
+  plan_file llm "$models" "$new" "$stripped"
+  if [ "$PLANNED" = 1 ]; then show_block "$new"; fi
+  plan_file llm "$keys" "$knew" "$kstripped"
+  if [ "$PLANNED" = 1 ]; then say "      + gateway = $(mask "$KEY")"; fi
+  say "      use: llm -m gateway/$DEFAULT_MODEL 'Hello'"
+}
+
+# aider: ~/.aider.conf.yml gets the OpenAI-compatible endpoint, the key and the default model
+# (aider's `openai/` prefix sends it to openai-api-base).
+plan_aider() {
+  local file=$HOME/.aider.conf.yml stripped new rc=0
+  stripped=$(tmpfile) new=$(tmpfile)
+  strip_blocks "$file" "$stripped" restore || rc=$?
+  if [ "$rc" = 2 ]; then summary skipped aider "$(tilde "$file") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; return; fi
+  {
+    awk -v p="$DISABLED_PREFIX" '/^(model|openai-api-base|openai-api-key)[[:space:]]*:/ { print p $0; next } { print }' "$stripped" >"$TMPDIR_GW/aider"
+    cat_nl "$TMPDIR_GW/aider"
+    say "$MARK_BEGIN"
+    say "# Added by the gateway installer ($BASE_URL); uninstall.sh removes this block."
+    say "openai-api-base: $(yaml_str "$BASE_URL/v1")"
+    say "openai-api-key: $(yaml_str "$KEY")"
+    say "model: $(yaml_str "openai/$DEFAULT_MODEL")"
+    say "$MARK_END"
+  } >"$new"
+  plan_file aider "$file" "$new" "$stripped"
+  if [ "$PLANNED" = 1 ]; then show_block "$new"; fi
+}
+
 plan_shell() {
   local files=() file stripped new rc
   for file in "$HOME/.bashrc" "$HOME/.zshrc"; do [ -e "$file" ] && files+=("$file"); done
@@ -165,6 +233,7 @@ apply_plan() {
       cat "${PLAN_NEW[$i]}" >"$file"
     else
       (umask 077 && cat "${PLAN_NEW[$i]}" >"$file")
+      manifest_add "$file"
     fi
     summary ok "${PLAN_APP[$i]}" "wrote $(tilde "$file")"
   done
@@ -172,7 +241,7 @@ apply_plan() {
 
 # --- steps ------------------------------------------------------------------------------------
 
-KEY= APPS= MODELS= ALL=0 DRY_RUN=0 YES=0 DEFAULT_MODEL=
+KEY='' APPS='' MODELS='' ALL=0 DRY_RUN=0 YES=0 DEFAULT_MODEL=''
 AVAILABLE=()
 
 step_key() {
@@ -252,7 +321,7 @@ main() {
   say "Gateway installer for $BASE_URL$([ "$DRY_RUN" = 1 ] && printf ' (dry run: nothing is written)')"
 
   step_key
-  step_apps 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (environment variables); comma-separated or "all"'
+  step_apps 'Applications to configure: claude (Claude Code), codex (Codex CLI), shell (environment variables), llm, aider; comma-separated or "all"'
   step_models
   local app answer apps
   split_list apps "$APPS"

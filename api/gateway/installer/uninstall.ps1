@@ -6,7 +6,8 @@ Gateway uninstaller for Windows PowerShell 5.1+: removes what install.ps1 added 
 Mirrors uninstall.sh. Levels: entries removes the gateway entries only (every backup is kept);
 reset also deletes the <file>.bak-YYYYmmdd-HHMMSS backups of those files that existed before this
 run. Before a file is written it is copied to <file>.bak-YYYYmmdd-HHMMSS, unless it holds API keys
-of other providers.
+of other providers. A file install.ps1 created is deleted instead when nothing but the gateway
+entries is in it.
 
 .EXAMPLE
 & ([scriptblock]::Create((irm __GATEWAY_BASE_URL__/uninstall.ps1)))
@@ -32,9 +33,9 @@ $ErrorActionPreference = 'Stop'
 
 $MarkBegin = '# >>> gateway >>>'
 $MarkEnd = '# <<< gateway <<<'
-# install.ps1 comments out the user's own codex model lines with this prefix; they are restored.
+# install.ps1 comments out the user's own codex and aider lines with this prefix; they are restored.
 $DisabledPrefix = '# [gateway] '
-$AllApps = @('claude', 'codex', 'shell')
+$AllApps = @('claude', 'codex', 'shell', 'llm', 'aider')
 $ClaudeKeys = @('ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL')
 # Only used by the shared settings editor when it sets entries, which the uninstaller never does.
 $Key = ''
@@ -49,14 +50,19 @@ $OldBackups = New-Object System.Collections.Generic.List[string]
 
 function Hide-GatewayKeys([string]$Line) { return [regex]::Replace($Line, '((gw_ai_|rk_live_|mt-)[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+', '$1...') }
 
-# Queues File := Stripped; prints the plan and the lines that go away (or What).
+# Queues File := Stripped, or its deletion when install.ps1 created it and nothing else is in it;
+# prints the plan and the lines that go away (or What).
 function Add-PlanStrip([string]$App, [string]$File, [string]$Old, [string]$Stripped, [string]$What = '') {
-    $backup = $false
-    if (Test-ForeignKey $Stripped) { $note = 'no backup: it holds API keys of other providers' }
-    else { $backup = $true; $note = 'backup first' }
-    $Plan.Add(@{ App = $App; File = $File; New = $Stripped; Backup = $backup })
-    if ($DryRun) { Add-Summary 'would change' $App "$(Get-Tilde $File): remove the gateway entries ($note)" }
-    else { Write-Host "  will remove the gateway entries from $(Get-Tilde $File) ($note)" }
+    $backup = $false; $delete = $false
+    if ((Test-HoldsNothing $Stripped) -and (Test-Created $File)) { $delete = $true; $action = 'delete it'; $note = 'the installer created it and nothing else is in it' }
+    else {
+        $action = 'remove the gateway entries'
+        if (Test-ForeignKey $Stripped) { $note = 'no backup: it holds API keys of other providers' }
+        else { $backup = $true; $note = 'backup first' }
+    }
+    $Plan.Add(@{ App = $App; File = $File; New = $Stripped; Backup = $backup; Delete = $delete })
+    if ($DryRun) { Add-Summary 'would change' $App "$(Get-Tilde $File): $action ($note)" }
+    else { Write-Host "  will ${action}: $(Get-Tilde $File) ($note)" }
     if ($What) { Write-Host $What; return }
     $on = $false
     foreach ($line in ($Old -split "`r?`n")) {
@@ -104,6 +110,22 @@ function Plan-Text([string]$App, [string]$File, [switch]$Restore) {
 
 function Plan-Codex { Plan-Text 'codex' (Join-Path $HomeDir '.codex\config.toml') -Restore }
 
+function Plan-Aider { Plan-Text 'aider' (Join-Path $HomeDir '.aider.conf.yml') -Restore }
+
+# llm: the block of extra-openai-models.yaml, and the key named "gateway" in keys.json.
+function Plan-Llm {
+    $dir = Get-LlmDir
+    Plan-Text 'llm' (Join-Path $dir 'extra-openai-models.yaml')
+    $file = Join-Path $dir 'keys.json'
+    Add-PlanBackups 'llm' $file
+    $old = Read-Text $file
+    if ($null -eq $old) { Add-Summary 'ok' 'llm' "$(Get-Tilde $file) does not exist"; return }
+    $r = Edit-LlmKeys $old $false
+    if ($r.ContainsKey('Error')) { Add-Summary 'skipped' 'llm' "$(Get-Tilde $file): $($r.Error)"; return }
+    if ($r.Stripped -ceq $old) { Add-Summary 'ok' 'llm' "$(Get-Tilde $file): no gateway entry"; return }
+    Add-PlanStrip 'llm' $file $old $r.Stripped '      - gateway (the key llm sends to the gateway)'
+}
+
 function Plan-Shell {
     if (-not $PROFILE) { Add-Summary 'skipped' 'shell' 'this PowerShell host has no $PROFILE'; return }
     Plan-Text 'shell' $PROFILE
@@ -112,6 +134,11 @@ function Plan-Shell {
 function Invoke-Plan {
     foreach ($p in $Plan) {
         $b = $null
+        if ($p.Delete) {
+            Remove-Item -LiteralPath $p.File -Force
+            Add-Summary 'ok' $p.App "deleted $(Get-Tilde $p.File) (the installer created it)"
+            continue
+        }
         if ($p.Backup) {
             $b = Get-BackupName $p.File
             Copy-Item -LiteralPath $p.File -Destination $b
@@ -131,6 +158,8 @@ function Invoke-Plan {
         Remove-Item -LiteralPath $b -Force
         Add-Summary 'ok' 'reset' "deleted $(Get-Tilde $b)"
     }
+    # A file whose entries are gone is the user's from now on (or deleted): no longer listed.
+    foreach ($p in $Plan) { Remove-Created $p.File }
 }
 
 # --- steps ------------------------------------------------------------------------------------
@@ -156,9 +185,9 @@ $ChosenApps = @()
 Write-Host ("Gateway uninstaller for $BaseUrl" + $(if ($DryRun) { ' (dry run: nothing is changed)' } else { '' }))
 
 Step-Level
-Step-Apps 'Applications to clean: claude, codex, shell; comma-separated or "all"'
+Step-Apps 'Applications to clean: claude, codex, shell, llm, aider; comma-separated or "all"'
 foreach ($app in $ChosenApps) {
-    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } }
+    switch ($app) { 'claude' { Plan-Claude } 'codex' { Plan-Codex } 'shell' { Plan-Shell } 'llm' { Plan-Llm } 'aider' { Plan-Aider } }
 }
 
 if ($Plan.Count + $OldBackups.Count -eq 0) {

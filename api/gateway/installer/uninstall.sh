@@ -2,28 +2,29 @@
 # Gateway uninstaller: removes what install.sh added for this gateway.
 #
 #   curl -fsSL __GATEWAY_BASE_URL__/uninstall.sh | bash
-#   bash uninstall.sh --level entries|reset [--apps claude,codex,shell | --all] [--dry-run] [--yes]
+#   bash uninstall.sh --level entries|reset [--apps claude,codex,shell,llm,aider | --all] [--dry-run] [--yes]
 #
 # Levels: entries removes the gateway entries only (every backup is kept); reset also deletes the
 # <file>.bak-YYYYmmdd-HHMMSS backups of those files, and the copy this run takes of each file
 # once the file is written. Before a file is written it is copied to <file>.bak-YYYYmmdd-HHMMSS
-# (mode 0600), unless it holds API keys of other providers.
+# (mode 0600), unless it holds API keys of other providers. A file install.sh created is deleted
+# instead when nothing but the gateway entries is in it.
 set -euo pipefail
 
 # Filled in by the gateway that serves this file.
 BASE_URL='__GATEWAY_BASE_URL__'
 MARK_BEGIN='# >>> gateway >>>'
 MARK_END='# <<< gateway <<<'
-# install.sh comments out the user's own codex model lines with this prefix; they are restored.
+# install.sh comments out the user's own codex and aider lines with this prefix; they are restored.
 DISABLED_PREFIX='# [gateway] '
-ALL_APPS='claude codex shell'
+ALL_APPS='claude codex shell llm aider'
 
 usage() {
   cat <<EOF
 Usage: uninstall.sh [options]
   --level entries  remove the gateway entries, keep every backup
   --level reset    also delete every .bak-* backup of those files (they can hold the key)
-  --apps a,b       applications to clean: claude, codex, shell
+  --apps a,b       applications to clean: claude, codex, shell, llm, aider
   --all            every application
   --dry-run        print what would be removed and change nothing
   --yes            do not ask for confirmation
@@ -35,22 +36,28 @@ __GATEWAY_COMMON__
 
 # --- the plan: files to write and old backups to delete, written by apply_plan ----------------
 
-PLAN_FILE=() PLAN_NEW=() PLAN_BACKUP=() PLAN_APP=() OLD_BACKUPS=()
+PLAN_FILE=() PLAN_NEW=() PLAN_BACKUP=() PLAN_APP=() PLAN_DELETE=() OLD_BACKUPS=()
 
 # plan_strip APP FILE STRIPPED RC [WHAT]: queue FILE := STRIPPED when the strip found something
-# (RC 0); WHAT describes the removed entries, else the removed lines are shown.
+# (RC 0), or its deletion when install.sh created it and nothing else is in it; WHAT describes
+# the removed entries, else the removed lines are shown.
 plan_strip() {
-  local app=$1 file=$2 stripped=$3 rc=$4 backup=0 note
+  local app=$1 file=$2 stripped=$3 rc=$4 backup=0 delete=0 note action
   case $rc in
     1) summary ok "$app" "$(tilde "$file"): no gateway entry"; return ;;
     2) summary skipped "$app" "$(tilde "$file") has a '$MARK_BEGIN' line without '$MARK_END'; fix it by hand"; return ;;
   esac
-  if has_foreign_key "$stripped"; then note='no backup: it holds API keys of other providers'; else backup=1; note='backup first'; fi
-  PLAN_FILE+=("$file") PLAN_NEW+=("$stripped") PLAN_BACKUP+=("$backup") PLAN_APP+=("$app")
-  if [ "$DRY_RUN" = 1 ]; then
-    summary 'would change' "$app" "$(tilde "$file"): remove the gateway entries ($note)"
+  if holds_nothing "$stripped" && manifest_has "$file"; then
+    delete=1 action='delete it' note='the installer created it and nothing else is in it'
   else
-    say "  will remove the gateway entries from $(tilde "$file") ($note)"
+    action='remove the gateway entries'
+    if has_foreign_key "$stripped"; then note='no backup: it holds API keys of other providers'; else backup=1; note='backup first'; fi
+  fi
+  PLAN_FILE+=("$file") PLAN_NEW+=("$stripped") PLAN_BACKUP+=("$backup") PLAN_APP+=("$app") PLAN_DELETE+=("$delete")
+  if [ "$DRY_RUN" = 1 ]; then
+    summary 'would change' "$app" "$(tilde "$file"): $action ($note)"
+  else
+    say "  will $action: $(tilde "$file") ($note)"
   fi
   if [ -n "${5:-}" ]; then
     say "$5"
@@ -90,23 +97,45 @@ plan_claude() {
   plan_strip claude "$file" "$stripped" "$rc" '      - env.ANTHROPIC_BASE_URL, env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_MODEL'
 }
 
-plan_codex() {
-  local file=$HOME/.codex/config.toml stripped rc=0
-  plan_backups codex "$file"
-  [ -e "$file" ] || { summary ok codex "$(tilde "$file") does not exist"; return; }
+# plan_text APP FILE [restore]: a file whose gateway entries are marked blocks.
+plan_text() {
+  local app=$1 file=$2 stripped rc=0
+  plan_backups "$app" "$file"
+  [ -e "$file" ] || { summary ok "$app" "$(tilde "$file") does not exist"; return; }
   stripped=$(tmpfile)
-  strip_blocks "$file" "$stripped" restore || rc=$?
-  plan_strip codex "$file" "$stripped" "$rc"
+  strip_blocks "$file" "$stripped" ${3:+"$3"} || rc=$?
+  plan_strip "$app" "$file" "$stripped" "$rc"
+}
+
+plan_codex() { plan_text codex "$HOME/.codex/config.toml" restore; }
+
+plan_aider() { plan_text aider "$HOME/.aider.conf.yml" restore; }
+
+# llm: the block of extra-openai-models.yaml, and the key named "gateway" in keys.json.
+plan_llm() {
+  local dir keys stripped rc=0
+  dir=$(llm_dir)
+  keys=$dir/keys.json
+  plan_text llm "$dir/extra-openai-models.yaml"
+  plan_backups llm "$keys"
+  [ -e "$keys" ] || { summary ok llm "$(tilde "$keys") does not exist"; return; }
+  if [ -z "$JSON_TOOL" ]; then
+    summary skipped llm "neither python3 nor node is installed to edit $(tilde "$keys")"
+    return
+  fi
+  stripped=$(tmpfile)
+  if ! GW_BASE=$BASE_URL GW_KIND=llm json_tool strip "$keys" "$stripped" 2>"$TMPDIR_GW/err"; then
+    summary skipped llm "$(tilde "$keys"): $(cat "$TMPDIR_GW/err")"
+    return
+  fi
+  if cmp -s "$keys" "$stripped"; then rc=1; fi
+  plan_strip llm "$keys" "$stripped" "$rc" '      - gateway (the key llm sends to the gateway)'
 }
 
 plan_shell() {
-  local file stripped rc any=0
+  local file any=0
   for file in "$HOME/.bashrc" "$HOME/.zshrc" "$HOME/.profile"; do
-    plan_backups shell "$file"
-    [ -e "$file" ] || continue
-    any=1 stripped=$(tmpfile) rc=0
-    strip_blocks "$file" "$stripped" || rc=$?
-    plan_strip shell "$file" "$stripped" "$rc"
+    if [ -e "$file" ]; then any=1; plan_text shell "$file"; else plan_backups shell "$file"; fi
   done
   [ "$any" = 1 ] || summary ok shell 'no shell profile exists'
 }
@@ -116,6 +145,11 @@ apply_plan() {
   for i in "${!PLAN_FILE[@]}"; do
     file=${PLAN_FILE[$i]}
     b=
+    if [ "${PLAN_DELETE[$i]}" = 1 ]; then
+      rm -f -- "$file"
+      summary ok "${PLAN_APP[$i]}" "deleted $(tilde "$file") (the installer created it)"
+      continue
+    fi
     if [ "${PLAN_BACKUP[$i]}" = 1 ]; then
       b=$(take_backup "$file") || die "cannot back up $(tilde "$file")"
       summary ok backup "$(tilde "$b")"
@@ -134,11 +168,13 @@ apply_plan() {
     rm -f -- "$b"
     summary ok reset "deleted $(tilde "$b")"
   done
+  # A file whose entries are gone is the user's from now on (or deleted): no longer listed.
+  for file in "${PLAN_FILE[@]+"${PLAN_FILE[@]}"}"; do manifest_drop "$file"; done
 }
 
 # --- steps ------------------------------------------------------------------------------------
 
-LEVEL= APPS= ALL=0 DRY_RUN=0 YES=0
+LEVEL='' APPS='' ALL=0 DRY_RUN=0 YES=0
 
 step_level() {
   if [ -z "$LEVEL" ]; then
@@ -177,7 +213,7 @@ main() {
   say "Gateway uninstaller for $BASE_URL$([ "$DRY_RUN" = 1 ] && printf ' (dry run: nothing is changed)')"
 
   step_level
-  step_apps 'Applications to clean: claude, codex, shell; comma-separated or "all"'
+  step_apps 'Applications to clean: claude, codex, shell, llm, aider; comma-separated or "all"'
   local app answer apps
   split_list apps "$APPS"
   for app in "${apps[@]}"; do "plan_$app"; done
