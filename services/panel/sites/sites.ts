@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
-import { HOSTING_NODE, isCronLine, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
+import { parseCronLine } from '../../../domain/panel/cron';
+import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
@@ -168,7 +169,8 @@ function checkSiteInput(input: CreateSiteInput) {
   const cron = input.cron ?? [];
   if (cron.length > MAX_CRON_LINES) throw invalid('cron', `at most ${MAX_CRON_LINES} lines`);
   cron.forEach((l, i) => {
-    if (!isCronLine(l)) throw invalid(`cron.${i}`, 'five time fields and a command on one line');
+    const parsed = parseCronLine(l);
+    if (typeof parsed === 'string') throw invalid(`cron.${i}`, parsed);
   });
   const quota = input.quota_mb ?? DEFAULT_QUOTA_MB;
   if (!Number.isInteger(quota) || quota < 1 || quota > 100_000_000) throw invalid('quota_mb', 'a whole number of MB from 1');
