@@ -77,8 +77,10 @@ export function validateOperation(op: NodeOperation): string | null {
     case 'database.create':
     case 'database.delete':
     case 'database.password':
+    case 'database.lock':
       if (!isStr(op.database) || !isDbName(op.database)) return `bad database name ${JSON.stringify(op.database)} (letters, digits and _, at most 64)`;
       if (!isStr(op.user) || !isDbUser(op.user)) return `bad database user ${JSON.stringify(op.user)} (letters, digits and _, at most 32)`;
+      if (op.kind === 'database.lock') return typeof op.locked === 'boolean' ? null : 'locked: true or false';
       if (op.kind !== 'database.delete' && !(isStr(op.password) && op.password.length >= 8 && op.password.length <= LIMITS.passwordLength && !hasControlChars(op.password)))
         return `bad database password (8 to ${LIMITS.passwordLength} characters, no control characters)`;
       return null;

@@ -44,6 +44,8 @@ export type NodeOperation =
   | { id: string; kind: 'database.delete'; database: string; user: string }
   /** a new password for the database's user (a reset): both of its accounts, nothing else changes */
   | { id: string; kind: 'database.password'; database: string; user: string; password: string }
+  /** locks (an org above is suspended) or unlocks the database's user: both of its accounts */
+  | { id: string; kind: 'database.lock'; database: string; user: string; locked: boolean }
   | BackupOperation;
 
 /** The operations on a customer database, each run by a `database-op-<op_id>` workflow. */

@@ -383,12 +383,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         return deleteSite(op.siteId, op.domain);
       case 'database.create':
       case 'database.delete':
-      case 'database.password': {
+      case 'database.password':
+      case 'database.lock': {
         if (!mariadb) throw new Refusal('this node runs no MariaDB (no db role)');
         const reserved = reservedDbName(op.database, op.user);
         if (reserved) throw new Refusal(reserved);
         if (op.kind === 'database.create') await mariadb.createDatabase(op.database, op.user, op.password);
         else if (op.kind === 'database.password') await mariadb.setPassword(op.user, op.password);
+        else if (op.kind === 'database.lock') await mariadb.setLocked(op.user, op.locked);
         else await mariadb.dropDatabase(op.database, op.user);
         return { ok: true, detail: { database: op.database, user: op.user } };
       }

@@ -35,6 +35,8 @@ export interface SiteRow {
   node_name: string;
   status: 'pending' | 'active' | 'suspended' | 'failed';
   suspended: boolean;
+  /** suspended because an org above it is (./org-suspension.ts); apart from its own `suspended` */
+  org_suspended: boolean;
   deleting: boolean;
   quota_mb: number;
   php_workers: number | null;
@@ -112,6 +114,7 @@ export function siteView(s: SiteRow) {
     node: s.node_name,
     status: s.status,
     suspended: s.suspended,
+    org_suspended: s.org_suspended,
     deleting: s.deleting,
     quota_mb: s.quota_mb,
     php: { workers: s.php_workers, allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions },
@@ -131,7 +134,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   aliases: s.aliases,
   phpVersion: s.php_version,
   cron: s.cron,
-  suspended: s.suspended,
+  suspended: s.suspended || s.org_suspended,
   php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
@@ -331,7 +334,7 @@ export async function expireNodeOp(q: Q, opId: string, reason: string): Promise<
 }
 
 /** Starts the operation's workflow after the commit; if Temporal cannot take it, the site fails now rather than stay pending. */
-async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind'] & ('site.apply' | 'site.delete')): Promise<SiteRow> {
+export async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind'] & ('site.apply' | 'site.delete')): Promise<SiteRow> {
   const opId = site.last_op_id!;
   try {
     await startNodeOp(deps.temporal, deps.nodeOps, { input: { opId, node: site.node_name, siteId: site.id, orgId: site.org_id, kind, generation: site.generation }, domain: site.domain });
@@ -601,7 +604,7 @@ export async function finishSiteOp(q: Q, f: SiteOpFinish): Promise<SiteOpOutcome
     const changes: Record<string, unknown> = {};
     if (f.result.ok) {
       changes.applied_generation = Math.max(site.applied_generation, f.generation);
-      if (latest && !site.deleting) Object.assign(changes, { status: site.suspended ? 'suspended' : 'active', error: null });
+      if (latest && !site.deleting) Object.assign(changes, { status: site.suspended || site.org_suspended ? 'suspended' : 'active', error: null });
     } else if (latest && !site.deleting) Object.assign(changes, { status: 'failed', error: f.result.error });
     if (!Object.keys(changes).length) return { status: site.status, applied_generation: site.applied_generation };
     const [row]: SiteRow[] = await trx('panel_sites').where({ id: site.id }).update({ ...changes, updated_at: trx.fn.now() }).returning('*');
