@@ -244,7 +244,7 @@ export interface NodeRow {
   state: 'alive' | 'suspect' | 'dead';
   draining: boolean;
   roles: string[] | null;
-  facts: { roles?: string[] } | null;
+  facts: { roles?: string[]; phpVersions?: string[] } | null;
   logical_region: string | null;
   last_pull_at: Date | null;
   metrics: { cpuPercent?: number } | null;
@@ -272,6 +272,13 @@ export function readFactsFile(file: string | null, logger: Logger): PreflightFac
   }
 }
 
+/** A PHP version the node's reported facts do not list is refused with 400 naming those it offers (facts not reported yet: not checked). */
+function checkPhpOn(node: NodeRow, php: string | null): void {
+  const offered = node.facts?.phpVersions;
+  if (php === null || !Array.isArray(offered) || offered.includes(php)) return;
+  throw invalid('php_version', `PHP ${php} is not available on node "${node.name}"; it offers ${offered.length ? offered.join(', ') : 'no PHP (static sites only)'}`);
+}
+
 async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain: ChainLevel[], site: { node?: string; php: string | null }): Promise<PlacementRecord> {
   const decided = { decided_at: new Date().toISOString(), decided_by: actor.username };
   if (site.node !== undefined) {
@@ -280,12 +287,14 @@ async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain
     if (!node) throw invalid('node', `no node named "${site.node}"`);
     const why = basicRefusals(candidateOf(node, 0));
     if (why.length) throw new PanelError('conflict', { node: node.name, reasons: why, detail: `node "${node.name}" cannot take new sites: ${why.map((r) => r.message).join('; ')}` });
+    checkPhpOn(node, site.php);
     return { mode: 'named', node: node.name, reason: `node "${node.name}" was named by ${actor.username} (site.place)`, ...decided };
   }
   if (deps.placement.mode !== 'scheduled') {
     const hosting: NodeRow | undefined = await trx('panel_nodes').where({ name: HOSTING_NODE }).first();
     if (!hosting) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the panel has no hosting node set up, so no site can be created' });
     if (hosting.draining) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the hosting node is draining: it gets no new sites' });
+    checkPhpOn(hosting, site.php);
     return { mode: 'hosting', node: HOSTING_NODE, reason: "the panel's own hosting node (placement is not scheduled)", ...decided };
   }
   const [nodes, counts] = await Promise.all([
