@@ -20,6 +20,7 @@ import { resumePendingOps } from '../services/panel/sites/sites';
 import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
 import { resumePendingBackupOps } from '../services/panel/sites/backups';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
+import { recordCronRuns } from '../services/panel/sites/cron-runs';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
@@ -203,10 +204,14 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   });
   stops.push(() => node.stop());
   const startedAt = new Date().toISOString();
+  let cronSeq = 0;
   const report = async () => {
     const since = Date.now();
     const [metrics, usage] = await Promise.all([node.metrics(), node.usage()]);
+    const cron = node.cronRunsSince(cronSeq);
     await recordHeartbeat(o.db, HOSTING_NODE, { facts: node.facts(), metrics, usage, agentStartedAt: startedAt, reconnects: 0 }, since);
+    await recordCronRuns(o.db, HOSTING_NODE, cron.runs);
+    cronSeq = cron.seq;
   };
   await report();
   const timer = setInterval(() => report().catch((err) => o.logger.warn({ err }, 'recording the hosting node report failed')), h.reportEveryMs ?? 30_000);

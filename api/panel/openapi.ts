@@ -108,6 +108,7 @@ const operations: ApiOperation[] = [
   s('get', '/v1/orgs/:id/sites', "An account's sites", { query: sites.listQuery }),
   s('get', '/v1/sites/:id', 'A site'),
   s('get', '/v1/sites/:id/placement', "A site's placement"),
+  s('get', '/v1/sites/:id/cron/runs', "The last runs of a site's cron lines (as its node last reported them)"),
   s('post', '/v1/sites/:id/suspend', 'Suspend a site'),
   s('post', '/v1/sites/:id/unsuspend', 'Unsuspend a site'),
   s('patch', '/v1/sites/:id/php', "Change a site's PHP settings", { body: sites.phpBody }),

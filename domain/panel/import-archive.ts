@@ -1,6 +1,7 @@
 // eslint-disable-next-line no-restricted-imports -- ./dns is the panel's DNS rules, not node:dns
 import { RECORD_TYPES, recordProblem, type DnsRecord, type RecordType } from './dns';
-import { isCronLine, isDomain } from './node-ops';
+import { isSiteCronLine } from './cron';
+import { isDomain } from './node-ops';
 
 // Legacy account archives (cPanel `cpmove-<user>.tar.gz`, spec 2 section 4.4.4): which entries are
 // unsafe, what each part of the archive becomes in the panel, and the parsers of its small text
@@ -255,7 +256,7 @@ export function parseCron(text: string): { lines: string[]; dropped: string[] } 
   for (const raw of text.split('\n')) {
     const l = raw.trim();
     if (!l || l.startsWith('#')) continue;
-    if (isCronLine(l) && !/^@/.test(l)) lines.push(l);
+    if (isSiteCronLine(l)) lines.push(l);
     else dropped.push(l.length > 60 ? `${l.slice(0, 60)}…` : l);
   }
   return { lines, dropped };

@@ -1,4 +1,5 @@
-import { isCronLine, isDomain, isPhpIdentifier, type BackupOperation, type NodeOperation, type SiteSpec } from './node-ops';
+import { parseCronLine } from './cron';
+import { isDomain, isPhpIdentifier, type BackupOperation, type NodeOperation, type SiteSpec } from './node-ops';
 
 // What a hosting node writes under its root (PANEL.md section 2), rendered from validated values
 // only: nginx's main config and each site's vhost, PHP-FPM's main config and each site's pool, each
@@ -19,9 +20,6 @@ export const isPhpVersion = (s: string): boolean => /^\d{1,2}\.\d{1,2}$/.test(s)
 /** MariaDB database and user names: plain identifiers, so they need no quoting rules beyond backticks. */
 export const isDbName = (s: string): boolean => /^[A-Za-z0-9_]{1,64}$/.test(s);
 export const isDbUser = (s: string): boolean => /^[A-Za-z0-9_]{1,32}$/.test(s);
-/** Cron time fields: numbers, names, ranges, steps and lists only (no `VAR=value` lines, no `@reboot`). */
-const CRON_FIELD = /^[A-Za-z0-9*,/-]+$/;
-export const isSiteCronLine = (s: string): boolean => isCronLine(s) && s.trim().split(/\s+/).slice(0, 5).every((f) => CRON_FIELD.test(f));
 
 export const LIMITS = { aliases: 100, cronLines: 100, disabledFunctions: 512, workers: 256, passwordLength: 128 } as const;
 
@@ -39,7 +37,10 @@ export function validateSite(s: SiteSpec): string | null {
   if (new Set([s.domain, ...s.aliases]).size !== s.aliases.length + 1) return 'aliases repeat a name';
   if (s.phpVersion !== null && !(isStr(s.phpVersion) && isPhpVersion(s.phpVersion))) return `bad PHP version ${JSON.stringify(s.phpVersion)}`;
   if (!isStrArray(s.cron) || s.cron.length > LIMITS.cronLines) return `cron: a list of at most ${LIMITS.cronLines} lines`;
-  for (const c of s.cron) if (!isSiteCronLine(c)) return `bad cron line ${JSON.stringify(c)}`;
+  for (const c of s.cron) {
+    const parsed = parseCronLine(c);
+    if (typeof parsed === 'string') return `bad cron line ${JSON.stringify(c)}: ${parsed}`;
+  }
   if (typeof s.suspended !== 'boolean') return 'suspended: true or false';
   if (!Number.isSafeInteger(s.generation) || s.generation < 0) return `bad generation ${JSON.stringify(s.generation)}`;
   const php = s.php;
@@ -76,8 +77,10 @@ export function validateOperation(op: NodeOperation): string | null {
     case 'database.create':
     case 'database.delete':
     case 'database.password':
+    case 'database.lock':
       if (!isStr(op.database) || !isDbName(op.database)) return `bad database name ${JSON.stringify(op.database)} (letters, digits and _, at most 64)`;
       if (!isStr(op.user) || !isDbUser(op.user)) return `bad database user ${JSON.stringify(op.user)} (letters, digits and _, at most 32)`;
+      if (op.kind === 'database.lock') return typeof op.locked === 'boolean' ? null : 'locked: true or false';
       if (op.kind !== 'database.delete' && !(isStr(op.password) && op.password.length >= 8 && op.password.length <= LIMITS.passwordLength && !hasControlChars(op.password)))
         return `bad database password (8 to ${LIMITS.passwordLength} characters, no control characters)`;
       return null;
@@ -338,11 +341,15 @@ php_admin_value[sys_temp_dir] = ${paths.tmp}
 
 // ---- cron ----
 
-/** The site's cron file in /etc/cron.d format: each line runs as the site's user. */
+/**
+ * The site's cron file in /etc/cron.d format: each line runs as the site's user. The node's own
+ * scheduler (platform/hosting-node/cron.ts) runs the applied lines this file shows.
+ */
 export function renderCron(site: SiteSpec, o: { user: string }): string {
   const lines = site.cron.map((line) => {
-    const m = /^((?:\S+\s+){5})(.*)$/.exec(line.trim())!;
-    return `${m[1].trim().split(/\s+/).join(' ')} ${o.user} ${m[2]}`;
+    const when = (parseCronLine(line) as { when: string }).when;
+    const m = line.startsWith('@') ? /^\S+\s+(.*)$/.exec(line.trim())! : /^(?:\S+\s+){5}(.*)$/.exec(line.trim())!;
+    return `${when} ${o.user} ${m[1]}`;
   });
   return `${header(site, '#')}SHELL=/bin/sh
 PATH=/usr/local/bin:/usr/bin:/bin

@@ -1,4 +1,5 @@
 import { defineSignal } from '@temporalio/workflow';
+import type { CronRun } from './cron';
 
 // What the panel asks of a hosting node, and what a node tells the panel (PANEL.md sections 1-2, 4).
 // The same operations are applied by the panel itself on its own hosting node and by a node's agent
@@ -43,6 +44,8 @@ export type NodeOperation =
   | { id: string; kind: 'database.delete'; database: string; user: string }
   /** a new password for the database's user (a reset): both of its accounts, nothing else changes */
   | { id: string; kind: 'database.password'; database: string; user: string; password: string }
+  /** locks (an org above is suspended) or unlocks the database's user: both of its accounts */
+  | { id: string; kind: 'database.lock'; database: string; user: string; locked: boolean }
   | BackupOperation;
 
 /** The operations on a customer database, each run by a `database-op-<op_id>` workflow. */
@@ -118,8 +121,6 @@ export const isDomain = (s: string): boolean => DOMAIN.test(s);
 /** PHP function names in disable_functions: identifiers only, so nothing can be injected into the pool file. */
 export const isPhpIdentifier = (s: string): boolean => /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(s);
 
-/** Five cron time fields and a command, one line, no control characters. */
-export const isCronLine = (s: string): boolean => /^(\S+\s+){5}\S.*$/.test(s) && !/\p{Cc}/u.test(s) && s.length <= 1000;
 
 // The node API (`panel-api serve -node-api-listen ADDR`), which agents call with
 // `Authorization: Bearer <node token>` (shown once when the node is added, kept in -token-file):
@@ -143,6 +144,8 @@ export interface Heartbeat {
   agentStartedAt: string;
   /** times this agent process lost the panel and got it back */
   reconnects: number;
+  /** site cron runs started or finished since the last accepted heartbeat (absent: an older agent) */
+  cronRuns?: CronRun[];
 }
 
 /** Node names: a DNS label. */

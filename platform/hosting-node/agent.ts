@@ -90,6 +90,8 @@ export function startAgent(o: AgentOptions): Agent {
 
   let usage: SiteUsage[] = [];
   let usageAt = 0;
+  /** cron runs up to this seq reached the panel */
+  let cronSeq = 0;
   const heartbeatLoop = async () => {
     while (!signal.aborted) {
       try {
@@ -98,7 +100,9 @@ export function startAgent(o: AgentOptions): Agent {
           usageAt = Date.now();
         }
         const metrics = await o.hostingNode.metrics();
-        await call('heartbeat', () => o.client.heartbeat({ facts: o.hostingNode.facts(), metrics, usage, agentStartedAt, reconnects }, signal));
+        const cron = o.hostingNode.cronRunsSince(cronSeq);
+        await call('heartbeat', () => o.client.heartbeat({ facts: o.hostingNode.facts(), metrics, usage, agentStartedAt, reconnects, cronRuns: cron.runs }, signal));
+        cronSeq = cron.seq;
       } catch (err) {
         if (!signal.aborted && !isUnreachable(err)) log.warn({ err: (err as Error).message }, 'heartbeat failed');
       }

@@ -1,10 +1,13 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
+import type { CronRun } from '../../domain/panel/cron';
 import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
 import type { Listening } from '../http-server';
 import type { Logger } from '../logger';
 import { startBuiltinWeb } from './builtin-web';
+import { startCronDaemon } from './cron';
 import { readIfExists, readJson, restoreFile, sha256, writeFileAtomic, writeJson } from './files';
 import { reservedDbName, startMariaDb, type MariaDb } from './mariadb';
 import { createMetricsSampler, treeUsage } from './metrics';
@@ -14,7 +17,7 @@ import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 import { createSiteBackups, type NodeBackups } from './site-backups';
 import { removeSiteTls, withoutKey, writeSiteTls } from './site-tls';
-import { canCreateSiteUsers, chownTree, ensureSiteUser, pruneSiteUsers, removeSiteUser, siteUserName } from './site-users';
+import { canCreateSiteUsers, chownTree, ensureSiteUser, pruneSiteUsers, removeSiteUser, siteOwner, siteUserName } from './site-users';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -39,6 +42,8 @@ export interface HostingNodeOptions {
   builtinWebServer?: boolean;
   /** where backups of this node's sites go; null: the node refuses backups */
   backupDir?: string | null;
+  /** a site cron run is killed after this long (default 15 minutes) */
+  cronTimeoutMs?: number;
   logger: Logger;
 }
 
@@ -72,6 +77,10 @@ export interface HostingNode {
   metrics(): Promise<NodeMetrics>;
   /** disk (MB, allocated) and inodes of each site's docroot */
   usage(): Promise<SiteUsage[]>;
+  /** the last runs of a site's cron lines, newest first */
+  cronRuns(siteId: string): CronRun[];
+  /** cron runs started or finished after `seq` (for the next report) and the seq to ask from next */
+  cronRunsSince(seq: number): { runs: CronRun[]; seq: number };
   /** what the node applied for a site and the digests of its managed files on disk (reconciliation); null: not on this node */
   inspectSite(siteId: string): Promise<SiteInspection | null>;
   /** archives of deleted sites, restores, inspection folders and cleanup (`-backup-dir`), run in the operation queue */
@@ -139,7 +148,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const webUser = process.getuid?.() === 0 && systemUser('www-data') ? 'www-data' : null;
   const webUserIds = webUser ? systemUser(webUser) : null;
   if (webUser) assertOthersCanEnter(root);
-  const cronUser = webUser ?? 'root';
+  // cron lines run as each site's user; on a node without site users, as www-data under root, else as this process's user
+  const sharedUser = webUser && webUserIds ? { name: webUser, ...webUserIds } : { name: os.userInfo().username, uid: os.userInfo().uid, gid: os.userInfo().gid };
   // each site its own system user where this process may create users (site-users.ts), decided once
   const siteUsers = webUserIds !== null && canCreateSiteUsers();
   const webHost = opts.webHost ?? '0.0.0.0';
@@ -226,6 +236,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     throw err;
   }
 
+  const cron = startCronDaemon({
+    root,
+    sites: () => Object.values(sites),
+    userOf: (siteId) => (siteUsers ? siteOwner(root, siteId) : sharedUser),
+    timeoutMs: opts.cronTimeoutMs,
+    logger: log,
+  });
+
   const facts = (): NodeFacts => ({
     webServer: nginx ? 'nginx' : 'builtin',
     phpVersions: [...fpm.keys()],
@@ -246,7 +264,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen, tlsListen }) });
     const siteUser = siteUsers ? siteUserName(root, s.id) : null;
     if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
-    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? cronUser }) });
+    out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? sharedUser.name }) });
     return out;
   };
   /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
@@ -365,12 +383,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         return deleteSite(op.siteId, op.domain);
       case 'database.create':
       case 'database.delete':
-      case 'database.password': {
+      case 'database.password':
+      case 'database.lock': {
         if (!mariadb) throw new Refusal('this node runs no MariaDB (no db role)');
         const reserved = reservedDbName(op.database, op.user);
         if (reserved) throw new Refusal(reserved);
         if (op.kind === 'database.create') await mariadb.createDatabase(op.database, op.user, op.password);
         else if (op.kind === 'database.password') await mariadb.setPassword(op.user, op.password);
+        else if (op.kind === 'database.lock') await mariadb.setLocked(op.user, op.locked);
         else await mariadb.dropDatabase(op.database, op.user);
         return { ok: true, detail: { database: op.database, user: op.user } };
       }
@@ -540,9 +560,12 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       removeInspection: (id) => siteBackups.removeInspection(id),
       cleanup: (expired) => inQueue(() => siteBackups.cleanup(expired)),
     },
+    cronRuns: (siteId) => cron.runs(siteId),
+    cronRunsSince: (seq) => cron.changedSince(seq),
     async stop() {
       stopped = true;
       await queue;
+      await cron.stop();
       await stopAll();
       log.info({ root }, 'hosting node stopped');
     },

@@ -19,6 +19,8 @@ export interface MariaDb {
   dropDatabase(database: string, user: string): Promise<void>;
   /** sets a new password on an existing customer user (both of its accounts); fails if the user does not exist */
   setPassword(user: string, password: string): Promise<void>;
+  /** locks or unlocks a customer user (both of its accounts): a locked user cannot open a connection */
+  setLocked(user: string, locked: boolean): Promise<void>;
   /** a consistent dump of `database` (one transaction, no CREATE DATABASE: it loads under any name), streamed into `file` */
   dump(database: string, file: string): Promise<void>;
   /** runs the SQL of `file` in `database`, streamed */
@@ -104,6 +106,9 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
         // eslint-disable-next-line preserve-caught-error
         throw new Error((err as Error).message.split(password).join('[password]'));
       }
+    },
+    async setLocked(user, locked) {
+      await sql(HOSTS.map((h) => `ALTER USER IF EXISTS ${literal(user)}@${literal(h)} ACCOUNT ${locked ? 'LOCK' : 'UNLOCK'};`).join('\n'));
     },
     dump: (database, file) => streamed(findBinary('mariadb-dump') ?? 'mariadb-dump', [...admin, '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', database], { out: file }),
     load: (database, file) => streamed(client, [...admin, `--database=${database}`], { in: file }),

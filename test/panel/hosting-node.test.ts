@@ -338,7 +338,7 @@ describe('panel-host agent', function () {
       // heartbeats carry facts, metrics and usage; the panel going away and back is one reconnect
       await until('heartbeat with usage', () => panel.heartbeats.some((h) => (h.usage as unknown[]).length > 0) || panel.heartbeats.length > 0);
       const hb = panel.heartbeats.at(-1)!;
-      assert.deepEqual(Object.keys(hb).sort(), ['agentStartedAt', 'facts', 'metrics', 'reconnects', 'usage']);
+      assert.deepEqual(Object.keys(hb).sort(), ['agentStartedAt', 'cronRuns', 'facts', 'metrics', 'reconnects', 'usage'], 'heartbeat fields');
       // the 503s to the result posts were a failure too: at least one reconnect already
       const before = agent.reconnects();
       assert.ok(before >= 1);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import {
   isSafeRoot,
-  isSiteCronLine,
   phpSocketPath,
   renderCron,
   renderNginxMain,
@@ -13,6 +12,7 @@ import {
   validateOperation,
   validateSite,
 } from '../../domain/panel/node-config';
+import { isSiteCronLine } from '../../domain/panel/cron';
 import type { NodeOperation, SiteSpec } from '../../domain/panel/node-ops';
 
 // The files a hosting node writes, rendered from a site spec (domain/panel/node-config.ts).
@@ -109,7 +109,8 @@ describe('node config rendering', () => {
       [{ aliases: ['shop.example.com'] }, /repeat/],
       [{ cron: ['* * * * * echo ok\n* * * * * root rm -rf /'] }, /bad cron/],
       [{ cron: ['PATH=/tmp * * * * x'] }, /bad cron/],
-      [{ cron: ['@reboot echo'] }, /bad cron/],
+      [{ cron: ['@sometimes echo'] }, /bad cron/],
+      [{ cron: ['0 0 L * * echo'] }, /day of month/],
       [{ php: { workers: 4, allowUrlFopen: false, disabledFunctions: ['exec"\nphp_admin_value[open_basedir] = /'] } }, /bad PHP function/],
       [{ php: { workers: 0, allowUrlFopen: false, disabledFunctions: [] } }, /workers/],
       [{ phpVersion: '8.2;' }, /PHP version/],

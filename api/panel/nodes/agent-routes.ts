@@ -9,6 +9,7 @@ import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
 import { signalOperationReported } from '../../../services/panel/client';
 import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes/nodes';
+import { recordCronRuns } from '../../../services/panel/sites/cron-runs';
 import { parse } from '../shared/http';
 
 // The node API that agents (`panel-host serve`) call (domain/panel/node-ops.ts, PANEL.md section 1):
@@ -55,7 +56,22 @@ const usage = z.array(z.object({ siteId: z.string().min(1).max(64), diskMb: coun
 const startedAt = z.iso.datetime({ offset: true });
 
 const enrolBody = z.object({ node: z.string().refine(isNodeName, 'must be a node name'), facts, agentStartedAt: startedAt });
-const heartbeatBody = z.object({ facts, metrics, usage, agentStartedAt: startedAt, reconnects: z.number().int().min(0).max(2 ** 31 - 1) });
+const cronRuns = z
+  .array(
+    z.object({
+      id: z.string().min(1).max(64),
+      siteId: z.string().min(1).max(64),
+      line: z.string().max(1000),
+      startedAt: z.iso.datetime({ offset: true }),
+      finishedAt: z.iso.datetime({ offset: true }).nullable(),
+      status: z.enum(['running', 'ok', 'failed', 'timeout', 'skipped']),
+      exitCode: z.number().int().nullable(),
+      output: z.string().max(64 * 1024),
+      user: z.string().max(64),
+    }),
+  )
+  .max(5000);
+const heartbeatBody = z.object({ facts, metrics, usage, agentStartedAt: startedAt, reconnects: z.number().int().min(0).max(2 ** 31 - 1), cronRuns: cronRuns.optional() });
 const resultBody = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), detail: z.record(z.string(), z.unknown()).optional() }),
   z.object({ ok: z.literal(false), error: z.string().max(10_000), refused: z.boolean() }),
@@ -108,6 +124,7 @@ export function agentRoutes(o: AgentRouteOptions): Router {
   r.post('/heartbeat', async (ctx) => {
     const b = await agentBody(ctx, heartbeatBody);
     await recordHeartbeat(o.db, nodeOf(ctx).name, b as Heartbeat);
+    await recordCronRuns(o.db, nodeOf(ctx).name, b.cronRuns ?? []);
     ctx.status = 204;
   });
 

@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import type { Db } from '../../../platform/db';
+import type { Actor } from '../../../services/panel/shared/actor';
+import { cascadeOrgStatus, startCascade } from '../../../services/panel/sites/org-suspension';
+import type { SitesDeps } from '../../../services/panel/sites/sites';
 import { listAudit } from '../../../services/panel/shared/audit';
 import { findInScope } from '../../../services/panel/shared/chain';
 import { createOrg, deleteOrg, getOrg, listOrgs, renameOrg, setOrgStatus } from '../../../services/panel/orgs/orgs';
@@ -38,7 +40,15 @@ export const deleteBody = z.strictObject({ confirm: z.string() });
 
 export const auditQuery = z.strictObject({ limit: pageLimit, before: z.coerce.number().int().positive().optional() });
 
-export function orgRoutes(db: Db): Router {
+/** Suspends or reactivates an org and, after the commit, starts the node operations of everything below it. */
+async function changeStatus(deps: SitesDeps, actor: Actor, id: string, status: 'active' | 'suspended') {
+  const { org, below } = await setOrgStatus(deps.db, actor, id, status, cascadeOrgStatus);
+  await startCascade(deps, below);
+  return { ...org, applying: { sites: below.sites.length, databases: below.databases.length } };
+}
+
+export function orgRoutes(sites: SitesDeps): Router {
+  const db = sites.db;
   const r = new Router({ prefix: '/v1/orgs' });
   r.get('/', async (ctx) => {
     const q = parse(listQuery, ctx.query);
@@ -57,10 +67,10 @@ export function orgRoutes(db: Db): Router {
     ctx.body = await renameOrg(db, principalOf(ctx), ctx.params.id, b.name);
   });
   r.post('/:id/suspend', async (ctx) => {
-    ctx.body = await setOrgStatus(db, principalOf(ctx), ctx.params.id, 'suspended');
+    ctx.body = await changeStatus(sites, principalOf(ctx), ctx.params.id, 'suspended');
   });
   r.post('/:id/reactivate', async (ctx) => {
-    ctx.body = await setOrgStatus(db, principalOf(ctx), ctx.params.id, 'active');
+    ctx.body = await changeStatus(sites, principalOf(ctx), ctx.params.id, 'active');
   });
   r.delete('/:id', async (ctx) => {
     const b = await bodyOf(ctx, deleteBody);

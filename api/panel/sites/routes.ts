@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { createSite, deleteSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
+import { listCronRuns } from '../../../services/panel/sites/cron-runs';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 import { pageLimit } from '../shared/schemas';
@@ -44,6 +45,9 @@ export function siteRoutes(deps: SitesDeps): Router {
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await getSite(deps.db, principalOf(ctx), ctx.params.id);
+  });
+  r.get('/sites/:id/cron/runs', async (ctx) => {
+    ctx.body = await listCronRuns(deps.db, principalOf(ctx), ctx.params.id);
   });
   r.get('/sites/:id/placement', async (ctx) => {
     ctx.body = await getPlacement(deps.db, principalOf(ctx), ctx.params.id);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import { invalid, PanelError } from '../../../domain/panel/errors';
 import type { Limits } from '../../../domain/panel/limits';
 import { ADMIN_ROLE, childTypes, DELEGABLE_POWERS, type DelegablePower, type OrgType } from '../../../domain/panel/tree';
@@ -177,16 +178,21 @@ export async function renameOrg(db: Db, actor: Actor, id: string, rawName: unkno
   });
 }
 
-/** Suspends or reactivates an org (only from above): its logins and everything below stop on their next request. */
-export async function setOrgStatus(db: Db, actor: Actor, id: string, status: 'active' | 'suspended') {
+/**
+ * Suspends or reactivates an org (only from above): its logins and everything below stop on their
+ * next request. `cascade` runs in the same transaction after the change (the sites and databases
+ * below it, services/panel/sites/org-suspension.ts) and its result is returned for after the commit.
+ */
+export async function setOrgStatus<T>(db: Db, actor: Actor, id: string, status: 'active' | 'suspended', cascade: (trx: Knex.Transaction, path: string) => Promise<T>) {
   return db.transaction(async (trx) => {
     const org = await findInScope(trx, actor, id, { strictlyBelow: true });
     const [updated] = await trx('panel_orgs')
       .where({ id: org.id })
       .update({ status, suspended_at: status === 'suspended' ? trx.fn.now() : null, updated_at: trx.fn.now() })
       .returning('*');
+    const below = await cascade(trx, org.path);
     await audit(trx, actor, { org, action: status === 'suspended' ? 'org.suspend' : 'org.reactivate', target: { type: 'org', id: org.id }, before: { status: org.status }, after: { status } });
-    return orgView(updated);
+    return { org: orgView(updated), below };
   });
 }
 

@@ -32,6 +32,8 @@ export interface DatabaseRow {
   node_name: string;
   name: string;
   db_user: string;
+  /** its user is locked: an org above is suspended */
+  locked: boolean;
   status: 'pending' | 'active' | 'failed';
   deleting: boolean;
   error: string | null;
@@ -60,6 +62,7 @@ export function databaseView(d: DatabaseRow) {
     name: d.name,
     user: d.db_user,
     status: d.status,
+    locked: d.locked,
     deleting: d.deleting,
     error: d.error,
     operation_id: d.last_op_id,
@@ -132,7 +135,7 @@ function uniqueViolation(err: unknown): 'name' | 'user' | null {
 }
 
 /** Starts the workflow after the commit; if Temporal cannot take it, the database fails now rather than stay pending. */
-async function startOp(deps: DatabasesDeps, row: DatabaseRow, kind: DatabaseOpKind): Promise<DatabaseRow> {
+export async function startOp(deps: DatabasesDeps, row: DatabaseRow, kind: DatabaseOpKind): Promise<DatabaseRow> {
   const opId = row.last_op_id!;
   try {
     await startDatabaseOp(deps.temporal, deps.nodeOps, { opId, node: row.node_name, databaseId: row.id, orgId: row.org_id, kind }, row.name);
@@ -264,7 +267,7 @@ export async function resetDatabasePassword(deps: DatabasesDeps, actor: Actor, i
 export async function resumePendingDatabaseOps(deps: DatabasesDeps, olderThanMs = 60_000, limit = 500): Promise<string[]> {
   const rows: Array<DatabaseRow & { op_kind: DatabaseOpKind }> = await deps.db('panel_databases as d')
     .join('panel_node_ops as o', 'o.id', 'd.last_op_id')
-    .where((w) => w.where('d.status', 'pending').orWhere((r) => r.where('o.kind', 'database.password').whereIn('o.status', ['queued', 'sent'])))
+    .where((w) => w.where('d.status', 'pending').orWhere((r) => r.whereIn('o.kind', ['database.password', 'database.lock']).whereIn('o.status', ['queued', 'sent'])))
     .where('d.updated_at', '<', new Date(Date.now() - olderThanMs))
     .orderBy('d.updated_at')
     .limit(limit)
@@ -315,10 +318,10 @@ export async function finishDatabaseOp(q: Q, f: DatabaseOpFinish): Promise<Datab
     if (!row) return { status: 'deleted' };
     const org = { id: row.org_id, path: row.org_path };
     const target = { type: 'database', id: row.id };
-    if (f.kind === 'database.password') {
+    if (f.kind === 'database.password' || f.kind === 'database.lock') {
       if (row.last_op_id !== f.opId || f.result.ok) return { status: row.status };
       // the database stays active; the failure is noted on it once (a repeat changes nothing)
-      const error = `password reset failed: ${f.result.error}`;
+      const error = `${f.kind === 'database.lock' ? 'locking or unlocking its user' : 'password reset'} failed: ${f.result.error}`;
       const noted = await trx('panel_databases').where({ id: row.id }).whereRaw('error IS DISTINCT FROM ?', [error]).update({ error, updated_at: trx.fn.now() });
       if (noted) await audit(trx, null, { org, action: 'database.failed', target, after: { operation: f.opId, kind: f.kind, error, refused: f.result.refused } });
       return { status: row.status };
@@ -352,7 +355,7 @@ export async function applyDatabaseOnHosting(db: Db, opId: string, apply: (op: N
     const done = resultOf(op);
     if (done) return done;
     const payload: NodeOperation = (await trx('panel_node_ops').where({ id: opId }).first('payload')).payload;
-    if (payload.kind !== 'database.create' && payload.kind !== 'database.delete' && payload.kind !== 'database.password') throw new Error(`node operation ${opId} is a ${payload.kind}, not a database operation`);
+    if (payload.kind !== 'database.create' && payload.kind !== 'database.delete' && payload.kind !== 'database.password' && payload.kind !== 'database.lock') throw new Error(`node operation ${opId} is a ${payload.kind}, not a database operation`);
     const row: DatabaseRow | undefined = await trx('panel_databases').where({ last_op_id: opId }).forUpdate().first();
     if (!row) {
       // the database is gone or has moved on to another operation: applying this one would undo that
@@ -361,7 +364,7 @@ export async function applyDatabaseOnHosting(db: Db, opId: string, apply: (op: N
       return skipped;
     }
     let result = await apply(payload);
-    if (!result.ok && payload.kind !== 'database.delete' && result.error.includes(payload.password)) {
+    if (!result.ok && 'password' in payload && result.error.includes(payload.password)) {
       result = { ...result, error: result.error.split(payload.password).join('[password]') };
     }
     await finishDatabaseOp(trx, { databaseId: row.id, opId, kind: payload.kind, result });

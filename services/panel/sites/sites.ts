@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
-import { HOSTING_NODE, isCronLine, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
+import { parseCronLine } from '../../../domain/panel/cron';
+import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
@@ -34,6 +35,8 @@ export interface SiteRow {
   node_name: string;
   status: 'pending' | 'active' | 'suspended' | 'failed';
   suspended: boolean;
+  /** suspended because an org above it is (./org-suspension.ts); apart from its own `suspended` */
+  org_suspended: boolean;
   deleting: boolean;
   quota_mb: number;
   php_workers: number | null;
@@ -111,6 +114,7 @@ export function siteView(s: SiteRow) {
     node: s.node_name,
     status: s.status,
     suspended: s.suspended,
+    org_suspended: s.org_suspended,
     deleting: s.deleting,
     quota_mb: s.quota_mb,
     php: { workers: s.php_workers, allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions },
@@ -130,7 +134,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   aliases: s.aliases,
   phpVersion: s.php_version,
   cron: s.cron,
-  suspended: s.suspended,
+  suspended: s.suspended || s.org_suspended,
   php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
@@ -168,7 +172,8 @@ function checkSiteInput(input: CreateSiteInput) {
   const cron = input.cron ?? [];
   if (cron.length > MAX_CRON_LINES) throw invalid('cron', `at most ${MAX_CRON_LINES} lines`);
   cron.forEach((l, i) => {
-    if (!isCronLine(l)) throw invalid(`cron.${i}`, 'five time fields and a command on one line');
+    const parsed = parseCronLine(l);
+    if (typeof parsed === 'string') throw invalid(`cron.${i}`, parsed);
   });
   const quota = input.quota_mb ?? DEFAULT_QUOTA_MB;
   if (!Number.isInteger(quota) || quota < 1 || quota > 100_000_000) throw invalid('quota_mb', 'a whole number of MB from 1');
@@ -239,7 +244,7 @@ export interface NodeRow {
   state: 'alive' | 'suspect' | 'dead';
   draining: boolean;
   roles: string[] | null;
-  facts: { roles?: string[] } | null;
+  facts: { roles?: string[]; phpVersions?: string[] } | null;
   logical_region: string | null;
   last_pull_at: Date | null;
   metrics: { cpuPercent?: number } | null;
@@ -267,6 +272,13 @@ export function readFactsFile(file: string | null, logger: Logger): PreflightFac
   }
 }
 
+/** A PHP version the node's reported facts do not list is refused with 400 naming those it offers (facts not reported yet: not checked). */
+function checkPhpOn(node: NodeRow, php: string | null): void {
+  const offered = node.facts?.phpVersions;
+  if (php === null || !Array.isArray(offered) || offered.includes(php)) return;
+  throw invalid('php_version', `PHP ${php} is not available on node "${node.name}"; it offers ${offered.length ? offered.join(', ') : 'no PHP (static sites only)'}`);
+}
+
 async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain: ChainLevel[], site: { node?: string; php: string | null }): Promise<PlacementRecord> {
   const decided = { decided_at: new Date().toISOString(), decided_by: actor.username };
   if (site.node !== undefined) {
@@ -275,12 +287,14 @@ async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain
     if (!node) throw invalid('node', `no node named "${site.node}"`);
     const why = basicRefusals(candidateOf(node, 0));
     if (why.length) throw new PanelError('conflict', { node: node.name, reasons: why, detail: `node "${node.name}" cannot take new sites: ${why.map((r) => r.message).join('; ')}` });
+    checkPhpOn(node, site.php);
     return { mode: 'named', node: node.name, reason: `node "${node.name}" was named by ${actor.username} (site.place)`, ...decided };
   }
   if (deps.placement.mode !== 'scheduled') {
     const hosting: NodeRow | undefined = await trx('panel_nodes').where({ name: HOSTING_NODE }).first();
     if (!hosting) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the panel has no hosting node set up, so no site can be created' });
     if (hosting.draining) throw new PanelError('conflict', { node: HOSTING_NODE, detail: 'the hosting node is draining: it gets no new sites' });
+    checkPhpOn(hosting, site.php);
     return { mode: 'hosting', node: HOSTING_NODE, reason: "the panel's own hosting node (placement is not scheduled)", ...decided };
   }
   const [nodes, counts] = await Promise.all([
@@ -329,7 +343,7 @@ export async function expireNodeOp(q: Q, opId: string, reason: string): Promise<
 }
 
 /** Starts the operation's workflow after the commit; if Temporal cannot take it, the site fails now rather than stay pending. */
-async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind'] & ('site.apply' | 'site.delete')): Promise<SiteRow> {
+export async function startOp(deps: SitesDeps, site: SiteRow, kind: NodeOperation['kind'] & ('site.apply' | 'site.delete')): Promise<SiteRow> {
   const opId = site.last_op_id!;
   try {
     await startNodeOp(deps.temporal, deps.nodeOps, { input: { opId, node: site.node_name, siteId: site.id, orgId: site.org_id, kind, generation: site.generation }, domain: site.domain });
@@ -599,7 +613,7 @@ export async function finishSiteOp(q: Q, f: SiteOpFinish): Promise<SiteOpOutcome
     const changes: Record<string, unknown> = {};
     if (f.result.ok) {
       changes.applied_generation = Math.max(site.applied_generation, f.generation);
-      if (latest && !site.deleting) Object.assign(changes, { status: site.suspended ? 'suspended' : 'active', error: null });
+      if (latest && !site.deleting) Object.assign(changes, { status: site.suspended || site.org_suspended ? 'suspended' : 'active', error: null });
     } else if (latest && !site.deleting) Object.assign(changes, { status: 'failed', error: f.result.error });
     if (!Object.keys(changes).length) return { status: site.status, applied_generation: site.applied_generation };
     const [row]: SiteRow[] = await trx('panel_sites').where({ id: site.id }).update({ ...changes, updated_at: trx.fn.now() }).returning('*');
