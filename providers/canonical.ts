@@ -28,7 +28,8 @@ export interface Tool {
   parameters: Record<string, unknown>;
 }
 
-export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 

@@ -97,10 +97,12 @@ export function loadSdkTypes(packageRoot: string, files: string[]): SdkTypes {
     if (t.isUnion()) return dedupe(t.types.flatMap((m) => samples(m, depth))).slice(0, CAP);
     if (isArray(t)) {
       const [el] = checker.getTypeArguments(t as ts.TypeReference);
-      if (!el || depth <= 0) return [[]];
+      if (!el) return [[]];
+      if (depth <= 0) return [[minimal(el, 3)]];
       return samples(el, depth - 1).map((v) => [v]);
     }
-    const base = minimal(t, depth) as Record<string, unknown>;
+    // the base object is complete a few levels further down than its variations go
+    const base = minimal(t, depth + 3) as Record<string, unknown>;
     if (depth <= 0) return [base];
     const out: unknown[] = [base];
     for (const p of checker.getPropertiesOfType(t)) {

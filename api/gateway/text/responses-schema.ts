@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import { REASONING_EFFORTS } from '../../../providers/canonical';
+import { byType, each, typed } from './zod-kit';
 
 // The OpenAI Responses request as the vendor accepts it (the openai SDK's ResponseCreateParams, plus
 // Codex's `client_metadata`). Every top-level name, input item, content part and tool type is known by
 // name: an unknown one is refused, every vendor one passes (test/gateway/sdk-schemas-openai.test.ts).
 // Inside items and tools only what the translation reads is checked; the rest passes loosely.
 
-export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
-
-/** Items the translation carries (dialects/responses.ts); every other vendor item type is dropped and listed. */
+/** Item types the translation does not carry (dialects/responses.ts): dropped and listed. */
 export const DROPPED_ITEM_TYPES = [
   'file_search_call', 'computer_call', 'computer_call_output', 'web_search_call', 'tool_search_call', 'tool_search_output',
   'additional_tools', 'configuration_update', 'compaction', 'compaction_trigger', 'image_generation_call', 'code_interpreter_call',
@@ -37,31 +37,14 @@ const INCLUDABLE = [
 const str = z.string();
 const record = z.record(z.string(), z.unknown());
 
-/**
- * A union keyed by `type` (zod-openapi cannot render z.discriminatedUnion): an unknown type is refused
- * naming the accepted ones, a known one is checked by its own schema.
- */
-function byType<const O extends Record<string, z.ZodType>>(options: O) {
-  return z
-    .object({ type: z.enum(Object.keys(options) as [string, ...string[]]) })
-    .loose()
-    .transform((v, ctx) => {
-      const r = options[v.type].safeParse(v);
-      if (r.success) return r.data as z.output<O[keyof O]>;
-      for (const issue of r.error.issues) ctx.addIssue(issue as never);
-      return z.NEVER;
-    });
-}
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-const typed = <T extends string, S extends z.ZodRawShape = {}>(type: T, shape?: S) => z.object({ type: z.literal(type), ...shape } as { type: z.ZodLiteral<T> } & S).loose();
-const each = <T extends readonly string[]>(types: T) => Object.fromEntries(types.map((t) => [t, typed(t)])) as { [K in T[number]]: ReturnType<typeof typed<K>> };
-
 const contentPart = byType({
   input_text: typed('input_text', { text: str }),
   output_text: typed('output_text', { text: str }),
   refusal: typed('refusal', { refusal: str }),
   input_image: typed('input_image', { image_url: str.nullish(), file_id: str.nullish() }),
   input_file: typed('input_file'),
+  // in no vendor schema any more; known only to point to chat completions, which takes audio
+  input_audio: typed('input_audio'),
 });
 const content = z.union([str, z.array(contentPart)]);
 
@@ -98,7 +81,7 @@ const toolChoice = z.union([
     function: typed('function', { name: str }),
     custom: typed('custom', { name: str }),
     allowed_tools: typed('allowed_tools', { mode: z.enum(['auto', 'required']), tools: z.array(record) }),
-    mcp: typed('mcp', { server_label: str }),
+    mcp: typed('mcp', { server_label: str.optional() }),
     ...each(HOSTED_CHOICE_TYPES),
   }),
 ]);

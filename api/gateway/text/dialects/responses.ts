@@ -62,6 +62,7 @@ function parts(content: string | ResponsesContentPart[], ignored: Ignored): Part
   for (const p of content) {
     if (p.type === 'input_text' || p.type === 'output_text') out.push({ type: 'text', text: p.text });
     else if (p.type === 'refusal') out.push({ type: 'text', text: p.refusal });
+    else if (p.type === 'input_audio') throw new GatewayError('unsupported_parameter', { param: 'input', detail: 'audio input is served by /v1/chat/completions only' });
     else if (p.type === 'input_image' && p.image_url) out.push({ type: 'image', url: p.image_url });
     else ignored.add(`input;content=${p.type === 'input_image' ? 'input_image.file_id' : p.type}`); // nothing stored here to read files from
   }
