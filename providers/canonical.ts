@@ -28,6 +28,9 @@ export interface Tool {
   parameters: Record<string, unknown>;
 }
 
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 export interface CanonicalRequest {
@@ -38,7 +41,8 @@ export interface CanonicalRequest {
   stop: string[];
   tools: Tool[];
   toolChoice?: ToolChoice;
-  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
+  /** OpenAI's effort scale (chat `reasoning_effort`, responses `reasoning.effort`) */
+  reasoningEffort?: ReasoningEffort;
   /** JSON-schema output constraint, when the client asked for one */
   jsonSchema?: { name: string; schema: Record<string, unknown>; strict?: boolean };
   user?: string;

@@ -105,7 +105,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
   v1.post('/messages', inference(textDeps, messagesDialect));
   v1.post('/messages/count_tokens', countTokens(deps.catalog));
   v1.post('/embeddings', embeddings(deps));
-  v1.post('/responses', inference(textDeps, responsesDialect));
+  // a dialect object per request: it remembers the request's tools to show the upstream's calls back
+  v1.post('/responses', (ctx) => inference(textDeps, responsesDialect())(ctx));
   v1.get('/credits', credits(deps.db));
   v1.get('/key', keyInfo(deps.db));
   v1.get('/generation', generation(deps.db));

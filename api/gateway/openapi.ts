@@ -7,7 +7,7 @@ import { generationQuery, usageQuery } from './reads/reads';
 import { chatRequestSchema } from './text/chat-schema';
 import { countTokensSchema } from './text/count-tokens';
 import { messagesRequestSchema } from './text/dialects/messages';
-import { responsesRequestSchema } from './text/dialects/responses';
+import { responsesRequestSchema } from './text/responses-schema';
 import { embeddingsRequestSchema } from './text/embeddings';
 import { SCRIPTS as INSTALLER_SCRIPTS } from './installer/routes';
 

@@ -102,12 +102,17 @@ export const openaiChat: UpstreamAdapter = {
     return out;
   },
 
+  /** Everything canonical has a chat field, except stop strings past the 4th (listed in `req.ignored`). */
   request(req: CanonicalRequest, upstreamModel, stream) {
     const out: Record<string, unknown> = { model: upstreamModel, messages: chatMessages(req.messages) };
     if (req.maxTokens !== null) out.max_tokens = req.maxTokens;
     if (req.temperature !== undefined) out.temperature = req.temperature;
     if (req.topP !== undefined) out.top_p = req.topP;
-    if (req.stop.length) out.stop = req.stop;
+    if (req.stop.length) {
+      // Chat takes at most 4 stop strings; only the messages dialect (stop_sequences) can send more.
+      out.stop = req.stop.slice(0, 4);
+      if (req.stop.length > 4) req.ignored.push('stop_sequences;truncated=4');
+    }
     if (req.tools.length) out.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
     if (req.toolChoice) out.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
     if (req.reasoningEffort) out.reasoning_effort = req.reasoningEffort;

@@ -1,45 +1,85 @@
 import { z } from 'zod';
+import { REASONING_EFFORTS } from '../../../providers/canonical';
+import { byType, typed } from './zod-kit';
+
+// The OpenAI chat-completions request as the vendor accepts it (the openai SDK's
+// ChatCompletionCreateParams): every top-level name, message role, content part and tool type is
+// known by name, so an unknown one is refused while every vendor one passes
+// (test/gateway/sdk-schemas-openai.test.ts). Natively it passes on unchanged.
+
+const str = z.string();
+const record = z.record(z.string(), z.unknown());
+
+const contentPart = byType({
+  text: typed('text', { text: str }),
+  image_url: typed('image_url', { image_url: z.object({ url: str }).loose() }),
+  input_audio: typed('input_audio'),
+  file: typed('file'),
+  refusal: typed('refusal', { refusal: str }),
+});
 
 const message = z
   .object({
     role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-    content: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough()), z.null()]).optional(),
+    content: z.union([str, z.array(contentPart), z.null()]).optional(),
   })
-  .passthrough();
+  .loose();
+
+const tool = byType({
+  function: typed('function', { function: z.object({ name: str.min(1) }).loose() }),
+  custom: typed('custom', { custom: z.object({ name: str.min(1) }).loose() }),
+});
+
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  byType({
+    function: typed('function', { function: z.object({ name: str }).loose() }),
+    custom: typed('custom', { custom: z.object({ name: str }).loose() }),
+    allowed_tools: typed('allowed_tools', { allowed_tools: z.object({ mode: z.enum(['auto', 'required']), tools: z.array(record) }).loose() }),
+  }),
+]);
 
 /** OpenAI chat-completions request; unknown top-level fields are rejected by name. */
 export const chatRequestSchema = z
   .object({
-    model: z.string().min(1),
+    model: str.min(1),
     messages: z.array(message).min(1),
-    stream: z.boolean().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() }).strict().nullable().optional(),
-    max_tokens: z.number().int().positive().nullable().optional(),
-    max_completion_tokens: z.number().int().positive().nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().min(0).max(1).nullable().optional(),
-    n: z.literal(1).nullable().optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
-    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
-    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-    logit_bias: z.record(z.string(), z.number()).nullable().optional(),
-    logprobs: z.boolean().nullable().optional(),
-    top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
-    user: z.string().optional(),
-    seed: z.number().int().nullable().optional(),
-    tools: z.array(z.object({ type: z.string() }).passthrough()).optional(),
-    tool_choice: z.union([z.string(), z.object({}).passthrough()]).optional(),
+    stream: z.boolean().nullish(),
+    stream_options: z.object({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() }).strict().nullish(),
+    max_tokens: z.number().int().positive().nullish(),
+    max_completion_tokens: z.number().int().positive().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    top_p: z.number().min(0).max(1).nullish(),
+    n: z.number().int().min(1).max(128).nullish(),
+    stop: z.union([str, z.array(str).max(4)]).nullish(),
+    presence_penalty: z.number().min(-2).max(2).nullish(),
+    frequency_penalty: z.number().min(-2).max(2).nullish(),
+    logit_bias: z.record(z.string(), z.number()).nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    user: str.optional(),
+    seed: z.number().int().nullish(),
+    tools: z.array(tool).optional(),
+    tool_choice: toolChoice.optional(),
     parallel_tool_calls: z.boolean().optional(),
-    response_format: z.object({ type: z.enum(['text', 'json_object', 'json_schema']) }).passthrough().optional(),
-    modalities: z.array(z.enum(['text', 'audio'])).nullable().optional(),
-    audio: z.object({ voice: z.string(), format: z.enum(['wav', 'mp3', 'flac', 'opus', 'aac', 'pcm16']) }).strict().nullable().optional(),
-    reasoning_effort: z.enum(['minimal', 'low', 'medium', 'high']).nullable().optional(),
-    metadata: z.record(z.string(), z.string()).nullable().optional(),
-    store: z.boolean().nullable().optional(),
-    service_tier: z.string().nullable().optional(),
-    prompt_cache_key: z.string().optional(),
-    safety_identifier: z.string().optional(),
-    verbosity: z.enum(['low', 'medium', 'high']).nullable().optional(),
+    // deprecated by OpenAI for tools / tool_choice, still accepted
+    functions: z.array(z.object({ name: str.min(1) }).loose()).optional(),
+    function_call: z.union([z.enum(['none', 'auto']), z.object({ name: str }).loose()]).optional(),
+    response_format: z.object({ type: z.enum(['text', 'json_object', 'json_schema']) }).loose().optional(),
+    modalities: z.array(z.enum(['text', 'audio'])).nullish(),
+    audio: z.object({ voice: z.union([str, z.object({ id: str }).loose()]), format: z.enum(['wav', 'mp3', 'flac', 'opus', 'aac', 'pcm16']) }).strict().nullish(),
+    prediction: z.object({ type: z.literal('content'), content: z.union([str, z.array(contentPart)]) }).loose().nullish(),
+    web_search_options: record.optional(),
+    reasoning_effort: z.enum(REASONING_EFFORTS).nullish(),
+    verbosity: z.enum(['low', 'medium', 'high']).nullish(),
+    metadata: z.record(z.string(), z.string()).nullish(),
+    store: z.boolean().nullish(),
+    service_tier: str.nullish(),
+    prompt_cache_key: str.nullish(),
+    prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
+    prompt_cache_options: record.optional(),
+    safety_identifier: str.nullish(),
+    moderation: record.nullish(),
   })
   .strict();
 

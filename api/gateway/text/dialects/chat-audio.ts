@@ -29,8 +29,9 @@ function checkOutput(req: ChatRequest, model: CatalogModel): RequestAudio['outpu
   }
   if (req.stream !== true) throw new GatewayError('invalid_parameter', { param: 'stream', detail: 'audio output needs stream: true' });
   if (!req.audio) throw new GatewayError('missing_required_parameter', { param: 'audio' });
+  // a custom voice (`{ id }`) is the provider's to check
   const voices = model.details.voices;
-  if (Array.isArray(voices) && voices.length > 0 && !voices.includes(req.audio.voice)) {
+  if (Array.isArray(voices) && voices.length > 0 && typeof req.audio.voice === 'string' && !voices.includes(req.audio.voice)) {
     throw new GatewayError('invalid_parameter', { param: 'audio.voice', detail: `one of ${voices.join(', ')}` });
   }
   const bytesPerSecond = OUTPUT_BYTES_PER_SECOND[req.audio.format] ?? SIZE_BOUND_BYTES_PER_SECOND;

@@ -1,5 +1,4 @@
-import { GatewayError } from '../../../../domain/shared/errors';
-import type { CanonicalRequest, FinishReason, Message, Part, ToolCall } from '../../../../providers/canonical';
+import type { CanonicalRequest, FinishReason, Message, Part, Tool, ToolCall, ToolChoice } from '../../../../providers/canonical';
 import { chatRequestSchema, promptTokenBound, promptTokenEstimate, type ChatRequest } from '../chat-schema';
 import { chatUsage } from '../../shared/usage-view';
 import { inspectChatAudio } from './chat-audio';
@@ -11,55 +10,104 @@ type ChatMessage = ChatRequest['messages'][number];
 
 const FINISH_TO_CHAT: Record<FinishReason, string> = { stop: 'stop', stop_sequence: 'stop', length: 'length', tool_calls: 'tool_calls', content_filter: 'content_filter' };
 
-function parts(content: ChatMessage['content']): Part[] {
+/** Names this translation could not carry, each once. */
+type Ignore = (name: string) => void;
+
+function parts(content: ChatMessage['content'], ignore: Ignore): Part[] {
   if (content == null) return [];
   if (typeof content === 'string') return [{ type: 'text', text: content }];
-  return content.map((p): Part => {
+  const out: Part[] = [];
+  for (const p of content) {
     const x = p as Record<string, unknown> & { type: string };
-    if (x.type === 'text') return { type: 'text', text: String(x.text ?? '') };
-    if (x.type === 'image_url') return { type: 'image', url: String((x.image_url as { url?: string } | undefined)?.url ?? '') };
-    if (x.type === 'input_audio') {
+    if (x.type === 'text') out.push({ type: 'text', text: String(x.text ?? '') });
+    else if (x.type === 'refusal') out.push({ type: 'text', text: String(x.refusal ?? '') });
+    else if (x.type === 'image_url') out.push({ type: 'image', url: String((x.image_url as { url?: string } | undefined)?.url ?? '') });
+    else if (x.type === 'input_audio') {
       const a = x.input_audio as { data?: string; format?: string } | undefined;
-      return { type: 'audio', data: String(a?.data ?? ''), format: String(a?.format ?? '') };
+      out.push({ type: 'audio', data: String(a?.data ?? ''), format: String(a?.format ?? '') });
+    } else ignore(`messages;content=${x.type}`); // files: the canonical form carries none
+  }
+  return out;
+}
+
+const textOf = (ps: Part[]) => ps.map((p) => (p.type === 'text' ? p.text : '')).join('');
+
+function toMessages(messages: ChatMessage[], ignore: Ignore): Message[] {
+  // Deprecated function calling names no call ids: each call gets one, its result the latest.
+  let functionCalls = 0;
+  return messages.map((m): Message => {
+    const x = m as ChatMessage & { tool_calls?: Array<{ id: string; type?: string; function?: { name: string; arguments: string } }>; tool_call_id?: string; function_call?: { name: string; arguments: string } | null };
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        return { role: 'system', text: textOf(parts(m.content, ignore)) };
+      case 'tool':
+        return { role: 'tool', toolCallId: x.tool_call_id ?? '', content: textOf(parts(m.content, ignore)) };
+      case 'function':
+        return { role: 'tool', toolCallId: `function_call_${functionCalls}`, content: textOf(parts(m.content, ignore)) };
+      case 'assistant': {
+        const calls: ToolCall[] = [];
+        for (const t of x.tool_calls ?? []) {
+          if (t.function) calls.push({ id: t.id, name: t.function.name, arguments: t.function.arguments ?? '' });
+          else ignore(`messages;tool_calls=${t.type}`);
+        }
+        if (x.function_call) calls.push({ id: `function_call_${++functionCalls}`, name: x.function_call.name, arguments: x.function_call.arguments ?? '' });
+        return { role: 'assistant', parts: parts(m.content, ignore), toolCalls: calls };
+      }
+      default:
+        return { role: 'user', parts: parts(m.content, ignore) };
     }
-    throw new GatewayError('unsupported_parameter', { param: 'messages', detail: `content part type '${x.type}' is not supported` });
   });
 }
 
-function toMessage(m: ChatMessage): Message {
-  const x = m as ChatMessage & { tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>; tool_call_id?: string };
-  switch (m.role) {
-    case 'system':
-    case 'developer':
-      return { role: 'system', text: parts(m.content).map((p) => (p.type === 'text' ? p.text : '')).join('') };
-    case 'tool':
-    case 'function':
-      return { role: 'tool', toolCallId: x.tool_call_id ?? '', content: parts(m.content).map((p) => (p.type === 'text' ? p.text : '')).join('') };
-    case 'assistant':
-      return { role: 'assistant', parts: parts(m.content), toolCalls: (x.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments ?? '' })) };
-    default:
-      return { role: 'user', parts: parts(m.content) };
-  }
+/** Tool choice: the tools form, or the deprecated function_call one. */
+function toolChoice(req: ChatRequest, ignore: Ignore): ToolChoice | undefined {
+  const fc = req.function_call;
+  if (req.tool_choice === undefined && fc !== undefined) return typeof fc === 'string' ? fc : { name: fc.name };
+  const tc = req.tool_choice;
+  if (tc === undefined || typeof tc === 'string') return tc;
+  if (tc.type === 'function') return { name: tc.function.name };
+  ignore(`tool_choice;type=${tc.type}`);
+  return tc.type === 'allowed_tools' ? tc.allowed_tools.mode : 'auto';
 }
 
+/** Top-level fields the canonical form has no place for, listed when they ask for something. */
+const UNCARRIED = ['presence_penalty', 'frequency_penalty', 'logit_bias', 'top_logprobs', 'seed', 'metadata', 'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier', 'verbosity', 'prediction', 'web_search_options', 'moderation'] as const;
+
 function toCanonical(req: ChatRequest): CanonicalRequest {
-  const tc = req.tool_choice as string | { function?: { name?: string } } | undefined;
+  const ignored: string[] = [];
+  const ignore: Ignore = (name) => {
+    if (!ignored.includes(name)) ignored.push(name);
+  };
   const rf = req.response_format as { type: string; json_schema?: { name: string; schema: Record<string, unknown>; strict?: boolean } } | undefined;
+  const tools: Tool[] = [];
+  for (const t of req.tools ?? []) {
+    if (t.type === 'function') {
+      const f = t.function as { name: string; description?: string; parameters?: Record<string, unknown> };
+      tools.push({ name: f.name, description: f.description, parameters: f.parameters ?? { type: 'object', properties: {} } });
+    } else ignore(`tools;type=${t.type}`); // free-form (custom) tools: answered as tool_calls of type function, which a client of them would not read
+  }
+  for (const f of req.functions ?? []) tools.push({ name: f.name, description: f.description as string | undefined, parameters: (f.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {} } });
+  for (const name of UNCARRIED) if (req[name] != null) ignore(name);
+  if (req.logprobs) ignore('logprobs');
+  if ((req.n ?? 1) > 1) ignore('n');
+  if (req.store) ignore('store');
+  if (req.parallel_tool_calls === false) ignore('parallel_tool_calls');
+  if (req.service_tier != null && req.service_tier !== 'auto' && req.service_tier !== 'default') ignore('service_tier');
+  if (rf?.type === 'json_object') ignore('response_format;type=json_object');
+  const messages = toMessages(req.messages, ignore);
   return {
-    messages: req.messages.map(toMessage),
+    messages,
     maxTokens: req.max_completion_tokens ?? req.max_tokens ?? null,
     temperature: req.temperature ?? undefined,
     topP: req.top_p ?? undefined,
     stop: req.stop == null ? [] : typeof req.stop === 'string' ? [req.stop] : req.stop,
-    tools: (req.tools ?? []).map((t) => {
-      const f = (t as { function?: { name: string; description?: string; parameters?: Record<string, unknown> } }).function;
-      return { name: f?.name ?? '', description: f?.description, parameters: f?.parameters ?? { type: 'object', properties: {} } };
-    }),
-    toolChoice: tc === undefined ? undefined : typeof tc === 'string' ? (tc as 'auto' | 'none' | 'required') : { name: tc.function?.name ?? '' },
+    tools,
+    toolChoice: toolChoice(req, ignore),
     reasoningEffort: req.reasoning_effort ?? undefined,
     jsonSchema: rf?.type === 'json_schema' ? rf.json_schema : undefined,
     user: req.user,
-    ignored: [],
+    ignored,
   };
 }
 
@@ -136,6 +184,7 @@ export const chatDialect: ClientDialect<ChatRequest> = {
       native(raw, events) {
         isNative = true;
         if (events.some((e) => e.type === 'finish')) {
+          if (nativeFinish) send(nativeFinish); // n > 1: only the last finish chunk carries usage
           try {
             nativeFinish = JSON.parse(raw.replace(/^data: ?/m, ''));
             delete nativeFinish!.usage;
