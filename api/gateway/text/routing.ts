@@ -46,22 +46,18 @@ export interface RouteCall<P> {
 
 /**
  * Tries the routes in order until one answers 200 or refuses the request itself (a 4xx other
- * than 429: returned as is, the next route would refuse it too). A client that went away ends
- * the attempts (the error is thrown).
+ * than 429: returned as is, the next route would refuse it too). When every route that could take
+ * the request is open, the one whose cool-down ends first takes its trial now. A client that went
+ * away ends the attempts (the error is thrown).
  */
 export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: RouteCall<P>): Promise<Routed<P>> {
   let failure: UpstreamFailure | Refusal | null = null;
-  for (const [i, r] of routes.entries()) {
+  let tried = false;
+  const open: Array<[CatalogRoute, P]> = [];
+  /** One attempt on a route already acquired: the answer, or null to go on. */
+  const attempt = async (r: CatalogRoute, p: P, last: boolean): Promise<Routed<P> | null> => {
     const key = routeKey(r);
-    const p = c.prepare(r);
-    if (p === null) {
-      c.log.note(r, { result: 'skipped', error: 'the request cannot be sent to this route' });
-      continue;
-    }
-    if (!c.breakers.acquire(key)) {
-      c.log.note(r, { result: 'skipped', error: 'circuit open' });
-      continue;
-    }
+    tried = true;
     let res: UpstreamResponse;
     try {
       res = await c.send(p);
@@ -73,8 +69,8 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
       c.breakers.failed(key);
       c.log.note(r, { result: 'failed', http_status: null, error: err.message });
       failure = err;
-      if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
-      continue;
+      if (!last) fallbacks.inc({ model: c.model, provider: r.provider.id });
+      return null;
     }
     if (res.statusCode === 200 || !retryable(res.statusCode)) {
       c.breakers.succeeded(key);
@@ -85,12 +81,32 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
     c.breakers.failed(key);
     failure = await readRefusal(res, c.refusal?.(p));
     c.log.note(r, { result: 'failed', http_status: res.statusCode, error: failure.detail });
-    if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
+    if (!last) fallbacks.inc({ model: c.model, provider: r.provider.id });
+    return null;
+  };
+  for (const [i, r] of routes.entries()) {
+    const p = c.prepare(r);
+    if (p === null) {
+      c.log.note(r, { result: 'skipped', error: 'the request cannot be sent to this route' });
+      continue;
+    }
+    if (!c.breakers.acquire(routeKey(r))) {
+      c.log.note(r, { result: 'skipped', error: 'circuit open' });
+      open.push([r, p]);
+      continue;
+    }
+    const done = await attempt(r, p, i + 1 === routes.length);
+    if (done) return done;
+  }
+  if (!tried && open.length) {
+    const key = c.breakers.acquireEarliest(open.map(([r]) => routeKey(r)));
+    const early = open.find(([r]) => routeKey(r) === key);
+    if (early) return (await attempt(early[0], early[1], true)) ?? { ok: false, failure };
   }
   return { ok: false, failure };
 }
 
-/** Every route's circuit is open: refused before anything is held. */
+/** Every route is open with its one trial out: refused before anything is held (an open route whose trial is free takes one, sendOverRoutes). */
 export function allRoutesOpen(routes: readonly CatalogRoute[], breakers: CircuitBreakers, model: string): void {
-  if (routes.every((r) => breakers.stateOf(routeKey(r)) === 'open')) throw new GatewayError('provider_unavailable', { model });
+  if (routes.every((r) => breakers.trialOut(routeKey(r)))) throw new GatewayError('provider_unavailable', { model });
 }
