@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
 import { isPublicAddress } from '../../api/gateway/media/images/address-guard';
 import { readMultipart, MultipartError } from '../../api/gateway/media/images/multipart';
 import { fetchImageUrl, UrlFetchRefused } from '../../api/gateway/media/images/url-fetch';
@@ -523,6 +524,46 @@ describe('images: gateway', function () {
       assert.equal(g.cost, 0.04);
       assert.equal(g.usage_details.images_returned, 1);
       await assertInvariants(a);
+    });
+
+    it('issue 33 item 9: partial_images 0–3 sends that many previews; outside 0–3 is a 400 holding nothing', async () => {
+      const a = await newAccount();
+      const answered: string[] = [];
+      for (const partials of [0, 1, 3]) {
+        const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: `previews ${partials}`, stream: true, partial_images: partials } });
+        assert.equal(r.status, 200, `partial_images ${partials} is accepted: ${r.text}`);
+        answered.push(r.headers.get('x-gateway-request-id')!);
+        const frames = sseFrames(r.text);
+        assert.deepEqual(
+          frames.map((f) => f.event ?? f.data),
+          [...Array<string>(partials).fill('image_generation.partial_image'), 'image_generation.completed', '[DONE]'],
+          `${partials} previews, then the image`,
+        );
+        assert.deepEqual(frames.slice(0, partials).map((f) => f.data.partial_image_index), [...Array(partials).keys()], 'previews numbered from 0');
+        for (const f of frames.slice(0, partials)) assert.ok(isPng(f.data.b64_json), 'each preview is an image');
+      }
+      const plain = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'no stream', partial_images: 2 } });
+      assert.equal(plain.status, 200, `without stream it is accepted and the answer is plain: ${plain.text}`);
+      assert.equal(plain.json.data.length, 1, 'one image, no previews');
+      answered.push(plain.headers.get('x-gateway-request-id')!);
+      for (const id of answered) await settled(id);
+      const before = (await reservationsOf(a)).length;
+      for (const bad of [4, -1, 1.5, '2']) {
+        const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x', stream: true, partial_images: bad } });
+        assert.equal(r.status, 400, `partial_images ${JSON.stringify(bad)} is refused: ${r.text}`);
+        assert.equal(r.json.error.param, 'partial_images', 'the error names the parameter');
+      }
+      assert.equal((await reservationsOf(a)).length, before, 'nothing was held for the refused requests');
+      await assertInvariants(a);
+    });
+
+    it('issue 33 item 9: the official SDK streams partial_images previews from /v1/images/generations', async () => {
+      const a = await newAccount();
+      const client = new OpenAI({ apiKey: a.key, baseURL: `${base}/v1`, maxRetries: 0 });
+      const stream = await client.images.generate({ model: 'sim-image-1', prompt: 'sdk previews', stream: true, partial_images: 3 });
+      const types: string[] = [];
+      for await (const ev of stream) types.push(`${ev.type}${ev.type === 'image_generation.partial_image' ? `#${ev.partial_image_index}` : ''}`);
+      assert.deepEqual(types, ['image_generation.partial_image#0', 'image_generation.partial_image#1', 'image_generation.partial_image#2', 'image_generation.completed'], 'three previews then the image, as OpenAI streams them');
     });
 
     it('n=2 with one image returned: one completed image, billed once', async () => {
