@@ -2,7 +2,8 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, buildConnector } from 'undici';
 
-// Where webhooks may be sent (the panel's, issue 17 item 4, and the gateway's account webhooks): only to
+// Where webhooks may be sent (the panel's, issue 17 item 4, and the gateway's account webhooks), and which
+// addresses the image URL fetcher may reach (isPublicAddress): only to
 // public addresses, never to private, loopback, link-local or reserved ones in any spelling (a panel must
 // not be a way into its own network), unless the operator allows them (PANEL_WEBHOOK_ALLOW_TARGETS or
 // GATEWAY_WEBHOOK_ALLOW_TARGETS: IPs or CIDR blocks; tests allow 127.0.0.1). Decided at creation and again
@@ -71,6 +72,13 @@ function internalReason(a: Bytes): string | null {
   // Outside 2000::/3 are ::1, ::, IPv4-compatible ::a.b.c.d (deprecated), 64:ff9b:1::/48 (local NAT64), fc00::/7, fe80::/10, ff00::/8…
   if (!within(a, GLOBAL_UNICAST) || IPV6_INTERNAL.some((p) => within(a, p))) return 'a private, loopback, link-local or reserved address';
   return null;
+}
+
+/** True only for a public address written as a standard IP literal (a resolved address: the image URL fetcher's check; a host name is never one). */
+export function isPublicAddress(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '');
+  const a = net.isIP(bare) ? bytesOf(bare) : null;
+  return a !== null && internalReason(a) === null;
 }
 
 /** The operator's allowed internal targets (IP addresses or CIDR blocks). */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { isPublicAddress } from '../../api/gateway/media/images/address-guard';
+import { isPublicAddress } from '../../services/shared/webhook-targets';
 import { readMultipart, MultipartError } from '../../api/gateway/media/images/multipart';
 import { fetchImageUrl, UrlFetchRefused } from '../../api/gateway/media/images/url-fetch';
 import { normalize } from '../../domain/credits/pricing';
@@ -99,10 +99,12 @@ describe('images: address guard (pure)', () => {
     '::1', '::', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd00:ec2::254', 'ff02::1', '2001:db8::1',
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe', '::127.0.0.1', '64:ff9b::127.0.0.1', '64:ff9b::a9fe:a9fe',
     '[::1]', 'localhost', 'example.com', '', '1.2.3', '256.1.1.1', '0x7f.0.0.1', '2130706433', '017700000001',
+    // issue 33 item 6: the IPv6 forms this guard let through (IPv4-compatible in hex, 6to4, Teredo's obfuscated client)
+    '::7f00:1', '2002:7f00:1::', '2002:a9fe:a9fe::', '2001:0:4136:e378:8000:63bf:80ff:fffe',
   ];
   const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '172.15.255.255', '100.128.0.1', '192.169.0.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
-  for (const ip of refused) it(`refuses ${JSON.stringify(ip)}`, () => assert.equal(isPublicAddress(ip), false));
-  for (const ip of allowed) it(`allows ${ip}`, () => assert.equal(isPublicAddress(ip), true));
+  for (const ip of refused) it(`refuses ${JSON.stringify(ip)}`, () => assert.equal(isPublicAddress(ip), false, `${ip} is not a public address`));
+  for (const ip of allowed) it(`allows ${ip}`, () => assert.equal(isPublicAddress(ip), true, `${ip} is a public address`));
 });
 
 describe('images: image URL fetching', () => {
