@@ -5,6 +5,7 @@ import { routeKey, type CircuitBreakers } from '../../../domain/catalog/routing'
 import type { RouteAttempt, Routing } from '../../../domain/credits/reservation';
 import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
 import { registry } from '../../../platform/metrics';
+import { withAttemptAttributes } from '../../../platform/tracing';
 import { readRefusal, type Refusal, type RefusalOptions } from '../shared/upstream-failure';
 
 // Fallback over a model's routes (issue 23, feature 1): a provider failure that happened before
@@ -54,13 +55,17 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
   let failure: UpstreamFailure | Refusal | null = null;
   let tried = false;
   const open: Array<[CatalogRoute, P]> = [];
+  let sent = 0;
   /** One attempt on a route already acquired: the answer, or null to go on. */
-  const attempt = async (r: CatalogRoute, p: P, last: boolean): Promise<Routed<P> | null> => {
+  const attempt = async (r: CatalogRoute, p: P, last: boolean, trial = false): Promise<Routed<P> | null> => {
     const key = routeKey(r);
     tried = true;
+    // The provider call's client span says which attempt it is (providers/upstream.ts).
+    const attributes = { 'gateway.route.attempt': sent, 'gateway.route.upstream_model': r.upstreamModel, 'gateway.fallback': sent > 0, 'gateway.early_trial': trial };
+    sent++;
     let res: UpstreamResponse;
     try {
-      res = await c.send(p);
+      res = await withAttemptAttributes(attributes, () => c.send(p));
     } catch (err) {
       if (!(err instanceof UpstreamFailure)) {
         c.breakers.released(key);
@@ -101,7 +106,7 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
   if (!tried && open.length) {
     const key = c.breakers.acquireEarliest(open.map(([r]) => routeKey(r)));
     const early = open.find(([r]) => routeKey(r) === key);
-    if (early) return (await attempt(early[0], early[1], true)) ?? { ok: false, failure };
+    if (early) return (await attempt(early[0], early[1], true, true)) ?? { ok: false, failure };
   }
   return { ok: false, failure };
 }
