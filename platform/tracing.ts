@@ -1,4 +1,4 @@
-import { context, propagation, trace, type Link, type SpanContext } from '@opentelemetry/api';
+import { context, createContextKey, propagation, trace, type Attributes, type Link, type SpanContext } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -109,4 +109,16 @@ export function linksTo(traceparents: Array<string | undefined>): Link[] {
 /** The client interceptor that carries the active span to the workflows a client starts; null when tracing is off. */
 export function tracingClientInterceptor(): OpenTelemetryWorkflowClientInterceptor | null {
   return active ? new OpenTelemetryWorkflowClientInterceptor() : null;
+}
+
+const ATTEMPT = createContextKey('gateway.upstream_attempt');
+
+/** Runs fn with attributes for the provider call it makes (the route attempt: index, fallback), which that call's client span carries. */
+export function withAttemptAttributes<T>(attributes: Attributes, fn: () => T): T {
+  return context.with(context.active().setValue(ATTEMPT, attributes), fn);
+}
+
+/** The attributes withAttemptAttributes set for the current provider call (none outside one). */
+export function attemptAttributes(): Attributes {
+  return (context.active().getValue(ATTEMPT) as Attributes | undefined) ?? {};
 }

@@ -1,7 +1,9 @@
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
 import { Counter, Histogram } from 'prom-client';
 import type { Provider } from '../domain/catalog/model';
 import { registry } from '../platform/metrics';
+import { attemptAttributes } from '../platform/tracing';
 
 // One keep-alive pool per upstream origin, shared by every request of the process.
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
@@ -88,6 +90,11 @@ async function send(
     let res: UpstreamResponse;
     const labels = { provider: provider.id, route: path };
     const end = latency.startTimer(labels);
+    // A client span per attempt, until the answer's headers (as the latency histogram): the trace shows upstream latency.
+    const span = trace.getTracer('providers/upstream').startSpan(`POST ${path}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': 'POST', 'server.address': new URL(provider.base_url).host, 'gateway.provider': provider.id, 'gateway.upstream.path': path, 'gateway.key_retry': i > 0, ...attemptAttributes() },
+    });
     try {
       res = await request(new URL(path, provider.base_url), {
         method: 'POST',
@@ -101,6 +108,9 @@ async function send(
     } catch (err) {
       const kind = err instanceof errors.RequestAbortedError ? 'aborted' : err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError ? 'timeout' : 'connection';
       end({ status: kind });
+      span.setAttribute('error.type', kind);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      span.end();
       if (kind !== 'aborted') failures.inc({ ...labels, kind });
       if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
         throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
@@ -111,6 +121,9 @@ async function send(
       throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
     }
     end({ status: String(res.statusCode) });
+    span.setAttribute('http.response.status_code', res.statusCode);
+    if (res.statusCode >= 500 || res.statusCode === 429) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
     if (res.statusCode >= 400) failures.inc({ ...labels, kind: `http_${res.statusCode}` });
     if (KEY_REJECTED.has(res.statusCode) && i + 1 < keys.length) {
       await res.body.dump();

@@ -74,6 +74,28 @@ export class CircuitBreakers {
     return true;
   }
 
+  /** Whether the route is open with its one trial out (nothing may use it until that trial ends). */
+  trialOut(key: string): boolean {
+    const st = this.routes.get(key);
+    return !!st && st.openUntil !== null && st.trial;
+  }
+
+  /**
+   * Every route is open: the one whose cool-down ends first takes its trial now rather than the
+   * request being refused (a breaker sheds load from a failing route, never keeps a recovered one
+   * refused for its whole cool-down). Null when every route's trial is out already.
+   */
+  acquireEarliest(keys: readonly string[]): string | null {
+    let pick: [string, RouteState] | null = null;
+    for (const key of keys) {
+      const st = this.routes.get(key);
+      if (st && st.openUntil !== null && !st.trial && (!pick || st.openUntil < pick[1].openUntil!)) pick = [key, st];
+    }
+    if (!pick) return null;
+    pick[1].trial = true;
+    return pick[0];
+  }
+
   /** The provider answered (whatever it said about the request): the route works. */
   succeeded(key: string): void {
     this.routes.delete(key);

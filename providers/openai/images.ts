@@ -10,6 +10,8 @@ export interface UpstreamImageParams {
   prompt: string;
   n: number;
   stream: boolean;
+  /** previews per image (0–3) when streaming; absent: PARTIAL_PREVIEWS */
+  partial_images?: number;
   size?: string;
   quality?: string;
   output_format?: string;
@@ -27,12 +29,12 @@ const PARTIAL_PREVIEWS = 2;
 const RESERVED = new Set(['model', 'prompt', 'n', 'stream', 'partial_images', 'images', 'image', 'input_images', 'input_references', 'mask']);
 
 export function imageRequestBody(upstreamModel: string, p: UpstreamImageParams, inputDataUrls: string[]): Record<string, unknown> {
-  const { options, ...fields } = p;
+  const { options, partial_images: partials, ...fields } = p;
   // Options never carry what the gateway decides or bills: the model, counts, input images.
   const extra = Object.fromEntries(Object.entries(options ?? {}).filter(([k]) => !RESERVED.has(k)));
   const body: Record<string, unknown> = { ...extra, model: upstreamModel };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) body[k] = v;
-  if (p.stream) body.partial_images = PARTIAL_PREVIEWS;
+  if (p.stream) body.partial_images = partials ?? PARTIAL_PREVIEWS;
   if (inputDataUrls.length) body.images = inputDataUrls.map((url) => ({ image_url: url }));
   return body;
 }

@@ -19,7 +19,7 @@ export async function keysWithUsage(db: Db, accountId: string) {
     keys.map(async (k) => {
       const w = await keyUsageWindows(db, k.id);
       const last = [w.last_used_at as Date | null, logged.get(k.id) ?? null].filter((d): d is Date => d !== null).sort((a, b) => b.getTime() - a.getTime())[0] ?? null;
-      const status = k.revoked_at ? 'revoked' : k.expires_at && Date.parse(k.expires_at) <= Date.now() ? 'expired' : 'active';
+      const status = k.revoked_at ? 'revoked' : k.expires_at && Date.parse(k.expires_at) <= Date.now() ? 'expired' : k.limit_reached ? 'limit reached' : 'active';
       return {
         ...k,
         status,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import Decimal from 'decimal.js';
 import { normalize } from '../../domain/credits/pricing';
 import { generateKey, hashKey, keyPrefix, type KeyFormat } from './key-format';
 import type { Db } from '../../platform/db';
@@ -71,7 +72,7 @@ function requireMt(format: string, s: KeySettings): void {
   }
 }
 
-const VIEW = ['id', 'account_id', 'label', 'format', 'key_prefix', 'created_at', 'revoked_at', 'spend_limit', 'spend', 'rpm', 'expires_at', 'allowed_models'];
+const VIEW = ['id', 'account_id', 'label', 'format', 'key_prefix', 'created_at', 'revoked_at', 'spend_limit', 'spend', 'spend_limit_refused', 'rpm', 'expires_at', 'allowed_models'];
 
 interface KeyRow {
   id: string;
@@ -83,6 +84,8 @@ interface KeyRow {
   revoked_at: Date | null;
   spend_limit: string | null;
   spend: string;
+  /** the limit in force when a request was first refused for it (services/accounts/limit-refusals.ts) */
+  spend_limit_refused: string | null;
   rpm: number | null;
   expires_at: Date | null;
   allowed_models: string[] | null;
@@ -100,6 +103,8 @@ export function keyView(r: KeyRow) {
     revoked_at: r.revoked_at?.toISOString() ?? null,
     spend_limit: r.spend_limit === null ? null : normalize(r.spend_limit),
     spend: normalize(r.spend),
+    /** spent up to the limit, or a request was refused for the limit now in force */
+    limit_reached: r.spend_limit !== null && (new Decimal(r.spend).gte(r.spend_limit) || (r.spend_limit_refused !== null && new Decimal(r.spend_limit_refused).eq(r.spend_limit))),
     rpm: r.rpm,
     expires_at: r.expires_at?.toISOString() ?? null,
     models: r.allowed_models,

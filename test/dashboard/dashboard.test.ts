@@ -170,7 +170,7 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
     assert.deepEqual(await shown(`key=${b.id}`), [ids[3]]);
     assert.deepEqual(await shown('model=sim-gpt-mini'), [ids[3], ids[2]]);
     assert.deepEqual(await shown('status=error'), [ids[2]], 'the model key a may not call');
-    assert.equal(await page.textContent(`tr[data-request-id="${ids[2]}"] td:nth-child(6)`), 'model_not_allowed');
+    assert.equal(await page.textContent(`tr[data-request-id="${ids[2]}"] td:nth-child(7)`), 'model_not_allowed', 'the error column');
     assert.deepEqual(await shown('status=ok&limit=2'), [ids[3], ids[1]]);
     await page.click('#older');
     assert.deepEqual(await page.$$eval('#requests tbody tr[data-request-id]', (rows) => rows.map((r) => r.getAttribute('data-request-id'))), [ids[0]]);
@@ -267,6 +267,15 @@ describe('gateway dashboard, sign-in and protection (issue 22)', function () {
     await shot(page, 'credits-01-key-created');
     const client = new OpenAI({ apiKey: key, baseURL: `${base}/v1`, maxRetries: 0 });
     assert.equal((await client.chat.completions.create(HI)).usage?.completion_tokens, 7);
+    await client.models.list();
+    // Issue 33 item 11: the credits variant's requests page lists both, each with its method and path.
+    const calls = async () => {
+      await page.goto(`${base}/dashboard/requests`);
+      return page.$$eval('#requests tbody tr[data-request-id] td:nth-child(4)', (cells) => cells.map((c) => c.textContent));
+    };
+    for (let i = 0; (await calls()).length < 2; i++) if (i > 40) assert.fail('the request log was not written');
+    assert.deepEqual(await calls(), ['GET /v1/models', 'POST /v1/chat/completions'], 'each request shows its method and path, newest first');
+    await shot(page, 'credits-02-requests');
     await page.goto(`${base}/dashboard/keys`);
     const id = await page.getAttribute('tr[data-key-id]', 'data-key-id');
     await page.goto(`${base}/dashboard/keys/${id}`);

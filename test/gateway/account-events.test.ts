@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import Decimal from 'decimal.js';
 import { createAccount } from '../../services/accounts/accounts';
 import { createKey } from '../../services/keys/keys';
+import { keysWithUsage } from '../../services/dashboard/reads';
 import { env } from '../setup/env';
 import { call, newAccount, settled, useStack } from '../helpers/stack';
 import { cli, cliWith, oneObject } from '../helpers/admin-cli';
@@ -166,7 +167,59 @@ describe('issue 23 feature 5: key.spend_limit_reached (keyed variant)', function
       assert.equal(event.data.key_id, k.id);
       assert.equal(event.data.spend, event.data.spend_limit);
       assert.equal(hook.got.length, 1);
+      // The next request is refused for the limit: settlement told of it already, no second event.
+      const refused = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
+      assert.equal(refused.status, 403, refused.text);
+      assert.equal((await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id })).length, 1, 'a refusal after the limit was reached by settlement fires nothing more');
       await admin(stack.gateway.url, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE');
+    } finally {
+      await hook.close();
+    }
+  });
+});
+
+describe('issue 33 item 8: key.spend_limit_reached at the first refusal for the limit (keyed variant)', function () {
+  this.timeout(90_000);
+  const stack = useStack({ ...webhookStack, variant: 'keyed' });
+
+  it('a key whose remainder fits no hold: the first refusal fires the event, once per limit value; the key reads "limit reached"', async () => {
+    const a = await createAccount(env.db, { name: `refusals-${randomUUID()}`, tier: 'pro', credits: '100' });
+    const hook = await receiver();
+    try {
+      const made = await admin(stack.gateway.url, `/admin/accounts/${a.id}/webhooks`, { url: hook.url });
+      assert.equal(made.status, 201, made.text);
+      const k = await createKey(env.db, { accountId: a.id, label: 'tiny', format: 'mt', settings: { spend_limit: '0.000001' } });
+      const deliveries = async () => env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id }).orderBy('created_at').select('payload');
+      const body = { model: 'sim-gpt', max_tokens: 20, messages: [{ role: 'user', content: 'hello [sim tokens=3]' }] };
+      const [status] = await keysWithUsage(env.db, a.id);
+      assert.equal(status.status, 'active', 'before any refusal the key is active');
+
+      const first = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
+      assert.equal(first.status, 403, first.text);
+      assert.equal(first.json.error.code, 'key_spend_limit_exceeded', 'refused for the spend limit');
+      await until(async () => hook.got.length > 0);
+      const event = JSON.parse(hook.got[0].body);
+      assert.ok(verified(made.json.secret, hook.got[0]), 'the event is signed');
+      assert.equal(event.type, 'key.spend_limit_reached', 'the event type');
+      assert.deepEqual(
+        { key: event.data.key_id, spend: event.data.spend, limit: event.data.spend_limit, request: event.data.request_id, refused: event.data.refused },
+        { key: k.id, spend: '0', limit: '0.000001', request: first.headers.get('x-request-id'), refused: true },
+        'the event names the key, its spend and limit, and the refused request',
+      );
+
+      for (let i = 0; i < 2; i++) assert.equal((await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body })).status, 403, 'refused again');
+      assert.equal((await deliveries()).length, 1, 'further refusals under the same limit fire nothing more');
+      const view = await admin(stack.gateway.url, `/admin/keys/${k.id}`);
+      assert.equal(view.json.limit_reached, true, `the key view says the limit is reached: ${view.text}`);
+      assert.equal((await keysWithUsage(env.db, a.id))[0].status, 'limit reached', 'the dashboard shows the key as limit reached');
+
+      // A new limit value that still fits no hold: its first refusal fires again.
+      const changed = await admin(stack.gateway.url, `/admin/keys/${k.id}`, { spend_limit: '0.000002' }, 'PATCH');
+      assert.equal(changed.status, 200, changed.text);
+      assert.equal((await keysWithUsage(env.db, a.id))[0].status, 'active', 'a new limit no request was refused for: active again');
+      assert.equal((await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body })).status, 403, 'refused under the new limit');
+      const all = await deliveries();
+      assert.deepEqual(all.map((d) => d.payload.spend_limit), ['0.000001', '0.000002'], 'one event per limit value');
     } finally {
       await hook.close();
     }

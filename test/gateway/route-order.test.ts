@@ -54,4 +54,24 @@ describe('routing rules', () => {
     assert.equal(b.stateOf('r'), 'closed');
     assert.ok(b.acquire('r'));
   });
+
+  it('issue 33 item 4: every route open, the one whose cool-down ends first takes its trial now; one trial per route at a time', () => {
+    let now = 0;
+    const b = new CircuitBreakers({ failures: 1, windowMs: 1000, cooldownMs: 500 }, () => now);
+    b.failed('a');
+    now = 100;
+    b.failed('b'); // a's cool-down ends at 500, b's at 600
+    assert.equal(b.acquire('a'), false, 'a is open: not taken by the usual acquire');
+    assert.equal(b.trialOut('a'), false, 'no trial is out on a yet');
+    assert.equal(b.acquireEarliest(['b', 'a']), 'a', 'a cools down first: its trial is taken early');
+    assert.equal(b.trialOut('a'), true, 'a has its trial out');
+    assert.equal(b.acquireEarliest(['b', 'a']), 'b', 'with a trial out on a, b takes its own');
+    assert.equal(b.acquireEarliest(['b', 'a']), null, 'every trial is out: nothing more is sent');
+    b.succeeded('a');
+    assert.equal(b.stateOf('a'), 'closed', 'the early trial worked: a is closed');
+    b.failed('b');
+    assert.equal(b.stateOf('b'), 'open', 'the early trial failed: b is open again');
+    assert.equal(b.trialOut('b'), false, 'and its trial is free for the next request');
+    assert.equal(b.acquireEarliest(['b', 'x']), 'b', 'a route never failed (x) is not a candidate');
+  });
 });

@@ -210,20 +210,68 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     assert.equal(await callsTo(flaky), 5);
   });
 
-  it('every route open: the usual provider error, nothing held', async () => {
-    const acct = await newAccount();
-    const model = await routedModel([down, `only-${uid()}`]);
-    for (let i = 0; i < 2; i++) {
-      const r = await chat(acct.key, model);
-      assert.equal(r.status, 503, r.text);
-      assert.equal(r.json.error.code, 'provider_unavailable');
+  describe('issue 33 item 4: a breaker never keeps a recovered route refused for its cool-down', function () {
+    // The default cool-down (30 s): without the early trial, every request below would be a 503.
+    const long = useStack({ adminToken: ADMIN_TOKEN, routeBreaker: { failures: 2, windowMs: 60_000, cooldownMs: 30_000 } });
+    const early = (key: string, model: string) =>
+      call(long.gateway.url, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'route me please [sim tokens=5]' }] } });
+
+    /** A model of one route whose circuit was opened by two 500s (cool-down 30 s from now). */
+    async function openedModel(acct: { key: string }) {
+      const upstream = `open-${uid()}`;
+      assert.equal(await failing(upstream, 500), 200, 'the simulator takes the failing behaviour');
+      const model = await routedModel([provider, upstream]);
+      for (let i = 0; i < 2; i++) assert.equal((await early(acct.key, model)).status, 502, 'a 500 of the only route is a provider error');
+      return { upstream, model };
     }
-    const before = await env.db('reservations').where({ account_id: acct.accountId }).count<{ count: string }[]>('* as count');
-    const open = await chat(acct.key, model);
-    assert.equal(open.status, 503);
-    assert.equal(open.json.error.code, 'provider_unavailable');
-    const after = await env.db('reservations').where({ account_id: acct.accountId }).count<{ count: string }[]>('* as count');
-    assert.equal(after[0].count, before[0].count);
+    const reservations = async (accountId: string) => Number((await env.db('reservations').where({ account_id: accountId }).count<{ count: string }[]>('* as count'))[0].count);
+
+    it('every route open and the provider back: the request goes to it at once (an early trial), not a 503 for the cool-down', async () => {
+      const acct = await newAccount();
+      const { upstream, model } = await openedModel(acct);
+      await failing(upstream, null); // the provider is back, well within the 30 s cool-down
+      const r = await early(acct.key, model);
+      assert.equal(r.status, 200, `the early trial reaches the recovered provider: ${r.text}`);
+      assert.equal(await callsTo(upstream), 3, 'two failures and the trial reached the provider');
+      const g = await generation(acct.key, (await settled(r.headers.get('x-gateway-request-id')!)).id);
+      assert.deepEqual(g.route.attempts.map((a: { result: string }) => a.result), ['skipped', 'ok'], 'the open route is noted, then its trial answered');
+      const next = await early(acct.key, model);
+      assert.equal(next.status, 200, `the trial closed the circuit: ${next.text}`);
+      assert.equal(await callsTo(upstream), 4, 'the next request goes straight to the route');
+    });
+
+    it('every route open, still failing: one early trial at a time; a request meanwhile is refused before anything is held', async () => {
+      const acct = await newAccount();
+      const { upstream, model } = await openedModel(acct);
+      const failed = await early(acct.key, model);
+      assert.equal(failed.status, 502, `the early trial fails as the provider still does: ${failed.text}`);
+      assert.equal(await callsTo(upstream), 3, 'one trial went out');
+      // A slow trial is out: a request meanwhile finds every trial taken and holds nothing.
+      await failing(upstream, null);
+      const slow = call(long.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model, messages: [{ role: 'user', content: 'slow trial [sim tokens=5 latency=1200]' }] } });
+      await new Promise((r) => setTimeout(r, 400));
+      const before = await reservations(acct.accountId);
+      const shed = await early(acct.key, model);
+      assert.equal(shed.status, 503, `a request while the trial is out is shed: ${shed.text}`);
+      assert.equal(shed.json.error.code, 'provider_unavailable', 'the usual provider error');
+      assert.equal(await reservations(acct.accountId), before, 'nothing was held for the shed request');
+      assert.equal((await slow).status, 200, 'the slow trial answered');
+      assert.equal((await early(acct.key, model)).status, 200, 'the circuit closed after the trial');
+    });
+
+    it('with two open routes, the one whose cool-down ends first takes the trial', async () => {
+      const acct = await newAccount();
+      const first = `first-${uid()}`, second = `second-${uid()}`;
+      for (const u of [first, second]) assert.equal(await failing(u, 500), 200, 'the simulator takes the failing behaviour');
+      const model = await routedModel([provider, first], [provider, second]);
+      // Two requests open both routes (each fails over to the other): first's cool-down starts earlier.
+      for (let i = 0; i < 2; i++) assert.equal((await early(acct.key, model)).status, 502, 'both routes fail');
+      assert.deepEqual([await callsTo(first), await callsTo(second)], [2, 2], 'each route was tried twice');
+      for (const u of [first, second]) await failing(u, null);
+      const r = await early(acct.key, model);
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual([await callsTo(first), await callsTo(second)], [3, 2], 'the trial went to the route that cooled down first');
+    });
   });
 
   it('the fallback counter counts moves to the next route', async () => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isPublicAddress } from '../../api/gateway/media/images/address-guard';
+import OpenAI from 'openai';
+import { isPublicAddress } from '../../services/shared/webhook-targets';
 import { readMultipart, MultipartError } from '../../api/gateway/media/images/multipart';
 import { fetchImageUrl, UrlFetchRefused } from '../../api/gateway/media/images/url-fetch';
 import { normalize } from '../../domain/credits/pricing';
@@ -98,10 +99,12 @@ describe('images: address guard (pure)', () => {
     '::1', '::', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd00:ec2::254', 'ff02::1', '2001:db8::1',
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe', '::127.0.0.1', '64:ff9b::127.0.0.1', '64:ff9b::a9fe:a9fe',
     '[::1]', 'localhost', 'example.com', '', '1.2.3', '256.1.1.1', '0x7f.0.0.1', '2130706433', '017700000001',
+    // issue 33 item 6: the IPv6 forms this guard let through (IPv4-compatible in hex, 6to4, Teredo's obfuscated client)
+    '::7f00:1', '2002:7f00:1::', '2002:a9fe:a9fe::', '2001:0:4136:e378:8000:63bf:80ff:fffe',
   ];
   const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '172.15.255.255', '100.128.0.1', '192.169.0.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
-  for (const ip of refused) it(`refuses ${JSON.stringify(ip)}`, () => assert.equal(isPublicAddress(ip), false));
-  for (const ip of allowed) it(`allows ${ip}`, () => assert.equal(isPublicAddress(ip), true));
+  for (const ip of refused) it(`refuses ${JSON.stringify(ip)}`, () => assert.equal(isPublicAddress(ip), false, `${ip} is not a public address`));
+  for (const ip of allowed) it(`allows ${ip}`, () => assert.equal(isPublicAddress(ip), true, `${ip} is a public address`));
 });
 
 describe('images: image URL fetching', () => {
@@ -523,6 +526,46 @@ describe('images: gateway', function () {
       assert.equal(g.cost, 0.04);
       assert.equal(g.usage_details.images_returned, 1);
       await assertInvariants(a);
+    });
+
+    it('issue 33 item 9: partial_images 0–3 sends that many previews; outside 0–3 is a 400 holding nothing', async () => {
+      const a = await newAccount();
+      const answered: string[] = [];
+      for (const partials of [0, 1, 3]) {
+        const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: `previews ${partials}`, stream: true, partial_images: partials } });
+        assert.equal(r.status, 200, `partial_images ${partials} is accepted: ${r.text}`);
+        answered.push(r.headers.get('x-gateway-request-id')!);
+        const frames = sseFrames(r.text);
+        assert.deepEqual(
+          frames.map((f) => f.event ?? f.data),
+          [...Array<string>(partials).fill('image_generation.partial_image'), 'image_generation.completed', '[DONE]'],
+          `${partials} previews, then the image`,
+        );
+        assert.deepEqual(frames.slice(0, partials).map((f) => f.data.partial_image_index), [...Array(partials).keys()], 'previews numbered from 0');
+        for (const f of frames.slice(0, partials)) assert.ok(isPng(f.data.b64_json), 'each preview is an image');
+      }
+      const plain = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'no stream', partial_images: 2 } });
+      assert.equal(plain.status, 200, `without stream it is accepted and the answer is plain: ${plain.text}`);
+      assert.equal(plain.json.data.length, 1, 'one image, no previews');
+      answered.push(plain.headers.get('x-gateway-request-id')!);
+      for (const id of answered) await settled(id);
+      const before = (await reservationsOf(a)).length;
+      for (const bad of [4, -1, 1.5, '2']) {
+        const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x', stream: true, partial_images: bad } });
+        assert.equal(r.status, 400, `partial_images ${JSON.stringify(bad)} is refused: ${r.text}`);
+        assert.equal(r.json.error.param, 'partial_images', 'the error names the parameter');
+      }
+      assert.equal((await reservationsOf(a)).length, before, 'nothing was held for the refused requests');
+      await assertInvariants(a);
+    });
+
+    it('issue 33 item 9: the official SDK streams partial_images previews from /v1/images/generations', async () => {
+      const a = await newAccount();
+      const client = new OpenAI({ apiKey: a.key, baseURL: `${base}/v1`, maxRetries: 0 });
+      const stream = await client.images.generate({ model: 'sim-image-1', prompt: 'sdk previews', stream: true, partial_images: 3 });
+      const types: string[] = [];
+      for await (const ev of stream) types.push(`${ev.type}${ev.type === 'image_generation.partial_image' ? `#${ev.partial_image_index}` : ''}`);
+      assert.deepEqual(types, ['image_generation.partial_image#0', 'image_generation.partial_image#1', 'image_generation.partial_image#2', 'image_generation.completed'], 'three previews then the image, as OpenAI streams them');
     });
 
     it('n=2 with one image returned: one completed image, billed once', async () => {

@@ -17,6 +17,8 @@ import { createOrgWithLogin, platformAdmin, startPanel, unique } from '../helper
 import type { PanelRuntime } from '../../main/panel-api';
 import { freePort } from '../../platform/ports';
 import { env } from '../setup/env';
+import { setModel, setProvider } from '../../services/catalog/entries';
+import { setRoute } from '../../services/catalog/routes';
 
 // Traces over real OTLP/HTTP: an in-process receiver decodes the exporter's JSON and the test
 // follows one gateway request from its Koa span to the workflow that settles it.
@@ -158,6 +160,41 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
     assert.deepEqual([...receiver.contentTypes], ['application/json']);
     const settled = await env.db('reservations').where({ id: requestId }).first('status');
     assert.equal(settled.status, 'settled');
+  });
+
+  it('issue 33 item 10: a client span per provider attempt, child of the request span: provider, path, status, fallback', async function () {
+    this.timeout(90_000);
+    const tag = randomUUID().slice(0, 8);
+    const down = `trace-down-${tag}`;
+    await setProvider(env.db, { id: down, kind: 'openai', 'base-url': 'http://127.0.0.1:1/', 'api-keys': 'k' });
+    const model = `traced-${tag}`;
+    await setModel(env.db, { id: model, provider: down, upstream: 'gone', capabilities: 'text', tiers: 'pro', input: '0.000001', output: '0.000002', cache: '0', 'cache-write': '0' });
+    await setRoute(env.db, { model, provider: down, upstream: 'gone', priority: 0 });
+    await setRoute(env.db, { model, provider: 'simulator', upstream: 'sim-gpt-2026-01-15', priority: 1 });
+    const { key } = await newAccount();
+    const res = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model, messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
+    assert.equal(res.status, 200, `the second route answers: ${res.text}`);
+    const requestId = res.headers.get('x-gateway-request-id')!;
+    const found = await waitForSpans(
+      () => {
+        const koa = receiver.spans.find((s) => s.name === 'POST /v1/chat/completions' && attr(s, 'gateway.request_id') === requestId);
+        const attempts = koa ? receiver.spans.filter((s) => s.parentSpanId === koa.spanId && s.traceId === koa.traceId && s.name === 'POST v1/chat/completions') : [];
+        return { koa, attempts };
+      },
+      (f) => f.attempts.length >= 2,
+    );
+    assert.ok(found.koa, 'the request span was exported');
+    const view = found.attempts
+      .map((s) => ({ provider: attr(s, 'gateway.provider'), attempt: attr(s, 'gateway.route.attempt'), fallback: s.attributes?.find((a) => a.key === 'gateway.fallback')?.value, status: attr(s, 'http.response.status_code') ?? attr(s, 'error.type') }))
+      .sort((a, b) => Number(a.attempt) - Number(b.attempt));
+    assert.deepEqual(
+      view,
+      [
+        { provider: down, attempt: '0', fallback: { boolValue: false }, status: 'connection' },
+        { provider: 'simulator', attempt: '1', fallback: { boolValue: true }, status: '200' },
+      ],
+      'one client span per attempt: the refused connection, then the fallback route that answered',
+    );
   });
 
   it('replays the committed credits histories with the tracing interceptors in the bundle', async function () {

@@ -89,7 +89,7 @@ ${extra.created
   <td>${k.label || '—'}</td><td><code>${k.key_prefix}…</code></td><td class="nowrap">${when(k.created_at)}</td><td class="nowrap">${when(k.last_used_at)}</td>
   <td class="num">${k.usage.daily}<br><small>${k.requests.daily} req</small></td><td class="num">${k.usage.weekly}<br><small>${k.requests.weekly} req</small></td><td class="num">${k.usage.monthly}<br><small>${k.requests.monthly} req</small></td>
   ${keyed(d) ? html`<td><small>${k.spend_limit === null ? 'no spend limit' : `spent ${k.spend} of ${k.spend_limit}`}<br>${[k.rpm === null ? '' : `${k.rpm}/min`, k.expires_at ? `valid ${validThrough(k.expires_at)}` : ''].filter(Boolean).join(' · ')}${k.models ? html`<br>${k.models.join(', ')}` : ''}</small></td>` : ''}
-  <td class="status-${k.status}">${k.status}</td>
+  <td class="status-${k.status.replace(' ', '-')}">${k.status}</td>
   <td>${k.status === 'revoked' ? '' : html`<a href="/dashboard/keys/${k.id}">Edit</a>`}</td>
 </tr>`,
       )}</tbody></table>
@@ -130,7 +130,7 @@ ${keyed(d) ? settingsFields(models) : html`<div><label for="format">Format</labe
       ctx,
       { title: `Key ${k.label || k.key_prefix}`, current: 'keys' },
       html`${error ? html`<div class="banner error" role="alert">${error}</div>` : ''}
-<div class="card"><dl class="facts"><dt>Prefix</dt><dd><code>${k.key_prefix}…</code></dd><dt>Created</dt><dd>${when(k.created_at)}</dd><dt>Status</dt><dd>${k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</dd>${keyed(d) ? html`<dt>Spent</dt><dd>${k.spend}</dd>` : ''}</dl></div>
+<div class="card"><dl class="facts"><dt>Prefix</dt><dd><code>${k.key_prefix}…</code></dd><dt>Created</dt><dd>${when(k.created_at)}</dd><dt>Status</dt><dd>${k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.limit_reached ? 'limit reached' : 'active'}</dd>${keyed(d) ? html`<dt>Spent</dt><dd>${k.spend}</dd>` : ''}</dl></div>
 ${s.role === 'owner' && !k.revoked_at
   ? html`<form class="card" method="post" action="/dashboard/keys/${k.id}" id="edit-key"><h2>Settings</h2>${csrfField(s.csrfToken)}
 <div class="grid"><div><label for="label">Label</label><input id="label" name="label" maxlength="200" value="${k.label}"></div>${keyed(d) ? settingsFields(models, k) : ''}</div>

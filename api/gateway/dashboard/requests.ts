@@ -37,9 +37,9 @@ export function requestPages(r: Router, d: { db: Db }): void {
   <div><button type="submit">Filter</button></div>
 </form>
 <table id="requests">
-<thead><tr><th>Time</th><th>Request id</th><th>Key</th><th>Model</th><th>Status</th><th>Error</th><th class="num">Latency</th><th class="num">Charge</th></tr></thead>
-<tbody>${page.data.length === 0 ? html`<tr><td colspan="8">No requests match.</td></tr>` : ''}${page.data.map(
-        (q) => html`<tr data-request-id="${q.id}"><td>${when(q.created_at)}</td><td><a class="mono" href="/dashboard/requests/${q.id}">${q.id}</a></td><td>${q.key_label || q.key_prefix}</td><td>${q.model ?? '—'}</td>
+<thead><tr><th>Time</th><th>Request id</th><th>Key</th><th>Call</th><th>Model</th><th>Status</th><th>Error</th><th class="num">Latency</th><th class="num">Charge</th></tr></thead>
+<tbody>${page.data.length === 0 ? html`<tr><td colspan="9">No requests match.</td></tr>` : ''}${page.data.map(
+        (q) => html`<tr data-request-id="${q.id}"><td>${when(q.created_at)}</td><td><a class="mono" href="/dashboard/requests/${q.id}">${q.id}</a></td><td>${q.key_label || q.key_prefix}</td><td><code>${q.method} ${q.path}</code></td><td>${q.model ?? '—'}</td>
 <td class="${q.status < 400 ? 'ok' : 'bad'}">${q.status}</td><td>${q.error_code ?? ''}</td><td class="num">${q.latency_ms} ms</td><td class="num">${q.pending ? html`<small>held</small> ${q.charge ?? '—'} <small>(pending)</small>` : (q.charge ?? '—')}</td></tr>`,
       )}</tbody></table>
 <div class="pager">${f.before ? html`<a class="button secondary" href="/dashboard/requests?${filtersOnly().toString()}">Newest</a>` : ''}${page.next_before ? html`<a class="button secondary" id="older" href="/dashboard/requests?${next.toString()}">Older</a>` : ''}</div>`,

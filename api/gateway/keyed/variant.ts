@@ -1,7 +1,9 @@
 import type { Context, Middleware, Next } from 'koa';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import type { AuthStore } from '../../../services/keys/auth-store';
+import { GatewayError } from '../../../domain/shared/errors';
+import { noteSpendLimitRefusal } from '../../../services/accounts/limit-refusals';
+import type { AuthRecord, AuthStore } from '../../../services/keys/auth-store';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { authenticateKeyed } from './authenticate';
 import { clientIpResolver } from './client-ip';
@@ -47,6 +49,19 @@ export function startRequestLog(db: Db, logger: Logger, s: Pick<KeyedSettings, '
   return { log, middleware: requestLogging(log, clientIpResolver(s.trustedProxies)) };
 }
 
+/** A request refused for its key's spend limit tells the account (key.spend_limit_reached, once per limit value); the refusal stands either way. */
+async function spendLimitEvents(db: Db, logger: Logger, ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    if (err instanceof GatewayError && err.code === 'key_spend_limit_exceeded') {
+      const auth: AuthRecord = ctx.state.auth;
+      await noteSpendLimitRefusal(db, auth.keyId, ctx.state.requestId).catch((e: Error) => logger.warn({ err: e, key_id: auth.keyId }, 'could not record the spend limit event'));
+    }
+    throw err;
+  }
+}
+
 /** The parts of the key-authenticated variant (spec 3 A) one API process needs. */
 export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: AuthStore; invalidation: CacheInvalidation; settings: KeyedSettings }): Promise<KeyedVariant> {
   const s = o.settings;
@@ -57,7 +72,7 @@ export async function startKeyedVariant(o: { db: Db; logger: Logger; authStore: 
   const authenticate = authenticateKeyed({ store: o.authStore, lockout, rateLimiter: new KeyRateLimiter(o.db), clientIp });
   return {
     requestLogging: middleware,
-    guard: (ctx: Context, next: Next) => (ctx.path === '/v1' || ctx.path.startsWith('/v1/') ? authenticate(ctx, next) : next()),
+    guard: (ctx: Context, next: Next) => (ctx.path === '/v1' || ctx.path.startsWith('/v1/') ? authenticate(ctx, () => spendLimitEvents(o.db, o.logger, ctx, next)) : next()),
     requestLog,
     async close() {
       lockout.stop();

@@ -5,6 +5,7 @@ import { routeKey, type CircuitBreakers } from '../../../domain/catalog/routing'
 import type { RouteAttempt, Routing } from '../../../domain/credits/reservation';
 import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
 import { registry } from '../../../platform/metrics';
+import { withAttemptAttributes } from '../../../platform/tracing';
 import { readRefusal, type Refusal, type RefusalOptions } from '../shared/upstream-failure';
 
 // Fallback over a model's routes (issue 23, feature 1): a provider failure that happened before
@@ -46,25 +47,25 @@ export interface RouteCall<P> {
 
 /**
  * Tries the routes in order until one answers 200 or refuses the request itself (a 4xx other
- * than 429: returned as is, the next route would refuse it too). A client that went away ends
- * the attempts (the error is thrown).
+ * than 429: returned as is, the next route would refuse it too). When every route that could take
+ * the request is open, the one whose cool-down ends first takes its trial now. A client that went
+ * away ends the attempts (the error is thrown).
  */
 export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: RouteCall<P>): Promise<Routed<P>> {
   let failure: UpstreamFailure | Refusal | null = null;
-  for (const [i, r] of routes.entries()) {
+  let tried = false;
+  const open: Array<[CatalogRoute, P]> = [];
+  let sent = 0;
+  /** One attempt on a route already acquired: the answer, or null to go on. */
+  const attempt = async (r: CatalogRoute, p: P, last: boolean, trial = false): Promise<Routed<P> | null> => {
     const key = routeKey(r);
-    const p = c.prepare(r);
-    if (p === null) {
-      c.log.note(r, { result: 'skipped', error: 'the request cannot be sent to this route' });
-      continue;
-    }
-    if (!c.breakers.acquire(key)) {
-      c.log.note(r, { result: 'skipped', error: 'circuit open' });
-      continue;
-    }
+    tried = true;
+    // The provider call's client span says which attempt it is (providers/upstream.ts).
+    const attributes = { 'gateway.route.attempt': sent, 'gateway.route.upstream_model': r.upstreamModel, 'gateway.fallback': sent > 0, 'gateway.early_trial': trial };
+    sent++;
     let res: UpstreamResponse;
     try {
-      res = await c.send(p);
+      res = await withAttemptAttributes(attributes, () => c.send(p));
     } catch (err) {
       if (!(err instanceof UpstreamFailure)) {
         c.breakers.released(key);
@@ -73,8 +74,8 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
       c.breakers.failed(key);
       c.log.note(r, { result: 'failed', http_status: null, error: err.message });
       failure = err;
-      if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
-      continue;
+      if (!last) fallbacks.inc({ model: c.model, provider: r.provider.id });
+      return null;
     }
     if (res.statusCode === 200 || !retryable(res.statusCode)) {
       c.breakers.succeeded(key);
@@ -85,12 +86,32 @@ export async function sendOverRoutes<P>(routes: readonly CatalogRoute[], c: Rout
     c.breakers.failed(key);
     failure = await readRefusal(res, c.refusal?.(p));
     c.log.note(r, { result: 'failed', http_status: res.statusCode, error: failure.detail });
-    if (i + 1 < routes.length) fallbacks.inc({ model: c.model, provider: r.provider.id });
+    if (!last) fallbacks.inc({ model: c.model, provider: r.provider.id });
+    return null;
+  };
+  for (const [i, r] of routes.entries()) {
+    const p = c.prepare(r);
+    if (p === null) {
+      c.log.note(r, { result: 'skipped', error: 'the request cannot be sent to this route' });
+      continue;
+    }
+    if (!c.breakers.acquire(routeKey(r))) {
+      c.log.note(r, { result: 'skipped', error: 'circuit open' });
+      open.push([r, p]);
+      continue;
+    }
+    const done = await attempt(r, p, i + 1 === routes.length);
+    if (done) return done;
+  }
+  if (!tried && open.length) {
+    const key = c.breakers.acquireEarliest(open.map(([r]) => routeKey(r)));
+    const early = open.find(([r]) => routeKey(r) === key);
+    if (early) return (await attempt(early[0], early[1], true, true)) ?? { ok: false, failure };
   }
   return { ok: false, failure };
 }
 
-/** Every route's circuit is open: refused before anything is held. */
+/** Every route is open with its one trial out: refused before anything is held (an open route whose trial is free takes one, sendOverRoutes). */
 export function allRoutesOpen(routes: readonly CatalogRoute[], breakers: CircuitBreakers, model: string): void {
-  if (routes.every((r) => breakers.stateOf(routeKey(r)) === 'open')) throw new GatewayError('provider_unavailable', { model });
+  if (routes.every((r) => breakers.trialOut(routeKey(r)))) throw new GatewayError('provider_unavailable', { model });
 }

@@ -73,6 +73,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
       prompt: req.prompt,
       n: req.n,
       stream,
+      partial_images: req.partial_images,
       size: req.size ?? (req.resolution || req.aspect_ratio ? sizeLabel(req) : undefined),
       quality: req.quality,
       output_format: req.output_format,

@@ -12,15 +12,17 @@ const QUALITIES = ['auto', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 const FORMATS = ['png', 'jpeg', 'webp', 'svg'] as const;
 const BACKGROUNDS = ['auto', 'transparent', 'opaque'] as const;
 
-/** Always accepted; everything else must be in the model's supported_parameters. `stream` is
- * always accepted because a model without streaming simply answers normally (spec 4.1). */
-const ALWAYS = new Set(['model', 'prompt', 'stream']);
+/** Always accepted; everything else must be in the model's supported_parameters. `stream` (and
+ * `partial_images`, its previews) are always accepted because a model without streaming simply answers normally (spec 4.1). */
+const ALWAYS = new Set(['model', 'prompt', 'stream', 'partial_images']);
 /** Every parameter spec 4.1 knows; anything else is refused whatever the model. */
 export const GENERATION_PARAMS = new Set([
   'model', 'prompt', 'n', 'size', 'width', 'height', 'resolution', 'aspect_ratio', 'quality', 'output_format',
-  'output_compression', 'background', 'seed', 'input_references', 'stream', 'response_format',
+  'output_compression', 'background', 'seed', 'input_references', 'stream', 'partial_images', 'response_format',
   'negative_prompt', 'guidance', 'steps', 'provider',
 ]);
+/** OpenAI's range of previews a stream may carry. */
+const MAX_PARTIAL_IMAGES = 3;
 
 export interface ImageReference {
   /** the parameter path named in errors, e.g. input_references[0].image_url.url */
@@ -33,6 +35,8 @@ export interface ImageRequest {
   prompt: string;
   n: number;
   stream: boolean;
+  /** previews per image when streaming (0–3); absent: the provider's default */
+  partial_images?: number;
   /** `<W>x<H>` or a tier, as the client sent it (width/height folded in) */
   size?: string;
   resolution?: string;
@@ -113,6 +117,7 @@ export function parseGeneration(body: Record<string, unknown>): ImageRequest {
   const seed = int(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   const stream = body.stream ?? false;
   if (typeof stream !== 'boolean') throw bad('stream', 'must be a boolean');
+  const partials = int(body, 'partial_images', 0, MAX_PARTIAL_IMAGES);
   oneOf(body, 'response_format', ['b64_json'] as const);
   const negative = str(body, 'negative_prompt');
   if (negative !== undefined && negative.length > MAX_PROMPT_CHARS) throw bad('negative_prompt', `at most ${MAX_PROMPT_CHARS} characters`);
@@ -134,6 +139,7 @@ export function parseGeneration(body: Record<string, unknown>): ImageRequest {
     prompt,
     n,
     stream,
+    partial_images: partials,
     size,
     resolution,
     aspect_ratio: aspect,
@@ -190,9 +196,9 @@ export function checkForModel(req: ImageRequest, model: CatalogModel, inputImage
 /** The edit form's text fields (spec 4.2), typed as the JSON parameters. */
 export const EDIT_TEXT_FIELDS = new Set([
   'model', 'prompt', 'n', 'size', 'resolution', 'aspect_ratio', 'quality', 'output_format', 'output_compression',
-  'background', 'seed', 'stream', 'response_format', 'negative_prompt', 'guidance', 'steps',
+  'background', 'seed', 'stream', 'partial_images', 'response_format', 'negative_prompt', 'guidance', 'steps',
 ]);
-const INT_FIELDS = new Set(['n', 'output_compression', 'seed', 'steps']);
+const INT_FIELDS = new Set(['n', 'output_compression', 'seed', 'steps', 'partial_images']);
 
 export function editFieldsToBody(fields: Map<string, string>): Record<string, unknown> {
   const body: Record<string, unknown> = {};

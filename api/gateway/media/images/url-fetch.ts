@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { isPublicAddress } from './address-guard';
+import { isPublicAddress } from '../../../../services/shared/webhook-targets';
 import { sniffImage, type ImageKind } from './image-kind';
 
 // Image URLs of a request are fetched by the gateway (never forwarded as URLs): only public
