@@ -8,7 +8,8 @@ import { env } from '../setup/env';
 // listed in x-gateway-ignored-params, and each request is charged once. Chat completions with the
 // newer vendor fields passes natively; an unknown name is still refused.
 
-const stack = useStack();
+
+let stack: ReturnType<typeof useStack>;
 
 const CODEX_TOOLS = [
   { type: 'function', name: 'exec_command', description: 'Runs a command', strict: false, parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } },
@@ -62,6 +63,9 @@ async function chargedOnce(requestId: string) {
   assert.equal(charges.length, 1, `request ${requestId} has exactly one charge in the ledger`);
   assert.ok(Number(charges[0].amount) !== 0, `the charge of ${requestId} is not zero`);
 }
+
+describe('Codex and the newer vendor fields', () => {
+  stack = useStack(); // inside a suite: its hooks run after the file's own database is set up
 
 describe('Codex on /v1/responses', () => {
   for (const model of ['sim-gpt', 'sim-claude']) {
@@ -182,4 +186,5 @@ describe('chat completions with the newer vendor fields', () => {
     }
     await chargedOnce(r.headers.get('x-gateway-request-id')!);
   });
+});
 });
