@@ -133,6 +133,33 @@ describe('Claude Code request bodies through the gateway (issue 29)', function (
     });
   }
 
+  it('the other direction: a chat request on sim-claude maps reasoning_effort to adaptive thinking and keeps a later system message in place', async () => {
+    const res = await call(stack.gateway.url, '/v1/chat/completions', {
+      key: acct.key,
+      body: {
+        model: 'sim-claude',
+        reasoning_effort: 'high',
+        temperature: 0.5,
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'reverse direction [sim tokens=2]' },
+          { role: 'assistant', content: 'ok' },
+          { role: 'system', content: 'Now answer in French.' },
+          { role: 'user', content: 'again' },
+        ],
+      },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.headers.get('x-gateway-ignored-params'), 'temperature', 'Anthropic takes no temperature with thinking: reported');
+    const sent = await simLast('/v1/messages', 'reverse direction');
+    assert.deepEqual(sent.thinking, { type: 'adaptive' }, 'thinking on');
+    assert.deepEqual(sent.output_config, { effort: 'high' }, 'at the effort asked for');
+    assert.equal(sent.temperature, undefined, 'no temperature with thinking');
+    assert.equal(sent.system, 'Be brief.', 'the leading system message is the system prompt');
+    assert.deepEqual((sent.messages as Array<{ role: string }>).map((m) => m.role), ['user', 'assistant', 'system', 'user'], 'the later one stays at its place');
+    await chargedOnce(res.headers.get('x-gateway-request-id')!);
+  });
+
   it('count_tokens takes the first prompt (its count-tokens fields) with the system message mid-conversation', async () => {
     const { max_tokens: _m, stream: _s, metadata: _d, ...body } = firstPrompt('sim-claude', 'count me');
     const res = await call(stack.gateway.url, '/v1/messages/count_tokens', { key: acct.key, headers: HEADERS, body });
