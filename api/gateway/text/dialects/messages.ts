@@ -11,13 +11,8 @@ const FINISH_TO_ANTHROPIC: Record<FinishReason, string> = { stop: 'end_turn', st
 const textOfContent = (c: unknown): string =>
   typeof c === 'string' ? c : Array.isArray(c) ? c.map((x: { type?: string; text?: string }) => (x.type === 'text' ? (x.text ?? '') : '')).join('') : '';
 
-/** Collects the names a translation drops, once each. */
-class Dropped {
-  readonly names = new Set<string>();
-  add(name: string) {
-    this.names.add(name);
-  }
-}
+/** the names a translation drops, once each */
+type Dropped = Set<string>;
 
 function imagePart(b: MessagesBlock, dropped: Dropped): Part | null {
   const src = b.source as { type?: string; media_type?: string; data?: string; url?: string };
@@ -102,7 +97,7 @@ function reasoningEffort(req: MessagesRequest, dropped: Dropped): Effort | undef
 const UNMAPPED = ['top_k', 'service_tier', 'container', 'diagnostics', 'inference_geo', 'speed', 'user_profile_id', 'workspace_id', 'context_management', 'mcp_servers', 'compaction', 'billing_policy', 'fallbacks', 'fallback_credit_token', 'thread', 'cache_control'] as const;
 
 function toCanonical(req: MessagesRequest): CanonicalRequest {
-  const dropped = new Dropped();
+  const dropped: Dropped = new Set();
   for (const name of UNMAPPED) if (req[name] != null) dropped.add(name);
   if (Array.isArray(req.system) && req.system.some((b) => b.cache_control != null)) dropped.add('system.cache_control');
   const system: Message[] = req.system === undefined ? [] : [{ role: 'system', text: textOfContent(req.system) }];
@@ -132,7 +127,7 @@ function toCanonical(req: MessagesRequest): CanonicalRequest {
     reasoningEffort: reasoningEffort(req, dropped),
     jsonSchema: format ? { name: 'output', schema: format.schema } : undefined,
     user: req.metadata?.user_id ?? undefined,
-    ignored: [...dropped.names],
+    ignored: [...dropped],
   };
 }
 
