@@ -54,19 +54,37 @@ function refusalsOf(issue: z.core.$ZodIssue, prefix: PropertyKey[], input: unkno
   }
 }
 
-/** A discriminator outside its values, or the branch that came furthest (never a bare "Invalid input"). */
+/**
+ * A failed union, described by what the value most likely meant (never a bare "Invalid input"):
+ * the branch whose discriminator (a literal field such as `type` or `role`) matched, else the
+ * discriminator's accepted values, else the expected types, else the branch that came furthest.
+ */
 function unionRefusals(issue: z.core.$ZodIssueInvalidUnion, path: PropertyKey[], param: string | undefined, value: unknown, input: unknown): Refusal[] {
-  const options = (issue as { options?: unknown[] }).options;
-  if (options) {
-    return [{ code: value === undefined ? 'missing_required_parameter' : 'invalid_parameter', param, detail: custom(issue) ?? `expected ${oneOf(options)}` }];
-  }
+  const own = custom(issue);
+  if (own) return [{ code: 'invalid_parameter', param, detail: own }];
+  const options = (issue as { options?: unknown[] }).options; // discriminatedUnion
+  if (options) return [{ code: value === undefined ? 'missing_required_parameter' : 'invalid_parameter', param, detail: `expected ${oneOf(options)}` }];
   const branches = issue.errors.filter((b) => b.length > 0);
+  const key = (p: PropertyKey[]) => p.map(String).join('.');
+  const literalMisses = (b: z.core.$ZodIssue[]) => b.filter((i): i is z.core.$ZodIssueInvalidValue => i.code === 'invalid_value');
+  const discriminators = new Set(branches.flatMap((b) => literalMisses(b).map((i) => key(i.path))));
+  if (discriminators.size > 0) {
+    const matched = branches.find((b) => !literalMisses(b).some((i) => discriminators.has(key(i.path))));
+    if (matched) return matched.flatMap((i) => refusalsOf(i, path, input));
+    const common = [...discriminators].find((d) => branches.every((b) => literalMisses(b).some((i) => key(i.path) === d)));
+    if (common !== undefined) {
+      const misses = branches.flatMap((b) => literalMisses(b).filter((i) => key(i.path) === common));
+      const at = [...path, ...misses[0].path];
+      const values = [...new Set(misses.flatMap((i) => i.values))];
+      return [{ code: valueAt(input, at) === undefined ? 'missing_required_parameter' : 'invalid_parameter', param: key(at), detail: `expected ${oneOf(values)}` }];
+    }
+  }
   const typeOnly = branches.every((b) => b.length === 1 && b[0].code === 'invalid_type' && b[0].path.length === 0);
   if (branches.length === 0 || typeOnly) {
     const expected = [...new Set(branches.map((b) => (b[0] as { expected?: string }).expected ?? 'another value'))];
     return [{ code: value === undefined ? 'missing_required_parameter' : 'invalid_parameter', param, detail: `expected ${expected.join(' or ')}, got ${kind(value)}` }];
   }
-  // the branch whose first issue lies deepest matched the value's shape best
+  // the branch whose issues lie deepest matched the value's shape best
   const depth = (b: z.core.$ZodIssue[]) => Math.max(...b.map((i) => i.path.length));
   const best = branches.reduce((a, b) => (depth(b) > depth(a) ? b : a));
   return best.flatMap((i) => refusalsOf(i, path, input));

@@ -38,7 +38,9 @@ const vendorObject = z.object({}).passthrough();
 const isAudio = (t: unknown) => t === 'input_audio' || t === 'audio';
 
 const textBlock = z.object({ type: z.literal('text'), text: z.string() }).passthrough();
-const block = z.discriminatedUnion('type', [
+// Plain unions, not discriminatedUnion: zod-openapi cannot document those (api/shared/validate.ts
+// still names the accepted discriminator values).
+const block = z.union([
   textBlock,
   z.object({ type: z.literal('image'), source: typed(['base64', 'url', 'file']) }).passthrough(),
   z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.record(z.string(), z.unknown()) }).passthrough(),
@@ -58,7 +60,7 @@ const block = z.discriminatedUnion('type', [
 const content = z.union([z.string(), z.array(block)]);
 const effort = z.enum(EFFORTS);
 
-const message = z.discriminatedUnion('role', [
+const message = z.union([
   z.object({ role: z.literal('user'), content }).strict(),
   z.object({ role: z.literal('assistant'), content }).strict(),
   // mid-conversation instructions (Claude Code sends its agent and skill lists this way)
@@ -84,14 +86,14 @@ const tool = z
     }
   });
 
-const toolChoice = z.discriminatedUnion('type', [
+const toolChoice = z.union([
   z.object({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }).strict(),
   z.object({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }).strict(),
   z.object({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }).strict(),
   z.object({ type: z.literal('none') }).strict(),
 ]);
 
-const thinking = z.discriminatedUnion('type', [
+const thinking = z.union([
   z.object({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1) }).passthrough(),
   z.object({ type: z.literal('adaptive') }).passthrough(),
   z.object({ type: z.literal('disabled') }).passthrough(),
