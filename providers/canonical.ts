@@ -97,6 +97,8 @@ export interface UpstreamAdapter {
   native: Dialect;
   path: string;
   authHeaders(key: string): Record<string, string>;
+  /** client headers that go with a native request (Anthropic's `anthropic-beta`) */
+  nativeHeaders?: string[];
   /** the client's own body, for the native dialect: model id mapped, usage reporting turned on */
   nativeRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
   request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;

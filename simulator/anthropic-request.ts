@@ -65,10 +65,32 @@ function checkBlock(block: unknown, role: string, at: string): Check {
         : `${at}: thinking needs string 'thinking' and 'signature'`;
     case 'redacted_thinking':
       return typeof block.data === 'string' ? null : `${at}.data: Field required`;
+    case 'document':
+      return isRecord(block.source) && typeof block.source.type === 'string' ? null : `${at}.source: Field required`;
+    case 'search_result':
+      return typeof block.source === 'string' && typeof block.title === 'string' && Array.isArray(block.content) ? null : `${at}: search_result needs string 'source' and 'title' and a list 'content'`;
+    case 'container_upload':
+      return typeof block.file_id === 'string' ? null : `${at}.file_id: Field required`;
+    case 'compaction':
+    case 'tool_addition':
+    case 'tool_removal':
+    case 'mcp_tool_listing':
+    case 'fallback':
+      return null;
     default:
+      if (SERVER_BLOCKS.has(String(block.type))) {
+        const idField = block.type === 'server_tool_use' || block.type === 'mcp_tool_use' ? 'id' : 'tool_use_id';
+        return typeof block[idField] === 'string' ? null : `${at}.${idField}: Field required`;
+      }
       return `${at}.type: Input tag '${String(block.type)}' does not match any of the expected tags`;
   }
 }
+
+/** Blocks of server tools (and MCP) carried back in later turns. */
+const SERVER_BLOCKS = new Set(['server_tool_use', 'web_search_tool_result', 'web_fetch_tool_result', 'advisor_tool_result', 'code_execution_tool_result', 'bash_code_execution_tool_result', 'text_editor_code_execution_tool_result', 'tool_search_tool_result', 'mcp_tool_use', 'mcp_tool_result']);
+
+/** Anthropic-defined tool types: a family and its version date (tool search also bare). */
+const VENDOR_TOOL = /^(bash|code_execution|computer|computer_toolset|browser_toolset|memory|text_editor|web_search|web_fetch|advisor|tool_search_tool_bm25|tool_search_tool_regex|mcp_toolset)(_\d{8})?$/;
 
 function checkTools(tools: unknown): { names: string[] } | string {
   if (tools === undefined || tools === null) return { names: [] };
@@ -76,11 +98,14 @@ function checkTools(tools: unknown): { names: string[] } | string {
   const names: string[] = [];
   for (let i = 0; i < tools.length; i++) {
     const tool: unknown = tools[i];
-    if (!isRecord(tool) || typeof tool.name !== 'string' || tool.name.length === 0) return `tools.${i}.name: Field required`;
+    if (!isRecord(tool)) return `tools.${i}: Input should be an object`;
     const custom = tool.type === undefined || tool.type === null || tool.type === 'custom';
+    if (!custom && !(typeof tool.type === 'string' && VENDOR_TOOL.test(tool.type))) return `tools.${i}.type: Input tag '${String(tool.type)}' does not match any of the expected tags`;
+    // toolsets (computer, browser, MCP) have no name of their own
+    const named = custom || !/toolset/.test(String(tool.type));
+    if (named && (typeof tool.name !== 'string' || tool.name.length === 0)) return `tools.${i}.name: Field required`;
     if (custom && !isRecord(tool.input_schema)) return `tools.${i}.input_schema: Field required`;
-    if (!custom && typeof tool.type !== 'string') return `tools.${i}.type: Input should be a valid string`;
-    names.push(tool.name);
+    if (custom) names.push(String(tool.name));
   }
   return { names };
 }
@@ -106,19 +131,44 @@ function checkOptions(body: Record<string, unknown>): Check {
     const value = body[name];
     if (value !== undefined && value !== null && !isRecord(value)) return `${name}: Input should be an object`;
   }
-  if (isRecord(body.thinking) && typeof body.thinking.type !== 'string') return 'thinking.type: Field required';
-  return null;
+  const thinking = body.thinking;
+  if (isRecord(thinking)) {
+    if (!['enabled', 'disabled', 'adaptive', 'between_tools'].includes(String(thinking.type))) return "thinking.type: Input should be 'enabled', 'disabled', 'adaptive' or 'between_tools'";
+    if (thinking.type === 'enabled' && !(typeof thinking.budget_tokens === 'number' && Number.isInteger(thinking.budget_tokens) && thinking.budget_tokens >= 1)) return 'thinking.budget_tokens: Field required';
+  }
+  const config = body.output_config;
+  if (config !== undefined && config !== null) {
+    if (!isRecord(config)) return 'output_config: Input should be an object';
+    if (config.effort != null && !EFFORTS.includes(String(config.effort))) return `output_config.effort: Input should be ${EFFORTS.map((e) => `'${e}'`).join(', ')}`;
+    if (config.format != null && !(isRecord(config.format) && config.format.type === 'json_schema' && isRecord(config.format.schema))) return "output_config.format: Input should be {type: 'json_schema', schema}";
+  }
+  const unknown = Object.keys(body).find((k) => !FIELDS.has(k));
+  return unknown === undefined ? null : `${unknown}: Extra inputs are not permitted`;
 }
 
-/** System prompt text: a string or text blocks; null when absent. */
-function systemText(system: unknown): string | null | { error: string } {
+const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'];
+
+/** Top-level fields of the current Messages API, beta ones included (the SDK's request types). */
+const FIELDS = new Set([
+  'model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'stream', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice',
+  'metadata', 'thinking', 'service_tier', 'output_config', 'output_format', 'cache_control', 'container', 'diagnostics',
+  'inference_geo', 'speed', 'user_profile_id', 'workspace_id', 'context_management', 'mcp_servers', 'compaction',
+  'billing_policy', 'fallbacks', 'fallback_credit_token', 'thread',
+]);
+
+/**
+ * System prompt text: a string or text blocks; null when absent. A system message inside
+ * `messages` (`at` its path) may also carry tool changes (beta), which count no text.
+ */
+function systemText(system: unknown, at = 'system'): string | null | { error: string } {
   if (system === undefined || system === null) return null;
   if (typeof system === 'string') return system;
-  if (!Array.isArray(system)) return { error: 'system: Input should be a valid string or list of text blocks' };
+  if (!Array.isArray(system)) return { error: `${at}: Input should be a valid string or list of text blocks` };
   for (let i = 0; i < system.length; i++) {
     const block: unknown = system[i];
-    if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') {
-      return { error: `system.${i}: Input should be a text block` };
+    const toolChange = at !== 'system' && isRecord(block) && (block.type === 'tool_addition' || block.type === 'tool_removal');
+    if (!toolChange && (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string')) {
+      return { error: `${at}.${i}: Input should be a text block` };
     }
   }
   return partsText(system);
@@ -149,7 +199,14 @@ export function parseMessagesRequest(body: unknown): Parsed<MessagesRequest> {
     const at = `messages.${i}`;
     if (!isRecord(message)) return fail(`${at}: Input should be an object`, at);
     const { role, content } = message;
-    if (role !== 'user' && role !== 'assistant') return fail(`${at}.role: Input should be 'user' or 'assistant'`, `${at}.role`);
+    if (role !== 'user' && role !== 'assistant' && role !== 'system') return fail(`${at}.role: Input should be 'user', 'assistant' or 'system'`, `${at}.role`);
+    if (role === 'system') {
+      // mid-conversation instructions: counted, not a turn of the user's
+      const text = systemText(message.content, `${at}.content`);
+      if (isRecord(text)) return fail(text.error, `${at}.content`);
+      texts.push(text ?? '');
+      continue;
+    }
     if (typeof content !== 'string' && !Array.isArray(content)) return fail(`${at}.content: Field required`, `${at}.content`);
     const blocks: unknown[] = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
     let text = ''; // text blocks

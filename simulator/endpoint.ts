@@ -84,7 +84,8 @@ export async function admit<R extends GenRequest>(
     dialect.fail(res, { reason: 'bad_json', status: 400, message: 'We could not parse the JSON body of your request.', param: 'body' });
     return null;
   }
-  state.stats.record({ endpoint: dialect.endpoint, ...dialect.describe(body), key, body });
+  const beta = headerValue(req.headers['anthropic-beta']);
+  state.stats.record({ endpoint: dialect.endpoint, ...dialect.describe(body), key, body, ...(beta ? { anthropic_beta: beta } : {}) });
 
   const parsed = dialect.parse(body, req);
   if (!parsed.ok) {

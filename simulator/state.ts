@@ -12,6 +12,8 @@ export interface RequestRecord {
   include_usage: boolean;
   key: string | null;
   body: unknown;
+  /** the `anthropic-beta` header of an Anthropic request, when sent */
+  anthropic_beta?: string;
 }
 
 const KEPT_BODIES = 50;

@@ -72,7 +72,9 @@ export class GatewayError extends Error {
     readonly headers: Record<string, string> = {},
   ) {
     const spec = ERRORS[code];
-    super(spec.message.replace(/\{(\w+)\}/g, (_, k: string) => String(vars[k] ?? '')));
+    // `also`: further refusals of the same request (api/shared/validate.ts)
+    const message = spec.message.replace(/\{(\w+)\}/g, (_, k: string) => String(vars[k] ?? ''));
+    super(vars.also ? `${message}${message.endsWith('.') ? '' : '.'} ${vars.also}` : message);
     this.status = spec.status;
     this.type = spec.type;
     this.param = vars.param === undefined ? null : String(vars.param);

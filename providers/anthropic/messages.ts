@@ -2,7 +2,8 @@ import { GatewayError } from '../../domain/shared/errors';
 import { parseCost } from '../openai/chat';
 import type { CanonicalRequest, FinishReason, Message, Part, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../canonical';
 
-// Anthropic Messages upstream: request, response and stream transforms, usage.
+// Anthropic Messages upstream: request, response and stream transforms, usage. A translated
+// request names in `req.ignored` what the Messages format cannot carry (docs/gateway.md).
 
 interface AnthropicUsage {
   input_tokens?: number | null;
@@ -83,19 +84,25 @@ function parseArgs(args: string): unknown {
   }
 }
 
-/** Canonical messages as Anthropic turns: system apart, tool results as user blocks, same roles merged. */
-export function anthropicMessages(messages: Message[]): { system: string | undefined; messages: Array<{ role: string; content: Array<Record<string, unknown>> }> } {
-  const system = messages.filter((m) => m.role === 'system').map((m) => (m as { text: string }).text);
-  const turns: Array<{ role: string; content: Array<Record<string, unknown>> }> = [];
-  const push = (role: string, content: Array<Record<string, unknown>>) => {
+/**
+ * Canonical messages as Anthropic turns: leading system messages as `system`, later ones as
+ * system messages at their place, tool results as user blocks, same roles merged.
+ */
+export function anthropicMessages(messages: Message[]): { system: string | undefined; messages: Array<{ role: string; content: string | Array<Record<string, unknown>> }> } {
+  const lead = messages.findIndex((m) => m.role !== 'system');
+  const head = lead === -1 ? messages : messages.slice(0, lead);
+  const system = head.map((m) => (m as { text: string }).text);
+  const turns: Array<{ role: string; content: string | Array<Record<string, unknown>> }> = [];
+  const push = (role: 'user' | 'assistant', content: Array<Record<string, unknown>>) => {
     const last = turns.at(-1);
-    if (last && last.role === role) last.content.push(...content);
+    if (last && last.role === role && Array.isArray(last.content)) last.content.push(...content);
     else turns.push({ role, content });
   };
-  for (const m of messages) {
-    if (m.role === 'user') push('user', blocks(m.parts));
+  for (const m of lead === -1 ? [] : messages.slice(lead)) {
+    if (m.role === 'system') turns.push({ role: 'system', content: m.text });
+    else if (m.role === 'user') push('user', blocks(m.parts));
     else if (m.role === 'tool') push('user', [{ type: 'tool_result', tool_use_id: m.toolCallId, content: m.content }]);
-    else if (m.role === 'assistant') {
+    else {
       const content = blocks(m.parts.filter((p) => p.type !== 'text' || p.text !== ''));
       for (const t of m.toolCalls) content.push({ type: 'tool_use', id: t.id, name: t.name, input: parseArgs(t.arguments) });
       push('assistant', content);
@@ -104,10 +111,24 @@ export function anthropicMessages(messages: Message[]): { system: string | undef
   return { system: system.length ? system.join('\n\n') : undefined, messages: turns };
 }
 
+/**
+ * A reasoning effort as Anthropic's: adaptive thinking at that effort ('none' and 'minimal', which
+ * Anthropic's effort lacks: thinking off, low effort). A forced tool choice does not go with thinking: the effort alone then.
+ */
+function thinkingOf(req: CanonicalRequest): Record<string, unknown> {
+  const e = req.reasoningEffort;
+  if (!e) return {};
+  const forced = req.toolChoice === 'required' || typeof req.toolChoice === 'object';
+  if (e === 'none' || e === 'minimal') return { thinking: { type: 'disabled' }, effort: 'low' };
+  return forced ? { effort: e } : { thinking: { type: 'adaptive' }, effort: e };
+}
+
 export const anthropicMessagesAdapter: UpstreamAdapter = {
   native: 'messages',
   path: 'v1/messages',
   authHeaders: (key) => ({ 'x-api-key': key, 'anthropic-version': ANTHROPIC_VERSION }),
+  // the beta features the client's body uses (context_management, interleaved thinking…)
+  nativeHeaders: ['anthropic-beta'],
 
   nativeRequest: (body, upstreamModel) => ({ ...body, model: upstreamModel }),
 
@@ -115,14 +136,30 @@ export const anthropicMessagesAdapter: UpstreamAdapter = {
     const { system, messages } = anthropicMessages(req.messages);
     const out: Record<string, unknown> = { model: upstreamModel, max_tokens: req.maxTokens, messages };
     if (system) out.system = system;
-    if (req.temperature !== undefined) out.temperature = Math.min(req.temperature, 1);
-    if (req.topP !== undefined) out.top_p = req.topP;
+    const { thinking, effort } = thinkingOf(req);
+    if (thinking) out.thinking = thinking;
+    // With thinking on, Anthropic takes no sampling changes: those are dropped and reported.
+    if (req.temperature !== undefined) {
+      if (thinking && (thinking as { type: string }).type !== 'disabled') req.ignored.push('temperature');
+      else if (req.temperature > 1) {
+        out.temperature = 1;
+        req.ignored.push('temperature;clamped=1');
+      } else out.temperature = req.temperature;
+    }
+    if (req.topP !== undefined) {
+      if (thinking && (thinking as { type: string }).type !== 'disabled') req.ignored.push('top_p');
+      else out.top_p = req.topP;
+    }
     if (req.stop.length) out.stop_sequences = req.stop;
     if (req.tools.length) out.tools = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
     if (req.toolChoice) {
       const c = req.toolChoice;
       out.tool_choice = c === 'auto' ? { type: 'auto' } : c === 'none' ? { type: 'none' } : c === 'required' ? { type: 'any' } : { type: 'tool', name: c.name };
     }
+    const outputConfig: Record<string, unknown> = {};
+    if (effort) outputConfig.effort = effort;
+    if (req.jsonSchema) outputConfig.format = { type: 'json_schema', schema: req.jsonSchema.schema };
+    if (Object.keys(outputConfig).length) out.output_config = outputConfig;
     if (req.user) out.metadata = { user_id: req.user };
     if (stream) out.stream = true;
     return out;

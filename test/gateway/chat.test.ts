@@ -287,6 +287,8 @@ describe('chat completions', function () {
       await rejected(await chat({ model: 'sim-gpt', messages: [{ role: 'wizard', content: 'x' }] }), 400, 'invalid_parameter', 'messages.0.role');
       await rejected(await call(base, '/v1/chat/completions', { key: acct.key, body: '{"model":' }), 400, 'invalid_json');
       await rejected(await call(base, '/v1/chat/completions', { key: acct.key, body: '[1,2]' }), 400, 'invalid_request');
+      // (a limit above the model's is clamped, not refused: test/gateway/claude-code.test.ts)
+      await rejected(await chat({ model: 'sim-gpt', messages: user('x'), max_tokens: 0 }), 400, 'invalid_parameter', 'max_tokens');
     });
 
     it('audio output needs an audio model and stream: true', async () => {

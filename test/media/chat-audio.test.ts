@@ -295,7 +295,7 @@ describe('chat audio', function () {
         const res = await call(base(), '/v1/messages', { key: a.key, headers: { 'anthropic-version': '2023-06-01' }, body: { model, max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, audioBlock] }] } });
         assert.equal(res.status, 400, res.text);
         assert.equal(res.json.type, 'error');
-        assert.match(res.json.error.message, /messages\[0\]\.content\[1\].*\/v1\/chat\/completions/);
+        assert.match(res.json.error.message, /messages\.0\.content\.1.*\/v1\/chat\/completions/);
       }
       const res = await call(base(), '/v1/responses', { key: a.key, body: { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }, audioBlock] }] } });
       assert.equal(res.status, 400, res.text);

@@ -39,6 +39,8 @@ interface Prepared {
   upstreamBody: unknown;
   /** request fields this route's format could not carry, and clamps (x-gateway-ignored-params) */
   ignored: string[];
+  /** client headers passed on with a native request */
+  headers: Record<string, string>;
 }
 
 
@@ -51,9 +53,11 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     ctx.state.dialect = dialect;
     const started = Date.now();
     const body = await readJsonObject(ctx);
-    const req = validate(dialect.schema, body);
     const auth: AuthRecord = ctx.state.auth;
-    const { model, complimentary } = await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint);
+    // The model first: an unknown model is reported as such, whatever else the body holds.
+    const access = typeof body.model === 'string' && body.model ? await checkAccess(deps.catalog, auth, body.model, 'text', dialect.endpoint) : null;
+    const req = validate(dialect.schema, body);
+    const { model, complimentary } = access ?? (await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint));
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     // Above the model's limit, the output-token limit is clamped to it (coding tools send their own
     // default for models they do not know) and the clamp reported; the hold is sized by the clamped value.
@@ -76,7 +80,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       // the adapter's `request` adds what its format cannot carry to a copy of the canonical list
       const translated = native ? null : { ...canonical!, ignored: [...canonical!.ignored] };
       const upstreamBody = native ? adapter.nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
-      return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote] };
+      const headers = native ? clientHeaders(ctx, adapter.nativeHeaders) : {};
+      return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote], headers };
     };
     // Translate the first route's request before holding: a request the upstream cannot take is refused without a hold.
     const first = prepare(routes[0]);
@@ -116,7 +121,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
           }
         },
         refusal: (p) => ({ message: p.adapter.errorMessage }),
-        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: p.adapter.authHeaders }),
+        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
       });
     } catch (err) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
@@ -154,6 +159,15 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     ctx.set('x-gateway-cost', billing.charge.charge);
     ctx.body = out.body;
   };
+}
+
+function clientHeaders(ctx: Context, names: string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const v = ctx.get(n);
+    if (v) out[n] = v;
+  }
+  return out;
 }
 
 /** Replaces `"model": "<upstream>"` (top level or in a nested message) in JSON text. */

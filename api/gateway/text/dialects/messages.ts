@@ -1,77 +1,133 @@
-import { z } from 'zod';
 import { GatewayError } from '../../../../domain/shared/errors';
 import type { CanonicalRequest, FinishReason, Message, Part } from '../../../../providers/canonical';
-import { NO_AUDIO, vendorId, type Billing, type ClientDialect } from './types';
+import { messagesRequestSchema, type MessagesBlock, type MessagesMessage, type MessagesRequest } from '../messages-schema';
+import { vendorId, type Billing, type ClientDialect } from './types';
 
-// Messages (Anthropic): the client dialect, translated from and to the canonical form.
-
-const block = z.object({ type: z.string() }).passthrough();
-
-export const messagesRequestSchema = z
-  .object({
-    model: z.string().min(1),
-    max_tokens: z.number().int().positive(),
-    messages: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(block)]) }).strict()).min(1),
-    system: z.union([z.string(), z.array(block)]).optional(),
-    stop_sequences: z.array(z.string()).optional(),
-    stream: z.boolean().optional(),
-    temperature: z.number().min(0).max(1).optional(),
-    top_p: z.number().min(0).max(1).optional(),
-    top_k: z.number().int().min(0).optional(),
-    tools: z.array(z.object({ name: z.string().min(1), description: z.string().optional(), input_schema: z.record(z.string(), z.unknown()).optional() }).passthrough()).optional(),
-    tool_choice: z.object({ type: z.enum(['auto', 'any', 'tool', 'none']), name: z.string().optional(), disable_parallel_tool_use: z.boolean().optional() }).strict().optional(),
-    metadata: z.object({ user_id: z.string().nullable().optional() }).strict().optional(),
-    thinking: z.union([z.object({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1) }).strict(), z.object({ type: z.literal('disabled') }).strict()]).optional(),
-    service_tier: z.enum(['auto', 'standard_only']).optional(),
-  })
-  .strict();
-
-export type MessagesRequest = z.infer<typeof messagesRequestSchema>;
-type Block = z.infer<typeof block> & Record<string, unknown>;
+// Messages (Anthropic): the client dialect, translated from and to the canonical form. What the
+// canonical form cannot carry is dropped and named in `ignored` (docs/gateway.md, the table).
 
 const FINISH_TO_ANTHROPIC: Record<FinishReason, string> = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'refusal' };
-
-function imagePart(b: Block): Part {
-  const src = b.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
-  if (src?.type === 'base64') return { type: 'image', url: `data:${src.media_type};base64,${src.data}` };
-  if (src?.type === 'url' && src.url) return { type: 'image', url: src.url };
-  throw new GatewayError('invalid_parameter', { param: 'messages', detail: 'image source must be base64 or url' });
-}
 
 const textOfContent = (c: unknown): string =>
   typeof c === 'string' ? c : Array.isArray(c) ? c.map((x: { type?: string; text?: string }) => (x.type === 'text' ? (x.text ?? '') : '')).join('') : '';
 
-function toMessages(m: MessagesRequest['messages'][number]): Message[] {
-  const blocks: Block[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as Block[]);
+/** the names a translation drops, once each */
+type Dropped = Set<string>;
+
+function imagePart(b: MessagesBlock, dropped: Dropped): Part | null {
+  const src = b.source as { type?: string; media_type?: string; data?: string; url?: string };
+  if (src.type === 'base64') return { type: 'image', url: `data:${src.media_type};base64,${src.data}` };
+  if (src.type === 'url' && src.url) return { type: 'image', url: src.url };
+  dropped.add('messages.content.image.source.file'); // a Files API id only Anthropic resolves
+  return null;
+}
+
+/** A document's text when it has one (plain text or content sources); PDFs and files have none here. */
+function documentText(b: MessagesBlock): string | null {
+  const src = b.source as { type?: string; data?: string; content?: unknown };
+  const title = typeof b.title === 'string' ? `${b.title}\n` : '';
+  if (src?.type === 'text' && typeof src.data === 'string') return title + src.data;
+  if (src?.type === 'content') return title + textOfContent(src.content);
+  return null;
+}
+
+function toMessages(m: MessagesMessage, dropped: Dropped): Message[] {
+  if (m.role === 'system') {
+    // mid-conversation instructions stay at their place: the target's system role
+    if (m.clear_at !== undefined) dropped.add('messages.clear_at');
+    if (m.output_config !== undefined) dropped.add('messages.output_config');
+    if (Array.isArray(m.content) && m.content.some((b) => b.type !== 'text')) dropped.add('messages.content.tool_addition');
+    const text = textOfContent(m.content);
+    return text ? [{ role: 'system', text }] : [];
+  }
+  const blocks = (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content) as MessagesBlock[];
   const out: Message[] = [];
   const parts: Part[] = [];
   const toolCalls: Array<{ id: string; name: string; arguments: string }> = [];
   for (const b of blocks) {
-    if (b.type === 'text') parts.push({ type: 'text', text: String(b.text ?? '') });
-    else if (b.type === 'image') parts.push(imagePart(b));
-    else if (b.type === 'tool_use' && m.role === 'assistant') toolCalls.push({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) });
-    else if (b.type === 'tool_result' && m.role === 'user') out.push({ role: 'tool', toolCallId: String(b.tool_use_id), content: textOfContent(b.content) });
-    else if (b.type === 'thinking' || b.type === 'redacted_thinking') continue; // signed by the vendor; other upstreams cannot use it
-    else throw new GatewayError('unsupported_parameter', { param: 'messages', detail: `content block '${b.type}' is not supported in a ${m.role} message` });
+    if (b.cache_control != null) dropped.add('messages.content.cache_control');
+    if (b.citations != null) dropped.add('messages.content.citations');
+    if (b.type === 'text') parts.push({ type: 'text', text: String(b.text) });
+    else if (b.type === 'image') {
+      const p = imagePart(b, dropped);
+      if (p) parts.push(p);
+    } else if (b.type === 'document') {
+      const text = documentText(b);
+      if (text === null) dropped.add('messages.content.document');
+      else parts.push({ type: 'text', text });
+    } else if (b.type === 'search_result') {
+      parts.push({ type: 'text', text: `${String(b.title)} (${String(b.source)})\n${textOfContent(b.content)}` });
+    } else if (b.type === 'compaction' && typeof b.content === 'string') {
+      parts.push({ type: 'text', text: b.content }); // the summary of the earlier conversation
+    } else if (b.type === 'tool_use' && m.role === 'assistant') {
+      toolCalls.push({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) });
+    } else if (b.type === 'tool_result' && m.role === 'user') {
+      if (b.is_error === true) dropped.add('messages.content.is_error');
+      if (Array.isArray(b.content) && b.content.some((x) => x.type !== 'text')) dropped.add('messages.content.tool_result.content');
+      out.push({ role: 'tool', toolCallId: String(b.tool_use_id), content: textOfContent(b.content) });
+    } else if (b.type === 'tool_use' || b.type === 'tool_result') {
+      throw new GatewayError('invalid_parameter', { param: 'messages', detail: `a ${b.type} block belongs in ${b.type === 'tool_use' ? 'an assistant' : 'a user'} message` });
+    } else dropped.add(`messages.content.${b.type}`); // thinking (signed), server tool results, beta blocks
   }
   if (m.role === 'assistant') out.push({ role: 'assistant', parts, toolCalls });
   else if (parts.length) out.push({ role: 'user', parts });
   return out;
 }
 
+/** about 4 characters a token, 4 tokens a message (count_tokens answers this too) */
+export const promptTokenEstimate = (req: Pick<MessagesRequest, 'system' | 'messages'>) =>
+  Math.ceil((textOfContent(req.system) + req.messages.map((m) => textOfContent(m.content)).join('')).length / 4) + 4 * req.messages.length;
+
+type Effort = NonNullable<CanonicalRequest['reasoningEffort']>;
+const EFFORT: Record<string, Effort> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
+
+/** thinking and output_config.effort as one reasoning effort; undefined = the upstream's default */
+function reasoningEffort(req: MessagesRequest, dropped: Dropped): Effort | undefined {
+  const t = req.thinking;
+  if (t?.type === 'between_tools') dropped.add('thinking');
+  if (t && ('display' in t || 'block_binding' in t)) dropped.add('thinking.display');
+  const effort = req.output_config?.effort;
+  if (t?.type === 'disabled') return 'minimal';
+  if (effort) return EFFORT[effort];
+  if (t?.type === 'enabled') return t.budget_tokens < 4096 ? 'low' : t.budget_tokens < 16384 ? 'medium' : 'high';
+  return undefined;
+}
+
+/** Top-level fields an upstream of another format has no equivalent for. */
+const UNMAPPED = ['top_k', 'service_tier', 'container', 'diagnostics', 'inference_geo', 'speed', 'user_profile_id', 'workspace_id', 'context_management', 'mcp_servers', 'compaction', 'billing_policy', 'fallbacks', 'fallback_credit_token', 'thread', 'cache_control'] as const;
+
 function toCanonical(req: MessagesRequest): CanonicalRequest {
-  const system = req.system === undefined ? [] : [{ role: 'system' as const, text: textOfContent(req.system) }];
-  const c = req.tool_choice;
+  const dropped: Dropped = new Set();
+  for (const name of UNMAPPED) if (req[name] != null) dropped.add(name);
+  if (Array.isArray(req.system) && req.system.some((b) => b.cache_control != null)) dropped.add('system.cache_control');
+  const system: Message[] = req.system === undefined ? [] : [{ role: 'system', text: textOfContent(req.system) }];
+  // Anthropic-defined tools (server tools run by Anthropic, schema-less client tools) have no
+  // equivalent elsewhere: dropped, with a forced choice of one of them.
+  const custom = (req.tools ?? []).filter((t) => {
+    if (t.type == null || t.type === 'custom') return true;
+    dropped.add(`tools.${t.type}`);
+    return false;
+  });
+  for (const t of custom) for (const k of ['cache_control', 'defer_loading', 'allowed_callers', 'input_examples', 'eager_input_streaming', 'strict']) if (t[k] != null) dropped.add(`tools.${k}`);
+  const chosen = req.tool_choice;
+  const c = chosen?.type === 'tool' && !custom.some((t) => t.name === chosen.name) ? undefined : chosen;
+  if (chosen && !c) dropped.add('tool_choice');
+  if (c && 'disable_parallel_tool_use' in c && c.disable_parallel_tool_use !== undefined) dropped.add('tool_choice.disable_parallel_tool_use');
+  if (req.output_config?.task_budget != null) dropped.add('output_config.task_budget');
+  const format = req.output_config?.format ?? req.output_format;
+  const messages = req.messages.flatMap((m) => toMessages(m, dropped));
   return {
-    messages: [...system, ...req.messages.flatMap(toMessages)],
+    messages: [...system, ...messages],
     maxTokens: req.max_tokens,
     temperature: req.temperature,
     topP: req.top_p,
     stop: req.stop_sequences ?? [],
-    tools: (req.tools ?? []).map((t) => ({ name: t.name, description: t.description, parameters: (t.input_schema as Record<string, unknown>) ?? { type: 'object', properties: {} } })),
-    toolChoice: c === undefined ? undefined : c.type === 'auto' ? 'auto' : c.type === 'none' ? 'none' : c.type === 'any' ? 'required' : { name: c.name ?? '' },
+    tools: custom.map((t) => ({ name: t.name!, description: t.description, parameters: t.input_schema! })),
+    toolChoice: c === undefined ? undefined : c.type === 'auto' ? 'auto' : c.type === 'none' ? 'none' : c.type === 'any' ? 'required' : { name: c.name },
+    reasoningEffort: reasoningEffort(req, dropped),
+    jsonSchema: format ? { name: 'output', schema: format.schema } : undefined,
     user: req.metadata?.user_id ?? undefined,
-    ignored: [],
+    ignored: [...dropped],
   };
 }
 
@@ -97,18 +153,10 @@ export const messagesDialect: ClientDialect<MessagesRequest> = {
   model: (req) => req.model,
   stream: (req) => req.stream === true,
   maxTokens: (req) => req.max_tokens,
-  async inspect(req) {
-    // Passed through natively, an audio block would reach the provider after the hold.
-    for (const [i, m] of req.messages.entries()) {
-      const j = Array.isArray(m.content) ? m.content.findIndex((b) => b.type === 'input_audio' || b.type === 'audio') : -1;
-      if (j !== -1) throw new GatewayError('unsupported_parameter', { param: `messages[${i}].content[${j}]`, detail: 'audio input is served by /v1/chat/completions only' });
-    }
-    return NO_AUDIO;
-  },
   withMaxTokens: (body, n) => ({ ...body, max_tokens: n }),
   toCanonical,
   promptTokenBound: (req) => Buffer.byteLength(JSON.stringify([req.system ?? '', req.messages, req.tools ?? []])) + 2000 * JSON.stringify(req.messages).split('"type":"image"').length,
-  promptTokenEstimate: (req) => Math.ceil((textOfContent(req.system) + req.messages.map((m) => textOfContent(m.content)).join('')).length / 4) + 4 * req.messages.length,
+  promptTokenEstimate,
 
   render(resp, billing, ctx) {
     const content: Array<Record<string, unknown>> = [];
