@@ -16,6 +16,18 @@ export default tseslint.config(
     },
   },
   {
+    // Every truth assert carries a message: without one, Node's assert rebuilds it by parsing the
+    // failing call's source, which for tsx's one-line transpiled output spun for minutes (a CI hang).
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.name='assert'][arguments.length<2]", message: 'assert(value) needs a message: assert(value, \'what is checked\').' },
+        { selector: "CallExpression[callee.object.name='assert'][callee.property.name='ok'][arguments.length<2]", message: 'assert.ok(value) needs a message: assert.ok(value, \'what is checked\').' },
+      ],
+    },
+  },
+  {
     // bin/ entries are CommonJS shims that load tsx, then the TypeScript entry point.
     files: ['bin/**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
