@@ -86,6 +86,24 @@ export default tseslint.config(
           ],
         },
       ],
+      // no clock, randomness, network, timers or process state: the caller passes them in
+      'no-restricted-globals': [
+        'error',
+        ...['process', 'fetch', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'performance', 'crypto'].map((name) => ({
+          name,
+          message: 'domain/ is pure: pass clocks, randomness and I/O in from the caller.',
+        })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Math', property: 'random', message: 'domain/ is pure: take a random source as a parameter.' },
+        { object: 'Date', property: 'now', message: 'domain/ is pure: take a clock as a parameter.' },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'domain/ is pure: take a clock as a parameter.' },
+        { selector: "CallExpression[callee.name='Date']", message: 'domain/ is pure: take a clock as a parameter.' },
+      ],
     },
   },
   {

@@ -90,7 +90,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }) });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now) });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   return {
     url: listening.url,
