@@ -36,12 +36,16 @@ export default tseslint.config(
   {
     // Layers (DESIGN.md section 1): imports run down only. api → services → domain;
     // activities → services/providers → domain; workflows → domain and activity *types*;
-    // nothing imports api/ or main/ (the composition roots). Tests and benchmarks are outside.
+    // nothing imports api/ or main/ (the composition roots). Tests and benchmarks may import anything;
+    // production code imports neither them nor temporal-config/ (but platform/'s dev server, its search attributes).
     files: ['{api,services,domain,activities,workflows,workers,providers,platform,main,admin,simulator,migrations}/**/*.ts'],
     plugins: { boundaries },
     settings: {
-      'import/resolver': { typescript: { alwaysTryTypes: true } },
-      'boundaries/elements': ['api', 'services', 'domain', 'activities', 'workflows', 'workers', 'providers', 'platform', 'main', 'admin', 'simulator', 'migrations'].map(
+      // element patterns are relative to the repository, not to where eslint runs
+      'boundaries/root-path': import.meta.dirname,
+      'import/resolver': { typescript: { alwaysTryTypes: true, project: `${import.meta.dirname}/tsconfig.json` } },
+      // test/, bench/ and temporal-config/ are elements too, so production code importing them is refused
+      'boundaries/elements': ['api', 'services', 'domain', 'activities', 'workflows', 'workers', 'providers', 'platform', 'main', 'admin', 'simulator', 'migrations', 'test', 'bench', 'temporal-config'].map(
         (type) => ({ type, pattern: `${type}/**`, mode: 'full' }),
       ),
     },
@@ -53,8 +57,9 @@ export default tseslint.config(
           message: '${file.type}/ may not import ${dependency.type}/ (imports run down the layers: DESIGN.md section 1)',
           rules: [
             { from: 'domain', allow: ['domain'] },
-            // platform/hosting-node renders with the panel's pure node code
-            { from: 'platform', allow: ['platform', 'domain'] },
+            // platform/hosting-node renders with the panel's pure node code; the dev server registers
+            // the search attributes of temporal-config/
+            { from: 'platform', allow: ['platform', 'domain', 'temporal-config'] },
             { from: 'providers', allow: ['providers', 'domain', 'platform'] },
             { from: 'services', allow: ['services', 'domain', 'platform', 'providers'] },
             // a domain's client.ts names its workflows by type only
