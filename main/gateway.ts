@@ -94,7 +94,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }), refusals });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   return {
     url: listening.url,

@@ -63,7 +63,7 @@ export interface GatewayDeps {
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
-  const textDeps = { ...deps, breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS) };
+  const textDeps = { ...deps, breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS, Date.now) };
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
   const tracing = tracingMiddleware('gateway'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added

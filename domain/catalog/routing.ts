@@ -7,7 +7,7 @@ import type { CatalogRoute } from './model';
  * The order a request tries the routes: by priority, lowest first; within one priority a
  * weighted random order (a route of weight 3 comes first three times as often as one of weight 1).
  */
-export function routeOrder(routes: readonly CatalogRoute[], random: () => number = Math.random): CatalogRoute[] {
+export function routeOrder(routes: readonly CatalogRoute[], random: () => number): CatalogRoute[] {
   const out: CatalogRoute[] = [];
   const priorities = [...new Set(routes.map((r) => r.priority))].sort((a, b) => a - b);
   for (const p of priorities) {
@@ -50,7 +50,7 @@ export class CircuitBreakers {
 
   constructor(
     private readonly s: BreakerSettings,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
   ) {}
 
   private state(key: string): RouteState {

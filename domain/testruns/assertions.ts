@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import { z } from 'zod';
+import { jsonSchemaValidator } from './json-schema';
 import type { Assertions, Dialect } from './runs';
 
 // What a case's answer said (per dialect, plain or streamed), the assertions on it, and the
@@ -129,33 +129,6 @@ export function errorMessageOf(body: unknown): string | null {
 }
 
 const quote = (s: string, max = 80) => JSON.stringify(s.length > max ? s.slice(0, max) + '…' : s);
-
-const SUBSCHEMA = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems'];
-const SUBSCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
-const SUBSCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
-
-/**
- * The schema as zod's converter (z.fromJSONSchema) needs it: that converter ignores a `required`
- * name that is not among `properties`, so each such name gets an unconstrained property.
- */
-export function normalizeJsonSchema(schema: unknown): unknown {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
-  const out: Record<string, unknown> = { ...(schema as Obj) };
-  for (const k of SUBSCHEMA) if (k in out) out[k] = normalizeJsonSchema(out[k]);
-  for (const k of SUBSCHEMA_LISTS) if (Array.isArray(out[k])) out[k] = (out[k] as unknown[]).map(normalizeJsonSchema);
-  for (const k of SUBSCHEMA_MAPS) {
-    if (out[k] && typeof out[k] === 'object') out[k] = Object.fromEntries(Object.entries(out[k] as Obj).map(([n, v]) => [n, normalizeJsonSchema(v)]));
-  }
-  if (Array.isArray(out.required)) {
-    const props = { ...obj(out.properties) };
-    for (const name of out.required) if (typeof name === 'string' && !(name in props)) props[name] = {};
-    out.properties = props;
-  }
-  return out;
-}
-
-/** The zod schema of a case's json_schema assertion (throws when it cannot be converted). */
-export const jsonSchemaValidator = (schema: unknown) => z.fromJSONSchema(normalizeJsonSchema(schema) as never);
 
 /** The JSON the json_schema assertion looks at: the text if it is JSON, else the first tool call's arguments. */
 function outputJson(a: CaseAnswer): { ok: true; value: unknown } | { ok: false } {

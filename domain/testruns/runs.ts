@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonSchemaValidator } from './assertions';
+import { jsonSchemaValidator } from './json-schema';
 
 // Test runs (spec 3 B): statuses, the shapes of cases, configurations and run requests, shared by
 // the API, the admin CLI, the activities and (as types only) the workflow.

@@ -41,12 +41,12 @@ describe('credits activities (MockActivityEnvironment)', function () {
     const deadHold = await hold(new Reservations(env.db, { logger: env.logger, processId: dead }));
     const liveHold = await hold(new Reservations(env.db, { logger: env.logger, processId: live }));
     const reported = await hold(new Reservations(env.db, { logger: env.logger, processId: dead }));
-    assert.ok(await recordOutcome(env.db, reported.reservationId, COMPLETED));
+    assert.ok(await recordOutcome(env.db, reported.reservationId, COMPLETED), 'the outcome of the third hold is recorded');
 
     const { releaseOrphanHolds } = createSweeperActivities(env.db, stack.temporal, { deadAfterMs, unrecordedOlderThanMs: 3_600_000 });
     type Swept = Awaited<ReturnType<typeof releaseOrphanHolds>>;
     const result = (await new MockActivityEnvironment().run(releaseOrphanHolds)) as Swept;
-    assert.ok(result.released.includes(deadHold.reservationId));
+    assert.ok(result.released.includes(deadHold.reservationId), `the dead process's unreported hold is released: ${JSON.stringify(result.released)}`);
     assert.ok(!result.released.includes(liveHold.reservationId), 'a live process keeps its hold');
     assert.ok(!result.released.includes(reported.reservationId), 'a recorded outcome is the relay’s to settle');
     const again = (await new MockActivityEnvironment().run(releaseOrphanHolds)) as Swept;

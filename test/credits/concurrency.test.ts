@@ -21,13 +21,13 @@ describe('reservations under concurrency', function () {
     const inv = await checkInvariants(acct.accountId);
     assert.equal(inv.account.pending_requests, 0);
     assert.equal(Number(inv.account.reserved_credits), 0);
-    assert.ok(Number(inv.account.total_usage) <= Number(inv.account.total_credits));
+    assert.ok(Number(inv.account.total_usage) <= Number(inv.account.total_credits), `usage ${inv.account.total_usage} within credits ${inv.account.total_credits}`);
     // Sum of charges equals total_usage exactly (decimal strings compared through the database).
     const sum = await env.db('reservations').where({ account_id: acct.accountId }).sum({ s: 'charge' }).first();
     assert.equal(sum!.s, inv.account.total_usage);
     assert.equal(inv.ledger.usage, inv.account.total_usage);
     const charged = ok.reduce((s, r) => s + Number(r.headers.get('x-gateway-cost')), 0);
-    assert.ok(Math.abs(charged - Number(inv.account.total_usage)) < 1e-9);
+    assert.ok(Math.abs(charged - Number(inv.account.total_usage)) < 1e-9, `the summed x-gateway-cost ${charged} equals the total usage ${inv.account.total_usage}`);
     // Rejected requests left no trace.
     const rows = await env.db('reservations').where({ account_id: acct.accountId }).count({ n: '*' }).first();
     assert.equal(Number(rows!.n), ok.length);

@@ -81,8 +81,8 @@ describe('reservation durability', function () {
     assert.equal((await checkInvariants(acct.accountId)).account.reserved_credits, '5.000000000000');
 
     const result = await stack.temporal.workflow.execute(sweepHoldsWorkflow, { taskQueue: stack.taskQueue, workflowId: `sweep-${randomUUID()}`, args: [0] });
-    assert.ok(result.released.includes(orphanId));
-    assert.ok(!result.released.includes(liveId));
+    assert.ok(result.released.includes(orphanId), `the orphan hold ${orphanId} is released: ${JSON.stringify(result.released)}`);
+    assert.ok(!result.released.includes(liveId), `the live hold ${liveId} is kept: ${JSON.stringify(result.released)}`);
     const orphan = await env.db('reservations').where({ id: orphanId }).first();
     assert.equal(orphan.status, 'released');
     assert.equal(orphan.outcome, 'abandoned');

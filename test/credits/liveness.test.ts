@@ -42,7 +42,7 @@ describe('hold sweeper: liveness of the API process decides', function () {
     await s.done;
     const row = await settled(s.requestId);
     assert.equal(row.status, 'settled');
-    assert.ok(Number(row.charge) > 0);
+    assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
   });
 
   it('the hold of an API process killed mid-stream is released once its heartbeat stops, exactly once', async function () {
@@ -66,10 +66,10 @@ describe('hold sweeper: liveness of the API process decides', function () {
       s.done.catch(() => {}); // the connection dies with the process
       child.kill('SIGKILL');
       // Not yet: the process may only be slow until its heartbeat is older than the bound.
-      assert.ok(!(await sweep(stack)).released.includes(s.requestId));
+      assert.ok(!(await sweep(stack)).released.includes(s.requestId), `the hold ${s.requestId} of a just-killed process is not released before its heartbeat is stale`);
       await new Promise((r) => setTimeout(r, 2000));
       const result = await sweep(stack);
-      assert.ok(result.released.includes(s.requestId));
+      assert.ok(result.released.includes(s.requestId), `the hold ${s.requestId} of the dead process is released: ${JSON.stringify(result.released)}`);
       const row = await env.db('reservations').where({ id: s.requestId }).first();
       assert.equal(row.status, 'released');
       assert.equal(row.outcome, 'abandoned');

@@ -26,7 +26,7 @@ async function assertBalanced(accountId: string) {
   same(inv.ledger.grants, inv.account.total_credits, 'credits = grants in the ledger');
   same(inv.reservations.reserved, inv.account.reserved_credits, 'reserved = the sum of held rows');
   assert.equal(inv.reservations.pending, inv.account.pending_requests, 'pending = the count of held rows');
-  assert.ok(new Decimal(inv.account.total_usage).lte(inv.account.total_credits));
+  assert.ok(new Decimal(inv.account.total_usage).lte(inv.account.total_credits), `usage ${inv.account.total_usage} within credits ${inv.account.total_credits}`);
   return inv;
 }
 
@@ -82,8 +82,8 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     assert.match(text, /\[DONE\]/);
     const row = await settled(id);
     assert.equal(row.status, 'settled');
-    assert.ok(Number(row.charge) > 0);
-    assert.ok(row.hold_recreated_at);
+    assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
+    assert.ok(row.hold_recreated_at, `the lost hold was re-written: ${JSON.stringify(row)}`);
     assert.deepEqual(await ledgerKinds(id), ['hold', 'release', 'charge']);
     await assertBalanced(acct.accountId);
   });
@@ -104,7 +104,7 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     assert.equal(row.key_spend_tracked, true);
     assert.equal(row.input_multiplier, '0.000002000000', 'the tariff copied at hold time');
     assert.equal(row.report.outcome, 'completed');
-    assert.ok(row.reported_at && row.hold_recreated_at);
+    assert.ok(row.reported_at && row.hold_recreated_at, `reported and its hold re-written: reported_at ${row.reported_at}, hold_recreated_at ${row.hold_recreated_at}`);
     assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.500000000000');
 
     // The same outcome written again (a retry whose first attempt did commit): nothing more.
@@ -140,11 +140,11 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     const { settleBatch } = createSettlementActivities(env.db);
     await settleBatch([lostRequest.reservationId, other.reservationId]);
     const rows = await env.db('reservations').whereIn('id', [lostRequest.reservationId, other.reservationId]);
-    assert.ok(rows.every((r) => r.status === 'settled'));
+    assert.ok(rows.every((r) => r.status === 'settled'), `both settled: ${rows.map((r) => r.status).join(', ')}`);
     assert.equal(rows.find((r) => r.id === lostRequest.reservationId).charge, '0.200000000000', 'charged what was held, never more');
     const key = await env.db('api_keys').where({ id: acct.keyId }).first();
     assert.equal(key.spend, '0.900000000000');
-    assert.ok(Number(key.spend) <= Number(key.spend_limit));
+    assert.ok(Number(key.spend) <= Number(key.spend_limit), `key spend ${key.spend} within its limit ${key.spend_limit}`);
     const inv = await assertBalanced(acct.accountId);
     assert.equal(inv.account.total_usage, '0.900000000000');
   });

@@ -24,7 +24,7 @@ describe('settlement outbox and relay', function () {
       }
       await new Promise((r) => setTimeout(r, 300));
       const rows = await env.db('reservations').whereIn('id', ids);
-      assert.ok(rows.every((r) => r.status === 'held' && r.reported_at !== null && r.report.outcome === 'completed'));
+      assert.ok(rows.every((r) => r.status === 'held' && r.reported_at !== null && r.report.outcome === 'completed'), `every hold is held with its completed outcome recorded: ${JSON.stringify(rows.map((r) => [r.status, r.reported_at, r.report?.outcome]))}`);
     } finally {
       await stack.startWorker();
     }
@@ -78,11 +78,11 @@ describe('settlement outbox and relay', function () {
     const acct = await newAccount({ credits: '50' });
     const n = 80;
     const answers = await Promise.all(Array.from({ length: n }, () => chat(stack, acct.key)));
-    assert.ok(answers.every((a) => a.status === 200));
+    assert.ok(answers.every((a) => a.status === 200), `every request answered 200: ${answers.map((a) => a.status).join(', ')}`);
     const ids = answers.map((a) => a.headers.get('x-gateway-request-id')!);
     for (const id of ids) await settled(id);
     const rows = await env.db('reservations').whereIn('id', ids).select('status', 'settlement_workflow_id');
-    assert.ok(rows.every((r) => r.status === 'settled'));
+    assert.ok(rows.every((r) => r.status === 'settled'), `every request settled: ${rows.map((r) => r.status).join(', ')}`);
     const workflows = new Set(rows.map((r) => r.settlement_workflow_id));
     assert.ok(workflows.size < n, `${workflows.size} workflows for ${n} requests`);
     assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, n);

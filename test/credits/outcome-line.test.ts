@@ -68,7 +68,7 @@ describe('an API process killed right after answering', function () {
       const row = await settled(id);
       assert.equal(row.report.outcome, 'completed');
       assert.equal(row.status, 'settled');
-      assert.ok(Number(row.charge) > 0);
+      assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
       assert.deepEqual((await env.db('ledger').where({ reservation_id: id }).orderBy('id')).map((l) => l.kind), ['hold', 'release', 'charge']);
     } finally {
       if (!trx.isCompleted()) await trx.rollback().catch(() => {});

@@ -86,7 +86,7 @@ describe('PostgreSQL killed (kill -9) right after holds commit', function () {
     assert.ok(await d('reservations').where({ id: durable.reservationId }).first('id'), 'a durable hold survives the crash');
     // What recovery left is consistent: the surviving holds and nothing of the lost ones.
     const after = await checkInvariants(account.id, d);
-    assert.ok(new Decimal(after.ledger.usage).eq(after.account.total_usage));
+    assert.ok(new Decimal(after.ledger.usage).eq(after.account.total_usage), `ledger usage ${after.ledger.usage} equals the account's ${after.account.total_usage}`);
     assert.equal(after.account.pending_requests, ids.length - lost + 1);
 
     // No heartbeat could be written while the server was down: its process is not taken for dead yet.
@@ -98,7 +98,7 @@ describe('PostgreSQL killed (kill -9) right after holds commit', function () {
     const rows = await d('reservations').whereIn('id', ids);
     assert.equal(rows.length, ids.length);
     assert.equal(rows.filter((r) => r.hold_recreated_at !== null).length, lost);
-    assert.ok(rows.every((r) => r.status === 'held' && r.report?.outcome === 'completed'));
+    assert.ok(rows.every((r) => r.status === 'held' && r.report?.outcome === 'completed'), `every hold is held with its outcome reported: ${JSON.stringify(rows.map((r) => [r.status, r.report?.outcome]))}`);
 
     const { settleBatch } = createSettlementActivities(d);
     const first = await settleBatch(ids);
@@ -110,11 +110,11 @@ describe('PostgreSQL killed (kill -9) right after holds commit', function () {
     for (const id of ids) assert.deepEqual(ledger.filter((l) => l.reservation_id === id).map((l) => l.kind).sort(), ['charge', 'hold', 'release']);
 
     const inv = await checkInvariants(account.id, d);
-    assert.ok(new Decimal(inv.ledger.usage).eq(inv.account.total_usage));
-    assert.ok(new Decimal(inv.ledger.grants).eq(inv.account.total_credits));
+    assert.ok(new Decimal(inv.ledger.usage).eq(inv.account.total_usage), `ledger usage ${inv.ledger.usage} equals the account's ${inv.account.total_usage}`);
+    assert.ok(new Decimal(inv.ledger.grants).eq(inv.account.total_credits), `ledger grants ${inv.ledger.grants} equal the account's credits ${inv.account.total_credits}`);
     assert.ok(new Decimal(inv.account.total_usage).eq(new Decimal('0.006').mul(ids.length).plus(2)), 'the charges and the video hold');
     assert.equal(inv.account.pending_requests, 1);
-    assert.ok(new Decimal(inv.account.reserved_credits).eq(2));
+    assert.ok(new Decimal(inv.account.reserved_credits).eq(2), `the video hold of 2 is still reserved: ${inv.account.reserved_credits}`);
     const key = await d('api_keys').where({ id: keyId }).first();
     assert.ok(new Decimal(key.spend).eq(new Decimal('0.006').mul(N)), `key spend ${key.spend}`);
   });

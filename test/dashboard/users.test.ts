@@ -47,7 +47,7 @@ describe('dashboard users (issue 22)', function () {
     assert.deepEqual(await signIn(env.db, s, { email, password: made.json.password, ip }), { ok: false, reason: 'code_required' });
     const code = generateSync({ secret: made.json.totp_secret });
     const ok = await signIn(env.db, s, { email, password: made.json.password, code, ip });
-    assert.ok(ok.ok);
+    assert.ok(ok.ok, `the right TOTP code signs in: ${JSON.stringify(ok)}`);
     assert.deepEqual(await signIn(env.db, s, { email, password: made.json.password, code, ip }), { ok: false, reason: 'invalid_credentials' }, 'a code is accepted once');
     const session = await sessionOf(env.db, ok.token);
     assert.equal(session?.accountId, account.id);
@@ -73,6 +73,6 @@ describe('dashboard users (issue 22)', function () {
     fs.rmSync(file);
     const second = await ensureDemoUser(env.db, loadSealingKey(), account.id, file);
     assert.notEqual(second.password, first.password);
-    assert.ok((await signIn(env.db, settings(), { email: second.email, password: second.password, ip: '10.9.9.9' })).ok);
+    assert.ok((await signIn(env.db, settings(), { email: second.email, password: second.password, ip: '10.9.9.9' })).ok, 'the re-created demo user signs in with its new password');
   });
 });

@@ -162,7 +162,7 @@ describe('issue 23 feature 5: key.spend_limit_reached (keyed variant)', function
       await settled(r.headers.get('x-gateway-request-id')!);
       await until(async () => hook.got.length > 0);
       const event = JSON.parse(hook.got[0].body);
-      assert.ok(verified(made.json.secret, hook.got[0]));
+      assert.ok(verified(made.json.secret, hook.got[0]), 'the webhook signature verifies with the endpoint secret');
       assert.equal(event.type, 'key.spend_limit_reached');
       assert.equal(event.data.key_id, k.id);
       assert.equal(event.data.spend, event.data.spend_limit);

@@ -45,8 +45,8 @@ describe('chat completions', function () {
     assert.ok(Math.abs(u.cost - expected) < 1e-12, `cost ${u.cost} != ${expected}`);
     assert.equal(r.headers.get('x-gateway-cost'), String(u.cost));
     assert.equal(u.balance.before, 100);
-    assert.ok(Math.abs(u.balance.after - (100 - u.cost)) < 1e-9);
-    assert.ok(u.balance.reserved_credits > u.cost);
+    assert.ok(Math.abs(u.balance.after - (100 - u.cost)) < 1e-9, `balance after ${u.balance.after} = 100 - cost ${u.cost}`);
+    assert.ok(u.balance.reserved_credits > u.cost, `the hold ${u.balance.reserved_credits} still covers more than the cost ${u.cost}`);
 
     const row = await settled(id);
     assert.equal(row.status, 'settled');
@@ -56,11 +56,11 @@ describe('chat completions', function () {
     assert.match(row.settlement_workflow_id, /^settlement-/);
     const handle = stack.temporal.workflow.getHandle(row.settlement_workflow_id);
     const result = await handle.result();
-    assert.ok(result.settled >= 1);
+    assert.ok(result.settled >= 1, `settled requests: ${result.settled}`);
     const desc = await handle.describe();
-    assert.ok((desc.searchAttributes.RequestIds as string[]).includes(id));
-    assert.ok((desc.searchAttributes.AccountIds as string[]).includes(acct.accountId));
-    assert.ok(Number(desc.memo?.requests) >= 1);
+    assert.ok((desc.searchAttributes.RequestIds as string[]).includes(id), `the RequestIds search attribute names ${id}: ${JSON.stringify(desc.searchAttributes.RequestIds)}`);
+    assert.ok((desc.searchAttributes.AccountIds as string[]).includes(acct.accountId), `the AccountIds search attribute names the account: ${JSON.stringify(desc.searchAttributes.AccountIds)}`);
+    assert.ok(Number(desc.memo?.requests) >= 1, `the memo counts the requests: ${JSON.stringify(desc.memo)}`);
     let found: string[] = [];
     for (const deadline = Date.now() + 10_000; found.length === 0 && Date.now() < deadline; await new Promise((res) => setTimeout(res, 200))) {
       found = [];
@@ -97,7 +97,7 @@ describe('chat completions', function () {
     assert.equal(d.is_estimate, false);
     assert.equal(r.json.usage.cost, 0.00005);
     const table = d.input_credits + d.output_credits;
-    assert.ok(Math.abs(d.pricing_adjustment_credits - (0.00005 - table)) < 1e-12);
+    assert.ok(Math.abs(d.pricing_adjustment_credits - (0.00005 - table)) < 1e-12, `pricing adjustment ${d.pricing_adjustment_credits} = 0.00005 - table ${table}`);
     const row = await settled(r.headers.get('x-gateway-request-id')!);
     assert.equal(row.charge, '0.000050000000');
     assert.equal(row.billing_source, 'provider_cost');
@@ -110,10 +110,10 @@ describe('chat completions', function () {
     assert.equal(u.completion_tokens, 9);
     assert.equal(u.completion_tokens_details.reasoning_tokens, 5);
     const d = u.cost_details;
-    assert.ok(Math.abs(d.cache_read_credits - 3 * 0.000001) < 1e-15);
-    assert.ok(Math.abs(d.cache_write_credits - 2 * 0.000005) < 1e-15);
-    assert.ok(Math.abs(d.input_credits - (u.prompt_tokens - 5) * 0.000004) < 1e-15);
-    assert.ok(Math.abs(d.output_credits - 9 * 0.000016) < 1e-15);
+    assert.ok(Math.abs(d.cache_read_credits - 3 * 0.000001) < 1e-15, `cache read credits ${d.cache_read_credits}`);
+    assert.ok(Math.abs(d.cache_write_credits - 2 * 0.000005) < 1e-15, `cache write credits ${d.cache_write_credits}`);
+    assert.ok(Math.abs(d.input_credits - (u.prompt_tokens - 5) * 0.000004) < 1e-15, `input credits ${d.input_credits} for ${u.prompt_tokens - 5} uncached tokens`);
+    assert.ok(Math.abs(d.output_credits - 9 * 0.000016) < 1e-15, `output credits ${d.output_credits}`);
   });
 
   it('streams chunks and sends usage once, in the finish chunk before [DONE], equal to non-streaming usage', async () => {
@@ -128,7 +128,7 @@ describe('chat completions', function () {
     assert.match(res.headers.get('content-type')!, /text\/event-stream/);
     assert.equal(res.headers.get('x-gateway-cost'), null);
     const id = res.headers.get('x-gateway-request-id')!;
-    assert.ok(id);
+    assert.ok(id, 'a streamed answer carries x-gateway-request-id');
     const events = await readStream(res);
     assert.equal(events.at(-1), '[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
@@ -136,7 +136,7 @@ describe('chat completions', function () {
     assert.equal(withUsage.length, 1);
     const last = chunks.at(-1);
     assert.equal(last, withUsage[0]);
-    assert.ok(last.choices[0].finish_reason);
+    assert.ok(last.choices[0].finish_reason, `the last chunk has a finish reason: ${JSON.stringify(last)}`);
     assert.deepEqual(last.choices[0].delta, {});
     const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
     assert.equal(text, plain.json.choices[0].message.content);
@@ -173,14 +173,14 @@ describe('chat completions', function () {
     const reader = res.body!.getReader();
     let got = '';
     while (got.split('\n\n').length < 6) got += new TextDecoder().decode((await reader.read()).value);
-    assert.ok(!got.includes('"usage":{'));
+    assert.ok(!got.includes('"usage":{'), `no usage chunk before the stream ends: ${got}`);
     ctl.abort();
     const row = await settled(id);
     assert.equal(row.status, 'cancelled');
     assert.equal(row.outcome, 'cancelled');
     assert.ok(Number(row.charge) > 0, 'sent tokens are billed');
-    assert.ok(Number(row.charge) < Number(row.held_credits));
-    assert.ok(row.completion_tokens < 200);
+    assert.ok(Number(row.charge) < Number(row.held_credits), `charge ${row.charge} below the hold ${row.held_credits}`);
+    assert.ok(row.completion_tokens < 200, `the cancelled stream stopped early: ${row.completion_tokens} completion tokens`);
     const g = await call(base, `/v1/generation?id=${id}`, { key: acct.key });
     assert.equal(g.json.data.outcome, 'cancelled');
     const inv = await checkInvariants(acct.accountId);
@@ -205,7 +205,7 @@ describe('chat completions', function () {
     const r = await chat({ model: 'sim-gpt', messages: user('[sim status=429]') });
     assert.equal(r.status, 429);
     assert.equal(r.json.error.code, 'provider_rate_limited');
-    assert.ok(r.headers.get('retry-after'));
+    assert.ok(r.headers.get('retry-after'), 'a provider 429 passes its retry-after on');
     const [row] = await env.db('reservations').where({ account_id: acct.accountId });
     assert.equal((await settled(row.id)).charge, '0.000000000000');
   });

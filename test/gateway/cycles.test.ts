@@ -21,7 +21,7 @@ describe('issue 23 feature 4: a new billing cycle', function () {
     assert.equal(used.status, 200, used.text);
     await settled(used.headers.get('x-gateway-request-id')!);
     const before = await creditsOf(acct.key);
-    assert.ok(before.total_usage > 0);
+    assert.ok(before.total_usage > 0, `usage before the cycle reset: ${before.total_usage}`);
 
     // A request holding credits while the cycle starts (the simulator answers after 1.5 s).
     const slow = call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'slow [sim tokens=3 latency=1500]' }] } });
@@ -43,7 +43,7 @@ describe('issue 23 feature 4: a new billing cycle', function () {
     assert.equal(new Decimal(after.total_usage).toString(), new Decimal(row.charge).toString());
     assert.equal(new Decimal(after.remaining_credits).toString(), remainingBefore.plus(5).plus(held.reserved_credits).sub(row.charge).toString());
     assert.equal(after.reserved_credits, 0);
-    assert.ok(Date.parse(after.cycle_started_at) > Date.parse(before.cycle_started_at));
+    assert.ok(Date.parse(after.cycle_started_at) > Date.parse(before.cycle_started_at), `a new cycle started: ${before.cycle_started_at} → ${after.cycle_started_at}`);
     // Every cycle start is kept, with the totals it ended.
     const cycles = await env.db('account_cycles').where({ account_id: acct.accountId });
     assert.equal(cycles.length, 1);

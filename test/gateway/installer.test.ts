@@ -152,11 +152,11 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
       assert.ok(!s.text.includes('__GATEWAY_COMMON__'), `${name} still holds the common marker`);
       assert.ok(s.text.includes(name.endsWith('.ps1') ? 'function Get-Tilde(' : 'tilde() {'), `${name} lacks the shared functions`);
     }
-    assert.ok(served['install.sh'].text.includes(`BASE_URL='${base}'\n`));
-    assert.ok(served['uninstall.sh'].text.includes(`BASE_URL='${base}'\n`));
-    assert.ok(served['install.ps1'].text.includes(`$BaseUrl = '${base}'`));
-    assert.ok(served['uninstall.ps1'].text.includes(`$BaseUrl = '${base}'`));
-    assert.ok(served['install.ps1'].text.includes('-DryRun') || served['install.ps1'].text.includes('[switch]$DryRun'));
+    assert.ok(served['install.sh'].text.includes(`BASE_URL='${base}'\n`), `install.sh carries BASE_URL='${base}'`);
+    assert.ok(served['uninstall.sh'].text.includes(`BASE_URL='${base}'\n`), `uninstall.sh carries BASE_URL='${base}'`);
+    assert.ok(served['install.ps1'].text.includes(`$BaseUrl = '${base}'`), `install.ps1 carries $BaseUrl = '${base}'`);
+    assert.ok(served['uninstall.ps1'].text.includes(`$BaseUrl = '${base}'`), `uninstall.ps1 carries $BaseUrl = '${base}'`);
+    assert.ok(served['install.ps1'].text.includes('-DryRun') || served['install.ps1'].text.includes('[switch]$DryRun'), 'install.ps1 has a -DryRun switch');
   });
 
   it('rejects a Host header that could inject script text', async function () {

@@ -153,7 +153,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
         const r = await chat(gw.url, unknownKey());
         assert.equal(r.status, 503, r.text);
         assert.equal(r.json.error.code, 'service_unavailable');
-        assert.ok(Number(r.headers.get('retry-after')) >= 1);
+        assert.ok(Number(r.headers.get('retry-after')) >= 1, `a 503 carries retry-after: ${r.headers.get('retry-after')}`);
         assert.match(r.headers.get('x-request-id') ?? '', UUID);
       } finally {
         await gw.close();
@@ -211,7 +211,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       );
       const all = await call(a.gateway.url, '/v1/models', { key: (await keyedKey()).key });
       assert.ok(all.json.data.length > 1, 'a key without a list sees every model of its plan');
-      assert.ok(all.json.data.some((m: { id: string }) => m.id === 'sim-gpt'));
+      assert.ok(all.json.data.some((m: { id: string }) => m.id === 'sim-gpt'), 'sim-gpt is among the models of a key without a list');
     });
 
     it('429 rate_limit_exceeded with Retry-After past the per-minute limit', async () => {
@@ -322,7 +322,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
     assert.equal(s.exact, true, `spend ${s.spend} = 1500.496 + charges ${s.charges}`);
     assert.equal(s.within, true, `spend ${s.spend} <= ${s.spend_limit}`);
     const shown = ok.reduce((sum, r) => sum + Number(r.headers.get('x-gateway-cost')), 0);
-    assert.ok(Math.abs(shown - Number(s.charges)) < 1e-9);
+    assert.ok(Math.abs(shown - Number(s.charges)) < 1e-9, `the summed x-gateway-cost ${shown} equals the charges ${s.charges}`);
     // The account's own invariants hold alongside.
     const inv = await checkInvariants(k.accountId);
     assert.equal(inv.account.pending_requests, 0);
@@ -344,7 +344,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
         assert.ok(Number(r.headers.get('retry-after')) >= 1, 'Retry-After');
       }
       // Both processes answered some and refused some? At least, both took part.
-      assert.ok(results.filter((_, i) => i % 2 === 0).some((r) => r.status === 200 || r.status === 429));
+      assert.ok(results.filter((_, i) => i % 2 === 0).some((r) => r.status === 200 || r.status === 429), 'the first process answered or refused some of the requests');
       // Rate-limited requests held nothing.
       const rows = await env.db('reservations').where({ key_id: k.keyId });
       assert.equal(rows.length, 5);
@@ -358,7 +358,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
       assert.equal((await call(b.gateway.url, '/v1/models', { key: k.key })).status, 200);
       const rev = await admin(a.gateway.url, `/admin/keys/${k.keyId}/revoke`, { method: 'POST' });
       assert.equal(rev.status, 200, rev.text);
-      assert.ok(rev.json.revoked_at);
+      assert.ok(rev.json.revoked_at, `the revoked key has a revocation time: ${rev.text}`);
       refused(await call(b.gateway.url, '/v1/models', { key: k.key }), 401, 'invalid_api_key');
       refused(await chat(b.gateway.url, k.key), 401, 'invalid_api_key');
       refused(await chat(a.gateway.url, k.key), 401, 'invalid_api_key');
@@ -506,8 +506,8 @@ describe('keyed gateway variant (spec 3 A)', function () {
         },
       );
       assert.equal(entry(okReply).cost, okReply.headers.get('x-gateway-cost'));
-      assert.ok((entry(okReply).latency_ms as number) >= 0);
-      assert.ok(Date.parse(entry(okReply).created_at as string) > Date.now() - 60_000);
+      assert.ok((entry(okReply).latency_ms as number) >= 0, `latency_ms recorded: ${JSON.stringify(entry(okReply))}`);
+      assert.ok(Date.parse(entry(okReply).created_at as string) > Date.now() - 60_000, `created_at is recent: ${JSON.stringify(entry(okReply))}`);
       assert.equal(entry(okReply).ip, '127.0.0.1');
       assert.deepEqual([entry(notAllowed).status, entry(notAllowed).model, entry(notAllowed).error_code, entry(notAllowed).cost], [403, 'sim-gpt-mini', 'model_not_allowed', null]);
       assert.deepEqual([entry(models).status, entry(models).path, entry(models).model], [200, '/v1/models', null]);
@@ -590,7 +590,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
 
       const revoked = await admin(a.gateway.url, `/admin/keys/${c.id}`, { method: 'DELETE' });
       assert.equal(revoked.status, 200);
-      assert.ok(revoked.json.revoked_at);
+      assert.ok(revoked.json.revoked_at, `the deleted key has a revocation time: ${JSON.stringify(revoked.json)}`);
       refused(await chat(b.gateway.url, c.key), 401, 'invalid_api_key');
       refused(await admin(a.gateway.url, `/admin/keys/${c.id}/revoke`, { method: 'POST' }), 404, 'not_found');
     });

@@ -30,7 +30,7 @@ function assertEnvelope(res: { status: number; json: any }, status: number, code
   assert.equal(res.json.error.code, code);
   assert.equal(res.json.error.param, param);
   assert.equal(typeof res.json.error.message, 'string');
-  assert.ok(res.json.error.message.length > 0);
+  assert.ok(res.json.error.message.length > 0, `${code}: the error has a message`);
   assert.equal(typeof res.json.error.type, 'string');
 }
 
@@ -109,7 +109,7 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       assert.equal(d.expires_at, null);
       assert.equal(d.is_expired, false);
       assert.equal(typeof d.cycle_started_at, 'string');
-      assert.ok(!Number.isNaN(Date.parse(d.cycle_started_at)));
+      assert.ok(!Number.isNaN(Date.parse(d.cycle_started_at)), `cycle_started_at is a date: ${d.cycle_started_at}`);
     });
 
     it('stays readable on an expired plan and says so', async function () {
@@ -370,7 +370,7 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       // Default range: the last 30 days up to now.
       const span = Date.parse(d.to) - Date.parse(d.from);
       assert.equal(span, 30 * DAY_MS);
-      assert.ok(Math.abs(Date.parse(d.to) - Date.now()) < 60_000);
+      assert.ok(Math.abs(Date.parse(d.to) - Date.now()) < 60_000, `the default range ends now: ${d.to}`);
       // The usage total agrees with the balance: only settled charges were taken.
       const credits = await call(base, '/v1/credits', { key: acct.key });
       assert.equal(credits.json.data.total_usage, total);

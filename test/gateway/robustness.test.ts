@@ -93,7 +93,7 @@ describe('gateway robustness', function () {
       const res = await call(gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] } });
       assert.equal(res.status, 503, res.text);
       assert.equal(res.json.error.code, 'service_unavailable');
-      assert.ok(Number(res.headers.get('retry-after')) >= 1);
+      assert.ok(Number(res.headers.get('retry-after')) >= 1, `a 503 carries retry-after: ${res.headers.get('retry-after')}`);
       assert.equal((await env.db('reservations').where({ account_id: acct.accountId })).length, 0);
     });
   });

@@ -30,7 +30,7 @@ describe('routing rules', () => {
     // Failures spread wider than the window do not open it.
     for (const t of [0, 600, 1200]) {
       now = t;
-      assert.ok(b.acquire('r'));
+      assert.ok(b.acquire('r'), `failures spread wider than the window keep the breaker closed at ${t} ms`);
       b.failed('r');
     }
     assert.equal(b.stateOf('r'), 'closed');
@@ -47,12 +47,12 @@ describe('routing rules', () => {
     b.failed('r');
     assert.equal(b.stateOf('r'), 'open');
     now = 2400;
-    assert.ok(b.acquire('r'));
+    assert.ok(b.acquire('r'), 'after the open interval one trial passes');
     b.released('r'); // the client went away: the trial is given back
-    assert.ok(b.acquire('r'));
+    assert.ok(b.acquire('r'), 'a trial given back can be taken again');
     b.succeeded('r');
     assert.equal(b.stateOf('r'), 'closed');
-    assert.ok(b.acquire('r'));
+    assert.ok(b.acquire('r'), 'a successful trial closes the breaker');
   });
 
   it('issue 33 item 4: every route open, the one whose cool-down ends first takes its trial now; one trial per route at a time', () => {

@@ -83,7 +83,7 @@ describe('audio models priced per token', function () {
     it('counts bytes, not characters, and a slower speed makes room for longer audio', async () => {
       const input = '[sim seconds=0.1 cost_delay=100] Grüße, 日本語のテキスト。';
       const bytes = Buffer.byteLength(input);
-      assert.ok(bytes > input.length);
+      assert.ok(bytes > input.length, `the input has multi-byte characters: ${bytes} bytes, ${input.length} characters`);
       const id = await speech({ model: 'sim-tts-tokens', input, speed: 0.5 });
       sameAmount(await heldOf(id), tokens(TTS, bytes, 8 * bytes), 'hold');
       await settled(id);
@@ -137,7 +137,7 @@ describe('audio models priced per token', function () {
       assert.equal(usage.cost_details.billing_source, 'pending');
       assert.equal(usage.cost_details.is_estimate, true);
       sameAmount(usage.cost_details.reserved_credits, hold, 'reserved_credits');
-      assert.ok(dec(usage.balance.after).eq(dec(usage.balance.before).sub(usage.cost)));
+      assert.ok(dec(usage.balance.after).eq(dec(usage.balance.before).sub(usage.cost)), `balance after ${usage.balance.after} = before ${usage.balance.before} - cost ${usage.cost}`);
       const row = await settled(id);
       assert.equal(row.billing_source, 'provider_cost');
       sameAmount(row.charge, dec(TRANSCRIBE_COST), 'charge');
@@ -199,7 +199,7 @@ describe('audio models priced per token', function () {
       assert.equal(tr.endpoint, '/v1/audio/transcriptions');
       const pro = await newAccount({ tier: 'pro' });
       const proIds = (await call(base(), '/v1/audio/models', { key: pro.key })).json.data.map((m: { id: string }) => m.id);
-      assert.ok(!proIds.includes('sim-tts-tokens') && !proIds.includes('sim-transcribe-tokens'));
+      assert.ok(!proIds.includes('sim-tts-tokens') && !proIds.includes('sim-transcribe-tokens'), `the token-priced audio models are not offered on pro: ${proIds.join(', ')}`);
     });
   });
 
@@ -207,9 +207,9 @@ describe('audio models priced per token', function () {
     it('keeps the money invariants of the account', async () => {
       const inv = await checkInvariants(acct.accountId);
       assert.equal(inv.reservations.pending, 0);
-      assert.ok(dec(inv.account.reserved_credits).isZero());
-      assert.ok(dec(inv.account.total_usage).eq(inv.ledger.usage));
-      assert.ok(dec(inv.account.total_usage).eq(inv.reservations.charged));
+      assert.ok(dec(inv.account.reserved_credits).isZero(), `reserved credits back to 0: ${inv.account.reserved_credits}`);
+      assert.ok(dec(inv.account.total_usage).eq(inv.ledger.usage), `total usage ${inv.account.total_usage} equals the ledger's ${inv.ledger.usage}`);
+      assert.ok(dec(inv.account.total_usage).eq(inv.reservations.charged), `total usage ${inv.account.total_usage} equals the reservations' charges ${inv.reservations.charged}`);
     });
   });
 });

@@ -161,8 +161,8 @@ describe('audio endpoints', function () {
       assert.equal(row.outcome, 'failed');
       assert.equal(row.billing_source, 'provider_cost');
       const spoken = row.usage_details.characters as number;
-      assert.ok(spoken > 0 && spoken < input.length);
-      assert.ok(close(Number(row.charge), spoken * PER_CHAR));
+      assert.ok(spoken > 0 && spoken < input.length, `the failed speech stopped part way: ${spoken} of ${input.length} characters`);
+      assert.ok(close(Number(row.charge), spoken * PER_CHAR), `charge ${row.charge} = ${spoken} characters × ${PER_CHAR}`);
     });
 
     it('the late cost is settled by the workflow across a worker restart before the cost arrives', async () => {
@@ -262,8 +262,8 @@ describe('audio endpoints', function () {
       assert.equal(usage.cost_details.billing_source, 'pending');
       assert.equal(usage.cost_details.is_estimate, true);
       assert.equal(usage.cost_details.reserved_credits, 10 * PER_SECOND);
-      assert.ok(close(usage.cost, seconds * PER_SECOND));
-      assert.ok(close(usage.balance.after, usage.balance.before - usage.cost));
+      assert.ok(close(usage.cost, seconds * PER_SECOND), `cost ${usage.cost} = ${seconds} s × ${PER_SECOND}`);
+      assert.ok(close(usage.balance.after, usage.balance.before - usage.cost), `balance after ${usage.balance.after} = before ${usage.balance.before} - cost ${usage.cost}`);
       const id = res.headers.get('x-gateway-request-id')!;
       const row = await settled(id);
       assert.equal(row.billing_source, 'provider_cost');
@@ -397,8 +397,8 @@ describe('audio endpoints', function () {
       const res = await transcribeFile(acct.key, wav(4), { response_format: 'verbose_json', 'timestamp_granularities[]': ['word', 'segment'], language: 'en', temperature: '0.2' });
       assert.equal(res.status, 200, JSON.stringify(res.json));
       assert.equal(res.json.language, 'en');
-      assert.ok(Array.isArray(res.json.words) && res.json.words.length > 0);
-      assert.ok(Array.isArray(res.json.segments));
+      assert.ok(Array.isArray(res.json.words) && res.json.words.length > 0, `verbose_json lists words: ${JSON.stringify(res.json.words)}`);
+      assert.ok(Array.isArray(res.json.segments), `verbose_json lists segments: ${JSON.stringify(res.json.segments)}`);
       assert.equal(typeof res.json.duration, 'number');
       const forwarded = await lastSimRequest('/v1/audio/transcriptions');
       assert.deepEqual(forwarded.body['timestamp_granularities[]'], ['word', 'segment']);
@@ -525,8 +525,8 @@ describe('audio endpoints', function () {
       const inv = await checkInvariants(acct.accountId);
       assert.equal(inv.reservations.pending, 0);
       assert.equal(Number(inv.account.reserved_credits), 0);
-      assert.ok(close(Number(inv.account.total_usage), Number(inv.ledger.usage)));
-      assert.ok(close(Number(inv.account.total_usage), Number(inv.reservations.charged)));
+      assert.ok(close(Number(inv.account.total_usage), Number(inv.ledger.usage)), `total usage ${inv.account.total_usage} equals the ledger's ${inv.ledger.usage}`);
+      assert.ok(close(Number(inv.account.total_usage), Number(inv.reservations.charged)), `total usage ${inv.account.total_usage} equals the reservations' charges ${inv.reservations.charged}`);
     });
   });
 });

@@ -108,8 +108,8 @@ describe('chat audio', function () {
   describe('catalog', () => {
     it('the audio rates are tariff columns of the model, not details', async () => {
       const row = await env.db('models').where({ id: MODEL }).first();
-      assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier));
-      assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier));
+      assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier), `audio input rate ${row.audio_input_multiplier}, catalog ${CATALOG_RATES.audio_input_multiplier}`);
+      assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier), `audio output rate ${row.audio_output_multiplier}, catalog ${CATALOG_RATES.audio_output_multiplier}`);
       assert.equal(row.details.audio_input_multiplier, undefined);
       assert.equal(row.details.audio_output_multiplier, undefined);
       const text = await env.db('models').where({ id: 'sim-gpt' }).first();
@@ -151,11 +151,11 @@ describe('chat audio', function () {
         const row = await settled(s.requestId);
         assert.equal(row.status, 'settled');
         assert.ok(dec(row.charge).eq(expected.total), `${row.charge} = ${expected.total.toFixed()}`);
-        assert.ok(dec(row.input_credits).eq(expected.input));
-        assert.ok(dec(row.output_credits).eq(expected.output));
+        assert.ok(dec(row.input_credits).eq(expected.input), `input credits ${row.input_credits}, expected ${expected.input.toFixed()}`);
+        assert.ok(dec(row.output_credits).eq(expected.output), `output credits ${row.output_credits}, expected ${expected.output.toFixed()}`);
         assert.deepEqual(heldRates(row), Object.fromEntries(TARIFF.map((k) => [k, dec(CATALOG_RATES[k]).toFixed(12)])));
         const ledger = await env.db('ledger').where({ reservation_id: s.requestId, kind: 'charge' }).first();
-        assert.ok(dec(ledger.amount).eq(expected.total));
+        assert.ok(dec(ledger.amount).eq(expected.total), `ledger charge ${ledger.amount}, expected ${expected.total.toFixed()}`);
       });
     }
 
@@ -169,10 +169,10 @@ describe('chat audio', function () {
       assert.match(audio[0].id, /^audio_/);
       assert.equal(audio[0].transcript, 'Echo:');
       assert.equal(audio.filter((a) => a.data).length, 3);
-      assert.ok(audio.at(-1).expires_at > Date.now() / 1000);
+      assert.ok(audio.at(-1).expires_at > Date.now() / 1000, `the audio expires in the future: ${audio.at(-1).expires_at}`);
       const last = chunks.at(-1);
       assert.equal(chunks.filter((c) => c.usage).length, 1);
-      assert.ok(last.usage);
+      assert.ok(last.usage, `the last chunk carries the usage: ${JSON.stringify(last)}`);
       assert.equal(last.choices[0].finish_reason, 'stop');
       assert.deepEqual(last.choices[0].delta, {});
       const forwarded = await lastSimRequest();
@@ -188,7 +188,7 @@ describe('chat audio', function () {
       assert.match(res.json.error.message, /does not support 'flac'/);
       const [row] = await reservations(a.accountId);
       assert.equal((await settled(row.id)).billing_source, 'not_billed');
-      assert.ok(dec((await checkInvariants(a.accountId)).account.total_usage).eq(0));
+      assert.ok(dec((await checkInvariants(a.accountId)).account.total_usage).eq(0), 'an unsupported audio format is not billed: total usage stays 0');
     });
   });
 
@@ -208,7 +208,7 @@ describe('chat audio', function () {
       assert.equal(u.cost, expected.total.toNumber());
       assert.ok(dec(u.cost_details.input_credits).gt(dec(CATALOG_RATES.input_multiplier).mul(u.prompt_tokens)), 'audio tokens cost more than text ones');
       const row = await settled(res.response.headers.get('x-gateway-request-id')!);
-      assert.ok(dec(row.charge).eq(expected.total));
+      assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
       assert.equal(row.modality, 'audio');
     });
 
@@ -235,7 +235,7 @@ describe('chat audio', function () {
         const dearestInput = Decimal.max(r.input_multiplier, r.cache_multiplier, r.cache_creation_multiplier, r.audio_input_multiplier);
         const held = dearestInput.mul(textBytes + audioTokens).add(dec(CATALOG_RATES.output_multiplier).mul(maxTokens));
         assert.ok(dec(row.held_credits).eq(held), `${c.format}: held ${row.held_credits}, expected ${held.toFixed()}`);
-        assert.ok(dec(row.charge).lte(dec(row.held_credits)));
+        assert.ok(dec(row.charge).lte(dec(row.held_credits)), `${c.format}: charge ${row.charge} within the hold ${row.held_credits}`);
       }
     });
 
@@ -245,8 +245,8 @@ describe('chat audio', function () {
       const res = await chat(a.key, { model: MODEL, max_tokens: 50, messages: userWith('Listen [sim tokens=2]', clip) });
       assert.equal(res.status, 200, res.text);
       const row = await settled(res.headers.get('x-gateway-request-id')!);
-      assert.ok(dec(row.held_credits).lt('0.5'));
-      assert.ok(dec(row.charge).eq(expectedCost(res.json.usage, CATALOG_RATES).total));
+      assert.ok(dec(row.held_credits).lt('0.5'), `a short clip holds under 0.5 credits: held ${row.held_credits}`);
+      assert.ok(dec(row.charge).eq(expectedCost(res.json.usage, CATALOG_RATES).total), `charge ${row.charge}, usage ${JSON.stringify(res.json.usage)}`);
     });
   });
 
@@ -333,14 +333,14 @@ describe('chat audio', function () {
       const row = await settled(response.headers.get('x-gateway-request-id')!);
       assert.equal(row.status, 'cancelled');
       assert.equal(row.outcome, 'cancelled');
-      assert.ok(dec(row.charge).gt(0));
-      assert.ok(dec(row.charge).lte(dec(row.held_credits)));
+      assert.ok(dec(row.charge).gt(0), `a cancelled stream still charges what was produced: ${row.charge}`);
+      assert.ok(dec(row.charge).lte(dec(row.held_credits)), `charge ${row.charge} within the hold ${row.held_credits}`);
       const g = await generation(acct.key, row.id);
       assert.equal(g.outcome, 'cancelled');
       assert.equal(g.modality, 'audio');
       // 3 words of pcm16 were sent (34,560 bytes = 0.72 s), estimated at 10 tokens a second
       assert.ok(g.usage_details.output_audio_tokens >= 8, JSON.stringify(g.usage_details));
-      assert.ok(g.usage_details.input_audio_tokens > 0);
+      assert.ok(g.usage_details.input_audio_tokens > 0, `input audio tokens counted: ${JSON.stringify(g.usage_details)}`);
     });
   });
 
@@ -378,8 +378,8 @@ describe('chat audio', function () {
       const expected = expectedCost(usage!, CATALOG_RATES);
       assert.equal(usage!.cost, expected.total.toNumber());
       const row = await settled(response.headers.get('x-gateway-request-id')!);
-      assert.ok(dec(row.charge).eq(expected.total));
-      assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier));
+      assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
+      assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier), `audio output rate ${row.audio_output_multiplier}, catalog ${CATALOG_RATES.audio_output_multiplier}`);
     });
 
     it('a model without audio rates bills audio tokens at the text rate of the same direction', async () => {
@@ -388,10 +388,10 @@ describe('chat audio', function () {
       const s = await speak(acct.key, 'pcm16', userWith('Hi [sim tokens=3]', fixture('tone.wav')));
       const textRates = { ...CATALOG_RATES, audio_input_multiplier: CATALOG_RATES.input_multiplier, audio_output_multiplier: CATALOG_RATES.output_multiplier };
       const expected = expectedCost(s.usage, textRates);
-      assert.ok(s.usage.prompt_tokens_details.audio_tokens > 0 && s.usage.completion_tokens_details.audio_tokens > 0);
+      assert.ok(s.usage.prompt_tokens_details.audio_tokens > 0 && s.usage.completion_tokens_details.audio_tokens > 0, `audio tokens on both sides: ${JSON.stringify(s.usage)}`);
       assert.equal(s.usage.cost, expected.total.toNumber());
       const row = await settled(s.requestId);
-      assert.ok(dec(row.charge).eq(expected.total));
+      assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
       assert.equal(row.audio_input_multiplier, null);
     });
   });
@@ -405,10 +405,10 @@ describe('chat audio', function () {
         const res = await call(keyed.gateway.url, '/v1/chat/completions', { key: k.key, body: { model: MODEL, messages: userWith('Hi [sim tokens=2]', fixture('tone.wav')) } });
         assert.equal(res.status, 200, res.text);
         const row = await settled(res.headers.get('x-gateway-request-id')!);
-        assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier));
-        assert.ok(dec(row.charge).eq(expectedCost(res.json.usage, CATALOG_RATES).total));
+        assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier), `audio input rate ${row.audio_input_multiplier}, catalog ${CATALOG_RATES.audio_input_multiplier}`);
+        assert.ok(dec(row.charge).eq(expectedCost(res.json.usage, CATALOG_RATES).total), `charge ${row.charge}, usage ${JSON.stringify(res.json.usage)}`);
         const key = await env.db('api_keys').where({ id: k.id }).first();
-        assert.ok(dec(key.spend).eq(row.charge));
+        assert.ok(dec(key.spend).eq(row.charge), `key spend ${key.spend} equals the charge ${row.charge}`);
       } finally {
         await keyed.close();
       }
@@ -426,9 +426,9 @@ describe('chat audio', function () {
       const flags = ['--id', id, '--provider', 'simulator', '--upstream', 'sim-gpt-audio-2026-01-15', '--capabilities', 'text,audio_input,audio_output', '--tiers', 'pro'];
       const rates = ['--input', '0.000001', '--output', '0.000002', '--cache', '0.0000001', '--cache-write', '0.000001'];
       const set = await cli('model', 'set', ...flags, ...rates, '--audio-input', '0.00003', '--audio-output', '0.00006');
-      assert.ok(dec(set.audio_input_multiplier).eq('0.00003'));
+      assert.ok(dec(set.audio_input_multiplier).eq('0.00003'), `set audio input rate: ${set.audio_input_multiplier}`);
       const listed = (await cli('model', 'list')).models.find((m: { id: string }) => m.id === id);
-      assert.ok(dec(listed.audio_output_multiplier).eq('0.00006'));
+      assert.ok(dec(listed.audio_output_multiplier).eq('0.00006'), `listed audio output rate: ${listed.audio_output_multiplier}`);
       const plain = await cli('model', 'set', ...flags, ...rates);
       assert.equal(plain.audio_input_multiplier, null);
       assert.equal(plain.audio_output_multiplier, null);
@@ -450,7 +450,7 @@ describe('chat audio', function () {
         await env.db.migrate.up({ name });
       }
       const row = await env.db('models').where({ id: MODEL }).first();
-      assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier));
+      assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier), `audio input rate after the migrations ${row.audio_input_multiplier}, catalog ${CATALOG_RATES.audio_input_multiplier}`);
       assert.equal(row.details.audio_input_multiplier, undefined);
       assert.deepEqual(row.details.voices, AUDIO_MODEL.details!.voices);
     });
@@ -460,9 +460,9 @@ describe('chat audio', function () {
     it('keeps the money invariants of the account used here', async () => {
       const inv = await checkInvariants(acct.accountId);
       assert.equal(inv.reservations.pending, 0);
-      assert.ok(dec(inv.account.reserved_credits).eq(0));
-      assert.ok(dec(inv.account.total_usage).eq(inv.ledger.usage));
-      assert.ok(dec(inv.account.total_usage).eq(inv.reservations.charged));
+      assert.ok(dec(inv.account.reserved_credits).eq(0), `reserved credits back to 0: ${inv.account.reserved_credits}`);
+      assert.ok(dec(inv.account.total_usage).eq(inv.ledger.usage), `total usage ${inv.account.total_usage} equals the ledger's ${inv.ledger.usage}`);
+      assert.ok(dec(inv.account.total_usage).eq(inv.reservations.charged), `total usage ${inv.account.total_usage} equals the reservations' charges ${inv.reservations.charged}`);
     });
   });
 });

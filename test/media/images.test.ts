@@ -152,7 +152,7 @@ describe('images: image URL fetching', () => {
   it('fetches a PNG from an allowed address (control)', async () => {
     const r = await fetchImageUrl(`http://127.0.0.2:${standPort}/png`, { allowAddress: standIn });
     assert.equal(r.kind, 'png');
-    assert.ok(r.data.equals(PNG));
+    assert.ok(r.data.equals(PNG), `the fetched bytes are the PNG: ${r.data.length} bytes`);
   });
   it('refuses loopback, private, link-local and metadata literals without connecting', async () => {
     for (const host of ['127.0.0.1', '10.0.0.1', '192.168.0.10', '169.254.169.254', '[::1]', '[::ffff:127.0.0.1]']) {
@@ -181,7 +181,7 @@ describe('images: image URL fetching', () => {
     await refusedWith(`http://127.0.0.2:${standPort}/big`, /larger than 1000 bytes/, { allowAddress: standIn, maxBytes: 1000 } as never);
     const t0 = Date.now();
     await refusedWith(`http://127.0.0.2:${standPort}/hang`, /within 300 ms/, { allowAddress: standIn, timeoutMs: 300 } as never);
-    assert.ok(Date.now() - t0 < 3000);
+    assert.ok(Date.now() - t0 < 3000, `the 300 ms timeout ended the hanging fetch: ${Date.now() - t0} ms`);
     await refusedWith(`http://127.0.0.2:${standPort}/text`, /not a PNG, JPEG or WebP/);
   });
   it('refuses other schemes and credentials', async () => {
@@ -203,7 +203,7 @@ describe('images: streaming multipart reader (pure)', () => {
       const parts = await readMultipart(chunked(f.body, size), 'XyZ', limits);
       assert.deepEqual(parts.map((p) => [p.name, p.filename]), [['prompt', null], ['image[]', 'x.png'], ['n', null]]);
       assert.equal(parts[0]!.data.toString(), 'a cat\r\n--not a boundary');
-      assert.ok(parts[1]!.data.equals(PNG));
+      assert.ok(parts[1]!.data.equals(PNG), `the image part is the PNG: ${parts[1]!.data.length} bytes`);
     }
   });
   it('refuses a body over the limit at the chunk that crosses it, without reading on', async () => {
@@ -254,7 +254,7 @@ describe('images: gateway', function () {
       assert.ok(ids.every((id: string) => !id.startsWith('sim-gpt')), 'text models are not listed');
       const one = r.json.data.find((m: { id: string }) => m.id === 'sim-image-1');
       assert.deepEqual(one.capabilities, ['image_generation', 'image_editing', 'streaming']);
-      assert.ok(one.supported_parameters.includes('input_references'));
+      assert.ok(one.supported_parameters.includes('input_references'), `sim-image-1 supports input_references: ${one.supported_parameters.join(', ')}`);
       assert.equal(one.max_input_images, 8);
       assert.equal(one.max_images, 4);
       assert.deepEqual(one.pricing, { per_image: 0.04, per_input_image: 0.01 });
@@ -276,7 +276,7 @@ describe('images: gateway', function () {
       assert.equal(r.json.data.length, 2);
       for (const d of r.json.data) {
         assert.equal(d.media_type, 'image/png');
-        assert.ok(isPng(d.b64_json));
+        assert.ok(isPng(d.b64_json), `each image is a PNG: ${String(d.b64_json).slice(0, 40)}`);
       }
       const u = r.json.usage;
       assert.equal(u.cost, 0.08);
@@ -509,16 +509,16 @@ describe('images: gateway', function () {
       assert.match(r.headers.get('content-type')!, /text\/event-stream/);
       assert.equal(r.headers.get('x-gateway-cost'), null);
       const id = r.headers.get('x-gateway-request-id')!;
-      assert.ok(id);
+      assert.ok(id, 'a streamed image answer carries x-gateway-request-id');
       const frames = sseFrames(r.text);
       assert.deepEqual(frames.map((f) => f.event ?? f.data), ['image_generation.partial_image', 'image_generation.partial_image', 'image_generation.completed', '[DONE]']);
       for (const p of frames.slice(0, 2)) {
         assert.equal(p.data.type, 'image_generation.partial_image');
-        assert.ok(isPng(p.data.b64_json));
+        assert.ok(isPng(p.data.b64_json), `each partial image is a PNG: ${String(p.data.b64_json).slice(0, 40)}`);
         assert.equal(p.data.usage, undefined);
       }
       const done = frames[2]!.data;
-      assert.ok(isPng(done.b64_json));
+      assert.ok(isPng(done.b64_json), `the completed image is a PNG: ${String(done.b64_json).slice(0, 40)}`);
       assert.notEqual(done.b64_json, frames[0]!.data.b64_json);
       assert.equal(done.usage.cost, 0.04);
       assert.equal(done.usage.cost_details.billing_source, 'estimate');

@@ -125,7 +125,7 @@ describe('video job workflow on production polling (time skipping, mocked activi
     // the polls happened at those intervals of (skipped) time
     const gaps = job.polls.slice(1).map((t, i) => t - job.polls[i]);
     gaps.forEach((g, i) => assert.ok(g >= GROWING[i + 1] && g < GROWING[i + 1] + 5_000, `gap ${i}: ${g} ms`));
-    assert.ok(job.polls[7] - startedAt >= sum(GROWING));
+    assert.ok(job.polls[7] - startedAt >= sum(GROWING), `the eighth poll came after the growing waits: ${job.polls[7] - startedAt} ms`);
     assert.deepEqual(job.statuses, [
       ['in_progress', null],
       ['completed', null],
@@ -177,7 +177,7 @@ describe('video job workflow on production polling (time skipping, mocked activi
     const [run] = timers;
     const costWaits = run.slice(2);
     assert.deepEqual(costWaits.slice(0, 7), GROWING.slice(0, 7));
-    assert.ok(costWaits.every((t) => t <= 15_000));
+    assert.ok(costWaits.every((t) => t <= 15_000), `every cost wait is capped at 15 s: ${costWaits.join(', ')}`);
     assert.ok(sum(costWaits) >= 10 * MINUTE - 5_000 && sum(costWaits) <= 10 * MINUTE, `cost waits total ${sum(costWaits)} ms`);
     assert.ok(costWaits.at(-1)! < 15_000, 'the last wait is clipped to what remains of the 10 minutes');
     const { report } = job.only;
@@ -219,7 +219,7 @@ describe('video job workflow on production polling (time skipping, mocked activi
     assert.equal(timers[1].length, 50);
     assert.deepEqual(timers[0].slice(0, 6), GROWING.slice(0, 6));
     // the second run keeps the capped delay instead of starting again at 2 s
-    assert.ok(timers[1].every((t) => t === 15_000));
+    assert.ok(timers[1].every((t) => t === 15_000), `the second run keeps the capped 15 s delay: ${[...new Set(timers[1])].join(', ')}`);
     assert.notEqual((await handle.describe()).runId, handle.firstExecutionRunId);
     assert.deepEqual(job.statuses, [
       ['in_progress', null],

@@ -289,7 +289,7 @@ describe('video jobs', function () {
         else {
           assert.equal(res.status, 429);
           assert.equal(res.json.error.code, 'rate_limit_exceeded');
-          assert.ok(Number(res.headers.get('retry-after')) >= 1);
+          assert.ok(Number(res.headers.get('retry-after')) >= 1, `a 429 carries retry-after: ${res.headers.get('retry-after')}`);
           limited++;
         }
         await sleep(20);
@@ -427,7 +427,7 @@ describe('video jobs', function () {
       const second = await create(job('render_ms=200 latency=1200'), acct, headers);
       assert.equal(second.status, 409);
       assert.equal(second.json.error.code, 'idempotent_request_in_progress');
-      assert.ok(Number(second.headers.get('retry-after')) >= 1);
+      assert.ok(Number(second.headers.get('retry-after')) >= 1, `a 409 in progress carries retry-after: ${second.headers.get('retry-after')}`);
       const done = await first;
       assert.equal(done.status, 202);
       assert.equal((await env.db('video_jobs').where({ account_id: acct.accountId })).length, 1);
@@ -479,7 +479,7 @@ describe('video jobs', function () {
         generate_audio: true,
         pricing_skus: { '480p': 0.05, '720p': 0.1, '1080p': 0.2 },
       });
-      assert.ok(res.json.data.every((x: { capabilities: string[] }) => x.capabilities.includes('video_generation')));
+      assert.ok(res.json.data.every((x: { capabilities: string[] }) => x.capabilities.includes('video_generation')), `every listed model generates video: ${JSON.stringify(res.json.data.map((x: { id: string }) => x.id))}`);
     });
   });
 });

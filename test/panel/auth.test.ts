@@ -259,7 +259,7 @@ describe('panel: sign-in throttling per login and per IP', () => {
     const r = await signInFrom(url(), from, { username: nobody, password: 'whatever it is' });
     assert.equal(r.status, 429);
     assert.equal(r.json.error.code, 'too_many_attempts');
-    assert.ok(r.headers['retry-after']);
+    assert.ok(r.headers['retry-after'], 'a throttled sign-in carries retry-after');
   });
 
   it('locks an address after 5 failures over any usernames: another username from it is refused, from elsewhere it signs in', async () => {
@@ -275,7 +275,7 @@ describe('panel: sign-in throttling per login and per IP', () => {
     assert.equal(r.status, 429);
     assert.equal(r.json.error.code, 'too_many_attempts');
     assert.equal(r.json.error.details.scope, 'address');
-    assert.ok(Number(r.headers['retry-after']) >= 1);
+    assert.ok(Number(r.headers['retry-after']) >= 1, `an address-throttled sign-in carries retry-after: ${r.headers['retry-after']}`);
     assert.equal((await signInFrom(url(), ip(), { username: customer.username, password: PASSWORD })).status, 200);
   });
 });
@@ -468,7 +468,7 @@ describe('panel: API tokens', () => {
     // As for the login itself: the suspension of its own org is for the level above.
     assert.equal((await bearer.post(`/v1/orgs/${reseller.id}/suspend`)).json.error.code, 'forbidden');
     // The last use is recorded.
-    assert.ok((await reseller.client.get('/v1/account/tokens')).json.tokens[0].last_used_at);
+    assert.ok((await reseller.client.get('/v1/account/tokens')).json.tokens[0].last_used_at, 'the token records its last use');
     // A bearer token wins over a cookie; an unknown one is refused.
     for (const t of ['pnl_' + 'x'.repeat(43), 'not-a-panel-token', token + 'x']) {
       const r = await new PanelClient(url(), t).get('/v1/account');

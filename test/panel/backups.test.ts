@@ -171,11 +171,11 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const src = await siteWithData();
     const rp = await backupReady(src.customer.client, src.site.id);
     const file = path.join(panel.root, 'backups', rp.json.file);
-    assert.ok(fs.existsSync(file));
+    assert.ok(fs.existsSync(file), `the archive is on disk: ${file}`);
     const d = await src.customer.client.del(`/v1/restore-points/${rp.json.id}`);
     assert.equal(d.status, 202, JSON.stringify(d.json));
     await until('restore point gone', () => src.customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.status === 404);
-    assert.ok(!fs.existsSync(file));
+    assert.ok(!fs.existsSync(file), `the deleted restore point's archive is removed: ${file}`);
     assert.deepEqual((await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`)).json.restore_points, []);
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
     refused(await other.client.post(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
@@ -264,7 +264,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(files['site/public_html/index.html'], `<h1>${src.domain} from the backup</h1>`);
     assert.match(files[`databases/${src.db}.sql`], /INSERT INTO `orders`/);
     assert.ok(!Object.values(files).some((t) => t.includes('PRIVATE KEY')), `no TLS private key: ${Object.keys(files).join(', ')}`);
-    assert.ok(!fs.existsSync(path.join(dir, 'site/tls/site.key')));
+    assert.ok(!fs.existsSync(path.join(dir, 'site/tls/site.key')), 'the inspection holds no TLS private key file');
     // a restore point under inspection is not deleted
     refused(await src.customer.client.del(`/v1/restore-points/${rp.json.id}`), 409, 'conflict');
     // Remove now
@@ -272,14 +272,14 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(del.status, 202, JSON.stringify(del.json));
     const removed = await until('inspection removed', () => admin.get(`/v1/inspections/${first.json.id}`), (x) => x.json.status === 'removed', 4000);
     assert.ok(new Date(removed.json.removed_at).getTime() < new Date(removed.json.expires_at).getTime(), 'removed before its time');
-    assert.ok(!fs.existsSync(dir));
+    assert.ok(!fs.existsSync(dir), `the removed inspection's folder is gone: ${dir}`);
 
     // the durable timer
     const second = await inspect();
-    assert.ok(fs.existsSync(second.json.path));
+    assert.ok(fs.existsSync(second.json.path), `the inspection folder exists: ${second.json.path}`);
     const gone = await until('inspection expired', () => admin.get(`/v1/inspections/${second.json.id}`), (x) => x.json.status === 'removed', INSPECTION_MS + 20_000);
     assert.ok(new Date(gone.json.removed_at).getTime() >= new Date(gone.json.expires_at).getTime() - 500, JSON.stringify(gone.json));
-    assert.ok(!fs.existsSync(second.json.path));
+    assert.ok(!fs.existsSync(second.json.path), `the expired inspection's folder is gone: ${second.json.path}`);
     const connection = await Connection.connect({ address: env.temporalAddress });
     try {
       const result = await new Client({ connection }).workflow.getHandle(`inspection-${second.json.id}`).result();
@@ -305,7 +305,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(mine.length, 1);
     assert.equal(mine[0].domain, src.domain);
     assert.match(mine[0].sha256, /^[0-9a-f]{64}$/);
-    assert.ok(mine[0].time && mine[0].file.startsWith('archives/'));
+    assert.ok(mine[0].time && mine[0].file.startsWith('archives/'), `the archive has a time and lies under archives/: ${JSON.stringify(mine[0])}`);
 
     // a new site took the domain meanwhile: site exists
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
@@ -346,10 +346,10 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const connection = await Connection.connect({ address: env.temporalAddress });
     try {
       const deps = { db: env.db, temporal: new Client({ connection }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: AGENT_WAIT_MS, pollMs: 200 }, logger: env.logger };
-      assert.ok((await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+      assert.ok((await resumePendingBackupOps(deps, 0)).includes(rp.op_id!), `the pending restore point ${rp.op_id} is resumed`);
       const done = await until('resumed restore point', () => src.customer.client.get(`/v1/restore-points/${rp.id}`), (x) => x.json.status !== 'pending');
       assert.equal(done.json.status, 'ready', JSON.stringify(done.json));
-      assert.ok(!(await resumePendingBackupOps(deps, 0)).includes(rp.op_id!));
+      assert.ok(!(await resumePendingBackupOps(deps, 0)).includes(rp.op_id!), `the finished restore point ${rp.op_id} is no longer pending`);
     } finally {
       await connection.close();
     }
@@ -393,7 +393,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       assert.equal(ok.json.node, name);
       assert.ok(fs.existsSync(path.join(backupDir, ok.json.file)), 'the archive is on the agent node');
       refused(await admin.post(`/v1/restore-points/${ok.json.id}/inspection`), 409, 'conflict');
-      assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id));
+      assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id), `the live site ${s.json.id} is not among the site archives`);
       // restored into another account by that node's agent, on that node
       fs.writeFileSync(path.join(root, 'node/sites', domain, 'public_html/index.html'), 'changed after the restore point');
       const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
@@ -428,7 +428,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const listed = await customer.client.get(`/v1/sites/${s.json.id}/restore-points`);
       assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [ok.json.id]);
       assert.ok(fs.existsSync(part), 'the partial archive is left under its temp name');
-      assert.ok(!fs.existsSync(path.join(dir, `${r.json.id}.tar.gz`)) && !fs.existsSync(path.join(dir, `${r.json.id}.tar.gz.sha256`)));
+      assert.ok(!fs.existsSync(path.join(dir, `${r.json.id}.tar.gz`)) && !fs.existsSync(path.join(dir, `${r.json.id}.tar.gz.sha256`)), `the failed archive ${r.json.id} left no final file nor checksum`);
       assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
       // restarted, the node stops the orphaned web services of the killed process and runs on; it lists nothing new
       agent = startAgentProcess();
@@ -474,7 +474,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     fs.appendFileSync(path.join(panel.root, 'backups', archive.file), 'tampered');
     refused(await admin.post(`/v1/sites/${gone.site.id}/restore`), 422, 'unsafe_archive');
     assert.equal((await siteGet(panel.webPort, gone.domain)).status, 404);
-    assert.ok(!fs.existsSync(gone.docroot));
+    assert.ok(!fs.existsSync(gone.docroot), `a refused restore writes no docroot: ${gone.docroot}`);
 
     // a backup that fails on the node (its database vanished behind the panel's back)
     const broken = await siteWithData();
@@ -487,9 +487,9 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const m = await admin.get('/v1/backups/metrics');
     const entry = m.json.sites.find((x: { site_id: string }) => x.site_id === broken.site.id);
     assert.equal(entry.last_success, null);
-    assert.ok(entry.last_failure);
+    assert.ok(entry.last_failure, `the failure is recorded: ${JSON.stringify(entry)}`);
     assert.match(entry.last_error, /mariadb-dump/);
-    assert.ok(m.json.restores.failed >= 2);
+    assert.ok(m.json.restores.failed >= 2, `failed restores counted: ${m.json.restores.failed}`);
   });
 
   it('cleanup removes partial archives, orphaned temp files and expired inspection folders and says what it removed; metrics report the recovery state', async () => {
@@ -507,7 +507,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const kinds = r.json.removed.map((x: { kind: string }) => x.kind).sort();
     assert.deepEqual(kinds, ['expired inspection folder', 'orphaned sidecar', 'orphaned temp folder', 'partial archive']);
     assert.equal(r.json.bytes_freed, 1003);
-    assert.ok(!fs.existsSync(path.join(dir, 'inspect', stale)));
+    assert.ok(!fs.existsSync(path.join(dir, 'inspect', stale)), `the stale inspection folder is removed: ${stale}`);
     assert.deepEqual((await admin.post('/v1/backups/cleanup')).json.removed, []);
     // ready restore points survive it
     const ready = await env.db('panel_restore_points').where({ status: 'ready', node_name: 'hosting' });
@@ -516,13 +516,13 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     refused(await reseller.client.get('/v1/backups/metrics'), 403, 'forbidden');
     const m = await admin.get('/v1/backups/metrics');
     assert.equal(m.status, 200, JSON.stringify(m.json));
-    assert.ok(m.json.restore_points.by_status.ready.count >= 3);
-    assert.ok(m.json.restore_points.by_status.ready.bytes > 0);
-    assert.ok(m.json.restore_points.newest_age_seconds >= 0 && m.json.restore_points.newest_age_seconds < 600);
-    assert.ok(m.json.sites.length >= 3);
-    assert.ok(m.json.site_archives.count >= 1);
-    assert.ok(m.json.restores.count >= 2);
-    assert.ok(m.json.restores.duration_ms.max > 0);
+    assert.ok(m.json.restore_points.by_status.ready.count >= 3, `ready restore points: ${JSON.stringify(m.json.restore_points.by_status)}`);
+    assert.ok(m.json.restore_points.by_status.ready.bytes > 0, `ready restore point bytes: ${m.json.restore_points.by_status.ready.bytes}`);
+    assert.ok(m.json.restore_points.newest_age_seconds >= 0 && m.json.restore_points.newest_age_seconds < 600, `newest restore point age in seconds: ${m.json.restore_points.newest_age_seconds}`);
+    assert.ok(m.json.sites.length >= 3, `sites in the metrics: ${m.json.sites.length}`);
+    assert.ok(m.json.site_archives.count >= 1, `site archives counted: ${m.json.site_archives.count}`);
+    assert.ok(m.json.restores.count >= 2, `restores counted: ${m.json.restores.count}`);
+    assert.ok(m.json.restores.duration_ms.max > 0, `slowest restore in ms: ${m.json.restores.duration_ms.max}`);
   });
 });
 
@@ -592,8 +592,8 @@ describe('hosting node: archive extraction refuses unsafe archives', function ()
       const file = await make();
       const target = path.join(dir, `out-${name}`);
       await assert.rejects(extractArchive(file, target), (err: Error) => err instanceof UnsafeArchive && why.test(err.message));
-      assert.ok(!fs.existsSync(target));
-      assert.ok(!fs.existsSync(path.join(dir, '..', 'escape')) && !fs.existsSync('/tmp/escape-abs'));
+      assert.ok(!fs.existsSync(target), `${name}: the refused archive leaves no target folder`);
+      assert.ok(!fs.existsSync(path.join(dir, '..', 'escape')) && !fs.existsSync('/tmp/escape-abs'), `${name}: nothing was written outside the target`);
     });
   }
 
@@ -601,7 +601,7 @@ describe('hosting node: archive extraction refuses unsafe archives', function ()
     const file = await archive('good', ['site/a']);
     const target = path.join(dir, 'out-sha');
     await assert.rejects(extractArchive(file, target, { expected: '0'.repeat(64) }), (err: Error) => err instanceof UnsafeArchive && /does not match its SHA-256/.test(err.message));
-    assert.ok(!fs.existsSync(target));
+    assert.ok(!fs.existsSync(target), 'an archive with the wrong checksum leaves no target folder');
     fs.appendFileSync(file, 'tampered');
     await assert.rejects(extractArchive(file, target), /does not match its SHA-256/);
   });

@@ -78,7 +78,7 @@ describe('panel: billing', function () {
     p1 = created.json.id;
     p2 = (await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { name: 'P2', currency: 'EUR', base_price: '2000', account_price: '150', rates: 'default 50 25 12.5' })).json.id;
     q1 = (await R.client.post(`/v1/orgs/${R.id}/billing-plans`, { name: 'Q1', currency: 'EUR', base_price: '500', account_price: '200', rates: 'default 100 50 10' })).json.id;
-    assert.ok(p2 && q1);
+    assert.ok(p2 && q1, `both plans were created: P2 ${p2}, Q1 ${q1}`);
 
     const good = { name: 'X', currency: 'EUR', base_price: '1', account_price: '1', rates: 'default 1 1 1' };
     refused(await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, currency: 'EURO' }), 400, 'validation_failed', 'currency');

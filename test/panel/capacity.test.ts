@@ -60,7 +60,7 @@ describe('panel: declared capacity', () => {
     await admin.put('/v1/cluster/capacity', { cpu_percent: base + 500 });
     const results = await Promise.all(Array.from({ length: 10 }, () => customer(provider.client, provider.id, { cpu_percent: 100 })));
     assert.equal(results.filter((r) => r.status === 201).length, 5);
-    assert.ok(results.filter((r) => r.status !== 201).every((r) => r.json.error.code === 'capacity_exceeded'));
+    assert.ok(results.filter((r) => r.status !== 201).every((r) => r.json.error.code === 'capacity_exceeded'), `the refused ones are capacity_exceeded: ${JSON.stringify(results.filter((r) => r.status !== 201).map((r) => r.json))}`);
     assert.equal((await admin.get('/v1/cluster/capacity')).json.resources.cpu_percent.committed, base + 500);
   });
 

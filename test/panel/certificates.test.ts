@@ -91,7 +91,7 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     assert.deepEqual(got.json.sans, [site.domain, `www.${site.domain}`]);
     assert.equal(got.json.key.type, 'ec');
     assert.equal(got.json.fingerprint_sha256, put.json.certificate.fingerprint_sha256);
-    assert.ok(Date.parse(got.json.not_after) > Date.now());
+    assert.ok(Date.parse(got.json.not_after) > Date.now(), `the certificate is still valid: not_after ${got.json.not_after}`);
     for (const r of [put, got, await customer.client.get(`/v1/sites/${site.id}`)]) assert.doesNotMatch(JSON.stringify(r.json), /PRIVATE KEY|private_key/);
 
     // on the node: the chain and the key, the key readable by its owner only
@@ -128,8 +128,8 @@ describe('panel: TLS certificates on websites (PUT/GET/DELETE /v1/sites/{id}/cer
     assert.equal(https.status, 200);
     const ops = await env.db('panel_node_ops').where({ site_id: site.id, kind: 'site.apply' }).orderBy('created_at').select('payload', 'status');
     assert.equal(ops.length, 4);
-    assert.ok(ops.every((o: { payload: { site: { tls?: { key?: string } } }; status: string }) => o.status === 'done' && o.payload.site.tls?.key === undefined));
-    assert.ok(ops.slice(1).every((o: { payload: { site: { tls?: { certificate: string } } } }) => o.payload.site.tls?.certificate.includes('BEGIN CERTIFICATE')));
+    assert.ok(ops.every((o: { payload: { site: { tls?: { key?: string } } }; status: string }) => o.status === 'done' && o.payload.site.tls?.key === undefined), 'every site.apply is done and none carries the private key');
+    assert.ok(ops.slice(1).every((o: { payload: { site: { tls?: { certificate: string } } } }) => o.payload.site.tls?.certificate.includes('BEGIN CERTIFICATE')), 'every site.apply after the upload carries the certificate');
   });
 
   it('refuses bad certificates with 400 and changes nothing (site generation, node files, operations)', async () => {

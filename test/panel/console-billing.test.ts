@@ -339,7 +339,7 @@ describe('panel: web console backups in chromium', function () {
     fs.writeFileSync(partial, Buffer.alloc(500));
     await page.getByRole('button', { name: 'Clean up now' }).click();
     await page.getByRole('status').filter({ hasText: 'partial archive' }).waitFor();
-    assert.ok(!fs.existsSync(partial));
+    assert.ok(!fs.existsSync(partial), `the clean-up removed the partial archive: ${partial}`);
     await page.getByRole('table', { name: 'Websites with restore points' }).waitFor();
     await browser.shot(page, 'backups-platform');
   });

@@ -125,7 +125,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     // the rule's metric around the alert, its threshold drawn
     const chart = page.getByRole('img', { name: /^CPU: latest 95 %/ });
     await chart.waitFor();
-    assert.ok(Number(await chart.getAttribute('data-points')) >= 2);
+    assert.ok(Number(await chart.getAttribute('data-points')) >= 2, 'the chart around the alert has at least two points');
     assert.equal(await chart.locator('line.threshold').count(), 1);
 
     await page.getByLabel('Note (optional)').fill('looking at it');
@@ -281,7 +281,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.reload();
     await page.getByRole('table', { name: /Webhook endpoints of/ }).getByText(rx.url('/provider')).waitFor();
     assert.equal(await page.getByTestId('webhook-secret').count(), 0, 'the secret is shown once');
-    assert.ok(!(await page.content()).includes(secret));
+    assert.ok(!(await page.content()).includes(secret), 'the webhook secret is not on the page after a reload');
     const row0 = page.getByRole('row').filter({ hasText: rx.url('/provider') });
     await row0.getByText('Edit', { exact: true }).click();
     const edit = row0.getByRole('form', { name: `Edit endpoint ${rx.url('/provider')}` });

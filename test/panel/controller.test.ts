@@ -85,16 +85,16 @@ describe('panel: the controller', function () {
       const hosting = page.json.nodes.find((n: { name: string }) => n.name === 'hosting');
       assert.equal(hosting.controller_role, 'leader');
       assert.equal(hosting.leader, true);
-      assert.ok(page.json.nodes.filter((n: { leader: boolean }) => n.leader).length === 1);
+      assert.ok(page.json.nodes.filter((n: { leader: boolean }) => n.leader).length === 1, `exactly one leader: ${JSON.stringify(page.json.nodes)}`);
 
       const killedAt = Date.now();
       await child.kill('SIGKILL');
       const next = await until('another process leads', () => currentLeader(env.db), (l) => l !== null && l.leader !== first!.leader, 15_000);
       const tookOver = Date.now() - killedAt;
       assert.equal(next!.leader.split(':')[1], String(process.pid));
-      assert.ok(panel.controller!.isLeader);
+      assert.ok(panel.controller!.isLeader, 'this process leads after the first leader was killed');
       assert.ok(tookOver < 5000, `took over after ${tookOver} ms`);
-      assert.ok(next!.leader_since.getTime() >= killedAt - 1000);
+      assert.ok(next!.leader_since.getTime() >= killedAt - 1000, `the new leadership began after the kill: ${next!.leader_since.toISOString()}`);
       const after = await admin.get('/v1/cluster/nodes');
       assert.equal(after.json.controller.leader, next!.leader);
       console.log(`      leader ${first!.leader} killed; ${next!.leader} took over after ${tookOver} ms`);

@@ -86,7 +86,7 @@ describe('panel: database password reset', function () {
     assert.equal(r.json.id, id);
     assert.equal(r.json.status, 'active', 'the database stays active (backups and metering go on)');
     const password: string = r.json.password;
-    assert.ok(password.length >= 32 && password !== old);
+    assert.ok(password.length >= 32 && password !== old, `a new password of at least 32 characters: ${password.length}, changed ${password !== old}`);
     const op = await finished(r.json.operation_id);
     assert.equal(op.status, 'done', JSON.stringify(op.result));
     assert.equal(op.kind, 'database.password');
@@ -98,7 +98,7 @@ describe('panel: database password reset', function () {
     assert.equal(s.json.error, null);
     assert.equal(s.json.operation_id, r.json.operation_id);
     assert.equal(s.json.password, undefined);
-    assert.ok(!JSON.stringify((await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json).includes(password));
+    assert.ok(!JSON.stringify((await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json).includes(password), 'the database list does not show the new password');
 
     const bad = await asUser(panel, name, old, 'SELECT 1');
     assert.notEqual(bad.code, 0, 'the old password no longer connects');
@@ -113,7 +113,7 @@ describe('panel: database password reset', function () {
     const entry = audit.json.entries.find((e: { action: string; target_id: string }) => e.action === 'database.password' && e.target_id === id);
     assert.ok(entry, JSON.stringify(audit.json.entries.map((e: { action: string }) => e.action)));
     assert.equal(entry.actor_username, customer.username);
-    assert.ok(!JSON.stringify(audit.json).includes(password));
+    assert.ok(!JSON.stringify(audit.json).includes(password), 'the audit log does not hold the new password');
     assert.deepEqual(await tablesContaining(password), []);
     const history = await new Client({ connection: temporal }).workflow.getHandle(databaseOpWorkflowId(r.json.operation_id)).fetchHistory();
     const bytes = Buffer.from(proto.api.history.v1.History.encode(history).finish());
@@ -211,7 +211,7 @@ describe('panel: database password reset', function () {
     });
     refused(await customer.client.post(`/v1/databases/${id}/password`, { confirm: id }), 409, 'conflict');
     const resumed = await resumePendingDatabaseOps({ db: env.db, temporal: new Client({ connection: temporal }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: 2500, pollMs: 200 }, logger: env.logger });
-    assert.ok(resumed.includes(id));
+    assert.ok(resumed.includes(id), `the pending password change ${id} is resumed`);
     assert.equal((await finished(opId)).status, 'done');
     assert.equal((await asUser(panel, name, password, 'SELECT 1')).code, 0);
   });
@@ -235,7 +235,7 @@ describe('panel: database password reset', function () {
     const m = await node.apply({ id: randomUUID(), kind: 'database.password', database: name, user: dbName('nobody'), password: missing });
     assert.equal(m.ok, false);
     assert.ok(!m.ok && m.error.length > 0 && !m.error.includes(missing), JSON.stringify(m));
-    assert.ok(!logs.some((l) => l.includes(first) || l.includes(missing)));
+    assert.ok(!logs.some((l) => l.includes(first) || l.includes(missing)), 'no log line holds either password');
   });
 
   it('an agent node (its own MariaDB) pulls the reset through the node API and applies it: the new password works there, the old one not', async function () {

@@ -79,7 +79,7 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
     assert.equal(r.json.user, name);
     assert.equal(r.json.node, 'hosting');
     assert.equal(typeof r.json.password, 'string');
-    assert.ok(r.json.password.length >= 32);
+    assert.ok(r.json.password.length >= 32, `the generated password is at least 32 characters: ${r.json.password.length}`);
     const password: string = r.json.password;
 
     const s = await settled(customer.client, r.json.id);
@@ -104,7 +104,7 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
     assert.equal(op.payload.user, name);
     assert.deepEqual(await tablesContaining(password), []);
     const history = await new Client({ connection: temporal }).workflow.getHandle(databaseOpWorkflowId(r.json.operation_id)).fetchHistory();
-    assert.ok((history.events ?? []).length > 0);
+    assert.ok((history.events ?? []).length > 0, `the database operation's workflow has a history: ${databaseOpWorkflowId(r.json.operation_id)}`);
     const bytes = Buffer.from(proto.api.history.v1.History.encode(history).finish());
     assert.ok(bytes.includes(Buffer.from(r.json.id)), 'the history names the database');
     assert.ok(!bytes.includes(Buffer.from(password)), 'the password is not in the workflow history');
@@ -114,7 +114,7 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
     assert.deepEqual(own.json.databases.map((d: { id: string }) => d.id), [r.json.id]);
     assert.equal(own.json.databases[0].password, undefined);
     const below = await provider.client.get(`/v1/orgs/${provider.id}/databases`);
-    assert.ok(below.json.databases.some((d: { id: string }) => d.id === r.json.id));
+    assert.ok(below.json.databases.some((d: { id: string }) => d.id === r.json.id), `the provider sees its customer's database ${r.json.id}`);
     assert.equal((await customer.client.get(`/v1/orgs/${customer.id}`)).json.counts.databases, 1);
     assert.equal((await reseller.client.get(`/v1/orgs/${reseller.id}`)).json.counts.databases, 1);
     const log = await reseller.client.get(`/v1/orgs/${customer.id}/audit`);
@@ -221,7 +221,7 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
     assert.equal(left.code, 0, left.stderr);
     assert.equal(left.stdout.trim(), '');
     const log = await reseller.client.get(`/v1/orgs/${customer.id}/audit`);
-    assert.ok(log.json.entries.some((e: { action: string; target_id: string; actor_username: string }) => e.action === 'database.deleted' && e.target_id === r.json.id && e.actor_username === 'system'));
+    assert.ok(log.json.entries.some((e: { action: string; target_id: string; actor_username: string }) => e.action === 'database.deleted' && e.target_id === r.json.id && e.actor_username === 'system'), `the system's deletion of database ${r.json.id} is audited`);
 
     // the name is free again, and with no database left the org can go
     const again = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name });
@@ -301,10 +301,10 @@ describe('panel: customer databases on the hosting node (MariaDB)', function () 
       await queueOperation(trx, 'hosting', { id: opId, kind: 'database.create', database: name, user: name, password });
     });
     const deps = { db: env.db, temporal: new Client({ connection: temporal }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: 2500, pollMs: 200 }, logger: env.logger };
-    assert.ok((await resumePendingDatabaseOps(deps, 60_000)).includes(id));
+    assert.ok((await resumePendingDatabaseOps(deps, 60_000)).includes(id), `the pending database operation ${id} is resumed`);
     assert.equal((await settled(customer.client, id)).json.status, 'active');
     assert.equal((await asUser(panel, name, password, 'SELECT 1')).code, 0);
     assert.deepEqual(await tablesContaining(password), []);
-    assert.ok(!(await resumePendingDatabaseOps(deps, 60_000)).includes(id));
+    assert.ok(!(await resumePendingDatabaseOps(deps, 60_000)).includes(id), `the finished database operation ${id} is no longer pending`);
   });
 });

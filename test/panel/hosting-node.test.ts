@@ -53,7 +53,7 @@ describe('hosting node: nginx, PHP-FPM and MariaDB under its own root', function
     const r = await apply({ kind: 'site.apply', site: s });
     assert.equal(r.ok, true, JSON.stringify(r));
     const docroot = path.join(root, 'sites', s.domain, 'public_html');
-    assert.ok(fs.existsSync(path.join(docroot, 'index.html')) && fs.existsSync(path.join(docroot, 'index.php')));
+    assert.ok(fs.existsSync(path.join(docroot, 'index.html')) && fs.existsSync(path.join(docroot, 'index.php')), `the site's starter index.html and index.php are in ${docroot}`);
     const home = await siteGet(port, s.domain);
     assert.equal(home.status, 200);
     assert.match(home.body, /shop\.example\.com works/);
@@ -66,7 +66,7 @@ describe('hosting node: nginx, PHP-FPM and MariaDB under its own root', function
     // dot files are not served
     fs.writeFileSync(path.join(docroot, '.env'), 'SECRET=1');
     assert.equal((await siteGet(port, s.domain, '/.env')).status, 403);
-    assert.ok(fs.readFileSync(path.join(root, 'etc/php', PHP, 'pool.d', `${s.domain}.conf`), 'utf8').includes(`[${s.domain}]`));
+    assert.ok(fs.readFileSync(path.join(root, 'etc/php', PHP, 'pool.d', `${s.domain}.conf`), 'utf8').includes(`[${s.domain}]`), `the PHP-FPM pool of ${s.domain} is written`);
   });
 
   it('applies disable_functions and allow_url_fopen so that the site cannot override them', async () => {
@@ -110,9 +110,9 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
     // the same id, even with other content: the recorded result, nothing written
     const again = await node.apply({ id, kind: 'site.apply', site: { ...s, generation: 5 } });
     assert.deepEqual(again, first);
-    assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)));
+    assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)), 'a repeated operation id writes no vhost');
     // recorded on disk
-    assert.ok(fs.readFileSync(path.join(root, 'state/applied-ops.json'), 'utf8').includes(id));
+    assert.ok(fs.readFileSync(path.join(root, 'state/applied-ops.json'), 'utf8').includes(id), `the applied operation ${id} is recorded in state/applied-ops.json`);
   });
 
   it('rewrites the files for a new generation and refuses a stale one', async () => {
@@ -140,7 +140,7 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
     assert.deepEqual([stale.ok, (stale as { refused: boolean }).refused], [false, true]);
     // static now: the pool goes away
     assert.equal((await apply({ kind: 'site.apply', site: { ...next, phpVersion: null, generation: 3 } })).ok, true);
-    assert.ok(!fs.existsSync(pool));
+    assert.ok(!fs.existsSync(pool), `a static site has no PHP-FPM pool: ${pool}`);
   });
 
   it('deletes a site: vhost, pool, cron and docroot', async () => {
@@ -156,7 +156,7 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
     const r = await apply({ kind: 'site.delete', siteId: s.id, domain: s.domain });
     assert.deepEqual(r, { ok: true, detail: { existed: true } });
     for (const f of files) assert.ok(!fs.existsSync(f), f);
-    assert.ok(!fs.existsSync(path.join(root, 'sites', s.domain)));
+    assert.ok(!fs.existsSync(path.join(root, 'sites', s.domain)), `the deleted site's folder is gone: ${s.domain}`);
     assert.equal((await siteGet(port, s.domain)).status, 404);
     assert.equal(await node.inspectSite(s.id), null);
     // deleting again is fine
@@ -197,7 +197,7 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
       assert.deepEqual([r.ok, r.refused], [false, false]);
       assert.match(r.error, /config test failed/);
       // the new vhost was put back (absent), the running nginx still serves the others
-      assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)));
+      assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)), `a vhost that fails nginx's config test is removed again: ${s.domain}`);
       assert.equal((await siteGet(port, served.domain)).status, 200);
       assert.equal((await siteGet(port, s.domain)).status, 404);
     } finally {
@@ -208,15 +208,15 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
   it('reports facts and real metrics and usage', async () => {
     const f = node.facts();
     assert.equal(f.webServer, 'nginx');
-    assert.ok(f.phpVersions.includes(PHP));
+    assert.ok(f.phpVersions.includes(PHP), `the facts list PHP ${PHP}: ${f.phpVersions.join(', ')}`);
     assert.equal(f.webAddress, `127.0.0.1:${port}`);
     assert.deepEqual(f.roles, f.mariadb ? ['web', 'db'] : ['web']);
     const m = await node.metrics();
     assert.equal(m.bootId, fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
-    assert.ok(m.uptimeSeconds > 0 && m.memory.totalMb > 0 && m.memory.availableMb <= m.memory.totalMb);
-    assert.ok(m.rootFs.totalMb > 0 && m.rootFs.freeMb <= m.rootFs.totalMb);
-    assert.ok(m.cpuPercent >= 0 && m.cpuPercent <= 100 && m.load.length === 3);
-    assert.ok(m.network.rxBytes >= 0 && m.network.txBytes >= 0);
+    assert.ok(m.uptimeSeconds > 0 && m.memory.totalMb > 0 && m.memory.availableMb <= m.memory.totalMb, `uptime and memory: ${JSON.stringify({ uptime: m.uptimeSeconds, memory: m.memory })}`);
+    assert.ok(m.rootFs.totalMb > 0 && m.rootFs.freeMb <= m.rootFs.totalMb, `root file system: ${JSON.stringify(m.rootFs)}`);
+    assert.ok(m.cpuPercent >= 0 && m.cpuPercent <= 100 && m.load.length === 3, `cpu ${m.cpuPercent} % and load ${JSON.stringify(m.load)}`);
+    assert.ok(m.network.rxBytes >= 0 && m.network.txBytes >= 0, `network counters: ${JSON.stringify(m.network)}`);
     const s = siteSpec();
     await apply({ kind: 'site.apply', site: s });
     fs.mkdirSync(path.join(root, 'sites', s.domain, 'public_html/big'));
@@ -291,7 +291,7 @@ describe('hosting node: built-in web server (no nginx)', function () {
     assert.deepEqual(node.facts(), { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: `127.0.0.1:${port}`, backups: false, tls: false, siteUsers: true });
     const s = siteSpec({ aliases: ['alias.example.net'] });
     assert.equal((await node.apply({ id: opId(), kind: 'site.apply', site: s })).ok, true);
-    assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)));
+    assert.ok(!fs.existsSync(path.join(root, 'etc/nginx/sites', `${s.domain}.conf`)), 'the built-in web server writes no nginx vhost');
     assert.match((await siteGet(port, s.domain)).body, /works/);
     assert.equal((await siteGet(port, 'alias.example.net:8080', '/index.html')).status, 200);
     assert.equal((await siteGet(port, 'unknown.example.net')).status, 404);
@@ -331,7 +331,7 @@ describe('panel-host agent', function () {
       // two refused posts, then accepted (a post whose answer is lost under load is sent again: at least 3)
       const attempts = panel.resultAttempts.get('op-a')!;
       assert.ok(attempts >= 3, `op-a result posted ${attempts} times`);
-      assert.ok(fs.existsSync(path.join(root, 'sites', s.domain, 'public_html/index.html')));
+      assert.ok(fs.existsSync(path.join(root, 'sites', s.domain, 'public_html/index.html')), `the site was applied after the refused result posts: ${s.domain}`);
       // a re-sent operation is answered from the record
       panel.queue.push({ id: 'op-a', kind: 'site.apply', site: { ...s, generation: 9 } });
       await until('re-sent result', () => panel.resultAttempts.get('op-a')! > attempts);
@@ -341,7 +341,7 @@ describe('panel-host agent', function () {
       assert.deepEqual(Object.keys(hb).sort(), ['agentStartedAt', 'cronRuns', 'facts', 'metrics', 'reconnects', 'usage'], 'heartbeat fields');
       // the 503s to the result posts were a failure too: at least one reconnect already
       const before = agent.reconnects();
-      assert.ok(before >= 1);
+      assert.ok(before >= 1, `the refused result posts count as reconnects: ${before}`);
       panel.down = true;
       await new Promise((r) => setTimeout(r, 300));
       panel.down = false;
@@ -383,10 +383,10 @@ describe('panel-host agent', function () {
       assert.equal(child.exitCode, null, stderr);
       assert.equal((panel.enrolments[0] as { facts: { webServer: string } }).facts.webServer, 'nginx');
       const nginxPid = Number(fs.readFileSync(path.join(root, 'node/run/nginx.pid'), 'utf8'));
-      assert.ok(isAlive(nginxPid));
+      assert.ok(isAlive(nginxPid), `nginx runs under the agent: pid ${nginxPid}`);
       child.kill('SIGTERM');
       assert.equal(await exited, 0, stderr);
-      assert.ok(!isAlive(nginxPid));
+      assert.ok(!isAlive(nginxPid), `SIGTERM stops the agent's nginx: pid ${nginxPid}`);
       assert.ok(!fs.readdirSync(path.join(root, 'node/run/php')).some((f) => f.endsWith('.pid')), 'php-fpm removed its pid file');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');

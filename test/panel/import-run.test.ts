@@ -162,7 +162,7 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     // the same archive again: everything exists now, so the quota check has nothing to add and the run finds all pre-existing
     const again = await cli('-json');
     assert.equal(again.code, 0, again.stdout);
-    assert.ok(JSON.parse(again.stdout).items.every((i: { state: string }) => i.state === 'pre_existing'));
+    assert.ok(JSON.parse(again.stdout).items.every((i: { state: string }) => i.state === 'pre_existing'), `a second run finds every item pre-existing: ${again.stdout}`);
   });
 });
 

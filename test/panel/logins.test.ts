@@ -80,7 +80,7 @@ describe('panel: logins management', () => {
     assert.equal((await reseller.client.get('/v1/account')).status, 200);
     const listed = (await provider.client.get(`/v1/orgs/${reseller.id}/logins`)).json.logins;
     assert.equal(listed.length, 2);
-    assert.ok(listed.every((l: { status: string }) => l.status === 'active'));
+    assert.ok(listed.every((l: { status: string }) => l.status === 'active'), `both logins are active: ${listed.map((l: { status: string }) => l.status).join(', ')}`);
   });
 
   it('outside the subtree everything is 404, whether the login or org exists or not', async () => {
@@ -125,7 +125,7 @@ describe('panel: logins management', () => {
       assert.equal(r.status, 200);
       const text = JSON.stringify(r.json);
       assert.doesNotMatch(text, /argon2|password_hash|totp|secret|recovery/i);
-      assert.ok(!text.includes(enrolment.json.secret) && !text.includes(token) && !text.includes(PASSWORD));
+      assert.ok(!text.includes(enrolment.json.secret) && !text.includes(token) && !text.includes(PASSWORD), 'the answer holds neither the TOTP secret, the session token nor the password');
       const e = r.json.logins.find((l: { id: string }) => l.id === extra.id);
       assert.equal(e.role, 'read_only');
       assert.equal(e.status, 'suspended');
@@ -169,7 +169,7 @@ describe('panel: logins management', () => {
     const audit = (await provider.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.find((e: { action: string; target_id: string }) => e.action === 'login.reset_password' && e.target_id === target.id);
     assert.equal(audit.actor_username, provider.username);
     assert.equal(audit.after.sessions_ended, 2);
-    assert.ok(!JSON.stringify(audit).includes(fresh));
+    assert.ok(!JSON.stringify(audit).includes(fresh), 'the reset audit entry does not hold the new password');
   });
 
   it('a suspended login is refused on its next request (session and API token alike) and at sign-in; reactivated it works again', async () => {
@@ -212,7 +212,7 @@ describe('panel: logins management', () => {
     assert.equal((await new PanelClient(url(), token).get('/v1/account')).status, 401);
     assert.equal((await new PanelClient(url()).signIn(target.username, PASSWORD)).json.error.code, 'invalid_credentials');
     const listed = (await reseller.client.get(`/v1/orgs/${customer.id}/logins`)).json.logins;
-    assert.ok(!listed.some((l: { id: string }) => l.id === target.id));
+    assert.ok(!listed.some((l: { id: string }) => l.id === target.id), `the deleted login ${target.id} is not listed`);
     assert.equal((await reseller.client.del(`/v1/logins/${target.id}`)).status, 404);
   });
 

@@ -94,7 +94,7 @@ describe('node config rendering', () => {
     const long = `${'a'.repeat(60)}.${'b'.repeat(60)}.com`;
     const sock = phpSocketPath('/' + 'r'.repeat(71), site({ domain: long }));
     assert.match(sock, /\/run\/php\/site-[0-9a-f]{16}\.sock$/);
-    assert.ok(sock.length <= 107);
+    assert.ok(sock.length <= 107, `the socket path fits a unix socket's 107 bytes: ${sock.length}`);
     assert.equal(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: long, id: 'other' })));
     assert.notEqual(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: `c${long.slice(1)}` })));
     assert.equal(sitePaths(root, 'x.com').pool('8.2'), `${root}/etc/php/8.2/pool.d/x.com.conf`);
@@ -118,7 +118,7 @@ describe('node config rendering', () => {
       [{ generation: -1 }, /generation/],
     ];
     for (const [over, why] of bad) assert.match(validateSite(site(over)) ?? 'valid', why, JSON.stringify(over));
-    assert.ok(isSiteCronLine('0 */2 1-5 jan,feb mon-fri /usr/bin/php x.php'));
+    assert.ok(isSiteCronLine('0 */2 1-5 jan,feb mon-fri /usr/bin/php x.php'), 'a cron line with ranges, steps and names is accepted');
   });
 
   it('validates database operations and operation kinds', () => {
@@ -133,7 +133,7 @@ describe('node config rendering', () => {
   });
 
   it('accepts only plain absolute roots and escapes nothing in the welcome page', () => {
-    assert.ok(isSafeRoot('/var/lib/panel-host/node_1'));
+    assert.ok(isSafeRoot('/var/lib/panel-host/node_1'), 'a plain absolute root is safe');
     for (const r of ['relative/x', '/a b', '/a;b', '/a/../b', '/a/"b', '/', `/${'x'.repeat(72)}`]) assert.ok(!isSafeRoot(r), r);
     assert.match(renderWelcomePage('x.example.com', 'php'), /<\?php echo PHP_VERSION; \?>/);
   });

@@ -136,7 +136,7 @@ describe('panel: cluster nodes and the node API', function () {
     const list = await admin.get('/v1/cluster/nodes');
     assert.equal(list.json.state_available, true);
     assert.equal(list.json.nodes[0].name, 'hosting');
-    assert.ok(list.json.nodes.some((n: { name: string }) => n.name === name));
+    assert.ok(list.json.nodes.some((n: { name: string }) => n.name === name), `the enrolled node ${name} is listed`);
 
     assert.equal((await admin.post('/v1/cluster/nodes', { name })).status, 409);
     const bad = await admin.post('/v1/cluster/nodes', { name: 'Not A Label' });
@@ -189,7 +189,7 @@ describe('panel: cluster nodes and the node API', function () {
     assert.deepEqual(n.roles, ['web']);
     assert.equal(n.roles_source, 'facts');
     assert.equal(n.facts.web_server, 'builtin');
-    assert.ok(n.last_heartbeat_at);
+    assert.ok(n.last_heartbeat_at, `the node has a heartbeat time: ${JSON.stringify(n)}`);
 
     const bad = await agent.heartbeat({ ...heartbeat(), metrics: { ...heartbeat().metrics, cpuPercent: 140 } });
     assert.equal(bad.status, 400);
@@ -227,7 +227,7 @@ describe('panel: cluster nodes and the node API', function () {
     const t0 = Date.now();
     const empty = await agent.poll(0);
     assert.deepEqual(empty.json, { operations: [] });
-    assert.ok(Date.now() - t0 < 1000);
+    assert.ok(Date.now() - t0 < 1000, `an empty wait=0 poll answers at once: ${Date.now() - t0} ms`);
 
     const started = Date.now();
     const polling = agent.poll(25);
@@ -250,7 +250,7 @@ describe('panel: cluster nodes and the node API', function () {
     assert.equal(status!.siteId, op.site.id);
     assert.equal(status!.attempts, 1);
     const pulled = await getNode(env.db, agent.name);
-    assert.ok(pulled!.last_pull_at && Date.now() - pulled!.last_pull_at.getTime() < 5000);
+    assert.ok(pulled!.last_pull_at && Date.now() - pulled!.last_pull_at.getTime() < 5000, `the pull time is recorded and recent: ${pulled!.last_pull_at}`);
 
     // Queued before the poll: returned at once, in queue order; the same id twice queues once.
     const [a, b] = [siteOp(), siteOp()];
@@ -261,14 +261,14 @@ describe('panel: cluster nodes and the node API', function () {
     });
     const t1 = Date.now();
     const both = await agent.poll(25);
-    assert.ok(Date.now() - t1 < 1000);
+    assert.ok(Date.now() - t1 < 1000, `a poll with operations queued answers at once: ${Date.now() - t1} ms`);
     assert.deepEqual(both.json.operations.map((o: NodeOperation) => o.id), [a.id, b.id]);
     await assert.rejects(env.db.transaction((trx) => queueOperation(trx, 'no-such-node', siteOp())), /node/);
 
     // wait=0 … 30: a poll with nothing queued ends when its time is up.
     const t2 = Date.now();
     assert.deepEqual((await agent.poll(1)).json.operations, []);
-    assert.ok(Date.now() - t2 >= 900);
+    assert.ok(Date.now() - t2 >= 900, `an empty wait=1 poll waits its second: ${Date.now() - t2} ms`);
   });
 
   it('when the LISTEN connection is lost, a waiting long poll still gets its operation (poll fallback, then LISTEN again after reconnecting)', async () => {
@@ -276,7 +276,7 @@ describe('panel: cluster nodes and the node API', function () {
     const polling = agent.poll(20);
     await new Promise((r) => setTimeout(r, 300));
     const killed = await env.db.raw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'panel-node-ops'`);
-    assert.ok(killed.rows.length >= 1);
+    assert.ok(killed.rows.length >= 1, `the node-ops listener connection was terminated: ${killed.rows.length} backends`);
     await new Promise((r) => setTimeout(r, 200));
     const op = siteOp();
     const queuedAt = Date.now();
@@ -318,7 +318,7 @@ describe('panel: cluster nodes and the node API', function () {
     const s = await operationStatus(env.db, op.id);
     assert.equal(s!.status, 'done');
     assert.deepEqual(s!.result, { ok: true, detail: { generation: 1 } });
-    assert.ok(s!.finishedAt);
+    assert.ok(s!.finishedAt, `the finished operation has a finish time: ${JSON.stringify(s)}`);
 
     const before = await env.db('panel_node_ops').where({ id: db.id }).first();
     assert.equal(before.payload.password, 's3cret-pass');
@@ -362,7 +362,7 @@ describe('panel: cluster nodes and the node API', function () {
     assert.deepEqual(n.location, { logical_region: 'eu', physical_region: 'eu-west', zone: 'eu-west-1a', cell: 'c1' });
     assert.deepEqual(n.roles, ['db', 'web']);
     assert.equal(n.roles_source, 'label');
-    assert.ok(await env.db('panel_audit').where({ action: 'node.label', target_id: agent.name }).first());
+    assert.ok(await env.db('panel_audit').where({ action: 'node.label', target_id: agent.name }).first(), `the label change is audited for ${agent.name}`);
 
     // An empty value clears: the zone, and the labelled roles (back to the facts).
     const clear = await controllerCli(['label', '-node', agent.name, '-zone', '', '-roles', '']);
@@ -376,11 +376,11 @@ describe('panel: cluster nodes and the node API', function () {
     // Draining: no new sites; undrain brings it back.
     await env.db('panel_nodes').where({ name: agent.name }).update({ state: 'alive' });
     assert.equal(nodeRefusal((await getNode(env.db, agent.name))!), 'node is draining');
-    assert.ok(!(await selectableNodes(env.db)).some((x) => x.name === agent.name));
+    assert.ok(!(await selectableNodes(env.db)).some((x) => x.name === agent.name), `the draining node ${agent.name} is not selectable`);
     const undrain = await controllerCli(['undrain', agent.name]);
     assert.equal(undrain.code, 0);
     assert.deepEqual(undrain.json, { node: agent.name, draining: false, changed: true });
-    assert.ok((await selectableNodes(env.db)).some((x) => x.name === agent.name));
+    assert.ok((await selectableNodes(env.db)).some((x) => x.name === agent.name), `the undrained node ${agent.name} is selectable again`);
     assert.equal(nodeRefusal((await getNode(env.db, agent.name))!, { role: 'db' }), 'node does not have the db role');
 
     const unknown = await controllerCli(['drain', 'no-such-node']);
@@ -390,7 +390,7 @@ describe('panel: cluster nodes and the node API', function () {
       const r = await controllerCli(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${JSON.stringify(r.json)}`);
       assert.match(r.stderr, /usage: panel-controller label/);
-      assert.ok(r.json.error);
+      assert.ok(r.json.error, `${args.join(' ')}: a usage error carries an error message: ${JSON.stringify(r.json)}`);
     }
   });
 
@@ -402,7 +402,7 @@ describe('panel: cluster nodes and the node API', function () {
     assert.equal((await agent.enrol()).status, 401, 'its token is gone with it');
     assert.equal((await admin.del(`/v1/cluster/nodes/${agent.name}`)).status, 404);
     assert.equal((await admin.del('/v1/cluster/nodes/hosting')).status, 409);
-    assert.ok(await env.db('panel_audit').where({ action: 'node.delete', target_id: agent.name }).first());
+    assert.ok(await env.db('panel_audit').where({ action: 'node.delete', target_id: agent.name }).first(), `the node deletion is audited for ${agent.name}`);
   });
 
   it('without -controller-state the cluster endpoints say node state is unavailable, with no state fields', async () => {

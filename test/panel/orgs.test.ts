@@ -142,7 +142,7 @@ describe('panel: org tree', () => {
     do {
       const page = await provider.client.get(`/v1/orgs?limit=2${next ? `&after=${next}` : ''}`);
       assert.equal(page.status, 200);
-      assert.ok(page.json.orgs.length <= 2);
+      assert.ok(page.json.orgs.length <= 2, `a page holds at most 2 orgs: ${page.json.orgs.length}`);
       seen.push(...page.json.orgs.map((o: { name: string }) => o.name));
       next = page.json.next;
     } while (next);
@@ -168,7 +168,7 @@ describe('panel: org tree', () => {
     assert.equal(rename.after.name, 'Audited');
     assert.match(rename.request_id, /^[0-9a-f-]{36}$/);
     const mine = await customer.client.get(`/v1/orgs/${customer.id}/audit`);
-    assert.ok(mine.json.entries.every((e: { org_id: string }) => e.org_id === customer.id));
+    assert.ok(mine.json.entries.every((e: { org_id: string }) => e.org_id === customer.id), `the customer sees only its own entries: ${JSON.stringify(mine.json.entries.map((e: { org_id: string }) => e.org_id))}`);
     assert.equal((await customer.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404);
   });
 

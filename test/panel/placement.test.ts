@@ -31,7 +31,7 @@ describe('panel: scheduled placement (domain/panel/placement.ts)', () => {
     const p = schedule(nodes, nodes.map((n) => facts(n.name)), req());
     assert.equal(p.node, 'c');
     assert.deepEqual(p.nodes.map((n) => n.node), ['c', 'b', 'd', 'a']);
-    assert.ok(p.nodes.every((n) => n.qualifies && n.reasons.length === 0));
+    assert.ok(p.nodes.every((n) => n.qualifies && n.reasons.length === 0), `every node qualifies: ${JSON.stringify(p.nodes)}`);
   });
 
   it('gives each node its reasons: stale facts, wrong region, missing PHP version, stale agent, failed preflight, no facts', () => {

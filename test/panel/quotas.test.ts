@@ -119,7 +119,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
     assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).status, 404);
     const delDir = await remove(customer.client, site.id, 'assets');
     assert.equal(delDir.json.type, 'directory');
-    assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'assets')));
+    assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'assets')), 'the deleted directory is gone from the docroot');
     assert.equal((await remove(customer.client, site.id, 'big.bin')).status, 200);
 
     // the audit log has each change; others' sites are 404
@@ -161,7 +161,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
     refused(await remove(customer.client, site.id, ''), 400, 'validation_failed');
     assert.equal(fs.readFileSync(secret, 'utf8'), 'node secret');
     assert.equal(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep me');
-    assert.ok(!fs.existsSync(path.join(outside, 'new.txt')));
+    assert.ok(!fs.existsSync(path.join(outside, 'new.txt')), 'nothing is written outside the docroot');
     // the listing shows links as links; deleting one removes the link, not its target
     const list = await files(customer.client, site.id);
     assert.deepEqual(list.json.entries.filter((e: { type: string }) => e.type === 'symlink').map((e: { name: string }) => e.name), ['link.txt', 'out']);
@@ -197,7 +197,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
     assert.equal(over.json.error.details.limit, 'disk_mb');
     assert.equal(over.json.error.details.org_id, customer.id);
     assert.ok(over.json.error.details.used >= 2 && over.json.error.details.used < 2.1, JSON.stringify(over.json));
-    assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'b.bin')));
+    assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'b.bin')), 'an upload over the disk quota leaves no file');
     // replacing a file with one no larger grows nothing: allowed
     assert.equal((await upload(customer.client, site.id, 'a.bin', Buffer.alloc(2 * MB, 2))).status, 200);
     // without a Content-Length the stream is cut where the room ends, and nothing is kept
@@ -307,10 +307,10 @@ describe('panel: soft quotas, usage and the file manager', function () {
     assert.equal(u.status, 200, JSON.stringify(u.json));
     assert.deepEqual(u.json.accounts.map((a: { org_id: string }) => a.org_id), [files8.id, high.id, low.id, none.id]);
     const byId = Object.fromEntries(u.json.accounts.map((a: { org_id: string }) => [a.org_id, a]));
-    assert.ok(byId[high.id].disk_mb.used >= 3.5 && byId[high.id].disk_mb.used < 3.6);
+    assert.ok(byId[high.id].disk_mb.used >= 3.5 && byId[high.id].disk_mb.used < 3.6, `disk used of the high account: ${JSON.stringify(byId[high.id].disk_mb)}`);
     assert.equal(byId[high.id].disk_mb.limit, 4);
     assert.equal(byId[high.id].disk_mb.set_by.org_id, high.id);
-    assert.ok(byId[high.id].disk_mb.percent >= 87);
+    assert.ok(byId[high.id].disk_mb.percent >= 87, `disk percent of the high account: ${byId[high.id].disk_mb.percent}`);
     assert.equal(byId[high.id].level, 'warning');
     assert.equal(byId[files8.id].inodes.used, 4);
     assert.equal(byId[files8.id].inodes.percent, 80);
@@ -324,7 +324,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
     assert.equal(u.json.memory.scope, 'hosting node only');
     assert.match(u.json.memory.note, /hosting node only/);
     assert.equal(u.json.memory.node, 'hosting');
-    assert.ok(u.json.memory.total_mb > 0);
+    assert.ok(u.json.memory.total_mb > 0, `the hosting node's memory total: ${JSON.stringify(u.json.memory)}`);
     assert.equal(byId[low.id].memory_mb.sites_measured, 1);
     assert.equal(typeof byId[low.id].memory_mb.used, 'number');
 

@@ -172,7 +172,7 @@ describe('panel: reconciliation passes of the hosting node', function () {
       assert.ok(f.diff.includes('+# hand-made change'), JSON.stringify(f.diff));
       assert.notEqual(v.digest.expected, v.digest.node);
     }
-    assert.ok(dryPass.not_in_sync.some((x: { site_id: string }) => x.site_id === sites.a.id));
+    assert.ok(dryPass.not_in_sync.some((x: { site_id: string }) => x.site_id === sites.a.id), `the dry pass lists site a as not in sync: ${JSON.stringify(dryPass.not_in_sync)}`);
     assert.equal(fs.readFileSync(vhostOf('a'), 'utf8'), editedA, 'dry-run changes nothing');
     assert.equal(rewrites(host.root).length, 0);
 
@@ -187,7 +187,7 @@ describe('panel: reconciliation passes of the hosting node', function () {
     assert.equal(ev.pass_id, onPass.id);
     assert.equal(ev.detail.found, 'drift');
     assert.equal(ev.detail.files[0].old_digest, sha256(editedA));
-    assert.ok(ev.detail.files[0].diff.includes('+# hand-made change'));
+    assert.ok(ev.detail.files[0].diff.includes('+# hand-made change'), `the drift event carries the diff: ${ev.detail.files[0].diff}`);
     assert.equal((await view('b')).status, 'drift');
     const listed = await admin.get('/v1/reconcile/sites?status=drift&limit=500');
     assert.equal(listed.status, 200, JSON.stringify(listed.json));
@@ -212,10 +212,10 @@ describe('panel: reconciliation passes of the hosting node', function () {
       const c = await view('c');
       assert.equal(c.status, 'missing', JSON.stringify(c));
       assert.deepEqual(c.findings.map((f: { problem: string; kind: string }) => [f.problem, f.kind]), [['missing', 'cron']]);
-      assert.ok(pass.counts.missing >= 1);
+      assert.ok(pass.counts.missing >= 1, `missing counted: ${JSON.stringify(pass.counts)}`);
       assert.ok(pass.orphans.files.some((f: { path: string; domain: string; kind: string }) => f.path === ghost && f.domain === 'ghost.reconcile.test' && f.kind === 'vhost'), JSON.stringify(pass.orphans));
-      assert.ok(pass.counts.orphan >= 1);
-      assert.ok(fs.existsSync(ghost));
+      assert.ok(pass.counts.orphan >= 1, `orphans counted: ${JSON.stringify(pass.counts)}`);
+      assert.ok(fs.existsSync(ghost), `an orphan vhost is reported, not deleted: ${ghost}`);
       assert.ok(!fs.existsSync(cronOf('c')), 'dry-run recreates nothing');
       // opted in, a remediate pass writes the missing file back
       await setPolicy(admin, sites.c.id, 'remediate');
@@ -241,7 +241,7 @@ describe('panel: reconciliation passes of the hosting node', function () {
       assert.equal(f.kind, 'cron');
       assert.match(f.error, /EISDIR/);
       assert.ok(fs.statSync(cronOf('d')).isDirectory(), 'not rewritten');
-      assert.ok(!d.events.some((e: { kind: string }) => e.kind === 'remediated'));
+      assert.ok(!d.events.some((e: { kind: string }) => e.kind === 'remediated'), `the failed cron rewrite is not recorded as remediated: ${JSON.stringify(d.events)}`);
       assert.equal((await view('a')).status, 'in_sync', 'the other sites are still checked');
     } finally {
       fs.rmSync(cronOf('d'), { recursive: true, force: true });
@@ -279,7 +279,7 @@ describe('panel: reconciliation passes of the hosting node', function () {
     assert.equal(pass.status, 'done');
     const report = await waitPass(admin, pass.id);
     assert.equal(report.workflow_id, `reconcile-${pass.id}`);
-    assert.ok(report.sites >= 4);
+    assert.ok(report.sites >= 4, `the scheduled pass covered the sites: ${report.sites}`);
   });
 
   it('-reconcile off: the summary says so and no pass can be started; -reconcile-interval is checked', async () => {

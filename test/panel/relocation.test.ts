@@ -46,7 +46,7 @@ describe('panel: relocation plan', () => {
     assert.equal(to[sites[3].id], null, 'no eu node has PHP 8.2');
     const blocked = plan.json.moves.find((m: { site_id: string }) => m.site_id === sites[3].id);
     assert.match(blocked.why, /no other node qualifies/);
-    assert.ok(blocked.other_nodes.some((n: { node: string; reasons: string[] }) => n.node === names.eu && n.reasons.some((r) => /PHP 8\.2/.test(r))));
+    assert.ok(blocked.other_nodes.some((n: { node: string; reasons: string[] }) => n.node === names.eu && n.reasons.some((r) => /PHP 8\.2/.test(r))), `the eu node is listed as lacking PHP 8.2: ${JSON.stringify(blocked.other_nodes)}`);
     // advice only: nothing moved
     assert.equal((await env.db('panel_sites').whereIn('id', sites.map((s) => s.id)).where({ node_name: names.from })).length, 4);
   });

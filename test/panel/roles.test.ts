@@ -293,7 +293,7 @@ describe('panel: roles × actions', () => {
     assert.equal(entry.target_id, target);
     assert.deepEqual(entry.before, { name: before });
     assert.deepEqual(entry.after, { name: 'Audited name' });
-    assert.ok(entry.at);
+    assert.ok(entry.at, `the audit entry has a time: ${JSON.stringify(entry)}`);
     // Only its subtree: its own org and the orgs below (or deleted since); not the sibling's, not the other provider's.
     const below = new Set([reseller.id, ...(await reseller.client.get('/v1/orgs?limit=500')).json.orgs.map((o: { id: string }) => o.id)]);
     for (const e of mine) {
@@ -302,18 +302,18 @@ describe('panel: roles × actions', () => {
       assert.ok(![siblingCustomer, sibling.id, outsideProvider, provider.id].includes(org), `${e.action} of ${org}`);
     }
     const providerAudit = await page(provider.client, provider.id);
-    assert.ok(providerAudit.some((e) => e.org_id === siblingCustomer && e.action === 'org.rename'));
-    assert.ok(providerAudit.some((e) => e.request_id === requestId));
-    assert.ok(!providerAudit.some((e) => e.org_id === outsideProvider));
+    assert.ok(providerAudit.some((e) => e.org_id === siblingCustomer && e.action === 'org.rename'), 'the provider sees the rename of its sibling customer');
+    assert.ok(providerAudit.some((e) => e.request_id === requestId), `the provider sees the entries of request ${requestId}`);
+    assert.ok(!providerAudit.some((e) => e.org_id === outsideProvider), 'the provider sees nothing of another provider');
     // The customer sees the rename of its own account, nothing of the reseller's other changes.
     const customerAudit = await page(customer.client, customer.id);
-    assert.ok(customerAudit.every((e) => e.org_id === customer.id));
-    assert.ok(!customerAudit.some((e) => e.request_id === requestId));
+    assert.ok(customerAudit.every((e) => e.org_id === customer.id), `the customer sees only its own entries: ${JSON.stringify(customerAudit.map((e) => e.org_id))}`);
+    assert.ok(!customerAudit.some((e) => e.request_id === requestId), `the customer does not see the reseller's request ${requestId}`);
     // Newest first, a page at a time.
     const one = await reseller.client.get(`/v1/orgs/${reseller.id}/audit?limit=1`);
     assert.equal(one.json.entries.length, 1);
     const two = await reseller.client.get(`/v1/orgs/${reseller.id}/audit?limit=1&before=${one.json.next_before}`);
-    assert.ok(Number(two.json.entries[0].id) < Number(one.json.entries[0].id));
+    assert.ok(Number(two.json.entries[0].id) < Number(one.json.entries[0].id), `the page before ${one.json.next_before} holds older entries: ${two.json.entries[0].id} < ${one.json.entries[0].id}`);
     // Above the caller, or elsewhere: 404.
     assert.equal((await reseller.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404);
     assert.equal((await customer.client.get(`/v1/orgs/${reseller.id}/audit`)).status, 404);

@@ -163,7 +163,7 @@ describe('per-site system users on a root node', function () {
 
   it('deleting a site removes its user and its files', async () => {
     const { s, owner } = await newSite();
-    assert.ok(passwdLine(owner.name));
+    assert.ok(passwdLine(owner.name), `the site user ${owner.name} exists before the deletion`);
     const r = await apply({ kind: 'site.delete', siteId: s.id, domain: s.domain });
     assert.equal(r.ok, true, JSON.stringify(r));
     assert.equal(passwdLine(owner.name), null);

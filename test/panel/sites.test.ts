@@ -116,7 +116,7 @@ describe('panel: websites on the hosting node', function () {
       const page = await serve(panel, host);
       assert.equal(page.status, 200, host);
     }
-    assert.ok(fs.existsSync(path.join(panel.root, 'etc/nginx/sites', `${d}.conf`)));
+    assert.ok(fs.existsSync(path.join(panel.root, 'etc/nginx/sites', `${d}.conf`)), `the vhost of ${d} is written`);
     assert.match(fs.readFileSync(path.join(panel.root, 'etc/cron.d', d), 'utf8'), /echo hi/);
 
     // the operation ran as a node-op workflow with the search attributes of the site
@@ -132,7 +132,7 @@ describe('panel: websites on the hosting node', function () {
     const own = await customer.client.get(`/v1/orgs/${customer.id}/sites`);
     assert.deepEqual(own.json.sites.map((x: { id: string }) => x.id), [r.json.id]);
     const below = await provider.client.get(`/v1/orgs/${provider.id}/sites?subtree=true`);
-    assert.ok(below.json.sites.some((x: { id: string }) => x.id === r.json.id));
+    assert.ok(below.json.sites.some((x: { id: string }) => x.id === r.json.id), `the provider sees its customer's site ${r.json.id} in the subtree`);
     assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/sites`)).json.sites.length, 0);
     const log = await reseller.client.get(`/v1/orgs/${customer.id}/audit`);
     const entry = log.json.entries.find((e: { action: string }) => e.action === 'site.create');
@@ -225,12 +225,12 @@ describe('panel: websites on the hosting node', function () {
     refused(await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domain(), quota_mb: 600 }), 409, 'limit_reached');
     await gone(customer.client, big.json.id);
     assert.notEqual((await serve(panel, d)).status, 200);
-    assert.ok(!fs.existsSync(path.join(panel.root, 'etc/nginx/sites', `${d}.conf`)));
+    assert.ok(!fs.existsSync(path.join(panel.root, 'etc/nginx/sites', `${d}.conf`)), `the vhost of the deleted site ${d} is removed`);
     const again = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: d, quota_mb: 600 });
     assert.equal(again.status, 201, JSON.stringify(again.json));
     const log = await reseller.client.get(`/v1/orgs/${customer.id}/audit`);
-    assert.ok(log.json.entries.some((e: { action: string; target_id: string }) => e.action === 'site.delete' && e.target_id === big.json.id));
-    assert.ok(log.json.entries.some((e: { action: string; target_id: string; actor_username: string }) => e.action === 'site.deleted' && e.target_id === big.json.id && e.actor_username === 'system'));
+    assert.ok(log.json.entries.some((e: { action: string; target_id: string }) => e.action === 'site.delete' && e.target_id === big.json.id), `the customer's deletion of site ${big.json.id} is audited`);
+    assert.ok(log.json.entries.some((e: { action: string; target_id: string; actor_username: string }) => e.action === 'site.deleted' && e.target_id === big.json.id && e.actor_username === 'system'), `the system's completion of the deletion of site ${big.json.id} is audited`);
     await settled(customer.client, again.json.id);
   });
 
@@ -480,7 +480,7 @@ describe('panel: scheduled placement and agent nodes', function () {
     const s = await settled(customer.client, r.json.id, ['failed', 'active'], 20_000);
     assert.equal(s.json.status, 'failed');
     assert.match(s.json.error, /did not report the operation within 2\.5 s/);
-    assert.ok(Date.now() - t0 >= OP_TIMEOUT_MS);
+    assert.ok(Date.now() - t0 >= OP_TIMEOUT_MS, `the site failed only after the operation timeout: ${Date.now() - t0} ms`);
     assert.equal((await env.db('panel_node_ops').where({ id: r.json.operation_id }).first()).status, 'expired');
   });
 

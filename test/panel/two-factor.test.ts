@@ -60,8 +60,8 @@ describe('panel: two-factor sign-in', () => {
     assert.equal(uri.protocol, 'otpauth:');
     assert.equal(uri.host, 'totp');
     assert.equal(uri.searchParams.get('secret'), secret);
-    assert.ok(uri.searchParams.get('issuer'));
-    assert.ok(decodeURIComponent(uri.pathname).includes(customer.username));
+    assert.ok(uri.searchParams.get('issuer'), `the otpauth URI names an issuer: ${uri}`);
+    assert.ok(decodeURIComponent(uri.pathname).includes(customer.username), `the otpauth URI names the login ${customer.username}: ${uri.pathname}`);
     // Not in force until confirmed: sign-in still needs no code.
     assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD)).status, 200);
     const bad = await customer.client.post('/v1/account/two-factor/confirm', { code: wrongCode(secret) });
@@ -127,15 +127,15 @@ describe('panel: two-factor sign-in', () => {
     // Neither the secret nor a recovery code is in the audit log (rows or API).
     const rows = JSON.stringify(await env.db('panel_audit').where({ target_id: loginId }));
     const api = JSON.stringify((await reseller.client.get(`/v1/orgs/${customer.id}/audit`)).json);
-    assert.ok(rows.includes('login.enable_two_factor'));
+    assert.ok(rows.includes('login.enable_two_factor'), 'enabling two-factor is audited');
     for (const text of [rows, api]) {
-      assert.ok(!text.includes(secret));
-      for (const code of codes) assert.ok(!text.includes(code));
+      assert.ok(!text.includes(secret), 'the audit log holds no TOTP secret');
+      for (const code of codes) assert.ok(!text.includes(code), 'the audit log holds no recovery code');
     }
     // The secret is stored sealed, the recovery codes hashed.
     const stored = await env.db('panel_logins').where({ id: loginId }).first();
-    assert.ok(!JSON.stringify(stored).includes(secret));
-    for (const code of codes) assert.ok(!JSON.stringify(stored).includes(code));
+    assert.ok(!JSON.stringify(stored).includes(secret), 'the TOTP secret is stored sealed, not in clear');
+    for (const code of codes) assert.ok(!JSON.stringify(stored).includes(code), 'the recovery codes are stored hashed, not in clear');
   });
 
   it('removal by the level above ends the login\'s sessions; it signs in with the password only and may enrol again', async () => {

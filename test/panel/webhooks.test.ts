@@ -145,8 +145,8 @@ describe('panel: webhooks', function () {
     const fired = await until('the alert.fired delivery', async () => rx.got.filter((g) => g.path === '/platform').length >= 3 && rx.got.filter((g) => g.path === '/platform'));
     const last = fired[2];
     assert.ok(verifyPanelSignature(secret, String(last.headers['panel-signature']), last.body), 'the signature verifies');
-    assert.ok(!verifyPanelSignature('whsec_wrong', String(last.headers['panel-signature']), last.body));
-    assert.ok(!verifyPanelSignature(secret, String(last.headers['panel-signature']), last.body.replace('alert', 'alarm')));
+    assert.ok(!verifyPanelSignature('whsec_wrong', String(last.headers['panel-signature']), last.body), 'a wrong secret does not verify the signature');
+    assert.ok(!verifyPanelSignature(secret, String(last.headers['panel-signature']), last.body.replace('alert', 'alarm')), 'a changed body does not verify the signature');
     const payload = JSON.parse(last.body);
     assert.deepEqual(Object.keys(payload).sort(), ['data', 'id', 'org', 'time', 'type']);
     assert.equal(payload.type, 'alert.fired');
@@ -160,7 +160,7 @@ describe('panel: webhooks', function () {
     });
     assert.deepEqual(d.attempts.map((a: { status_code: number }) => a.status_code), [500, 500, 200]);
     assert.equal(d.attempts[0].error, 'the receiver answered 500');
-    assert.ok(d.attempts.every((a: { latency_ms: number }) => a.latency_ms >= 0));
+    assert.ok(d.attempts.every((a: { latency_ms: number }) => a.latency_ms >= 0), `every attempt has a latency: ${JSON.stringify(d.attempts)}`);
     // the attempt is recorded delivered by the activity a moment before its workflow completes
     const handle = temporal.workflow.getHandle(webhookWorkflowId(deliveryId));
     await handle.result();
@@ -181,7 +181,7 @@ describe('panel: webhooks', function () {
       return x.status === 'failed' && x;
     });
     assert.ok(failed.attempts.length >= 3, JSON.stringify(failed.attempts));
-    assert.ok(failed.attempts.every((a: { status_code: number }) => a.status_code === 503));
+    assert.ok(failed.attempts.every((a: { status_code: number }) => a.status_code === 503), `every attempt got the 503: ${JSON.stringify(failed.attempts)}`);
 
     // redelivery: a new delivery of the same event
     rx.scripts.set('/platform', []);

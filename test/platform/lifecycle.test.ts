@@ -111,12 +111,12 @@ describe('npm start as a service', function () {
     await ready(s);
     const pids = servers(dataDir);
     assert.equal(pids.length, 2, 'PostgreSQL and Temporal pid files');
-    assert.ok(pids.every(alive));
+    assert.ok(pids.every(alive), `PostgreSQL and Temporal are running: pids ${pids.join(', ')}`);
     const t0 = Date.now();
     s.child.kill('SIGTERM');
     await allGone(pids, 20_000);
     await s.exited;
-    assert.ok(Date.now() - t0 < 20_000);
+    assert.ok(Date.now() - t0 < 20_000, `SIGTERM stopped everything within 20 s: ${Date.now() - t0} ms`);
   });
 
   it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9)', async function () {
@@ -141,7 +141,7 @@ describe('npm start as a service', function () {
         );
       const models = await admin('model', 'list');
       assert.equal(models.code, 0, models.stdout);
-      assert.ok(JSON.parse(models.stdout).models.some((m: { id: string }) => m.id === 'sim-gpt'));
+      assert.ok(JSON.parse(models.stdout).models.some((m: { id: string }) => m.id === 'sim-gpt'), `sim-gpt is listed: ${models.stdout}`);
       const help = await admin('help');
       assert.equal(help.code, 0);
       assert.match(help.stdout, /^usage: npm run -s admin -- <command>/);

@@ -147,9 +147,9 @@ describe('OpenAPI documents', () => {
     const chat = gateway.paths['/v1/chat/completions'].post as Operation & { responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, unknown> }> };
     assert.ok(chat.responses['200'].content?.['text/event-stream'], 'streaming answers are described');
     assert.deepEqual(Object.keys(chat.responses['200'].headers ?? {}).sort(), ['x-gateway-cost', 'x-gateway-request-id', 'x-request-id']);
-    assert.ok(chat.responses.default.headers && 'retry-after' in chat.responses.default.headers);
+    assert.ok(chat.responses.default.headers && 'retry-after' in chat.responses.default.headers, 'the error answer of chat completions documents retry-after');
     // the request schema is the handler's own: a field the chat schema has is in the document
-    assert.ok(JSON.stringify(chat.requestBody).includes('"stream_options"'));
+    assert.ok(JSON.stringify(chat.requestBody).includes('"stream_options"'), 'the chat request schema has stream_options');
     assert.equal(openApiPath('/v1/orgs/:id/logins'), '/v1/orgs/{id}/logins');
   });
 
@@ -189,7 +189,7 @@ describe('OpenAPI documents', () => {
       const long = await request(`${stack.gateway.url}/v1/usage?model=${'%C3%BA'.repeat(4000)}`, 'GET');
       assert.equal(long.status, 431);
       assert.equal(long.json.error.code, 'header_too_large');
-      assert.ok(long.headers['x-request-id']);
+      assert.ok(long.headers['x-request-id'], 'a 431 answer carries x-request-id');
       // swagger-ui renders the document in chromium with every request kept to this server (no CDN)
       const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
       try {

@@ -30,7 +30,7 @@ describe('platform', function () {
       assert.equal(c.SIMULATOR_PORT, 8199);
       assert.equal(c.DATA_DIR, '.data');
       assert.equal(c.dataDir, path.resolve('.data'));
-      assert.ok(path.isAbsolute(c.dataDir));
+      assert.ok(path.isAbsolute(c.dataDir), `the data directory is absolute: ${c.dataDir}`);
       assert.equal(c.GATEWAY_VARIANT, 'credits');
       assert.equal(c.TEMPORAL_NAMESPACE, 'default');
       assert.equal(c.DATABASE_URL, undefined);
@@ -118,7 +118,7 @@ describe('platform', function () {
       assert.equal(res.json.error.code, code);
       assert.equal(res.json.error.type, type);
       assert.equal(typeof res.json.error.message, 'string');
-      assert.ok(res.json.error.message.length > 0);
+      assert.ok(res.json.error.message.length > 0, `${code}: the error has a message`);
     }
 
     it('GET /healthz is 200 with PostgreSQL and Temporal up, without a key', async function () {
@@ -186,8 +186,8 @@ describe('platform', function () {
       const a = await newAccount({ tier: 'starter' });
       const res = await call(base, '/v1/models', { key: a.key });
       const ids: string[] = res.json.data.map((m: { id: string }) => m.id);
-      assert.ok(ids.includes('sim-gpt'));
-      assert.ok(!ids.includes('sim-reasoner'));
+      assert.ok(ids.includes('sim-gpt'), `a starter account sees sim-gpt: ${ids.join(', ')}`);
+      assert.ok(!ids.includes('sim-reasoner'), `a starter account does not see sim-reasoner: ${ids.join(', ')}`);
     });
   });
 });

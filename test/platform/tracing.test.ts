@@ -83,7 +83,7 @@ async function replayCommitted(domain: 'credits' | 'panel', bundle: WorkflowBund
     assert.equal(r.error, undefined, `${r.workflowId}: ${String(r.error)}`);
     replayed++;
   }
-  assert.ok(files.length > 0);
+  assert.ok(files.length > 0, `committed ${domain} histories exist to replay`);
   assert.equal(replayed, files.length);
 }
 
@@ -132,7 +132,7 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
     const res = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
     assert.equal(res.status, 200, res.text);
     const requestId = res.headers.get('x-gateway-request-id')!;
-    assert.ok(requestId);
+    assert.ok(requestId, 'the answer carries x-gateway-request-id');
 
     const found = await waitForSpans(
       () => {

@@ -210,7 +210,7 @@ describe('test runs (CI release gate)', function () {
       const c = done.cases.find((x: { name: string }) => x.name === 'unreachable');
       assert.equal(c.attempts, 2, 'retried up to max_attempts');
       assert.match(c.reasons[0], /^infrastructure error after every attempt: .*ECONNREFUSED/);
-      assert.ok(done.reason);
+      assert.ok(done.reason, `the run's failure has a reason: ${JSON.stringify(done)}`);
     });
 
     it('a case past its own timeout fails, without a retry', async function () {
@@ -365,7 +365,7 @@ describe('test runs (CI release gate)', function () {
       const t0 = Date.now();
       const c = await call(base(), `/api/runs/${id}/cancel`, { key: p.token, method: 'POST' });
       assert.equal(c.status, 202, c.text);
-      assert.ok(c.json.timestamps.cancel_requested_at);
+      assert.ok(c.json.timestamps.cancel_requested_at, `the cancel is timestamped: ${c.text}`);
       const done = await waitRun(base(), p.token, id);
       assert.ok(Date.now() - t0 < 3500, `canceled before the slow case could answer (${Date.now() - t0} ms)`);
       assert.equal(done.status, 'canceled');
@@ -559,7 +559,7 @@ describe('test runs (CI release gate)', function () {
     assert.equal(project.json.max_concurrency, 2);
     assert.equal(project.json.gateway_key_prefix.length, 12);
     assert.doesNotMatch(JSON.stringify(project.json), /gw_ai_[A-Za-z0-9_-]{13,}/, 'the gateway key itself is never shown');
-    assert.ok(!('gateway_key_sealed' in project.json));
+    assert.ok(!('gateway_key_sealed' in project.json), 'the sealed gateway key is not in the project answer');
     const token = await cli('ci-token', 'create', '--project', name, '--label', 'ci');
     assert.equal(token.code, 0, JSON.stringify(token.json));
     assert.match(token.json.token, /^trk_[A-Za-z0-9_-]{43}$/);
@@ -569,7 +569,7 @@ describe('test runs (CI release gate)', function () {
     assert.equal(cfg.code, 0, JSON.stringify(cfg.json));
     const badCase = await cli('case', 'add', '--project', name, '--name', 'bad', '--dialect', 'nope', '--body', '{}');
     assert.notEqual(badCase.code, 0);
-    assert.ok(badCase.json.error);
+    assert.ok(badCase.json.error, `a case with an unknown dialect is refused with an error: ${JSON.stringify(badCase.json)}`);
 
     // The key the command created works through the whole path.
     const p = { id: project.json.id, name, token: token.json.token, accountId: account.accountId };

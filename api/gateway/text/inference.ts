@@ -68,7 +68,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const clampNote = clamped ? [`${dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens'};clamped=${limit}`] : [];
     const nativeBody = clamped ? dialect.withMaxTokens(body, limit) : body;
     const stream = dialect.stream(req);
-    const routes = routeOrder(await deps.catalog.routes(model));
+    const routes = routeOrder(await deps.catalog.routes(model), Math.random);
     allRoutesOpen(routes, deps.breakers, model.id);
     // Translated once, for every route of another wire format than the client's.
     let canonical: CanonicalRequest | null = null;

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { get, patch, post } from '../lib/api.js';
 import { Chart } from '../lib/chart.js';
 import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
-import { ClusterNav } from './cluster.js';
+import { ClusterNav } from './cluster-nav.js';
 
 const STATES = ['unresolved', 'open', 'acknowledged', 'resolved'];
 const PAGE = 100;

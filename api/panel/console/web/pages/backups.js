@@ -5,7 +5,7 @@
 // another account, inspections with Remove now and their expiry, cleanup, recovery metrics).
 import { useEffect, useState } from 'preact/hooks';
 import { api, del, get, post, put } from '../lib/api.js';
-import { ClusterNav } from './cluster.js';
+import { ClusterNav } from './cluster-nav.js';
 import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 
 const size = (b) => (b === null || b === undefined ? '—' : b < 1e6 ? `${(b / 1e3).toFixed(1)} kB` : `${(b / 1e6).toFixed(1)} MB`);

@@ -6,19 +6,9 @@ import { del, get, post, put } from '../lib/api.js';
 import { ago, ActionButton, dash, Field, Form, html, Link, Loaded, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 import { Chart, SERIES } from '../lib/chart.js';
 import { AlertList } from './alerts.js';
+import { ClusterNav } from './cluster-nav.js';
 
 const location_ = (l) => [l.logical_region, l.physical_region, l.zone, l.cell].map(dash).join(' / ');
-
-export function ClusterNav({ current }) {
-  return html`<nav class="tabs" aria-label="Cluster">
-    <${Link} href="/cluster" aria-current=${current === 'nodes' ? 'page' : undefined}>Nodes<//>
-    <${Link} href="/cluster/capacity" aria-current=${current === 'capacity' ? 'page' : undefined}>Declared capacity<//>
-    <${Link} href="/cluster/alerts" aria-current=${current === 'alerts' ? 'page' : undefined}>Alerts<//>
-    <${Link} href="/cluster/alert-rules" aria-current=${current === 'rules' ? 'page' : undefined}>Alert rules<//>
-    <${Link} href="/cluster/reconcile" aria-current=${current === 'reconcile' ? 'page' : undefined}>Reconciliation<//>
-    <${Link} href="/cluster/backups" aria-current=${current === 'backups' ? 'page' : undefined}>Backups<//>
-  </nav>`;
-}
 
 export function NodesPage() {
   const list = useLoad(() => get('/v1/cluster/nodes'), []);

@@ -5,7 +5,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, post } from '../lib/api.js';
 import { ActionButton, dash, ErrorBox, html, Link, Loaded, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
-import { ClusterNav } from './cluster.js';
+import { ClusterNav } from './cluster-nav.js';
 
 const STATUS_FILTER = ['', 'drift', 'missing', 'unreadable', 'pending', 'in_sync', 'not_checked'];
 const badge = (v) => html`<span class=${'badge ' + v}>${v.replace('_', ' ')}</span>`;
