@@ -133,8 +133,3 @@ export async function staleClaims(db: Db, olderThanMs: number, limit = 500): Pro
 export async function touchClaims(db: Db, ids: string[]): Promise<void> {
   await db('reservations').whereIn('id', ids).update({ settlement_claimed_at: db.fn.now() });
 }
-
-/** The recorded outcomes of a batch, for its settlement workflow. */
-export async function recordedOutcomes(db: Db, ids: string[]): Promise<Array<{ id: string; status: string; report: RequestReport | null }>> {
-  return db('reservations').whereIn('id', ids).select('id', 'status', 'report');
-}
