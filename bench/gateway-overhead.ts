@@ -58,7 +58,11 @@ interface Target {
   headers: Record<string, string>;
   body: string;
   streamBody: string;
+  /** keys used in turn (requests spread over many accounts); else the headers' own */
+  keys?: string[];
 }
+
+let keyTurn = 0;
 
 interface Sample {
   ok: boolean;
@@ -78,7 +82,7 @@ async function call(t: Target, stream = false): Promise<Sample> {
     const res = await t.pool.request({
       path: '/v1/chat/completions',
       method: 'POST',
-      headers: t.headers,
+      headers: t.keys ? { ...t.headers, authorization: `Bearer ${t.keys[keyTurn++ % t.keys.length]}` } : t.headers,
       body: stream ? t.streamBody : t.body,
       headersTimeout: REQUEST_TIMEOUT_MS,
       bodyTimeout: REQUEST_TIMEOUT_MS,
@@ -208,9 +212,29 @@ async function waitHttp(url: string, child: Child, timeoutMs: number): Promise<v
   throw new Error(`${url} not ready within ${timeoutMs} ms (last: ${last}):\n${child.output()}`);
 }
 
-async function heldCount(db: Db, accountId: string): Promise<number> {
-  const row = await db('reservations').where({ account_id: accountId, status: 'held' }).count<{ count: number }[]>('* as count').first();
+async function heldCount(db: Db, accountIds: string[]): Promise<number> {
+  const row = await db('reservations').whereIn('account_id', accountIds).where({ status: 'held' }).count<{ count: number }[]>('* as count').first();
   return Number(row?.count ?? 0);
+}
+
+/** Statements PostgreSQL ran since the last reset (pg_stat_statements), the benchmark's own left out. */
+interface Statements {
+  calls: number;
+  top: Array<{ calls: number; meanMs: number; totalMs: number; query: string }>;
+}
+
+async function resetStatements(db: Db): Promise<void> {
+  await db.raw('SELECT pg_stat_statements_reset()');
+}
+
+async function statementsSince(db: Db): Promise<Statements> {
+  const own = `query NOT ILIKE '%pg_stat_statements%' AND query NOT ILIKE '%count(*) as "count" from "reservations"%'`;
+  const total = await db.raw(`SELECT COALESCE(sum(calls), 0)::bigint AS calls FROM pg_stat_statements WHERE ${own}`);
+  const top = await db.raw(
+    `SELECT calls, mean_exec_time AS mean, total_exec_time AS total, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
+     FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC LIMIT 8`,
+  );
+  return { calls: Number(total.rows[0].calls), top: top.rows.map((r: { calls: string; mean: number; total: number; query: string }) => ({ calls: Number(r.calls), meanMs: r.mean, totalMs: r.total, query: r.query })) };
 }
 
 interface SettleWait {
@@ -219,12 +243,12 @@ interface SettleWait {
   timedOut: boolean;
 }
 
-/** Polls until no reservation of the account is held, for at most `limitMs`. */
-async function waitSettled(db: Db, accountId: string, limitMs: number): Promise<SettleWait> {
+/** Polls until no reservation of the accounts is held, for at most `limitMs`. */
+async function waitSettled(db: Db, accountIds: string[], limitMs: number): Promise<SettleWait> {
   const start = Date.now();
   const limit = Math.max(0, limitMs);
   for (;;) {
-    const held = await heldCount(db, accountId);
+    const held = await heldCount(db, accountIds);
     const ms = Date.now() - start;
     if (held === 0) return { ms, held, timedOut: false };
     if (ms >= limit) return { ms, held, timedOut: true };
@@ -237,9 +261,9 @@ interface Row {
   settledMs: number | null;
 }
 
-async function reservationRows(db: Db, accountId: string): Promise<Map<string, Row>> {
+async function reservationRows(db: Db, accountIds: string[]): Promise<Map<string, Row>> {
   const rows: Array<{ id: string; status: string; settled_ms: string | null }> = await db('reservations')
-    .where({ account_id: accountId })
+    .whereIn('account_id', accountIds)
     .select('id', 'status', db.raw('extract(epoch from settled_at) * 1000 as settled_ms'));
   return new Map(rows.map((r) => [r.id, { status: r.status, settledMs: r.settled_ms === null ? null : Number(r.settled_ms) }]));
 }
@@ -328,7 +352,9 @@ interface Report {
   settles: Array<[string, SettleWait]>;
   cpu: Array<[string, Array<[string, number]>]>;
   /** CPU seconds per category from a gateway phase's start until all its requests settled, and how many there were */
-  perSettled: Array<{ label: string; requests: number; cpu: Array<[string, number]> }>;
+  perSettled: Array<{ label: string; requests: number; cpu: Array<[string, number]>; statements?: Statements }>;
+  /** c=64 with requests spread over 1,000 accounts (one key each) */
+  spread?: { rps: number; bare: number; errors: string; settle: SettleWait; endWall: number; ends: Map<string, number> };
   /** CPU seconds of the system process per direct request: the simulator's share, taken off the gateway's */
   simulatorMsPerRequest?: number;
   shutdown?: string[];
@@ -354,6 +380,7 @@ async function main(): Promise<number> {
       PG_PORT: String(pgPort),
       SIMULATOR_PORT: String(simPort),
       LOG_LEVEL: 'warn',
+      PG_STAT_STATEMENTS: '1',
     };
     delete env.DATABASE_URL;
     delete env.TEMPORAL_ADDRESS;
@@ -377,6 +404,15 @@ async function main(): Promise<number> {
     db = createDb(`postgres://postgres:postgres@127.0.0.1:${pgPort}/gateway`, 4);
     const account = await createAccount(db, { name: `bench-${new Date().toISOString()}`, tier: 'pro', credits: '1000000' });
     const { key } = await createKey(db, { accountId: account.id, label: 'bench' });
+    await db.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    // The second shape: 1,000 accounts, one key each, requests spread over them in turn.
+    const spreadAccounts: string[] = [];
+    const spreadKeys: string[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const a = await createAccount(db, { name: `bench-spread-${i}-${Date.now()}`, tier: 'pro', credits: '1000' });
+      spreadAccounts.push(a.id);
+      spreadKeys.push((await createKey(db, { accountId: a.id, label: 'bench' })).key);
+    }
 
     const pool = (url: string) => {
       const p = new Pool(url, { connections: 300, pipelining: 1, keepAliveTimeout: 60_000 });
@@ -386,6 +422,7 @@ async function main(): Promise<number> {
     const json = { 'content-type': 'application/json' };
     const direct: Target = { name: 'direct', pool: pool(simUrl), headers: json, body: body(UPSTREAM_MODEL), streamBody: body(UPSTREAM_MODEL, true) };
     const gateway: Target = { name: 'gateway', pool: pool(gatewayUrl), headers: { ...json, authorization: `Bearer ${key}` }, body: body(GATEWAY_MODEL), streamBody: body(GATEWAY_MODEL, true) };
+    const spread: Target = { ...gateway, name: 'gateway, 1,000 accounts', keys: spreadKeys };
     const bareProxy: Target = { name: 'bare proxy', pool: pool(bareUrl), headers: json, body: body(GATEWAY_MODEL), streamBody: body(GATEWAY_MODEL, true) };
 
     // Sanity: each target answers a chat completion (a broken setup must not produce figures).
@@ -405,7 +442,7 @@ async function main(): Promise<number> {
     // The fixed-rate phase keeps 30 s of its plan for the settlement wait that follows it.
     const plan = { c16: 30_000, stream: 20_000, rounds: 2 * roundMs, rate: P.rateSeconds * 1000 + 35_000 };
     const settle = async (label: string, cap: number, laterPhasesMs: number) => {
-      const s = await waitSettled(db!, account.id, Math.min(cap, remaining() - laterPhasesMs - 1_000));
+      const s = await waitSettled(db!, [account.id, ...spreadAccounts], Math.min(cap, remaining() - laterPhasesMs - 1_000));
       report.settles.push([label, s]);
       log(`settle wait after ${label}: ${s.ms} ms${s.timedOut ? `, gave up with ${s.held} held` : ''}`);
       return s;
@@ -465,9 +502,10 @@ async function main(): Promise<number> {
       if (d.rec.ms.length) report.simulatorMsPerRequest = (dSystem * 1000) / d.rec.ms.length;
       const b = await cpuPhase(`c=64 bare proxy, round ${round}`, () => closedLoop(bareProxy, 64, P.throughputSeconds));
       const gCpu = cpuSnapshot(groups);
+      await resetStatements(db);
       const g = await cpuPhase(`c=64 gateway, round ${round}`, () => closedLoop(gateway, 64, P.throughputSeconds));
       const s = await settle(`c=64 round ${round}`, SETTLE_TIMEOUT_MS, later);
-      report.perSettled.push({ label: `c=64 gateway, round ${round}`, requests: g.rec.ms.length, cpu: cpuSecondsBetween(gCpu, cpuSnapshot(groups)) });
+      report.perSettled.push({ label: `c=64 gateway, round ${round}`, requests: g.rec.ms.length, cpu: cpuSecondsBetween(gCpu, cpuSnapshot(groups)), statements: await statementsSince(db) });
       report.rounds.push({
         direct: d.rps,
         bare: b.rps,
@@ -479,17 +517,29 @@ async function main(): Promise<number> {
       });
     }
 
+    // d. c=64 spread over 1,000 accounts (no single hot account row).
+    if (remaining() > P.throughputSeconds * 1000 + 20_000 + plan.rate) {
+      log(`c=64 over 1,000 accounts: ${P.throughputSeconds} s`);
+      const sCpu = cpuSnapshot(groups);
+      await resetStatements(db);
+      const g = await cpuPhase('c=64 gateway, 1,000 accounts', () => closedLoop(spread, 64, P.throughputSeconds));
+      const s = await settle('c=64 over 1,000 accounts', SETTLE_TIMEOUT_MS, plan.rate);
+      report.perSettled.push({ label: 'c=64 gateway, 1,000 accounts', requests: g.rec.ms.length, cpu: cpuSecondsBetween(sCpu, cpuSnapshot(groups)), statements: await statementsSince(db) });
+      report.spread = { rps: g.rps, bare: report.rounds.length ? report.rounds.reduce((x, r) => x + r.bare, 0) / report.rounds.length : NaN, errors: errors({ gateway: g.rec }), settle: s, endWall: g.endWall, ends: g.rec.ends };
+    } else skip('c=64 over 1,000 accounts');
+
     // e. Fixed offered rate, open loop.
     if (remaining() > P.rateSeconds * 1000 + 5_000) {
       log(`fixed rate: ${P.rate} req/s for ${P.rateSeconds} s (cap ${OPEN_LOOP_CAP} in flight)`);
       const rCpu = cpuSnapshot(groups);
+      await resetStatements(db);
       const r = await cpuPhase(`${P.rate} req/s gateway`, () => openLoop(gateway, P.rate, P.rateSeconds, OPEN_LOOP_CAP));
       const s = await settle(`${P.rate} req/s`, SETTLE_TIMEOUT_MS, 0);
-      report.perSettled.push({ label: `${P.rate} req/s gateway`, requests: r.rec.ms.length, cpu: cpuSecondsBetween(rCpu, cpuSnapshot(groups)) });
+      report.perSettled.push({ label: `${P.rate} req/s gateway`, requests: r.rec.ms.length, cpu: cpuSecondsBetween(rCpu, cpuSnapshot(groups)), statements: await statementsSince(db) });
       report.rate = { offered: r.offered, sent: r.sent, dropped: r.dropped, unsent: r.unsent, achievedRps: r.achievedRps, errors: errors({ gateway: r.rec }), settle: s, ends: r.rec.ends, endWall: r.endWall };
     } else skip('fixed-rate phase');
 
-    const rows = await reservationRows(db, account.id);
+    const rows = await reservationRows(db, [account.id, ...spreadAccounts]);
     const queriedAt = Date.now();
     const load1 = os.loadavg();
     await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
@@ -571,6 +621,10 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
       x.errors,
     ];
   });
+  if (r.spread) {
+    const st = settlement(r.spread.ends, rows, r.spread.endWall, queriedAt);
+    tputRows.push(['1,000 accounts', '', fixed(r.spread.bare, 0), fixed(r.spread.rps, 0), `${fixed((r.spread.rps / r.spread.bare) * 100)} %`, r.spread.settle.timedOut ? `NOT settled: ${r.spread.settle.held} held after ${r.spread.settle.ms} ms` : `all settled ${r.spread.settle.ms} ms after the phase`, st.statuses, r.spread.errors]);
+  }
   out.push(tputRows.length ? table(['', 'direct', 'bare proxy', 'gateway', 'gateway / bare', 'settlement', 'reservations', 'errors'], tputRows) : 'not measured');
   out.push('');
 
@@ -607,7 +661,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
   const perSettled = r.perSettled.filter((x) => x.requests > 0).map((x) => {
     const ms = (k: string) => ((x.cpu.find(([c]) => c === k)?.[1] ?? 0) * 1000) / x.requests;
     const system = Math.max(0, ms(SYSTEM) - (r.simulatorMsPerRequest ?? 0));
-    return { label: x.label, requests: x.requests, system, temporal: ms('temporal dev server'), postgres: ms('postgres'), total: system + ms('temporal dev server') + ms('postgres') };
+    return { label: x.label, requests: x.requests, system, temporal: ms('temporal dev server'), postgres: ms('postgres'), total: system + ms('temporal dev server') + ms('postgres'), statements: x.statements };
   });
   if (perSettled.length) {
     out.push('### CPU per settled request (ms, from the phase start until every request of it settled)');
@@ -621,6 +675,19 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
     out.push('');
     out.push(`The gateway + worker column is the system process's CPU less the simulator's share, ${fixed(r.simulatorMsPerRequest ?? NaN, 2)} ms per request (its CPU per request in the c=64 direct phase, where it alone answers).`);
     out.push('');
+    const withStatements = perSettled.filter((x) => x.statements);
+    if (withStatements.length) {
+      out.push('### PostgreSQL statements per settled request (pg_stat_statements, from the phase start until every request of it settled; the benchmark\'s own queries left out)');
+      out.push('');
+      out.push(table(['phase', 'requests', 'statements', 'per request'], withStatements.map((x) => [x.label, x.requests, x.statements!.calls, fixed(x.statements!.calls / x.requests, 3)])));
+      out.push('');
+      for (const x of withStatements) {
+        out.push(`Top statements by total time, ${x.label}:`);
+        out.push('');
+        out.push(table(['calls', 'mean ms', 'total ms', 'statement'], x.statements!.top.map((t) => [t.calls, fixed(t.meanMs, 2), fixed(t.totalMs, 0), '`' + t.query.replace(/[|`]/g, ' ') + '`'])));
+        out.push('');
+      }
+    }
   }
   const rateCpu = perSettled.find((x) => x.label === `${P.rate} req/s gateway`);
 

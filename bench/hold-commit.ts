@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
-import { holdBindings, holdStatement, type HoldTerms } from '../services/credits/hold-statement';
+import { HOLD_BATCH_SQL, holdElement, type HoldTerms } from '../services/credits/hold-statement';
 import { createDb, migrate } from '../platform/db';
 import { createLogger } from '../platform/logger';
 import { freePort } from '../platform/ports';
@@ -47,16 +47,16 @@ async function main() {
       processId: null,
       trackKeySpend: false,
     });
-    const take = holdStatement('take', false);
+    const take = (durable: boolean) => db.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(terms(), 0)]), false, durable]);
     const ways: Array<[string, () => Promise<unknown>]> = [
-      ['durable commit (before)', () => db.raw(take, { ...holdBindings(terms()), durable: true })],
-      ['synchronous_commit off inside the statement (after)', () => db.raw(take, { ...holdBindings(terms()), durable: false })],
+      ['durable commit (before)', () => take(true)],
+      ['synchronous_commit off inside the statement (after)', () => take(false)],
       [
         'transaction with SET LOCAL (4 round trips)',
         () =>
           db.transaction(async (trx) => {
             await trx.raw('SET LOCAL synchronous_commit = off');
-            await trx.raw(take, { ...holdBindings(terms()), durable: true });
+            await trx.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(terms(), 0)]), false, true]);
           }),
       ],
     ];

@@ -76,7 +76,7 @@ async function main() {
   stops.push(stopTracing); // last to stop: flushes the spans of everything stopped before it
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (!config.DATABASE_URL) {
-    const pg = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), port: config.PG_PORT, database: EMBEDDED_DATABASE, persistent: true, logger: log });
+    const pg = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), port: config.PG_PORT, database: EMBEDDED_DATABASE, persistent: true, logger: log, statStatements: config.PG_STAT_STATEMENTS });
     stops.push(pg.stop);
   }
   let temporalAddress = config.TEMPORAL_ADDRESS;

@@ -55,6 +55,8 @@ const schema = z.object({
   API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+  // Load pg_stat_statements into the embedded PostgreSQL (benchmarks count statements per request).
+  PG_STAT_STATEMENTS: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
   // Admin HTTP API (/admin/…): unset means every admin request gets 401.
   ADMIN_TOKEN: z.string().min(1).optional(),
   // Test runs (spec 3 B): case executions at once over every project and worker, the lease of a

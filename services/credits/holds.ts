@@ -4,8 +4,9 @@ import { normalize, type Credits, type Tariff } from '../../domain/credits/prici
 import type { RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
-import { recordOutcome } from './outbox';
+import { HOLD_BATCH_SQL, holdElement, type HoldTerms, type HoldVerdict } from './hold-statement';
+import { GroupCommit } from './group-commit';
+import { recordOutcomes, type OutcomeWrite, type Recorded } from './outbox';
 import type { OutcomeLine } from './outcome-line';
 import { Counter } from 'prom-client';
 import { registry } from '../../platform/metrics';
@@ -54,6 +55,11 @@ function spendLimitRefusal(limit: string, needed: string, remaining: string): Ga
 }
 
 export class Reservations {
+  /** This process's holds, one batch statement at a time (group commit, DESIGN.md §2). */
+  private readonly holds: GroupCommit<HoldTerms, HoldVerdict>;
+  /** This process's outcome writes, batched the same way, on the outcome line when it is up. */
+  private readonly outcomes: GroupCommit<OutcomeWrite, Recorded | null>;
+
   constructor(
     private readonly db: Db,
     private readonly opts: {
@@ -64,23 +70,34 @@ export class Reservations {
       /** outcomes leave the process synchronously, before the answer's last byte (services/credits/outcome-line.ts) */
       outcomeLine?: OutcomeLine;
     },
-  ) {}
+  ) {
+    this.holds = new GroupCommit((batch) => this.takeHolds(batch));
+    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine));
+  }
+
+  /**
+   * One statement decides the whole batch in arrival order. A batch of holds settled from a
+   * report commits without waiting for the disk: a PostgreSQL crash that loses it is repaired by
+   * the outcome write (services/credits/outbox.ts). A hold resolved by a workflow of its own
+   * (video) has no outcome write to repair it: its batch commits durably.
+   */
+  private async takeHolds(batch: HoldTerms[]): Promise<HoldVerdict[]> {
+    const durable = batch.some((t) => t.ownerWorkflowId !== null);
+    const res = await this.db.raw(HOLD_BATCH_SQL, [JSON.stringify(batch.map((t, i) => holdElement(t, i))), false, durable]);
+    return res.rows;
+  }
 
   async hold(h: HoldRequest): Promise<Hold> {
     const count = (result: string) => holdsTaken.inc({ model: h.model, provider: h.provider, result });
     const terms = this.termsOf(h);
-    // A hold settled from a report commits without waiting for the disk: a PostgreSQL crash that
-    // loses it is repaired by the outcome write (services/credits/outbox.ts). A hold resolved by a
-    // workflow of its own (video) has no outcome write to repair it: durable.
-    const res = await this.db.raw(holdStatement('take', terms.trackKeySpend), { ...holdBindings(terms), durable: terms.ownerWorkflowId !== null });
-    const row = res.rows[0];
-    if (row.balance_before === null) {
-      if (terms.trackKeySpend && !row.key_ok) {
-        count('spend_limit');
-        throw spendLimitRefusal(normalize(row.spend_limit ?? '0'), normalize(h.held), normalize(row.key_remaining ?? '0'));
-      }
+    const row = await this.holds.submit(terms);
+    if (row.verdict === 'spend_limit') {
+      count('spend_limit');
+      throw spendLimitRefusal(normalize(row.spend_limit ?? '0'), normalize(h.held), normalize(row.key_remaining ?? '0'));
+    }
+    if (row.verdict !== 'taken') {
       count('insufficient_quota');
-      throw new GatewayError('insufficient_quota', { needed: normalize(h.held), balance: normalize(row.balance) });
+      throw new GatewayError('insufficient_quota', { needed: normalize(h.held), balance: normalize(row.balance ?? '0') });
     }
     count('taken');
     // Captured in the request's context: the outcome is recorded with it for the settlement's span link.
@@ -88,7 +105,7 @@ export class Reservations {
     return {
       reservationId: h.reservationId,
       held: h.held,
-      balanceBefore: row.balance_before,
+      balanceBefore: row.balance_before!,
       tariff: h.tariff,
       complimentary: h.complimentary,
       report: (r) => this.report(terms, trace ? { ...r, trace } : r),
@@ -117,8 +134,10 @@ export class Reservations {
   /**
    * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): a durable
    * commit, before anything depends on Temporal. It carries the hold's terms, so a hold that a
-   * PostgreSQL crash lost is written again with it. With an outcome line, the statement has left
-   * the process when this returns its promise (the API reports before it ends the answer). The
+   * PostgreSQL crash lost is written again with it. With an outcome line and no outcome batch of
+   * this process in flight, the statement has left the process when this returns its promise (the
+   * API reports before it ends the answer); else it leaves with the next batch, the moment the one
+   * in flight returns (a few milliseconds, under load only). The
    * body id is readable by /v1/generation from then on. A database that is down is retried for
    * about 45 s; this process's heartbeat keeps the hold from the sweeper meanwhile.
    */
@@ -126,8 +145,10 @@ export class Reservations {
     if (t.ownerWorkflowId) throw new Error(`hold ${t.reservationId} is resolved by ${t.ownerWorkflowId}, not by a report`);
     for (let attempt = 0; ; attempt++) {
       try {
-        // The first attempt goes out on the outcome line, synchronously; retries through the pool.
-        const recorded = await recordOutcome(this.db, t.reservationId, r, t, attempt === 0 ? this.opts.outcomeLine : undefined);
+        // The first attempt goes out in this process's next batch (on the outcome line, synchronously
+        // when no batch is in flight); retries alone through the pool.
+        const write = { reservationId: t.reservationId, report: r, lost: t };
+        const recorded = attempt === 0 ? await this.outcomes.submit(write) : (await recordOutcomes(this.db, [write]))[0];
         if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');
         return;
       } catch (err) {

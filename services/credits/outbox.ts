@@ -1,52 +1,74 @@
 import type { RequestReport } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
-import { holdBindings, holdStatement, type HoldTerms } from './hold-statement';
+import { HOLD_BATCH_CALL, holdElement, type HoldTerms } from './hold-statement';
 import type { OutcomeLine } from './outcome-line';
 
 // The outcome outbox on the reservation row. The API records an outcome once (durable, after the
-// client has its answer); the relay claims recorded outcomes for a workflow, at most `limit` a
-// time, skipping rows another relay holds (FOR UPDATE SKIP LOCKED).
+// client has its answer), a batch of them per statement (group commit, services/credits/group-commit.ts);
+// the relay claims recorded outcomes for a workflow, at most `limit` a time, skipping rows another
+// relay holds (FOR UPDATE SKIP LOCKED).
 
 export const OUTBOX_CHANNEL = 'settlement_outbox';
 
 export type Recorded = 'recorded' | 'recreated';
 
+/** One outcome to record; given the hold's terms, a hold a PostgreSQL crash lost is written again with it. */
+export interface OutcomeWrite {
+  reservationId: string;
+  report: RequestReport;
+  lost?: HoldTerms;
+}
+
+/** Records each outcome on its held row, one durable commit and one NOTIFY for the batch; the ids recorded. */
+const RECORD_SQL = `WITH o AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS o(id uuid, report jsonb, body_id text)),
+  u AS (
+    UPDATE reservations r SET report = o.report, reported_at = now(), body_id = COALESCE(r.body_id, o.body_id)
+    FROM o WHERE r.id = o.id AND r.status = 'held' AND r.report IS NULL
+    RETURNING r.id
+  )
+  SELECT COALESCE(array_agg(id::text), '{}') AS ids, CASE WHEN count(*) > 0 THEN pg_notify(?, '') END AS notified FROM u`;
+
 /**
- * Records the outcome of a held reservation and wakes the relay: a durable commit. Null when it
- * was recorded (or resolved) already. Given the hold's terms, a reservation row that is absent (a
+ * Records a batch of outcomes and wakes the relay: a durable commit. Per outcome: null when it was
+ * recorded (or resolved) already. Given the hold's terms, a reservation row that is absent (a
  * PostgreSQL crash lost the hold's commit, which does not wait for the disk) is written again
  * together with its outcome, its 'hold' ledger row and the account's (and key's) columns, by the
  * hold statement itself: 'recreated'. The row is written at most once (its id is the primary key).
  * Given an outcome line, the statement is written to the database before this returns its promise
  * (services/credits/outcome-line.ts); else through the pool.
  */
-export async function recordOutcome(db: Db, reservationId: string, report: RequestReport, lost?: HoldTerms, line?: OutcomeLine): Promise<Recorded | null> {
-  const statement = db.raw(
-    `WITH u AS (
-       UPDATE reservations SET report = :report::jsonb, reported_at = now(), body_id = COALESCE(body_id, :body_id)
-       WHERE id = :id AND status = 'held' AND report IS NULL
-       RETURNING id
-     )
-     SELECT count(*)::int AS n, pg_notify(:channel, '') FROM u`,
-    { id: reservationId, report: JSON.stringify(report), body_id: report.bodyId ?? null, channel: OUTBOX_CHANNEL },
-  );
+export async function recordOutcomes(db: Db, writes: OutcomeWrite[], line?: OutcomeLine): Promise<Array<Recorded | null>> {
+  const batch = writes.map((w) => ({ id: w.reservationId, report: w.report, body_id: w.report.bodyId ?? null }));
+  const statement = db.raw(RECORD_SQL, [JSON.stringify(batch), OUTBOX_CHANNEL]);
   // On the outcome line the statement leaves this process before this function first yields.
   const native = line ? statement.toSQL().toNative() : null;
   const sent = native ? line!.send(native.sql, native.bindings) : null;
-  const r = await (sent ?? statement);
-  if (r.rows[0].n === 1) return 'recorded';
-  if (!lost) return null;
-  if (lost.reservationId !== reservationId) throw new Error(`the terms of ${lost.reservationId} given for ${reservationId}`);
-  const again = await db.raw(holdStatement('recreate', lost.trackKeySpend), {
-    ...holdBindings(lost),
-    report: JSON.stringify(report),
-    body_id: report.bodyId ?? null,
-    channel: OUTBOX_CHANNEL,
+  const recorded = new Set<string>(((await (sent ?? statement)).rows[0] as { ids: string[] }).ids);
+  const out: Array<Recorded | null> = writes.map((w) => (recorded.has(w.reservationId) ? 'recorded' : null));
+  const lost = writes.map((w, i) => ({ w, i })).filter(({ w }) => !recorded.has(w.reservationId) && w.lost);
+  if (lost.length === 0) return out;
+  // The rare path (a PostgreSQL crash lost holds): one statement writes them again with their outcomes.
+  const elements = lost.map(({ w }, ord) => {
+    if (w.lost!.reservationId !== w.reservationId) throw new Error(`the terms of ${w.lost!.reservationId} given for ${w.reservationId}`);
+    return holdElement(w.lost!, ord, { report: w.report, bodyId: w.report.bodyId ?? null });
   });
-  if (again.rows[0].balance_before !== null) return 'recreated';
-  // Not written: the row exists (recorded or resolved already), or a concurrent change took the room it read.
-  if (await db('reservations').where({ id: reservationId }).first('id')) return null;
-  throw new Error(`the lost hold ${reservationId} could not be written again (its account or key changed meanwhile); retried`);
+  const again = await db.raw(
+    `WITH t AS (SELECT * FROM ${HOLD_BATCH_CALL})
+     SELECT t.ord, t.verdict, (SELECT count(pg_notify(?, '')) FROM (SELECT 1 FROM t WHERE verdict = 'taken' LIMIT 1) x)::int AS notified FROM t ORDER BY t.ord`,
+    [JSON.stringify(elements), true, true, OUTBOX_CHANNEL],
+  );
+  for (const row of again.rows as Array<{ ord: number; verdict: string }>) {
+    const { w, i } = lost[row.ord];
+    // exists: recorded or resolved meanwhile. Anything else: the account is gone; retried.
+    if (row.verdict === 'taken') out[i] = 'recreated';
+    else if (row.verdict !== 'exists') throw new Error(`the lost hold ${w.reservationId} could not be written again (${row.verdict}); retried`);
+  }
+  return out;
+}
+
+/** Records one outcome (recordOutcomes with a batch of one). */
+export async function recordOutcome(db: Db, reservationId: string, report: RequestReport, lost?: HoldTerms, line?: OutcomeLine): Promise<Recorded | null> {
+  return (await recordOutcomes(db, [{ reservationId, report, lost }], line))[0];
 }
 
 export interface ClaimedOutcome {
@@ -110,9 +132,4 @@ export async function staleClaims(db: Db, olderThanMs: number, limit = 500): Pro
 /** Marks claims as looked at again (so the next stale pass waits another interval). */
 export async function touchClaims(db: Db, ids: string[]): Promise<void> {
   await db('reservations').whereIn('id', ids).update({ settlement_claimed_at: db.fn.now() });
-}
-
-/** The recorded outcomes of a batch, for its settlement workflow. */
-export async function recordedOutcomes(db: Db, ids: string[]): Promise<Array<{ id: string; status: string; report: RequestReport | null }>> {
-  return db('reservations').whereIn('id', ids).select('id', 'status', 'report');
 }

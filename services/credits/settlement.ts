@@ -4,59 +4,91 @@ import type { Db } from '../../platform/db';
 import { EVENT_DELIVERIES, EVENTS_CHANNEL, LOW_BALANCE, REACHED_AT } from '../accounts/event-sql';
 import { holdsResolved, settlementLag } from './metrics';
 
+/** A hold to settle, with its outcome (absent: the outcome recorded on its row). */
+export interface ToSettle {
+  id: string;
+  report?: RequestReport;
+}
+
+/** The reservation columns settlement writes, as the batch statement reads them (jsonb_to_recordset). */
+const SETTLED_COLUMNS = `ord int, id uuid, status text, billing_source text, outcome text, http_status int, body_id text, latency_ms int, error text,
+  prompt_tokens int, completion_tokens int, cached_tokens int, cache_write_tokens int, reasoning_tokens int, usage_details jsonb,
+  provider_cost numeric, charge numeric, input_credits numeric, cache_write_credits numeric, cache_read_credits numeric,
+  output_credits numeric, pricing_adjustment_credits numeric, uncovered_credits numeric, route jsonb, route_provider text, is_estimate boolean`;
+
 /**
- * Settlement: the only writer of release and charge rows. One statement guarded by
- * `status = 'held'`, so however often it is retried, the hold resolves exactly once. A hold that
- * also raised its key's spend (keyed variant) has the key's spend corrected from the hold to the
- * charge in that statement; `a` joins `k` so the key row is locked before the account row, the
- * order the hold uses (services/credits/holds.ts).
+ * The batch, set-based (issue 31): every reservation by one UPDATE guarded by status = 'held',
+ * each key and each account updated once with the batch's sums, the release and charge ledger
+ * rows by one INSERT … SELECT, account events by one INSERT. A replayed batch changes nothing.
  */
-export async function settleReservation(db: Db, reservationId: string, report: RequestReport): Promise<SettlementResult> {
-  const row = await db('reservations').where({ id: reservationId }).first();
-  if (!row) throw new Error(`reservation ${reservationId} not found`);
-  if (row.status !== 'held') {
-    return { reservationId, status: row.status, billingSource: row.billing_source, charge: normalize(row.charge), applied: false };
-  }
-  const c = chargeOf({ tariff: row as Tariff, held: row.held_credits, complimentary: row.complimentary }, report);
-  const status = resolvedStatus(report, c);
-  const u = report.usage;
-  const result = await db.raw(
-    `WITH r AS (
-       UPDATE reservations SET status = :status, billing_source = :billing_source, outcome = :outcome,
-         http_status = :http_status, body_id = COALESCE(:body_id, body_id), latency_ms = :latency_ms, error = :error,
-         prompt_tokens = :prompt_tokens, completion_tokens = :completion_tokens, cached_tokens = :cached_tokens,
-         cache_write_tokens = :cache_write_tokens, reasoning_tokens = :reasoning_tokens,
-         usage_details = COALESCE(:usage_details::jsonb, usage_details),
-         provider_cost = :provider_cost, charge = :charge, input_credits = :input_credits,
-         cache_write_credits = :cache_write_credits, cache_read_credits = :cache_read_credits,
-         output_credits = :output_credits, pricing_adjustment_credits = :pricing_adjustment_credits,
-         uncovered_credits = :uncovered_credits,
-         route = COALESCE(:route::jsonb, route), provider = COALESCE(:route_provider, provider),
-         is_estimate = :is_estimate, settled_at = now()
-       WHERE id = :id AND status = 'held'
-       RETURNING account_id, key_id, key_spend_tracked, held_credits, charge, extract(epoch FROM clock_timestamp() - reported_at)::float8 AS lag
-     ), k AS (
-       UPDATE api_keys SET spend = spend - r.held_credits + r.charge,
-         spend_limit_reached_at = ${REACHED_AT}
-       FROM r WHERE api_keys.id = r.key_id AND r.key_spend_tracked
-       RETURNING api_keys.id, api_keys.account_id, api_keys.spend, api_keys.spend_limit, api_keys.spend_limit_reached_at = statement_timestamp() AS reached
-     ), a AS (
-       UPDATE accounts SET total_usage = total_usage - r.held_credits + r.charge,
-         reserved_credits = reserved_credits - r.held_credits, pending_requests = pending_requests - 1,
-         ${LOW_BALANCE}
-       FROM r LEFT JOIN k ON true WHERE accounts.id = r.account_id
-       RETURNING accounts.id, accounts.total_credits - accounts.total_usage AS balance, accounts.low_balance_threshold,
-         accounts.low_balance_crossed_at = statement_timestamp() AS crossed
-     ), w AS (${EVENT_DELIVERIES}
-     ), l AS (
-       INSERT INTO ledger (account_id, reservation_id, kind, amount)
-       SELECT account_id, :id::uuid, 'release', held_credits FROM r
-       UNION ALL SELECT account_id, :id::uuid, 'charge', charge FROM r WHERE charge > 0
-     )
-     SELECT count(*)::int AS n, max(lag) AS lag, (SELECT count(pg_notify('${EVENTS_CHANNEL}', '')) FROM (SELECT 1 FROM w LIMIT 1) x)::int AS events FROM r`,
-    {
-      id: reservationId,
-      status,
+const SETTLE_SQL = `WITH s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s(${SETTLED_COLUMNS})),
+  r AS (
+    UPDATE reservations SET status = s.status, billing_source = s.billing_source, outcome = s.outcome,
+      http_status = s.http_status, body_id = COALESCE(s.body_id, reservations.body_id), latency_ms = s.latency_ms, error = s.error,
+      prompt_tokens = s.prompt_tokens, completion_tokens = s.completion_tokens, cached_tokens = s.cached_tokens,
+      cache_write_tokens = s.cache_write_tokens, reasoning_tokens = s.reasoning_tokens,
+      usage_details = COALESCE(s.usage_details, reservations.usage_details),
+      provider_cost = s.provider_cost, charge = s.charge, input_credits = s.input_credits,
+      cache_write_credits = s.cache_write_credits, cache_read_credits = s.cache_read_credits,
+      output_credits = s.output_credits, pricing_adjustment_credits = s.pricing_adjustment_credits,
+      uncovered_credits = s.uncovered_credits,
+      route = COALESCE(s.route, reservations.route), provider = COALESCE(s.route_provider, reservations.provider),
+      is_estimate = s.is_estimate, settled_at = now()
+    FROM s WHERE reservations.id = s.id AND reservations.status = 'held'
+    RETURNING s.ord, reservations.id, reservations.status, reservations.account_id, reservations.key_id, reservations.key_spend_tracked,
+      reservations.held_credits, reservations.charge, extract(epoch FROM clock_timestamp() - reservations.reported_at)::float8 AS lag
+  ), k AS (
+    UPDATE api_keys SET spend = spend + d.spend_delta, spend_limit_reached_at = ${REACHED_AT}
+    FROM (SELECT key_id, sum(charge - held_credits) AS spend_delta, (array_agg(id::text ORDER BY ord DESC))[1] AS request_id
+          FROM r WHERE key_spend_tracked GROUP BY key_id) d
+    WHERE api_keys.id = d.key_id
+    RETURNING api_keys.id, api_keys.account_id, api_keys.spend, api_keys.spend_limit, d.request_id,
+      api_keys.spend_limit_reached_at = statement_timestamp() AS reached
+  ), a AS (
+    UPDATE accounts SET total_usage = total_usage + d.usage_delta, reserved_credits = reserved_credits - d.held,
+      pending_requests = pending_requests - d.n,
+      ${LOW_BALANCE}
+    FROM (SELECT account_id, sum(charge - held_credits) AS usage_delta, sum(held_credits) AS held, count(*) AS n,
+            (array_agg(id::text ORDER BY ord DESC))[1] AS request_id
+          FROM r GROUP BY account_id) d
+    WHERE accounts.id = d.account_id
+    RETURNING accounts.id, accounts.total_credits - accounts.total_usage AS balance, accounts.low_balance_threshold, d.request_id,
+      accounts.low_balance_crossed_at = statement_timestamp() AS crossed
+  ), w AS (${EVENT_DELIVERIES}
+  ), l AS (
+    INSERT INTO ledger (account_id, reservation_id, kind, amount)
+    SELECT account_id, id, 'release', held_credits FROM r
+    UNION ALL SELECT account_id, id, 'charge', charge FROM r WHERE charge > 0
+  )
+  SELECT r.id, r.status, r.lag, (SELECT count(pg_notify('${EVENTS_CHANNEL}', '')) FROM (SELECT 1 FROM w LIMIT 1) x)::int AS events
+  FROM r`;
+
+/**
+ * Settlement: the only writer of release and charge rows. A batch of holds (one, for the sweeper
+ * and reservation workflows) is settled in one transaction of a fixed number of statements,
+ * guarded by status = 'held', so however often it is retried each hold resolves exactly once. A
+ * hold that also raised its key's spend (keyed variant) has the key's spend corrected from the
+ * hold to the charge. The key and account rows are locked first, keys then accounts, each by id:
+ * the order the holds use (migrations/202612310101_credits_hold_batches.ts), so none deadlock.
+ * Returns one result per item, in order (applied false: resolved already, or no outcome to settle from).
+ */
+export async function settleReservations(db: Db, items: ToSettle[]): Promise<SettlementResult[]> {
+  const rows: Array<Tariff & { id: string; status: string; account_id: string; key_id: string; key_spend_tracked: boolean; held_credits: string; complimentary: boolean; report: RequestReport | null }> =
+    await db('reservations').whereIn('id', items.map((i) => i.id));
+  const byId = new Map(rows.map((r) => [r.id as string, r]));
+  const decided = new Map<string, { status: SettlementResult['status']; billingSource: string; charge: string }>();
+  const batch: Array<Record<string, unknown>> = [];
+  items.forEach(({ id, report: given }, ord) => {
+    const row = byId.get(id);
+    if (!row) throw new Error(`reservation ${id} not found`);
+    const report = given ?? row.report;
+    if (row.status !== 'held' || !report || decided.has(id)) return;
+    const c = chargeOf({ tariff: row, held: row.held_credits, complimentary: row.complimentary }, report);
+    const status = resolvedStatus(report, c);
+    decided.set(id, { status, billingSource: c.billing_source, charge: c.charge });
+    const u = report.usage;
+    batch.push({
+      ord, id, status,
       billing_source: c.billing_source,
       outcome: report.outcome,
       http_status: report.httpStatus,
@@ -68,7 +100,7 @@ export async function settleReservation(db: Db, reservationId: string, report: R
       cached_tokens: u?.cached_tokens ?? null,
       cache_write_tokens: u?.cache_write_tokens ?? null,
       reasoning_tokens: u?.reasoning_tokens ?? null,
-      usage_details: report.usageDetails ? JSON.stringify(report.usageDetails) : null,
+      usage_details: report.usageDetails ?? null,
       provider_cost: report.providerCost,
       charge: c.charge,
       input_credits: c.input_credits,
@@ -78,20 +110,43 @@ export async function settleReservation(db: Db, reservationId: string, report: R
       pricing_adjustment_credits: c.pricing_adjustment_credits,
       uncovered_credits: c.uncovered_credits,
       // the route that answered (text requests with fallback) is the request's provider
-      route: report.routing ? JSON.stringify(report.routing) : null,
+      route: report.routing ?? null,
       route_provider: report.routing?.provider ?? null,
       is_estimate: c.is_estimate,
-    },
-  );
-  const applied = result.rows[0].n === 1;
-  if (!applied) {
-    const now = await db('reservations').where({ id: reservationId }).first();
-    return { reservationId, status: now.status, billingSource: now.billing_source, charge: normalize(now.charge), applied: false };
+    });
+  });
+  const applied = new Set<string>();
+  if (batch.length) {
+    const held = batch.map((b) => byId.get(b.id as string)!);
+    const keys = [...new Set(held.filter((r) => r.key_spend_tracked).map((r) => r.key_id))].sort();
+    const accounts = [...new Set(held.map((r) => r.account_id))].sort();
+    const settled = await db.transaction(async (trx) => {
+      if (keys.length) await trx.raw('SELECT 1 FROM api_keys WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE', [keys]);
+      await trx.raw('SELECT 1 FROM accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE', [accounts]);
+      const res = await trx.raw(SETTLE_SQL, [JSON.stringify(batch)]);
+      return res.rows as Array<{ id: string; status: SettlementResult['status']; lag: number | null }>;
+    });
+    for (const r of settled) {
+      applied.add(r.id);
+      holdsResolved.inc({ status: r.status });
+      // Outcomes the sweeper settles were never recorded (no reported_at): no lag to observe.
+      if (r.lag !== null) settlementLag.observe(r.lag);
+    }
   }
-  holdsResolved.inc({ status });
-  // Outcomes the sweeper settles were never recorded (no reported_at): no lag to observe.
-  if (result.rows[0].lag !== null) settlementLag.observe(result.rows[0].lag);
-  return { reservationId, status, billingSource: c.billing_source, charge: c.charge, applied };
+  // Those not applied here: what their row says now (resolved by an earlier attempt, or not yet reported).
+  const missed = items.filter((i) => !applied.has(i.id)).map((i) => i.id);
+  const now = new Map<string, { status: SettlementResult['status']; billing_source: string; charge: string | null }>(missed.length ? (await db('reservations').whereIn('id', missed).select('id', 'status', 'billing_source', 'charge')).map((r) => [r.id, r]) : []);
+  return items.map(({ id }) => {
+    const d = decided.get(id);
+    if (applied.has(id) && d) return { reservationId: id, status: d.status, billingSource: d.billingSource, charge: d.charge, applied: true };
+    const r = now.get(id)!;
+    return { reservationId: id, status: r.status, billingSource: r.billing_source, charge: r.charge === null ? '0' : normalize(r.charge), applied: false };
+  });
+}
+
+/** Settles one hold from the given outcome (a batch of one). */
+export async function settleReservation(db: Db, reservationId: string, report: RequestReport): Promise<SettlementResult> {
+  return (await settleReservations(db, [{ id: reservationId, report }]))[0];
 }
 
 export interface AbandonmentRule {

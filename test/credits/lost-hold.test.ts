@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createSettlementActivities } from '../../activities/credits/settlement';
 import { createDb } from '../../platform/db';
-import { holdBindings, holdStatement, type HoldTerms } from '../../services/credits/hold-statement';
+import { HOLD_BATCH_SQL, holdElement, type HoldTerms } from '../../services/credits/hold-statement';
 import { Reservations, type HoldRequest } from '../../services/credits/holds';
 import { recordOutcome } from '../../services/credits/outbox';
 import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
@@ -156,7 +156,7 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
       await env.db
         .transaction(async (trx) => {
           const t = terms(owner);
-          await trx.raw(holdStatement('take', false), { ...holdBindings(t), durable: owner !== null });
+          await trx.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(t, 0)]), false, owner !== null]);
           assert.equal((await trx.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, expected);
           throw new Error('rollback');
         })

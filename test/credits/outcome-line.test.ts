@@ -47,7 +47,7 @@ describe('an API process killed right after answering', function () {
       await trx('accounts').where({ id: b.accountId }).forUpdate();
       const blocked = call(url, '/v1/chat/completions', { key: b.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'blocked [sim tokens=2]' }] } }).catch(() => null);
       for (let i = 0; ; i++) {
-        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE accounts%'`);
+        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%credits_take_holds%'`);
         if (w.rows[0].n > 0) break;
         assert.ok(i < 200, 'the second hold never waited on the lock');
         await new Promise((r) => setTimeout(r, 25));
