@@ -1,6 +1,6 @@
 import type { Credits, Tariff } from '../../domain/credits/pricing';
 
-// The hold statement: one call of credits_take_holds (migrations/202612310101_credits_hold_batches.ts,
+// The hold statement: one call of credits_take_holds (migrations/202612310201_credits_hold_batches.ts,
 // where the rule is written out with a worked example) decides and writes a batch of holds: the
 // balance check and the key's spend limit per hold in arrival order, each account and key row
 // updated once, the reservation rows and their 'hold' ledger rows. The same function serves both

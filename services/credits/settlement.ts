@@ -69,7 +69,7 @@ const SETTLE_SQL = `WITH s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s($
  * guarded by status = 'held', so however often it is retried each hold resolves exactly once. A
  * hold that also raised its key's spend (keyed variant) has the key's spend corrected from the
  * hold to the charge. The key and account rows are locked first, keys then accounts, each by id:
- * the order the holds use (migrations/202612310101_credits_hold_batches.ts), so none deadlock.
+ * the order the holds use (migrations/202612310201_credits_hold_batches.ts), so none deadlock.
  * Returns one result per item, in order (applied false: resolved already, or no outcome to settle from).
  */
 export async function settleReservations(db: Db, items: ToSettle[]): Promise<SettlementResult[]> {
