@@ -93,7 +93,7 @@ const claudeCode: Driver = {
     const u = rec(result.usage);
     const usage = { input: num(u.input_tokens) + num(u.cache_creation_input_tokens) + num(u.cache_read_input_tokens), output: num(u.output_tokens) };
     const text = String(result.result ?? '');
-    if (result.is_error === true) return { ok: false, reason: `client error: ${clip(text, 300)}`, usage };
+    if (result.is_error === true) return { ok: false, reason: `client error: ${clip(text, 120)}`, usage };
     if (c === 'tool') {
       const results = lines
         .filter((l) => l.type === 'user')
@@ -130,7 +130,7 @@ const codex: Driver = {
       .map((l) => rec(l.usage))
       .reduce<Usage | null>((sum, u) => ({ input: (sum?.input ?? 0) + num(u.input_tokens), output: (sum?.output ?? 0) + num(u.output_tokens) }), null);
     const failed = lines.find((l) => l.type === 'turn.failed' || l.type === 'error');
-    if (failed) return { ok: false, reason: `client error: ${clip(JSON.stringify(failed.error ?? failed.message ?? failed), 300)}`, usage };
+    if (failed) return { ok: false, reason: `client error: ${clip(String(failed.message ?? JSON.stringify(failed.error ?? failed)), 120)}`, usage };
     if (c === 'tool') {
       const command = items.find((i) => i.type === 'command_execution');
       if (!command) return { ok: false, reason: 'exec_command never ran', usage };
@@ -157,7 +157,7 @@ const llm: Driver = {
     const counts = [...out.matchAll(/Token usage: ([\d,]+) input, ([\d,]+) output/g)];
     const usage = counts.length ? counts.reduce((s, m) => ({ input: s.input + Number(m[1]!.replace(/,/g, '')), output: s.output + Number(m[2]!.replace(/,/g, '')) }), { input: 0, output: 0 }) : null;
     const text = out.replace(/^Token usage:.*$/gm, '').trim();
-    if (/^Error:/m.test(text)) return { ok: false, reason: `client error: ${clip(text, 300)}`, usage };
+    if (/^Error:/m.test(text)) return { ok: false, reason: `client error: ${clip(text, 120)}`, usage };
     // The tool upper-cases its input: the upper-case marker in the answer is the tool's output.
     const problem = c === 'tool' ? answerProblem(c, marker.toUpperCase(), text) : answerProblem(c, marker, text);
     return problem ? { ok: false, reason: problem, usage } : { ok: true, reason: '', usage };
