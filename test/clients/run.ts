@@ -106,7 +106,8 @@ async function waitFor(ready: () => Promise<boolean>, exited: () => boolean, tim
 }
 
 function render(rows: Row[], clients: InstalledClient[], models: string[], newest: boolean, notes: string[]): string {
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const commit = `${git('rev-parse', '--short', 'HEAD')} on ${git('rev-parse', '--abbrev-ref', 'HEAD')}`;
   const cell = (s: string) => s.replace(/\|/g, '\\|');
   const passed = rows.filter((r) => r.ok).length;
   const refusals = new Set<string>();
