@@ -61,6 +61,7 @@ export const PARSERS = {
   reasoning: int(0, MAX_TOKENS),
   reject_keys: keys,
   tool_call: text, // answer with a call to this (declared) tool
+  tool_arg: text, // that call's argument name; its value is the text after the directive
 };
 
 export type ControlName = keyof typeof PARSERS;

@@ -3,7 +3,7 @@
 // so the same request always yields the same token numbers in both modes, in every format.
 import type { Behaviour } from './behaviour';
 import { base64Bytes, type SpokenFormat } from './media-bytes';
-import { cycle, firstWords, isRecord, partsText, stripDirectives } from './text';
+import { afterLastDirective, cycle, firstWords, isRecord, partsText, stripDirectives } from './text';
 
 /** What every wire format's parser extracts; the plan depends on nothing else. */
 export interface GenRequest {
@@ -49,7 +49,7 @@ export interface Usage {
 
 export interface PlannedToolCall {
   name: string;
-  /** JSON text `{"input":"..."}`. */
+  /** JSON text `{"input":"..."}` (`tool_arg=KEY`: `{"KEY":"..."}`). */
   arguments: string;
   /** The arguments cut after each whitespace run; one fragment is one completion token. */
   fragments: string[];
@@ -258,8 +258,12 @@ export function reasoningWords(request: GenRequest, count: number): string[] {
   return cycle(['Thinking:', ...firstWords(request.lastUserText, count - 1)], count);
 }
 
-function planToolCall(request: GenRequest, name: string): PlannedToolCall {
-  const args = JSON.stringify({ input: stripDirectives(request.lastUserText) });
+// `{"input": <the last user message>}`; with tool_arg=KEY `{"KEY": <the text after the directive>}`,
+// so a real tool gets a usable argument (`[sim tool_call=Bash tool_arg=command] echo hi`) even when
+// the client put context of its own before the prompt in the same message.
+function planToolCall(request: GenRequest, name: string, argName: string | undefined): PlannedToolCall {
+  const text = argName === undefined ? request.lastUserText : afterLastDirective(request.lastUserText);
+  const args = JSON.stringify({ [argName ?? 'input']: stripDirectives(text) });
   return { name, arguments: args, fragments: args.match(/\S+\s*/g) ?? [args] };
 }
 
@@ -274,7 +278,7 @@ export function planCompletion(request: GenRequest, behaviour: Behaviour): Plan 
   const spoken = toolName === null ? (request.audio?.output ?? null) : null;
   if (toolName !== null) {
     // A tool call ignores tokens/max_tokens: one token per word of the arguments JSON.
-    toolCall = planToolCall(request, toolName);
+    toolCall = planToolCall(request, toolName, behaviour.tool_arg);
     finishReason = 'tool_calls';
     visible = toolCall.fragments.length;
   } else {

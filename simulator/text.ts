@@ -37,6 +37,13 @@ export function stripDirectives(text: string): string {
     .trim();
 }
 
+/** The text after the last `[sim ...]` directive; all of it when there is none. */
+export function afterLastDirective(text: string): string {
+  let end = 0;
+  for (const match of text.matchAll(/\[sim(?:\s+[^\]]*)?\]/g)) end = match.index + match[0].length;
+  return text.slice(end);
+}
+
 /** Optional-number check for sampling parameters: absent/null, or a number in [min, max]. */
 export function numberIn(value: unknown, min: number, max: number): boolean {
   return value === undefined || value === null || (typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max);
