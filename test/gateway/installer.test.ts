@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Language, Parser, type Node } from 'web-tree-sitter';
+import { backupsOf, runScript, snapshot } from '../helpers/installer';
 import { newAccount, useStack, type TestAccount } from '../helpers/stack';
 
 // Installer scripts of spec 1 section 1 item 8, downloaded from a real gateway and run with bash
@@ -35,24 +36,6 @@ const ORIGINAL = {
   zshrc: `export OPENAI_API_KEY=${OTHER_KEY}\n`,
 };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Every file under dir with its content: equal snapshots mean nothing was written or deleted. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    const full = path.join(entry.parentPath, entry.name);
-    out[path.relative(dir, full)] = entry.isFile() ? fs.readFileSync(full, 'utf8') : '<dir>';
-  }
-  return out;
-}
-
-const backupsOf = (file: string) =>
-  fs.readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.bak-`)).map((n) => path.join(path.dirname(file), n));
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 describe('installer scripts (spec 1 section 1 item 8)', function () {
@@ -90,23 +73,7 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     return home;
   }
 
-  /** bash SCRIPT ARGS with HOME set; detached, so there is no /dev/tty and prompts read stdin. */
-  function run(script: string, args: string[], home: string, opts: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('bash', [path.join(dir, script), ...args], {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', ...opts.env },
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: true,
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-      child.stdin.end(opts.input ?? '');
-    });
-  }
+  const run = (script: string, args: string[], home: string, opts: { input?: string; env?: Record<string, string> } = {}) => runScript(dir, script, args, home, opts);
 
   const install = (home: string, extra: string[] = [], env?: Record<string, string>) =>
     run('install.sh', ['--key', acct.key, '--apps', 'claude,codex,shell', '--models', 'sim-gpt,sim-gpt-mini', '--yes', ...extra], home, { env });

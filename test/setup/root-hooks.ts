@@ -30,23 +30,28 @@ const TEMPLATE = 'gateway_template';
 const pools: Db[] = [];
 
 /**
- * Puts a hook before the first hook of each test file's first top-level suite that clones the
- * template into the file's own database and points `env` at it. Pools idle down to no connection.
+ * Puts a hook before the first hook of each top-level suite that, once per test file, clones the
+ * template into the file's own database and points `env` at it (on every suite of the file, so a
+ * `--grep` that skips the first still gets it). Pools idle down to no connection.
  */
 function giveEachFileItsDatabase(root: Mocha.Suite, templateUrl: string): void {
-  const first = new Map<string, Mocha.Suite>();
-  for (const s of root.suites) if (s.file && !first.has(s.file)) first.set(s.file, s);
-  let n = 0;
-  for (const [file, suite] of first) {
-    const name = `test_${++n}`;
+  const names = new Map<string, string>();
+  let current: string | undefined;
+  for (const suite of root.suites) {
+    if (!suite.file) continue;
+    const file = suite.file;
+    if (!names.has(file)) names.set(file, `test_${names.size + 1}`);
+    const name = names.get(file)!;
     suite.beforeAll(`own database for ${path.basename(file)}`, async function () {
+      if (current === name) return;
       this.timeout(60_000);
       await admin!.raw(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`);
+      current = name;
       env.databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${name}`);
       env.db = createDb(env.databaseUrl, 30, 0);
       pools.push(env.db);
     });
-    // Mocha appends hooks; this one must run before the file's own.
+    // Mocha appends hooks; this one must run before the suite's own.
     const hooks = (suite as unknown as { _beforeAll: unknown[] })._beforeAll;
     hooks.unshift(hooks.pop());
   }
