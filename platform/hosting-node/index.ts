@@ -92,6 +92,8 @@ export interface HostingNode {
   renderSite(s: SiteSpec): RenderedFile[];
   /** the spec the node last applied for a site, null: it has no record of it */
   appliedSite(siteId: string): SiteSpec | null;
+  /** a site's docroot and whether it is on disk */
+  docroot(domain: string): { path: string; present: boolean };
   /** one managed file as it is on disk; an unreadable file is reported, never thrown */
   readManaged(file: string): ManagedRead;
   /** every managed file on disk (vhosts, pools, cron files), known sites' or not */
@@ -296,6 +298,26 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
 
   const saveSites = () => writeJson(sitesFile, sites);
 
+  /**
+   * The site's docroot (with the welcome pages when `welcome`: a new site; a reconciliation
+   * rewrite recreates it empty, files come back only from a restore point) and temp folder, given
+   * to the site's user.
+   */
+  const makeSiteDirs = async (s: SiteSpec, welcome: boolean): Promise<void> => {
+    const sp = sitePaths(root, s.domain);
+    if (!fs.existsSync(sp.docroot)) {
+      fs.mkdirSync(sp.docroot, { recursive: true, mode: 0o755 });
+      fs.chmodSync(sp.siteDir, 0o755);
+      fs.chmodSync(sp.docroot, 0o755);
+      if (welcome) writeFileAtomic(`${sp.docroot}/index.html`, renderWelcomePage(s.domain, 'html'));
+      if (welcome && s.phpVersion) writeFileAtomic(`${sp.docroot}/index.php`, renderWelcomePage(s.domain, 'php'));
+    }
+    // PHP's temp files, uploads and sessions: the pool's user only
+    fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
+    if (siteUsers) await giveToSiteUser(s, sp);
+    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+  };
+
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
     if (s.phpVersion && !fpm.has(s.phpVersion)) {
       throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${[...fpm.keys()].join(', ') || 'none'})`);
@@ -313,17 +335,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (prev && prev.domain !== s.domain && fs.existsSync(sitePaths(root, prev.domain).siteDir) && !fs.existsSync(sp.siteDir)) {
       fs.renameSync(sitePaths(root, prev.domain).siteDir, sp.siteDir);
     }
-    if (!fs.existsSync(sp.docroot)) {
-      fs.mkdirSync(sp.docroot, { recursive: true, mode: 0o755 });
-      fs.chmodSync(sp.siteDir, 0o755);
-      fs.chmodSync(sp.docroot, 0o755);
-      writeFileAtomic(`${sp.docroot}/index.html`, renderWelcomePage(s.domain, 'html'));
-      if (s.phpVersion) writeFileAtomic(`${sp.docroot}/index.php`, renderWelcomePage(s.domain, 'php'));
-    }
-    // PHP's temp files, uploads and sessions: the pool's user only
-    fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
-    if (siteUsers) await giveToSiteUser(s, sp);
-    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+    await makeSiteDirs(s, true);
     const wanted = new Map<string, string | null>();
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
@@ -477,7 +489,13 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (ahead.length) fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x)}\n`).join(''));
     for (const x of ahead) loggedRewrites().add(x.b.opId);
     let failure: string | null = null;
+    const recreated = new Set<string>();
     try {
+      for (const { site } of go) {
+        if (fs.existsSync(sitePaths(root, site.domain).docroot)) continue;
+        await makeSiteDirs(site, false);
+        recreated.add(site.id);
+      }
       await commitFiles(wanted, null);
     } catch (err) {
       failure = (err as Error).message;
@@ -492,7 +510,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         ? { ok: false, error: why, refused: true }
         : failure
           ? { ok: false, error: failure, refused: false }
-          : { ok: true, detail: { generation: b.site.generation, files: x!.files, overwrote: x!.overwrites } };
+          : { ok: true, detail: { generation: b.site.generation, files: x!.files, overwrote: x!.overwrites, docroot_recreated: recreated.has(b.site.id) } };
       ops[b.opId] = { kind: 'site.reconcile', at, result };
     }
     if (planned.length && !failure) saveSites();
@@ -542,6 +560,10 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     },
     renderSite: (s) => managedFiles(s),
     appliedSite: (siteId) => (Object.hasOwn(sites, siteId) ? sites[siteId] : null),
+    docroot: (domain) => {
+      const d = sitePaths(root, domain).docroot;
+      return { path: d, present: fs.existsSync(d) };
+    },
     readManaged: readManagedFile,
     listManaged: () => listManagedFiles(root),
     rewriteSites(batch) {
