@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
+import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
 import type { CronRun } from '../../domain/panel/cron';
 import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
 import type { Listening } from '../http-server';
@@ -164,6 +164,17 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const sites = readJson<Record<string, SiteSpec>>(sitesFile, {});
   const ops = readJson<Record<string, AppliedOp>>(opsFile, {});
 
+  /** The site index once `wanted` is written: every known site's vhost on disk, with what `wanted` writes or removes. */
+  const siteIndex = (wanted: Map<string, string | null> = new Map()): string => {
+    const vhosts = new Set(Object.values(sites).map((s) => sitePaths(root, s.domain).vhost).filter((f) => fs.existsSync(f)));
+    for (const [f, text] of wanted) {
+      if (!f.startsWith(`${p.nginxSites}/`)) continue;
+      if (text === null) vhosts.delete(f);
+      else vhosts.add(f);
+    }
+    return renderNginxSiteIndex([...vhosts]);
+  };
+
   // users of sites this node no longer has nor has files of (a site folder is kept with its user: its pool may name it)
   if (siteUsers) {
     const pruned = await pruneSiteUsers({ root, keep: (id, home) => Object.hasOwn(sites, id) || fs.existsSync(home) });
@@ -213,6 +224,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
   try {
     if (nginxBin) {
+      writeFileAtomic(p.nginxSiteIndex, siteIndex());
       const versions = opts.phpFpm === false ? [] : installedPhpVersions();
       const started = await Promise.allSettled([
         ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
@@ -280,11 +292,12 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
    * only when both pass, reloads what changed. A failed test puts every file back as it was.
    */
   const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
+    if (nginx) wanted.set(p.nginxSiteIndex, siteIndex(wanted));
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
     const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
     if (changed.length === 0) return;
     for (const f of changed) restoreFile(f, wanted.get(f)!);
-    const nginxChanged = !!nginx && changed.some((f) => f.startsWith(`${p.nginxSites}/`));
+    const nginxChanged = !!nginx && changed.some((f) => f === p.nginxSiteIndex || f.startsWith(`${p.nginxSites}/`));
     const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
     const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
     if (problems.length) {
