@@ -2,6 +2,7 @@ import type { Db } from '../../platform/db';
 import { applyBackupOnHosting, finishBackupOp as finish, pruneRestorePoints, queueScheduledBackup as queue, type BackupOpFinish } from '../../services/panel/sites/backups';
 import type { NodeBackups } from '../../platform/hosting-node/site-backups';
 import { extractInspection as extract, finishInspection as finishInspecting } from '../../services/panel/sites/backup-admin';
+import { heartbeating } from './heartbeating';
 import type { HostingNodeApplier } from './node-ops';
 
 /** The hosting node's backups, when the node this worker drives has them (platform/hosting-node `HostingNode`). */
@@ -22,7 +23,7 @@ export function createBackupOpActivities(deps: BackupOpActivityDeps) {
   async function applyBackupOnHostingNode(opId: string) {
     const node = deps.hostingNode;
     if (!node) throw new Error('this panel worker drives no hosting node');
-    return applyBackupOnHosting(deps.db, opId, (op) => node.apply(op));
+    return heartbeating(() => applyBackupOnHosting(deps.db, opId, (op) => node.apply(op)));
   }
 
   const finishBackupOp = (f: BackupOpFinish) => finish(deps.db, f);
@@ -34,10 +35,10 @@ export function createBackupOpActivities(deps: BackupOpActivityDeps) {
   const restorePointsBeyond = (siteId: string, keep: number) => pruneRestorePoints(deps.db, siteId, keep);
 
   /** Extracts a restore point for inspection on the hosting node; records the folder or the failure. */
-  const extractInspection = (inspectionId: string) => extract(deps.db, backupsOf(deps.hostingNode), inspectionId);
+  const extractInspection = (inspectionId: string) => heartbeating(() => extract(deps.db, backupsOf(deps.hostingNode), inspectionId));
 
   /** Removes an inspection folder and records it removed. */
-  const finishInspection = (inspectionId: string) => finishInspecting(deps.db, backupsOf(deps.hostingNode), inspectionId);
+  const finishInspection = (inspectionId: string) => heartbeating(() => finishInspecting(deps.db, backupsOf(deps.hostingNode), inspectionId));
 
   return { applyBackupOnHostingNode, finishBackupOp, queueScheduledBackup, restorePointsBeyond, extractInspection, finishInspection };
 }

@@ -1,5 +1,5 @@
-import { Context } from '@temporalio/activity';
 import type { Db } from '../../platform/db';
+import { heartbeating } from './heartbeating';
 import { dueHours, recordHour } from '../../services/panel/billing/metering';
 import type { Clock } from '../../services/panel/billing/plans';
 import { closeStatement } from '../../services/panel/billing/statements';
@@ -10,21 +10,6 @@ import { closeStatement } from '../../services/panel/billing/statements';
 export interface BillingActivityDeps {
   db: Db;
   clock: Clock;
-}
-
-/**
- * Runs `work` (one long transaction) while heartbeating every second, so a worker killed mid-way is
- * noticed within the heartbeat timeout and the activity retried elsewhere (the rolled-back
- * transaction left nothing behind).
- */
-async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  const timer = setInterval(() => ctx.heartbeat(), 1000);
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 export function createBillingActivities(d: BillingActivityDeps) {

@@ -1,5 +1,6 @@
 import type { Db } from '../../platform/db';
 import { applyDatabaseOnHosting, finishDatabaseOp as finish, type DatabaseOpFinish, type DatabaseOpOutcome } from '../../services/panel/sites/databases';
+import { heartbeating } from './heartbeating';
 import type { HostingNodeApplier } from './node-ops';
 
 export type { DatabaseOpOutcome };
@@ -20,7 +21,7 @@ export function createDatabaseOpActivities(deps: DatabaseOpActivityDeps) {
   async function applyDatabaseOnHostingNode(opId: string) {
     const node = deps.hostingNode;
     if (!node) throw new Error('this panel worker drives no hosting node');
-    return applyDatabaseOnHosting(deps.db, opId, (op) => node.apply(op));
+    return heartbeating(() => applyDatabaseOnHosting(deps.db, opId, (op) => node.apply(op)));
   }
 
   const finishDatabaseOp = (f: DatabaseOpFinish): Promise<DatabaseOpOutcome> => finish(deps.db, f);

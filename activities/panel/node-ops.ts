@@ -1,6 +1,7 @@
 import type { NodeOperation, OperationResult } from '../../domain/panel/node-ops';
 import type { Db } from '../../platform/db';
 import { operationStatus } from '../../services/panel/nodes/nodes';
+import { heartbeating } from './heartbeating';
 import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../services/panel/sites/sites';
 
 export type { SiteOpOutcome };
@@ -25,7 +26,7 @@ export function createNodeOpActivities(deps: NodeOpActivityDeps) {
   async function applyOnHostingNode(opId: string, generation: number): Promise<OperationResult> {
     const node = deps.hostingNode;
     if (!node) throw new Error('this panel worker drives no hosting node');
-    return applyOnHosting(deps.db, { opId, generation }, (op) => node.apply(op));
+    return heartbeating(() => applyOnHosting(deps.db, { opId, generation }, (op) => node.apply(op)));
   }
 
   /** The operation's result once it ended (done, failed, expired), else null. */

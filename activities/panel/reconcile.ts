@@ -22,7 +22,7 @@ import {
 import { specOf } from '../../services/panel/sites/sites';
 
 /** What reconciliation needs of the panel's own hosting node (platform/hosting-node `HostingNode`). */
-export type ReconcileNode = Pick<HostingNode, 'root' | 'renderSite' | 'appliedSite' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
+export type ReconcileNode = Pick<HostingNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
 
 export interface ReconcileActivityDeps {
   db: Db;
@@ -71,15 +71,16 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
       const read = n.readManaged(f.path);
       return { kind: f.kind, path: f.path, expected: f.text, actual: 'text' in read ? read.text : null, ...('error' in read ? { readError: read.error } : {}) };
     });
-    const verdict = classifySite(spec, applied, files, sha256);
+    const verdict = classifySite(spec, applied, files, sha256, n.docroot(spec.domain));
     const expectedDigest = combinedDigest(files.map((f) => ({ kind: f.kind, digest: sha256(f.expected) })), sha256);
     const nodeDigest = applied ? combinedDigest(files.map((f) => ({ kind: f.kind, digest: f.actual === null ? null : sha256(f.actual) })), sha256) : null;
     return { spec, files, verdict, result: { ...base, status: verdict.status, findings: verdict.findings, nodeGeneration: applied?.generation ?? null, expectedDigest, nodeDigest } };
   }
 
-  /** What a rewrite overwrites: each differing file's old digest and a diff excerpt. */
-  const plan = (files: FileCheck[]): Remediation => ({
+  /** What a rewrite overwrites: each differing file's old digest and a diff excerpt; a deleted docroot comes back empty. */
+  const plan = (files: FileCheck[], verdict: SiteVerdict): Remediation => ({
     ok: false,
+    ...(verdict.findings.some((f) => f.problem === 'docroot_missing') ? { docroot: 'recreated empty: its files come back only from a restore point' } : {}),
     files: files
       .filter((f) => f.actual !== f.expected)
       .map((f) => ({ kind: f.kind, path: f.path, old_digest: f.actual === null ? null : sha256(f.actual), new_digest: sha256(f.expected), diff: f.actual === null ? ['(file was missing)'] : diffExcerpt(f.expected, f.actual) })),
@@ -101,7 +102,7 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
       const intent = recorded.get(c.site.id);
       // a rewrite begun before a crash may have happened already: what was found then is the verdict
       if (intent?.phase === 'remediating') Object.assign(c.result, { status: intent.status, findings: intent.findings, remediation: intent.remediation });
-      else c.result.remediation = plan(c.files);
+      else c.result.remediation = plan(c.files, c.verdict);
     }
     await recordIntents(deps.db, p.passId, rewrite.map((c) => c.result));
     heartbeat({ passId: p.passId, after: p.after, phase: 'rewriting', sites: rewrite.length });

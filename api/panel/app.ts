@@ -32,7 +32,7 @@ import type { ImportsDeps } from '../../services/panel/imports/imports';
 import { panelAuth } from './shared/auth';
 import { billingRoutes } from './billing/routes';
 import type { BillingSettings } from '../../services/panel/billing/statements';
-import { panelContext } from './shared/http';
+import { panelContext, panelInput } from './shared/http';
 import { consoleApp } from './console/routes';
 import { metricsMiddleware, metricsSettingsFromEnv, registry } from '../shared/metrics';
 import { tracingMiddleware } from '../shared/tracing';
@@ -80,6 +80,7 @@ export function createPanelApp(d: PanelDeps): Koa {
   const tracing = tracingMiddleware('panel'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added
   if (tracing) app.use(tracing);
   app.use(panelContext(d.logger));
+  app.use(panelInput()); // NUL and nesting refused once, before any route
   const open = new Router();
   open.get('/healthz', healthCheck(d));
   app.use(open.routes());

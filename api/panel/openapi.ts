@@ -90,7 +90,7 @@ const operations: ApiOperation[] = [
   l('post', '/v1/orgs/:id/logins', 'Create a login', { body: logins.createBody, ...created }),
   l('post', '/v1/logins/:id/suspend', 'Suspend a login'),
   l('post', '/v1/logins/:id/reactivate', 'Reactivate a login'),
-  l('post', '/v1/logins/:id/reset-password', 'Set a temporary password', { body: logins.resetBody }),
+  l('post', '/v1/logins/:id/reset-password', 'Set a temporary password (ends the login’s sessions, revokes its API tokens)', { body: logins.resetBody }),
   l('delete', '/v1/logins/:id/two-factor', "Remove a login's two-factor"),
   l('delete', '/v1/logins/:id', 'Delete a login', done),
 

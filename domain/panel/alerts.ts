@@ -6,7 +6,7 @@ export type Severity = 'warning' | 'critical';
 export const SEVERITIES: readonly Severity[] = ['warning', 'critical'];
 
 /** What a rule measures; each kind has one set-based query in services/panel/alerts/evaluate.ts. */
-export type RuleKind = 'heartbeat_age' | 'cpu' | 'load' | 'memory' | 'rootfs' | 'disk_quota' | 'inode_quota';
+export type RuleKind = 'heartbeat_age' | 'cpu' | 'load' | 'memory' | 'rootfs' | 'disk_quota' | 'inode_quota' | 'reconcile_missing' | 'reconcile_orphan';
 
 export interface RuleValues {
   threshold: number;
@@ -41,6 +41,9 @@ export const BUILT_IN_RULES: readonly BuiltInRule[] = [
   quota('disk_quota_100', 'disk_quota', 'disk use at or above {threshold} % of the quota', { threshold: 100, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
   quota('inode_quota_80', 'inode_quota', 'files at or above {threshold} % of the inode limit', { threshold: 80, for_seconds: 0, reopen_seconds: 3600, severity: 'warning', enabled: true }),
   quota('inode_quota_100', 'inode_quota', 'files at or above {threshold} % of the inode limit', { threshold: 100, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
+  // what the latest reconciliation pass found (a yes/no condition: the threshold is unused)
+  node('reconcile_missing', 'reconcile_missing', 'reconciliation found a managed file, the docroot or the whole site missing on the node', '', { threshold: 0, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
+  node('reconcile_orphan', 'reconcile_orphan', 'reconciliation found a managed file of no site the panel knows (a stray config)', '', { threshold: 0, for_seconds: 0, reopen_seconds: 3600, severity: 'warning', enabled: true }),
 ];
 
 export const builtInRule = (key: string): BuiltInRule | undefined => BUILT_IN_RULES.find((r) => r.key === key);

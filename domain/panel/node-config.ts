@@ -141,6 +141,8 @@ export const nodePaths = (root: string) => ({
   nginxConf: `${root}/etc/nginx.conf`,
   fastcgiParams: `${root}/etc/nginx/fastcgi_params`,
   nginxSites: `${root}/etc/nginx/sites`,
+  /** the vhosts the node wrote, one include each: nginx loads nothing else of the sites folder */
+  nginxSiteIndex: `${root}/etc/nginx/sites.conf`,
   pages: `${root}/etc/nginx/pages`,
   nginxPid: `${root}/run/nginx.pid`,
   nginxLogs: `${root}/log/nginx`,
@@ -206,10 +208,18 @@ ${types}
         server_name _;
         return 404;
     }
-${o.tlsListen ? renderTlsDefault(o.tlsListen) : ''}    include ${p.nginxSites}/*.conf;
+${o.tlsListen ? renderTlsDefault(o.tlsListen) : ''}    include ${p.nginxSiteIndex};
 }
 `;
 }
+
+/**
+ * The site index nginx.conf includes: the vhosts the node wrote, by name. A hand-written file in
+ * the sites folder is never loaded, so it can neither capture a site's traffic (a more specific
+ * listen, an earlier server_name, a second default_server) nor fail the config test of every reload.
+ */
+export const renderNginxSiteIndex = (vhosts: string[]): string =>
+  `# Managed by the hosting node: the vhosts it wrote. Other files in sites/ are not loaded (reconciliation lists them as orphans).\n${[...vhosts].sort().map((f) => `include ${f};\n`).join('')}`;
 
 /** The TLS port's default server: a name no site's certificate covers gets no certificate at all (the handshake is refused). */
 const renderTlsDefault = (tlsListen: string) => `    ssl_protocols TLSv1.2 TLSv1.3;

@@ -8,7 +8,7 @@ export type ReconcileStatus = (typeof RECONCILE_STATUSES)[number];
 export const STATUS_WORDS: Record<ReconcileStatus | 'orphan', string> = {
   in_sync: 'in sync',
   drift: 'drift: a managed file or the applied generation differs from the panel',
-  missing: 'missing: a managed file, or the whole site, is not on the node',
+  missing: 'missing: a managed file, the docroot, or the whole site is not on the node',
   unreadable: 'unreadable: a managed file could not be read',
   pending: 'pending: an operation of the site is in flight or failed, so it is not judged',
   orphan: 'orphan: a managed file on the node of no site the panel knows',
@@ -32,6 +32,7 @@ export interface FileCheck {
 export type Finding =
   | { problem: 'site_missing'; detail: string }
   | { problem: 'missing'; kind: ManagedKind; path: string }
+  | { problem: 'docroot_missing'; path: string }
   | { problem: 'unreadable'; kind: ManagedKind; path: string; error: string }
   | { problem: 'drift'; kind: ManagedKind; path: string; expected_digest: string; node_digest: string; diff: string[] }
   | { problem: 'generation'; panel: number; node: number }
@@ -64,7 +65,8 @@ export function diffExcerpt(expected: string, actual: string): string[] {
 }
 
 /**
- * Classifies a site: `node` is what the node applied (null: it has no record of the site).
+ * Classifies a site: `node` is what the node applied (null: it has no record of the site);
+ * `docroot` its folder on disk (a deleted docroot is `missing`, recreated empty by a rewrite).
  * Unreadable wins over missing, missing over drift: the worst finding names the status.
  */
 export function classifySite(
@@ -72,9 +74,10 @@ export function classifySite(
   node: { generation: number; suspended: boolean } | null,
   files: FileCheck[],
   digest: (text: string) => string,
+  docroot: { path: string; present: boolean },
 ): SiteVerdict {
   if (!node) return { status: 'missing', findings: [{ problem: 'site_missing', detail: 'the node has no record of this site' }], remediable: false };
-  const findings: Finding[] = [];
+  const findings: Finding[] = docroot.present ? [] : [{ problem: 'docroot_missing', path: docroot.path }];
   for (const f of files) {
     if (f.readError !== undefined) findings.push({ problem: 'unreadable', kind: f.kind, path: f.path, error: f.readError });
     else if (f.actual === null) findings.push({ problem: 'missing', kind: f.kind, path: f.path });
@@ -85,7 +88,7 @@ export function classifySite(
   if (node.generation !== panel.generation) findings.push({ problem: 'generation', panel: panel.generation, node: node.generation });
   if (node.suspended !== panel.suspended) findings.push({ problem: 'suspension', panel: panel.suspended, node: node.suspended });
   const has = (p: Finding['problem']) => findings.some((f) => f.problem === p);
-  const status: ReconcileStatus = has('unreadable') ? 'unreadable' : has('missing') ? 'missing' : findings.length ? 'drift' : 'in_sync';
+  const status: ReconcileStatus = has('unreadable') ? 'unreadable' : has('missing') || has('docroot_missing') ? 'missing' : findings.length ? 'drift' : 'in_sync';
   return { status, findings, remediable: status === 'drift' || status === 'missing' };
 }
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
+import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
 import type { CronRun } from '../../domain/panel/cron';
 import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
 import type { Listening } from '../http-server';
@@ -92,6 +92,8 @@ export interface HostingNode {
   renderSite(s: SiteSpec): RenderedFile[];
   /** the spec the node last applied for a site, null: it has no record of it */
   appliedSite(siteId: string): SiteSpec | null;
+  /** a site's docroot and whether it is on disk */
+  docroot(domain: string): { path: string; present: boolean };
   /** one managed file as it is on disk; an unreadable file is reported, never thrown */
   readManaged(file: string): ManagedRead;
   /** every managed file on disk (vhosts, pools, cron files), known sites' or not */
@@ -162,6 +164,17 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const sites = readJson<Record<string, SiteSpec>>(sitesFile, {});
   const ops = readJson<Record<string, AppliedOp>>(opsFile, {});
 
+  /** The site index once `wanted` is written: every known site's vhost on disk, with what `wanted` writes or removes. */
+  const siteIndex = (wanted: Map<string, string | null> = new Map()): string => {
+    const vhosts = new Set(Object.values(sites).map((s) => sitePaths(root, s.domain).vhost).filter((f) => fs.existsSync(f)));
+    for (const [f, text] of wanted) {
+      if (!f.startsWith(`${p.nginxSites}/`)) continue;
+      if (text === null) vhosts.delete(f);
+      else vhosts.add(f);
+    }
+    return renderNginxSiteIndex([...vhosts]);
+  };
+
   // users of sites this node no longer has nor has files of (a site folder is kept with its user: its pool may name it)
   if (siteUsers) {
     const pruned = await pruneSiteUsers({ root, keep: (id, home) => Object.hasOwn(sites, id) || fs.existsSync(home) });
@@ -211,6 +224,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
   try {
     if (nginxBin) {
+      writeFileAtomic(p.nginxSiteIndex, siteIndex());
       const versions = opts.phpFpm === false ? [] : installedPhpVersions();
       const started = await Promise.allSettled([
         ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
@@ -278,11 +292,12 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
    * only when both pass, reloads what changed. A failed test puts every file back as it was.
    */
   const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
+    if (nginx) wanted.set(p.nginxSiteIndex, siteIndex(wanted));
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
     const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
     if (changed.length === 0) return;
     for (const f of changed) restoreFile(f, wanted.get(f)!);
-    const nginxChanged = !!nginx && changed.some((f) => f.startsWith(`${p.nginxSites}/`));
+    const nginxChanged = !!nginx && changed.some((f) => f === p.nginxSiteIndex || f.startsWith(`${p.nginxSites}/`));
     const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
     const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
     if (problems.length) {
@@ -295,6 +310,26 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
 
   const saveSites = () => writeJson(sitesFile, sites);
+
+  /**
+   * The site's docroot (with the welcome pages when `welcome`: a new site; a reconciliation
+   * rewrite recreates it empty, files come back only from a restore point) and temp folder, given
+   * to the site's user.
+   */
+  const makeSiteDirs = async (s: SiteSpec, welcome: boolean): Promise<void> => {
+    const sp = sitePaths(root, s.domain);
+    if (!fs.existsSync(sp.docroot)) {
+      fs.mkdirSync(sp.docroot, { recursive: true, mode: 0o755 });
+      fs.chmodSync(sp.siteDir, 0o755);
+      fs.chmodSync(sp.docroot, 0o755);
+      if (welcome) writeFileAtomic(`${sp.docroot}/index.html`, renderWelcomePage(s.domain, 'html'));
+      if (welcome && s.phpVersion) writeFileAtomic(`${sp.docroot}/index.php`, renderWelcomePage(s.domain, 'php'));
+    }
+    // PHP's temp files, uploads and sessions: the pool's user only
+    fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
+    if (siteUsers) await giveToSiteUser(s, sp);
+    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+  };
 
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
     if (s.phpVersion && !fpm.has(s.phpVersion)) {
@@ -313,17 +348,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (prev && prev.domain !== s.domain && fs.existsSync(sitePaths(root, prev.domain).siteDir) && !fs.existsSync(sp.siteDir)) {
       fs.renameSync(sitePaths(root, prev.domain).siteDir, sp.siteDir);
     }
-    if (!fs.existsSync(sp.docroot)) {
-      fs.mkdirSync(sp.docroot, { recursive: true, mode: 0o755 });
-      fs.chmodSync(sp.siteDir, 0o755);
-      fs.chmodSync(sp.docroot, 0o755);
-      writeFileAtomic(`${sp.docroot}/index.html`, renderWelcomePage(s.domain, 'html'));
-      if (s.phpVersion) writeFileAtomic(`${sp.docroot}/index.php`, renderWelcomePage(s.domain, 'php'));
-    }
-    // PHP's temp files, uploads and sessions: the pool's user only
-    fs.mkdirSync(sp.tmp, { recursive: true, mode: 0o700 });
-    if (siteUsers) await giveToSiteUser(s, sp);
-    else if (webUserIds) fs.chownSync(sp.tmp, webUserIds.uid, webUserIds.gid);
+    await makeSiteDirs(s, true);
     const wanted = new Map<string, string | null>();
     for (const f of [...(prev && prev.domain !== s.domain ? possibleFiles(prev.domain) : []), ...possibleFiles(s.domain)]) wanted.set(f, null);
     const files = managedFiles(s);
@@ -477,7 +502,13 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (ahead.length) fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x)}\n`).join(''));
     for (const x of ahead) loggedRewrites().add(x.b.opId);
     let failure: string | null = null;
+    const recreated = new Set<string>();
     try {
+      for (const { site } of go) {
+        if (fs.existsSync(sitePaths(root, site.domain).docroot)) continue;
+        await makeSiteDirs(site, false);
+        recreated.add(site.id);
+      }
       await commitFiles(wanted, null);
     } catch (err) {
       failure = (err as Error).message;
@@ -492,7 +523,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         ? { ok: false, error: why, refused: true }
         : failure
           ? { ok: false, error: failure, refused: false }
-          : { ok: true, detail: { generation: b.site.generation, files: x!.files, overwrote: x!.overwrites } };
+          : { ok: true, detail: { generation: b.site.generation, files: x!.files, overwrote: x!.overwrites, docroot_recreated: recreated.has(b.site.id) } };
       ops[b.opId] = { kind: 'site.reconcile', at, result };
     }
     if (planned.length && !failure) saveSites();
@@ -542,6 +573,10 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     },
     renderSite: (s) => managedFiles(s),
     appliedSite: (siteId) => (Object.hasOwn(sites, siteId) ? sites[siteId] : null),
+    docroot: (domain) => {
+      const d = sitePaths(root, domain).docroot;
+      return { path: d, present: fs.existsSync(d) };
+    },
     readManaged: readManagedFile,
     listManaged: () => listManagedFiles(root),
     rewriteSites(batch) {

@@ -436,6 +436,30 @@ describe('panel: temporary passwords', () => {
 describe('panel: API tokens', () => {
   const url = usePanel();
 
+  it('a password reset by the level above revokes every API token of the login and says so (issue 32 item 11)', async () => {
+    const { provider, customer } = await newCustomer(url());
+    const tokens: string[] = [];
+    for (const name of ['deploy', 'backup script']) {
+      const t = await customer.client.post('/v1/account/tokens', { name });
+      assert.equal(t.status, 201, JSON.stringify(t.json));
+      tokens.push(t.json.token);
+    }
+    const other = await provider.client.post('/v1/account/tokens', { name: 'the level above' });
+    for (const t of tokens) assert.equal((await new PanelClient(url(), t).get('/v1/account')).status, 200, 'a token works before the reset');
+    const login = (await provider.client.get(`/v1/orgs/${customer.id}/logins`)).json.logins[0];
+    const reset = await provider.client.post(`/v1/logins/${login.id}/reset-password`, { password: `reset-${randomUUID()}` });
+    assert.equal(reset.status, 200, JSON.stringify(reset.json));
+    assert.equal(reset.json.tokens_revoked, 2, `the answer counts the revoked tokens: ${JSON.stringify(reset.json)}`);
+    assert.equal(typeof reset.json.sessions_ended, 'number', 'and the ended sessions');
+    for (const t of tokens) {
+      const r = await new PanelClient(url(), t).get('/v1/account');
+      assert.equal(r.status, 401, `a token of the reset login stops at once: ${JSON.stringify(r.json)}`);
+    }
+    assert.equal((await new PanelClient(url(), other.json.token).get('/v1/account')).status, 200, 'other logins keep their tokens');
+    const entry = (await provider.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.find((e: { action: string }) => e.action === 'login.reset_password');
+    assert.equal(entry?.after?.tokens_revoked, 2, `the audit entry records it: ${JSON.stringify(entry)}`);
+  });
+
   it('are shown once (pnl_ prefix), listed without the token, carry the login\'s role and scope, and stop when revoked', async () => {
     const admin = await platformAdmin(url());
     const provider = await createOrgWithLogin(admin, { type: 'provider' });

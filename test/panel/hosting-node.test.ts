@@ -189,8 +189,10 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
   it('fails an operation whose config fails nginx -t, keeping the running config and the other sites', async () => {
     const served = siteSpec();
     await apply({ kind: 'site.apply', site: served });
-    const broken = path.join(root, 'etc/nginx/sites/zz-broken.conf');
-    fs.writeFileSync(broken, 'this is not nginx config\n');
+    // a hand-written file in sites/ is never loaded (the site index): break the node's own nginx.conf
+    const conf = path.join(root, 'etc/nginx.conf');
+    const good = fs.readFileSync(conf, 'utf8');
+    fs.writeFileSync(conf, `${good}this is not nginx config\n`);
     try {
       const s = siteSpec();
       const r = (await apply({ kind: 'site.apply', site: s })) as Extract<OperationResult, { ok: false }>;
@@ -201,7 +203,7 @@ echo '|', var_export(ini_set('disable_functions', ''), true);`,
       assert.equal((await siteGet(port, served.domain)).status, 200);
       assert.equal((await siteGet(port, s.domain)).status, 404);
     } finally {
-      fs.rmSync(broken);
+      fs.writeFileSync(conf, good);
     }
   });
 

@@ -8,15 +8,16 @@ import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRem
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const file = (over: Partial<FileCheck> = {}): FileCheck => ({ kind: 'vhost', path: '/n/etc/nginx/sites/a.test.conf', expected: 'server {}\n', actual: 'server {}\n', ...over });
 const panel = { generation: 3, suspended: false };
+const docroot = { path: '/n/sites/a.test/public_html', present: true };
 
 describe('panel: reconciliation rules', () => {
   it('in sync when every file matches and the node applied the same generation and suspension state', () => {
-    const v = classifySite(panel, { generation: 3, suspended: false }, [file(), file({ kind: 'cron', path: '/n/etc/cron.d/a.test' })], sha);
+    const v = classifySite(panel, { generation: 3, suspended: false }, [file(), file({ kind: 'cron', path: '/n/etc/cron.d/a.test' })], sha, docroot);
     assert.deepEqual(v, { status: 'in_sync', findings: [], remediable: false });
   });
 
   it('drift: a changed file (digests and a diff), another generation, another suspension state', () => {
-    const v = classifySite(panel, { generation: 2, suspended: true }, [file({ actual: 'server {}\n# mine\n' })], sha);
+    const v = classifySite(panel, { generation: 2, suspended: true }, [file({ actual: 'server {}\n# mine\n' })], sha, docroot);
     assert.equal(v.status, 'drift');
     assert.equal(v.remediable, true);
     assert.deepEqual(
@@ -30,17 +31,22 @@ describe('panel: reconciliation rules', () => {
   });
 
   it('missing: a file gone (remediable), or the whole site unknown to the node (not remediable)', () => {
-    const gone = classifySite(panel, { generation: 3, suspended: false }, [file(), file({ kind: 'cron', actual: null })], sha);
+    const gone = classifySite(panel, { generation: 3, suspended: false }, [file(), file({ kind: 'cron', actual: null })], sha, docroot);
     assert.equal(gone.status, 'missing');
     assert.equal(gone.remediable, true);
-    const unknown = classifySite(panel, null, [file({ actual: null })], sha);
+    const unknown = classifySite(panel, null, [file({ actual: null })], sha, docroot);
     assert.equal(unknown.status, 'missing');
     assert.equal(unknown.remediable, false);
     assert.equal(unknown.findings[0].problem, 'site_missing');
   });
 
+  it('missing: a deleted docroot, with every managed file in place, is remediable (recreated empty)', () => {
+    const v = classifySite(panel, { generation: 3, suspended: false }, [file()], sha, { ...docroot, present: false });
+    assert.deepEqual(v, { status: 'missing', findings: [{ problem: 'docroot_missing', path: docroot.path }], remediable: true }, 'the docroot is the finding');
+  });
+
   it('unreadable wins over missing and drift and is never remediable', () => {
-    const v = classifySite(panel, { generation: 3, suspended: false }, [file({ actual: null, readError: 'EISDIR: illegal operation on a directory' }), file({ kind: 'cron', actual: null }), file({ kind: 'pool', actual: 'x' })], sha);
+    const v = classifySite(panel, { generation: 3, suspended: false }, [file({ actual: null, readError: 'EISDIR: illegal operation on a directory' }), file({ kind: 'cron', actual: null }), file({ kind: 'pool', actual: 'x' })], sha, docroot);
     assert.equal(v.status, 'unreadable');
     assert.equal(v.remediable, false);
     assert.deepEqual(

@@ -10,9 +10,14 @@ import { waitForAgent } from './node-op';
 // (restore point ready or failed; restored site and databases active or failed), so nothing is
 // left pending for good. Database passwords of a restore never pass through here.
 
-/** Writing or reading a whole site's archive: minutes for a large site, so a long timeout and few retries. */
+/**
+ * Writing or reading a whole site's archive (and dumping or loading its databases): minutes for a
+ * large site, so a long timeout and few retries; it heartbeats every second, so a dead worker's
+ * attempt is retried within seconds, not after the hour.
+ */
 const { applyBackupOnHostingNode } = proxyActivities<BackupOpActivities>({
   startToCloseTimeout: '60 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
 });
 

@@ -10,9 +10,10 @@ import { waitForAgent } from './node-op';
 // (active, failed, or gone), so a database is never left pending. The password never passes through
 // here: the activities read it from the queued operation, whose row loses it once it ends.
 
-/** The hosting node's MariaDB statements, retried a few times. */
+/** The hosting node's MariaDB statements, retried a few times; heartbeating, so a dead worker is noticed within seconds. */
 const { applyDatabaseOnHostingNode } = proxyActivities<DatabaseOpActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4 },
 });
 

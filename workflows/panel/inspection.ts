@@ -6,8 +6,10 @@ import { removeInspectionSignal } from '../../domain/panel/backups';
 // extracts it on the hosting node into a root-only folder (no TLS private keys), then waits on a
 // durable timer (24 hours; tests shorten it) or "Remove now", whichever comes first, and removes it.
 
+// an extraction takes minutes for a large site; it heartbeats, so a dead worker's attempt is retried within seconds
 const { extractInspection, finishInspection } = proxyActivities<BackupOpActivities>({
   startToCloseTimeout: '60 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 

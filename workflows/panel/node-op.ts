@@ -9,9 +9,10 @@ import { SA } from '../../domain/shared/search-attributes';
 // Either way it ends by recording the outcome on the site (active, suspended, failed, or gone),
 // so a site is never left between states.
 
-/** The hosting node's apply: a few file writes and an nginx reload, retried a few times. */
+/** The hosting node's apply: a few file writes and an nginx reload, retried a few times; heartbeating, so a dead worker is noticed within seconds. */
 const { applyOnHostingNode } = proxyActivities<NodeOpActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4 },
 });
 

@@ -71,12 +71,36 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S
   return r.data;
 }
 
-/** Reads a JSON object body (at most 256 KB; an empty body is {}). */
+/** How deep a panel body may nest: far beyond any route's schema, far below what a recursive walk survives. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Checks every request once, before any handler: the query (flat, so no recursion) and a JSON body,
+ * which is read, scanned and parsed here and handed to jsonBody. PostgreSQL text cannot hold NUL, so
+ * NUL is refused anywhere; nesting is counted in one loop over the text, never by a recursive walk.
+ */
+export function panelInput() {
+  return async (ctx: Context, next: Next) => {
+    const query = ctx.query;
+    if (/%00/.test(ctx.path) || Object.entries(query).some(([k, v]) => k.includes('\0') || [v ?? ''].flat().some((x) => x.includes('\0')))) {
+      throw new PanelError('validation_failed', { field: 'query', detail: 'query: text must not contain NUL (%00)' });
+    }
+    if (ctx.request.type === 'application/json') ctx.state.jsonBody = await readJsonBody(ctx);
+    await next();
+  };
+}
+
+/** The JSON object body that panelInput read (at most 256 KB; an empty body is {}). */
 export async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
+  if (ctx.state.jsonBody) return ctx.state.jsonBody as Record<string, unknown>;
   const length = ctx.get('content-length');
   if (length === '0' || (!length && !ctx.get('transfer-encoding'))) return {};
-  const type = ctx.request.type;
-  if (type !== 'application/json') throw new PanelError('unsupported_media_type');
+  throw new PanelError('unsupported_media_type');
+}
+
+async function readJsonBody(ctx: Context): Promise<Record<string, unknown>> {
+  const length = ctx.get('content-length');
+  if (length === '0' || (!length && !ctx.get('transfer-encoding'))) return {};
   let raw: string;
   try {
     raw = await getRawBody(ctx.req, { limit: 256 * 1024, encoding: 'utf8', length: length || undefined });
@@ -85,6 +109,9 @@ export async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
     throw new PanelError('validation_failed', { field: 'body', detail: tooLarge ? 'body: larger than 256 KB' : 'body: could not be read' });
   }
   if (!raw.trim()) return {};
+  const found = scanJson(raw);
+  if (found === 'nul') throw new PanelError('validation_failed', { field: 'body', detail: 'body: text must not contain NUL (\\u0000)' });
+  if (found === 'deep') throw new PanelError('validation_failed', { field: 'body', detail: `body: nested deeper than ${MAX_BODY_DEPTH} levels` });
   let body: unknown;
   try {
     body = JSON.parse(raw);
@@ -92,13 +119,28 @@ export async function jsonBody(ctx: Context): Promise<Record<string, unknown>> {
     throw new PanelError('validation_failed', { field: 'body', detail: 'body: not valid JSON' });
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new PanelError('validation_failed', { field: 'body', detail: 'body: must be a JSON object' });
-  // PostgreSQL text cannot hold NUL: refused here for every field (schemathesis found a 500 on a token name).
-  if (hasNul(body)) throw new PanelError('validation_failed', { field: 'body', detail: 'body: text must not contain NUL (\\u0000)' });
   return body as Record<string, unknown>;
 }
 
-const hasNul = (v: unknown): boolean =>
-  typeof v === 'string' ? v.includes('\0') : typeof v === 'object' && v !== null ? Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x)) : false;
+/** One pass over JSON text: a NUL (raw or as the escape \u0000, in a key or a value) or nesting past MAX_BODY_DEPTH. */
+function scanJson(raw: string): 'nul' | 'deep' | null {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i];
+    if (c === '\0') return 'nul';
+    if (inString) {
+      if (c === '\\') {
+        if (raw.startsWith('u0000', i + 1)) return 'nul';
+        i++; // the escaped character, so \\ and \" end nothing
+      } else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') {
+      if (++depth > MAX_BODY_DEPTH) return 'deep';
+    } else if (c === '}' || c === ']') depth--;
+  }
+  return null;
+}
 
 /** Parses the JSON body with a schema. */
 export const bodyOf = async <S extends z.ZodType>(ctx: Context, schema: S): Promise<z.infer<S>> => parse(schema, await jsonBody(ctx));

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import { emitEvents } from './events';
 import { effectiveRules } from './rules';
@@ -6,7 +7,7 @@ import { alertView, type AlertRow } from './alerts';
 import { pruneSamples, takeSamples } from './samples';
 
 // One alert evaluation (the alert-eval schedule, at the metrics interval): take the samples, then,
-// set-based over every node, site and org at once, find the (rule, subject) pairs whose condition
+// set-based over every node, site and org (and the latest reconciliation pass's findings) at once, find the (rule, subject) pairs whose condition
 // holds now (`observed`), and move alerts in one transaction:
 //   - an unresolved alert whose condition no longer holds (or whose rule was disabled) is resolved;
 //   - a condition newly holding is pending since now; once it has held for the rule's for-time it
@@ -66,7 +67,15 @@ const OBSERVED_SQL = `
     '"' || u.name || '": ' || replace(r.condition, '{threshold}', r.threshold::text)
   FROM rules r JOIN org_use u ON
     (r.kind = 'disk_quota' AND u.disk_limit > 0 AND 100 * u.disk_mb / u.disk_limit >= r.threshold) OR
-    (r.kind = 'inode_quota' AND u.inode_limit > 0 AND 100 * u.inodes / u.inode_limit >= r.threshold)`;
+    (r.kind = 'inode_quota' AND u.inode_limit > 0 AND 100 * u.inodes / u.inode_limit >= r.threshold)
+  UNION ALL
+  SELECT r.key, 'site:' || s.id, s.node_name, s.id, pl.id, pl.path, 1, r.threshold, 'site ' || s.domain || ': ' || r.condition
+  FROM rules r JOIN panel_reconcile_sites rs ON r.kind = 'reconcile_missing' AND rs.status = 'missing'
+  JOIN panel_sites s ON s.id = rs.site_id CROSS JOIN platform pl
+  UNION ALL
+  SELECT r.key, 'orphan:' || (f->>'path'), '${HOSTING_NODE}', NULL, pl.id, pl.path, 1, r.threshold, (f->>'path') || ': ' || r.condition
+  FROM rules r JOIN (SELECT orphans FROM panel_reconcile_passes WHERE status = 'done' ORDER BY finished_at DESC LIMIT 1) lp ON r.kind = 'reconcile_orphan'
+  CROSS JOIN LATERAL jsonb_array_elements(coalesce(lp.orphans->'files', '[]'::jsonb)) f CROSS JOIN platform pl`;
 
 export interface EvaluationResult {
   samples: number;

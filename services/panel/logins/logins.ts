@@ -9,7 +9,7 @@ import { findInScope, isUuid } from '../shared/chain';
 import { hashPassword } from './passwords';
 
 // Logins (spec 2 section 2.5): a login never manages the logins of its own org; the levels above do.
-// Initial and reset passwords are temporary; a reset ends the login's sessions.
+// Initial and reset passwords are temporary; a reset ends the login's sessions and revokes its API tokens.
 
 export const USERNAME = /^[a-z0-9][a-z0-9._-]{2,31}$/;
 export const MIN_PASSWORD = 12;
@@ -113,8 +113,11 @@ export async function setLoginStatus(db: Db, actor: Actor, loginId: string, stat
   });
 }
 
-/** Sets a new temporary password (changed at the next sign-in) and ends the login's sessions. */
-export async function resetPassword(db: Db, actor: Actor, loginId: string, password: string): Promise<LoginView> {
+/**
+ * Sets a new temporary password (changed at the next sign-in), ends the login's sessions and revokes
+ * its API tokens: whoever knew the old password may have made one. The answer counts both.
+ */
+export async function resetPassword(db: Db, actor: Actor, loginId: string, password: string): Promise<LoginView & { sessions_ended: number; tokens_revoked: number }> {
   checkPassword(password);
   const passwordHash = await hashPassword(password);
   return db.transaction(async (trx) => {
@@ -124,8 +127,9 @@ export async function resetPassword(db: Db, actor: Actor, loginId: string, passw
       .update({ password_hash: passwordHash, must_change_password: true, password_changed_at: trx.fn.now() })
       .returning(VIEW_COLUMNS);
     const ended = await trx('panel_sessions').where({ login_id: row.id }).delete();
-    await audit(trx, actor, { org: { id: row.org_id, path: row.org_path }, action: 'login.reset_password', target: { type: 'login', id: row.id }, after: { sessions_ended: ended } });
-    return loginView(updated);
+    const revoked = await trx('panel_api_tokens').where({ login_id: row.id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+    await audit(trx, actor, { org: { id: row.org_id, path: row.org_path }, action: 'login.reset_password', target: { type: 'login', id: row.id }, after: { sessions_ended: ended, tokens_revoked: revoked } });
+    return { ...loginView(updated), sessions_ended: ended, tokens_revoked: revoked };
   });
 }
 

@@ -41,6 +41,8 @@ export const PASSES_KEPT = 100;
 export interface Remediation {
   ok: boolean;
   error?: string;
+  /** the docroot was missing: what the rewrite does about it */
+  docroot?: string;
   files: Array<{ kind: string; path: string; old_digest: string | null; new_digest?: string; diff?: string[] }>;
 }
 
