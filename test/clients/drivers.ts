@@ -149,8 +149,8 @@ const codex: Driver = {
  */
 const llm: Driver = {
   command(c, model, marker, bin) {
-    if (c === 'tool') return [bin, '-m', model, '-u', '--functions', 'def shout(input: str) -> str:\n    return input.upper()', `[sim tool_call=shout tokens=16] ${marker}`];
-    return [bin, '-m', model, '-u', ...(c === 'text' ? ['--no-stream'] : []), prompt(c, marker, '', '')];
+    if (c === 'tool') return [bin, '-m', `gateway/${model}`, '-u', '--functions', 'def shout(input: str) -> str:\n    return input.upper()', `[sim tool_call=shout tokens=16] ${marker}`];
+    return [bin, '-m', `gateway/${model}`, '-u', ...(c === 'text' ? ['--no-stream'] : []), prompt(c, marker, '', '')];
   },
   quietEnv: {},
   judge(c, marker, out) {

@@ -40,7 +40,7 @@ export interface Suite {
   /** the text models of the catalog, as GET /v1/models lists them */
   catalog: string[];
   notes: string[];
-  /** A HOME configured by the gateway's install.sh (and llm's files, until the installer writes them). */
+  /** A HOME configured by the gateway's install.sh alone. */
   prepareHome(client: ClientName, models: string[]): Promise<string>;
   runCase(client: ClientName, bin: string, home: string, model: string, c: CaseName): Promise<Row>;
   close(): Promise<void>;
@@ -68,8 +68,6 @@ export async function startSuite(opts: { gatewayUrl: string; db: Db; key: string
       // Asynchronously: the tap the installer talks to runs in this process.
       const inst = await runProcess(['bash', 'install.sh', '--key', opts.key, '--all', '--models', models.join(','), '--yes'], baseEnv(home, egress.url), home);
       if (inst.code !== 0) throw new Error(`install.sh failed (${inst.code}): ${inst.stdout}${inst.stderr}`);
-      const note = 'llm: the installer has no llm step yet; the suite wrote `extra-openai-models.yaml` and the key itself (what the installer is to write).';
-      if (client === 'llm' && configureLlm(home, tap.url, opts.key, models) && !notes.includes(note)) notes.push(note);
       tap.take();
       return home;
     },
@@ -219,18 +217,6 @@ function baseEnv(home: string, egressUrl: string): Record<string, string> {
   const proxies = Object.fromEntries(['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY'].flatMap((k) => [[k, egressUrl], [k.toLowerCase(), egressUrl]]));
   const noProxy = '127.0.0.1,localhost,::1';
   return { PATH: `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', ...proxies, NO_PROXY: noProxy, no_proxy: noProxy };
-}
-
-/** llm's model list and key, unless the installer wrote them; true when the suite had to. */
-function configureLlm(home: string, tapUrl: string, key: string, models: string[]): boolean {
-  const dir = path.join(home, '.config', 'io.datasette.llm');
-  const file = path.join(dir, 'extra-openai-models.yaml');
-  if (fs.existsSync(file)) return false;
-  fs.mkdirSync(dir, { recursive: true });
-  const entries = models.map((m) => `- model_id: ${m}\n  model_name: ${m}\n  api_base: ${tapUrl}/v1\n  api_key_name: gateway\n  supports_tools: true\n`);
-  fs.writeFileSync(file, entries.join(''));
-  fs.writeFileSync(path.join(dir, 'keys.json'), JSON.stringify({ gateway: key }), { mode: 0o600 });
-  return true;
 }
 
 function runProcess(argv: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {

@@ -19,7 +19,7 @@ const ORIGINAL = {
   aider: `model: gpt-4o\nopenai-api-key: ${OTHER_KEY}\ndark-mode: true\n`,
 };
 
-type LlmEntry = { model_id: string; model_name: string; api_base?: string; api_key_name?: string };
+type LlmEntry = { model_id: string; model_name: string; api_base?: string; api_key_name?: string; supports_tools?: boolean };
 
 describe('installer: llm and aider, and files the installer created', function () {
   this.timeout(60_000);
@@ -63,8 +63,8 @@ describe('installer: llm and aider, and files the installer created', function (
       models,
       [
         { model_id: 'local-orca', model_name: 'orca-mini', api_base: 'http://localhost:8081' },
-        { model_id: 'gateway/sim-gpt', model_name: 'sim-gpt', api_base: `${base}/v1`, api_key_name: 'gateway' },
-        { model_id: 'gateway/sim-gpt-mini', model_name: 'sim-gpt-mini', api_base: `${base}/v1`, api_key_name: 'gateway' },
+        { model_id: 'gateway/sim-gpt', model_name: 'sim-gpt', api_base: `${base}/v1`, api_key_name: 'gateway', supports_tools: true },
+        { model_id: 'gateway/sim-gpt-mini', model_name: 'sim-gpt-mini', api_base: `${base}/v1`, api_key_name: 'gateway', supports_tools: true },
       ],
       "the user's entry, then one per chosen model, as llm reads them",
     );

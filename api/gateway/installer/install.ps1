@@ -157,6 +157,7 @@ function Plan-Llm {
         $lines.Add("  model_name: $(ConvertTo-YamlString $m)")
         $lines.Add("  api_base: $(ConvertTo-YamlString "$BaseUrl/v1")")
         $lines.Add('  api_key_name: gateway')
+        $lines.Add('  supports_tools: true') # every text model of the gateway takes tools (translated where needed)
     }
     $lines.Add($MarkEnd)
     $new = ($lines -join $nl) + $nl

@@ -159,6 +159,7 @@ plan_llm() {
       say "  model_name: $(yaml_str "$m")"
       say "  api_base: $(yaml_str "$BASE_URL/v1")"
       say '  api_key_name: gateway'
+      say '  supports_tools: true' # every text model of the gateway takes tools (translated where needed)
     done
     say "$MARK_END"
   } >"$new"
