@@ -63,9 +63,10 @@ describe('gateway dashboard, keyed variant (issue 22)', function () {
       await sleep(100);
     }
     const cells = await page.$$eval(`tr[data-request-id="${requestId}"] td`, (tds) => tds.map((td) => td.textContent!.trim()));
-    assert.equal(cells[2], 'ci key');
-    assert.equal(cells[3], 'sim-gpt');
-    assert.equal(cells[4], '200');
+    assert.equal(cells[2], 'ci key', 'the key column');
+    assert.equal(cells[3], 'POST /v1/chat/completions', 'the call column: method and path');
+    assert.equal(cells[4], 'sim-gpt', 'the model column');
+    assert.equal(cells[5], '200', 'the status column');
     await shot(page, 'keyed-03-requests');
     await page.click(`tr[data-request-id="${requestId}"] a`);
     const detail = await page.textContent('#generation');
