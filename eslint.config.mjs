@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import boundaries from 'eslint-plugin-boundaries';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.tools/**'] },
+  { ignores: ['node_modules/**', '.data/**', '.tools/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -28,9 +28,9 @@ export default tseslint.config(
     },
   },
   {
-    // bin/ entries are CommonJS shims that load tsx, then the TypeScript entry point.
+    // bin/ entries are CommonJS shims that load the compiled entry point, or tsx and the TypeScript one.
     files: ['bin/**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {

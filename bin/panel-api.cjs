@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-// `panel-api` (package.json bin): runs the TypeScript entry point through tsx.
-require('tsx/cjs');
-require('../main/panel-api-cli.ts');
+// `panel-api` (package.json bin): dist/main/panel-api-cli.js when built (npm run build), else main/panel-api-cli.ts through tsx.
+require('./run.cjs')('main/panel-api-cli');

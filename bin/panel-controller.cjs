@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-// `panel-controller` (package.json bin): runs the TypeScript entry point through tsx.
-require('tsx/cjs');
-require('../admin/panel-controller.ts');
+// `panel-controller` (package.json bin): dist/admin/panel-controller.js when built (npm run build), else admin/panel-controller.ts through tsx.
+require('./run.cjs')('admin/panel-controller');

@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-// `panel-host` (package.json bin): runs the TypeScript entry point through tsx.
-require('tsx/cjs');
-require('../main/panel-host.ts');
+// `panel-host` (package.json bin): dist/main/panel-host.js when built (npm run build), else main/panel-host.ts through tsx.
+require('./run.cjs')('main/panel-host');

@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-// `panelctl` (package.json bin): runs the TypeScript entry point through tsx.
-require('tsx/cjs');
-require('../admin/panelctl-cli.ts');
+// `panelctl` (package.json bin): dist/admin/panelctl-cli.js when built (npm run build), else admin/panelctl-cli.ts through tsx.
+require('./run.cjs')('admin/panelctl-cli');

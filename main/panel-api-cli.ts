@@ -8,6 +8,7 @@ import { startPanelApi } from './panel-api';
 import { panelOptions } from './panel-options';
 import { DefaultLogger } from '@temporalio/worker';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
+import { markDraining } from '../platform/readiness';
 import { startTracing, stopTracing } from '../platform/tracing';
 
 // `panel-api serve [flags of spec 2 section 4.3]`: one panel API process on PANEL_PORT, against
@@ -34,6 +35,7 @@ async function main(argv: string[]) {
   if (panel.nodeApiUrl) process.stdout.write(`  Node API     ${panel.nodeApiUrl}   (on ${flags.nodeApiListen!.host}; what panel-host agents pull from)\n`);
   if (initial) process.stdout.write(`  Panel login  ${initial.username} / ${initial.password}   (temporary: change it at first sign-in; shown once)\n`);
   const stop = async () => {
+    markDraining(); // /readyz answers 503 from here on
     await panel.close();
     await stopTracing();
     await db.destroy();

@@ -30,6 +30,7 @@ import { startTemporalDevServer } from '../platform/temporal-server';
 import { ensureDemoUser } from '../services/dashboard/users';
 import { loadSealingKey } from '../platform/secret-box';
 import { writeRunningSettings } from '../platform/running-settings';
+import { markDraining } from '../platform/readiness';
 import { startTracing, stopTracing } from '../platform/tracing';
 import { observedClientOptions } from '../platform/temporal-client';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
@@ -58,6 +59,7 @@ async function main() {
   const shutdown = async (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
+    markDraining(); // /readyz answers 503 from here on
     log.info({ signal }, 'stopping');
     await stopAll(log);
     log.info('stopped');

@@ -1,18 +1,33 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import knex, { Knex } from 'knex';
 import pg from 'pg';
+import { COMPILED } from './root';
 
 // numeric columns come back as exact decimal strings; bigint counters as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
+const MIGRATIONS = path.resolve(__dirname, '../migrations');
+
+/**
+ * The migrations, from the sources or compiled (dist/migrations/*.js), always named by their .ts
+ * file: the name knex_migrations records, so a database migrated by either finds its history.
+ */
+const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => (await fs.promises.readdir(MIGRATIONS)).filter((f) => f.endsWith(COMPILED ? '.js' : '.ts')).sort(),
+  getMigrationName: (file) => file.replace(/\.js$/, '.ts'),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS module, sources (tsx) or compiled alike
+  getMigration: async (file) => require(path.join(MIGRATIONS, file)),
+};
+
 export function createDb(url: string, poolMax = 20, poolMin = 1): Db {
   return knex({
     client: 'pg',
     connection: url,
     pool: { min: poolMin, max: poolMax },
-    migrations: { directory: path.resolve(__dirname, '../migrations'), loadExtensions: ['.ts'] },
+    migrations: { migrationSource },
   });
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from './logger';
 import { stopOrphan } from './orphans';
+import { PROJECT_ROOT } from './root';
 
 const ACCESS_HINT = (dir: string) =>
   `Started as root, embedded PostgreSQL runs as the system user 'postgres', which cannot enter ${dir} or one of its parent folders. ` +
@@ -15,7 +16,7 @@ export function assertPostgresUserCanEnter(dir: string): void {
   }
 }
 
-const PACKAGES = path.resolve(__dirname, '..', 'node_modules');
+const PACKAGES = path.join(PROJECT_ROOT, 'node_modules');
 
 export interface EmbeddedDatabase {
   url: string;

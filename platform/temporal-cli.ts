@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-
-const ROOT = path.resolve(__dirname, '..');
+import { PROJECT_ROOT as ROOT } from './root';
 
 function executable(file: string): boolean {
   try {

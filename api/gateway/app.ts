@@ -1,13 +1,14 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import Koa from 'koa';
-import { pingDatabase, type Db } from '../../platform/db';
+import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import { authenticate } from './shared/auth';
 import type { AuthStore } from '../../services/keys/auth-store';
 import type { Catalog } from '../../services/catalog/catalog';
 import type { KeyedVariant } from './keyed/variant';
 import { requestContext } from '../shared/http';
+import { aliveCheck, readyCheck } from '../shared/health';
 import type { Reservations } from '../../services/credits/holds';
 import { testRunRoutes } from '../testruns/routes';
 import { audioRoutes } from './media/audio/routes';
@@ -78,7 +79,8 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
 
   const root = new Router();
   root.get('/', serviceDescription(deps.keyed ? 'keyed' : 'credits')); // HEAD / too (clients probe it), without a body
-  root.get('/healthz', healthCheck(deps));
+  root.get('/healthz', aliveCheck(deps));
+  root.get('/readyz', readyCheck(deps));
   app.use(root.routes());
   app.use(root.allowedMethods());
   // The OpenAPI documents of this port's three APIs and /docs (docs/openapi.md); open, before the admin API's token check.
@@ -131,26 +133,5 @@ export function serviceDescription(variant: 'credits' | 'keyed') {
   });
   return (ctx: Koa.Context) => {
     ctx.body = body;
-  };
-}
-
-/** 200 only when PostgreSQL and Temporal both answer. */
-export function healthCheck(deps: { db: Db; temporal: Client }) {
-  return async (ctx: Koa.Context) => {
-    const timeout = async <T>(p: Promise<T>) => {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        return await Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), 2000)))]);
-      } finally {
-        clearTimeout(timer);
-      }
-    };
-    const [pg, temporal] = await Promise.allSettled([
-      timeout(pingDatabase(deps.db)),
-      timeout(deps.temporal.workflowService.getSystemInfo({})),
-    ]);
-    const ok = pg.status === 'fulfilled' && temporal.status === 'fulfilled';
-    ctx.status = ok ? 200 : 503;
-    ctx.body = { ok, postgres: pg.status === 'fulfilled' ? 'up' : 'down', temporal: temporal.status === 'fulfilled' ? 'up' : 'down' };
   };
 }

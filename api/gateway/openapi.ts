@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { gatewayErrorBody, gatewayHeaders, header, healthOperation, jsonObject, type ApiDescription, type ApiOperation } from '../shared/openapi';
+import { gatewayErrorBody, gatewayHeaders, header, healthOperations, jsonObject, type ApiDescription, type ApiOperation } from '../shared/openapi';
 import { audioModelsQuery } from './media/audio/models';
 import { videoCreateSchema } from './media/videos/schema';
 import { videoContentQuery } from './media/videos/read';
@@ -86,7 +86,7 @@ const operations: ApiOperation[] = [
   },
   { method: 'get', path: '/v1/images/models', summary: 'Image models', tags: ['media'], response: list },
   ...INSTALLER_SCRIPTS.map((name): ApiOperation => ({ method: 'get', path: `/${name}`, summary: `The ${name} installer script`, tags: ['installer'], responseType: 'text/plain', security: [] })),
-  healthOperation,
+  ...healthOperations,
 ];
 
 /** The gateway's /v1 API for one variant (spec 1 `credits`, spec 3 A `keyed`), at /openapi.json on its port. */

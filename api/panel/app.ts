@@ -7,7 +7,7 @@ import type { Logger } from '../../platform/logger';
 import type { AuthSettings } from '../../services/panel/logins/auth';
 import { sitesDeps, type SiteSettings } from '../../services/panel/sites/sites';
 import type { DnsSettings } from '../../services/panel/sites/dns';
-import { healthCheck } from '../gateway/app';
+import { aliveCheck, readyCheck } from '../shared/health';
 import { accountRoutes, signInRoutes } from './logins/account-routes';
 import { loginRoutes } from './logins/routes';
 import { clusterRoutes } from './nodes/cluster-routes';
@@ -71,7 +71,7 @@ export interface PanelDeps {
   imports?: ImportsDeps;
 }
 
-/** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz. */
+/** The hosting panel's HTTP API (spec 2, PANEL.md): /v1 behind sign-in, and /healthz and /readyz. */
 export function createPanelApp(d: PanelDeps): Koa {
   const app = new Koa();
   app.proxy = false;
@@ -82,7 +82,8 @@ export function createPanelApp(d: PanelDeps): Koa {
   app.use(panelContext(d.logger));
   app.use(panelInput()); // NUL and nesting refused once, before any route
   const open = new Router();
-  open.get('/healthz', healthCheck(d));
+  open.get('/healthz', aliveCheck(d));
+  open.get('/readyz', readyCheck(d));
   app.use(open.routes());
   app.use(open.allowedMethods());
   app.use(openApiRoutes([{ path: '/openapi.json', api: panelApi }]).routes()); // before the console, which answers every HTML GET

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { header, healthOperation, type ApiDescription, type ApiOperation, type Method } from '../shared/openapi';
+import { header, healthOperations, type ApiDescription, type ApiOperation, type Method } from '../shared/openapi';
 import * as alerts from './alerts/routes';
 import * as webhooks from './alerts/webhook-routes';
 import * as billing from './billing/routes';
@@ -48,7 +48,7 @@ const accepted = { status: 202 } as const;
 const created = { status: 201 } as const;
 
 const operations: ApiOperation[] = [
-  healthOperation,
+  ...healthOperations,
   a('post', '/v1/auth/sign-in', 'Sign in: sets the session cookie; the CSRF token is in x-csrf-token', {
     body: account.signInBody,
     security: [],

@@ -67,16 +67,27 @@ export const gatewayHeaders = z.object({ 'x-request-id': header('This request id
 
 const retryAfter = z.object({ 'retry-after': header('Seconds to wait before retrying (429 and 503 answers)').optional() });
 
-/** GET /healthz, the same on every port (api/gateway/app.ts healthCheck). */
-export const healthOperation: ApiOperation = {
-  method: 'get',
-  path: '/healthz',
-  summary: 'Health: 200 when PostgreSQL and Temporal answer, else 503',
-  tags: ['health'],
-  status: [200, 503],
-  response: z.looseObject({ ok: z.boolean(), postgres: z.enum(['up', 'down']), temporal: z.enum(['up', 'down']) }),
-  security: [],
-};
+/** GET /healthz and GET /readyz, the same on every port (api/shared/health.ts). */
+const dependency = z.enum(['up', 'down']);
+export const healthOperations: ApiOperation[] = [
+  {
+    method: 'get',
+    path: '/healthz',
+    summary: 'Alive: 200 while the process answers, with what it sees of PostgreSQL and Temporal',
+    tags: ['health'],
+    response: z.looseObject({ ok: z.boolean(), postgres: dependency, temporal: dependency }),
+    security: [],
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    summary: 'Ready for traffic: 200 when PostgreSQL and Temporal answer and the process is not draining (from SIGTERM on), else 503',
+    tags: ['health'],
+    status: [200, 503],
+    response: z.looseObject({ ready: z.boolean(), postgres: dependency, temporal: dependency, draining: z.boolean() }),
+    security: [],
+  },
+];
 
 /** Koa's `:id` (and `*path`) path parameters in OpenAPI's `{id}` form. */
 export const openApiPath = (koaPath: string): string => koaPath.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');

@@ -14,14 +14,14 @@ export interface LoggedRequest {
 }
 
 /**
- * Records every request (except /healthz and the admin API) once its response is finished or
+ * Records every request (except /healthz, /readyz and the admin API) once its response is finished or
  * the client went away: request id, key, model, status, latency, and the charge when the answer
  * showed one (`x-gateway-cost`). Must run inside requestContext (it needs the request id) and
  * outside authentication (401s and 429s are recorded too).
  */
 export function requestLogging(log: RequestLog, clientIp: (ctx: Context) => string) {
   return async (ctx: Context, next: Next) => {
-    if (ctx.path === '/healthz' || ctx.path === '/admin' || ctx.path.startsWith('/admin/')) return next();
+    if (ctx.path === '/healthz' || ctx.path === '/readyz' || ctx.path === '/admin' || ctx.path.startsWith('/admin/')) return next();
     const started = process.hrtime.bigint();
     const createdAt = preciseNow();
     const entry: LoggedRequest = { ip: clientIp(ctx), keyId: null, accountId: null, model: null, errorCode: null };
