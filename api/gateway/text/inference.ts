@@ -127,6 +127,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       });
     } catch (err) {
       if (client.gone()) return reportLeft(report, null);
+      if (client.cut()) throw reportCut(report);
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (!routed.ok) throw routeFailure(routed.failure, report, deps.upstreamTimeoutMs, model.id);
@@ -153,6 +154,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       json = JSON.parse(publicModel(await upstream.body.text())) as Record<string, unknown>;
     } catch (err) {
       if (client.gone()) return reportLeft(report, null);
+      if (client.cut()) throw reportCut(report);
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
     let canonicalAnswer: CanonicalResponse | null = null;
@@ -196,6 +198,16 @@ function reportLeft(report: Report, b: Billing | null): void {
   const error = 'the client closed the connection before the answer';
   if (b?.usage) report({ outcome: 'cancelled', billable: true, usage: b.usage.tokens, providerCost: b.providerCost, httpStatus: 499, error });
   else report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error });
+}
+
+/**
+ * A request the process's drain cut (its grace ran out, SIGTERM): the error is the gateway's, so
+ * nothing is billed, whatever was sent; never a client's cancel (docs/credits.md).
+ */
+function reportCut(report: Report): GatewayError {
+  const detail = 'the gateway restarted before the answer was complete; retry the request';
+  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: 503, error: detail });
+  return new GatewayError('service_unavailable', { detail });
 }
 
 /** The workflow recomputes the charge from the same inputs the answer showed. */
@@ -255,6 +267,10 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
       else for (const e of events) writer.event(e);
     }
   } catch (err) {
+    if (r.client.cut()) {
+      writer.fail(reportCut(r.report));
+      return void res.end();
+    }
     if (!clientGone()) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (clientGone() && sentChars === 0 && sentAudioBytes === 0) return reportLeft(r.report, null);
