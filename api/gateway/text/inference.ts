@@ -90,6 +90,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const first = prepare(routes[0]);
     if (!first) throw new GatewayError('provider_unavailable', { model: model.id });
     const prepared = new Map<CatalogRoute, Prepared>([[routes[0], first]]);
+    // (set by prepare, so TypeScript's narrowing of `canonical` does not see it)
+    const stopSequences = () => (canonical as CanonicalRequest | null)?.stop ?? [];
     const routeLog = new RouteLog();
     let ignored: string[] = [];
 
@@ -147,7 +149,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel });
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
     try {
@@ -158,7 +160,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
     let canonicalAnswer: CanonicalResponse | null = null;
-    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json)).usage;
+    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json, stopSequences())).usage;
     const billing = billingOf(usage);
     // The provider did the work but the client left before the answer: what it reports it used.
     if (client.gone()) return reportLeft(report, billing);
@@ -227,6 +229,8 @@ interface RelayContext {
   billingOf: (u: UpstreamUsage | null) => Billing;
   promptEstimate: number;
   audio: RequestAudio;
+  /** the translated request's stop sequences (which one matched, for formats that do not say) */
+  stop: readonly string[];
   /** renames the upstream model in a passed-through event */
   publicModel: (raw: string) => string;
 }
@@ -238,7 +242,7 @@ interface RelayContext {
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
   const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.client);
   const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
-  const parse = r.adapter.streamParser();
+  const parse = r.adapter.streamParser(r.stop);
   let sentChars = 0;
   let sentAudioBytes = 0;
   let finished = false;
