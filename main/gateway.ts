@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { markDraining } from '../platform/readiness';
 import { Client, Connection } from '@temporalio/client';
 import type { Db } from '../platform/db';
 import { listen } from '../platform/http-server';
@@ -8,6 +9,7 @@ import { AuthStore } from '../services/keys/auth-store';
 import { CacheInvalidation } from '../platform/cache-invalidation';
 import { Catalog } from '../services/catalog/catalog';
 import { createGatewayApp } from '../api/gateway/app';
+import { Drain } from '../api/gateway/shared/client-watch';
 import { gatewayClientError } from '../api/shared/http';
 import type { CorsOrigins } from '../api/gateway/shared/cors';
 import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
@@ -56,6 +58,11 @@ export interface GatewayRuntime {
   url: string;
   server: http.Server;
   close(): Promise<void>;
+  /**
+   * SIGTERM: stops accepting connections, reports not ready, lets the requests in flight finish
+   * for up to `graceMs`, cuts what is left (a server-side cut, not billed: docs/credits.md), then closes.
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 /** Wires one gateway API process: Temporal client, caches, Koa app, HTTP server. */
@@ -93,12 +100,30 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
+  const drain = new Drain();
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals, drain });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
-  return {
+  const settle = async (untilMs: number) => {
+    while (listening.inFlight() > 0 && Date.now() < untilMs) await new Promise((r) => setTimeout(r, 50));
+  };
+  const runtime: GatewayRuntime = {
     url: listening.url,
     server: listening.server,
+    async drain(graceMs) {
+      drain.draining = true;
+      markDraining(); // /readyz: 503 from now on
+      listening.server.close(); // no new connections; idle keep-alive ones are closed
+      listening.server.closeIdleConnections();
+      o.logger.info({ inFlight: listening.inFlight(), graceMs }, 'draining: requests in flight may finish');
+      await settle(Date.now() + graceMs);
+      if (listening.inFlight() > 0) {
+        o.logger.warn({ inFlight: listening.inFlight() }, 'drain grace over: cutting the requests still in flight');
+        drain.cutAll();
+        await settle(Date.now() + 2000); // their error events and outcome reports go out
+      }
+      await runtime.close();
+    },
     async close() {
       await listening.close();
       refusals.close(); // the suppressed counts of open windows
@@ -110,4 +135,5 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await connection.close();
     },
   };
+  return runtime;
 }

@@ -167,7 +167,8 @@ async function main() {
       requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS,
     },
   });
-  stops.push(gateway.close);
+  // Streams in flight finish (up to GATEWAY_DRAIN_SECONDS) before the gateway and what it needs stop.
+  stops.push(() => gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000));
 
   // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1.
   const panelLogin = await ensurePlatform(db);

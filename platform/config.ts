@@ -45,6 +45,8 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  // SIGTERM: how long requests in flight may finish before the rest are cut (docs/credits.md).
+  GATEWAY_DRAIN_SECONDS: z.coerce.number().int().min(0).default(30),
   // A model's route is skipped (per API process) after this many consecutive failures within the
   // window, for the cool-down; then one trial request may use it (docs/gateway.md, Routing).
   ROUTE_BREAKER_FAILURES: z.coerce.number().int().positive().default(5),

@@ -7,6 +7,8 @@ export interface Listening {
   server: http.Server;
   /** stops accepting, ends open connections, resolves when the server is closed */
   close(): Promise<void>;
+  /** requests whose response has not ended or closed yet */
+  inFlight(): number;
 }
 
 /**
@@ -19,6 +21,11 @@ export type ClientErrorAnswer = (kind: 'header_too_large' | 'malformed', limit: 
 export async function listen(handler: http.RequestListener, port: number, host = '127.0.0.1', clientError?: ClientErrorAnswer): Promise<Listening> {
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
+  let inFlight = 0;
+  server.on('request', (_req, res: http.ServerResponse) => {
+    inFlight++;
+    res.once('close', () => inFlight--);
+  });
   if (clientError) {
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
       if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
@@ -37,6 +44,7 @@ export async function listen(handler: http.RequestListener, port: number, host =
   return {
     url: `http://127.0.0.1:${bound}`,
     server,
+    inFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

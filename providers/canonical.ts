@@ -102,11 +102,12 @@ export interface UpstreamAdapter {
   /** the client's own body, for the native dialect: model id mapped, usage reporting turned on */
   nativeRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
   request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;
-  response(json: unknown): CanonicalResponse;
+  /** `stop`: the request's stop sequences, for formats that do not say which one matched */
+  response(json: unknown, stop?: readonly string[]): CanonicalResponse;
   /** usage and provider cost of a native response body; null when none was reported */
   usage(json: unknown): UpstreamUsage | null;
   /** a fresh incremental parser of the upstream's stream events */
-  streamParser(): (ev: SseEvent) => StreamEvent[];
+  streamParser(stop?: readonly string[]): (ev: SseEvent) => StreamEvent[];
   /** the provider's error message from an error body */
   errorMessage(json: unknown): string | null;
 }

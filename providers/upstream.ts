@@ -106,7 +106,8 @@ async function send(
         signal: opts.signal,
       });
     } catch (err) {
-      const kind = err instanceof errors.RequestAbortedError ? 'aborted' : err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError ? 'timeout' : 'connection';
+      // The caller's abort (a client that left) surfaces as an AbortError: never a provider failure.
+      const kind = opts.signal?.aborted || err instanceof errors.RequestAbortedError ? 'aborted' : err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError ? 'timeout' : 'connection';
       end({ status: kind });
       span.setAttribute('error.type', kind);
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
@@ -115,7 +116,7 @@ async function send(
       if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
         throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
       }
-      if (err instanceof errors.RequestAbortedError) throw err;
+      if (kind === 'aborted') throw err;
       const code = (err as { code?: string }).code;
       // Refused connections never carried the request; anything else may have.
       throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);

@@ -105,7 +105,10 @@ export async function admit<R extends GenRequest>(
     return null;
   }
   if (behaviour.hang) return null; // keep the socket open; only the client or close() ends it
-  if (!(await pause(behaviour.latency ?? 0, res))) return null;
+  if (!(await pause(behaviour.latency ?? 0, res))) {
+    state.stats.closed(dialect.endpoint);
+    return null;
+  }
 
   if (behaviour.status !== undefined) {
     const status = behaviour.status;

@@ -148,7 +148,10 @@ export async function mediaFaults(
     return null;
   }
   if (behaviour.hang) return null; // keep the socket open; only the client or close() ends it
-  if (!(await pause(behaviour.latency ?? 0, res))) return null;
+  if (!(await pause(behaviour.latency ?? 0, res))) {
+    state.stats.closed(new URL(req.url ?? '/', 'http://sim').pathname);
+    return null;
+  }
   if (behaviour.status !== undefined) {
     const status = behaviour.status;
     sendError(res, status, `Simulated upstream error (status ${status}).`, {

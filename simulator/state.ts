@@ -24,6 +24,8 @@ export class Stats {
   private byKey = new Map<string, number>();
   private byEndpoint = new Map<string, number>();
   private last: RequestRecord[] = [];
+  /** calls whose client closed the connection during their latency (an aborted upstream call) */
+  private closedEarly = new Map<string, number>();
 
   record(entry: RequestRecord): void {
     this.requests += 1;
@@ -42,7 +44,13 @@ export class Stats {
     this.byEndpoint.set(endpoint, (this.byEndpoint.get(endpoint) ?? 0) + 1);
   }
 
+  /** A call whose client closed the connection before it was answered. */
+  closed(endpoint: string): void {
+    this.closedEarly.set(endpoint, (this.closedEarly.get(endpoint) ?? 0) + 1);
+  }
+
   reset(): void {
+    this.closedEarly.clear();
     this.requests = 0;
     this.byModel.clear();
     this.byKey.clear();
@@ -56,6 +64,7 @@ export class Stats {
       by_model: Object.fromEntries(this.byModel),
       by_key: Object.fromEntries(this.byKey),
       by_endpoint: Object.fromEntries(this.byEndpoint),
+      closed_early: Object.fromEntries(this.closedEarly),
       last_requests: this.last,
     };
   }

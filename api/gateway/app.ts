@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import Koa from 'koa';
+import type { Drain } from './shared/client-watch';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import { authenticate } from './shared/auth';
@@ -58,12 +59,20 @@ export interface GatewayDeps {
   breakers?: CircuitBreakers;
   /** the info lines of 4xx answers, rate-limited per client; absent: default settings */
   refusals?: RefusalLog;
+  /** this process's drain (SIGTERM): /readyz answers 503 meanwhile, requests see its cut */
+  drain?: Drain;
 }
 
 /** The gateway of spec 1: inference dialects and the billing reads. */
 export function createGatewayApp(deps: GatewayDeps): Koa {
   const app = new Koa();
   app.proxy = false;
+  // Outermost: every request sees the process's drain; answers given while draining close their connection.
+  app.use((ctx, next) => {
+    ctx.state.drain = deps.drain;
+    if (deps.drain?.draining) ctx.set('connection', 'close');
+    return next();
+  });
   const textDeps = { ...deps, breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS, Date.now) };
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key

@@ -14,6 +14,8 @@ interface OpenAIUsage {
 interface ChatChoice {
   index?: number;
   finish_reason?: string | null;
+  /** vLLM and compatible servers: the stop string that ended the answer */
+  stop_reason?: string | number | null;
   message?: { content?: string | null; reasoning?: string | null; reasoning_content?: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> };
   delta?: {
     content?: string | null;
@@ -122,10 +124,11 @@ export const openaiChat: UpstreamAdapter = {
     return out;
   },
 
-  response(json) {
+  response(json, stop = []) {
     const b = json as ChatBody;
     const choice = b.choices?.[0];
     const msg = choice?.message;
+    const finish = finishOf(choice, stop, msg?.content ?? '');
     return {
       id: b.id ?? '',
       model: b.model ?? '',
@@ -133,16 +136,19 @@ export const openaiChat: UpstreamAdapter = {
       text: msg?.content ?? '',
       reasoning: msg?.reasoning ?? msg?.reasoning_content ?? '',
       toolCalls: (msg?.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })),
-      finish: FINISH_FROM_OPENAI[choice?.finish_reason ?? 'stop'] ?? 'stop',
-      stopSequence: null,
+      finish: finish.reason,
+      stopSequence: finish.stopSequence,
       usage: extractUsage(b.usage),
     };
   },
 
   usage: (json) => extractUsage((json as ChatBody).usage),
 
-  streamParser() {
+  streamParser(stop = []) {
     let started = false;
+    // the answer's tail, long enough to end with any stop sequence
+    let tail = '';
+    const keep = Math.max(0, ...stop.map((s) => s.length));
     return (ev) => {
       if (ev.data === null || ev.data === '[DONE]') return [];
       let chunk: ChatBody;
@@ -161,14 +167,17 @@ export const openaiChat: UpstreamAdapter = {
       if (d) {
         const reasoning = d.reasoning ?? d.reasoning_content;
         if (reasoning) out.push({ type: 'reasoning', text: reasoning });
-        if (d.content) out.push({ type: 'text', text: d.content });
+        if (d.content) {
+          out.push({ type: 'text', text: d.content });
+          if (keep) tail = (tail + d.content).slice(-keep);
+        }
         if (d.audio?.data || d.audio?.transcript) out.push({ type: 'audio', transcript: d.audio.transcript ?? '', bytes: d.audio.data ? Buffer.byteLength(d.audio.data, 'base64') : 0 });
         for (const t of d.tool_calls ?? []) {
           if (t.id) out.push({ type: 'tool_call', index: t.index, id: t.id, name: t.function?.name ?? '' });
           if (t.function?.arguments) out.push({ type: 'tool_args', index: t.index, fragment: t.function.arguments });
         }
       }
-      if (choice?.finish_reason) out.push({ type: 'finish', reason: FINISH_FROM_OPENAI[choice.finish_reason] ?? 'stop', stopSequence: null });
+      if (choice?.finish_reason) out.push({ type: 'finish', ...finishOf(choice, stop, tail) });
       const usage = extractUsage(chunk.usage);
       if (usage) out.push({ type: 'usage', usage });
       return out;
@@ -177,3 +186,16 @@ export const openaiChat: UpstreamAdapter = {
 
   errorMessage: (json) => (json as { error?: { message?: string } })?.error?.message ?? null,
 };
+
+/**
+ * OpenAI reports a stop-sequence hit as finish_reason `stop` and leaves the sequence out of the
+ * text. The match: the one the server names (vLLM's `stop_reason`); else the only sequence asked;
+ * else, of several, the one the text ends with (servers that keep it). Not found: a plain stop.
+ */
+function finishOf(choice: ChatChoice | undefined, stop: readonly string[], text: string): { reason: FinishReason; stopSequence: string | null } {
+  const reason: FinishReason = FINISH_FROM_OPENAI[choice?.finish_reason ?? 'stop'] ?? 'stop';
+  if (reason !== 'stop' || stop.length === 0) return { reason, stopSequence: null };
+  const named = typeof choice?.stop_reason === 'string' && stop.includes(choice.stop_reason) ? choice.stop_reason : null;
+  const hit = named ?? (stop.length === 1 ? stop[0] : (stop.find((s) => text.endsWith(s)) ?? null));
+  return hit === null ? { reason, stopSequence: null } : { reason: 'stop_sequence', stopSequence: hit };
+}

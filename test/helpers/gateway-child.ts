@@ -3,8 +3,8 @@ import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 
 // A gateway API in a process of its own, so that a test can kill it (SIGKILL) mid-request.
-// Settings from the environment (DATABASE_URL, TEMPORAL_ADDRESS, HEARTBEAT_MS, DB_POOL_MAX);
-// prints `ready <url>` once it listens.
+// Settings from the environment (DATABASE_URL, TEMPORAL_ADDRESS, HEARTBEAT_MS, DB_POOL_MAX,
+// GATEWAY_DRAIN_SECONDS); prints `ready <url>` once it listens. SIGTERM drains it, then it exits.
 
 async function main() {
   const e = process.env;
@@ -19,6 +19,7 @@ async function main() {
     keyCacheTtlMs: 60_000,
     heartbeatMs: Number(e.HEARTBEAT_MS ?? 5000),
   });
+  process.once('SIGTERM', () => void gateway.drain(Number(e.GATEWAY_DRAIN_SECONDS ?? 30) * 1000).then(() => process.exit(0)));
   process.stdout.write(`ready ${gateway.url}\n`);
 }
 

@@ -99,8 +99,9 @@ export function generation(db: Db) {
         body_id: r.body_id,
         model: r.model,
         provider: r.provider,
-        // text requests: the route that answered ({provider, upstream_model}) and every attempt
-        route: r.route ?? null,
+        // text requests: the route that answered ({provider, upstream_model}) and every attempt; from
+        // the recorded outcome as soon as the answer was sent, before settlement copies it to the row
+        route: r.route ?? r.report?.routing ?? null,
         endpoint: r.endpoint,
         modality: r.modality,
         usage_details: r.usage_details,

@@ -15,6 +15,7 @@ import { validate } from '../../shared/validate';
 import { checkAccess } from '../shared/access';
 import { NO_AUDIO, type Billing, type ClientDialect, type RenderContext, type RequestAudio } from './dialects/types';
 import { openEventStream } from '../shared/event-stream';
+import { watchClient, type ClientWatch } from '../shared/client-watch';
 import { beginBillableCall, type Report } from '../shared/billable-call';
 import { routeFailure, upstreamFailure, upstreamRefusal } from '../shared/upstream-failure';
 import { chargeFor } from '../shared/usage-view';
@@ -52,6 +53,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
   return async (ctx: Context) => {
     ctx.state.dialect = dialect;
     const started = Date.now();
+    // Watched from now on: a client that leaves aborts the provider call, whenever it leaves.
+    const client = watchClient(ctx);
     const body = await readJsonObject(ctx);
     const auth: AuthRecord = ctx.state.auth;
     // The model first: an unknown model is reported as such, whatever else the body holds.
@@ -87,6 +90,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const first = prepare(routes[0]);
     if (!first) throw new GatewayError('provider_unavailable', { model: model.id });
     const prepared = new Map<CatalogRoute, Prepared>([[routes[0], first]]);
+    // (set by prepare, so TypeScript's narrowing of `canonical` does not see it)
+    const stopSequences = () => (canonical as CanonicalRequest | null)?.stop ?? [];
     const routeLog = new RouteLog();
     let ignored: string[] = [];
 
@@ -104,7 +109,6 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       // Audio requests show their audio tokens at GET /v1/generation (spec 2.9); every request its route.
       details: (r) => ({ ...audioDetails(audio, r.usage), routing: { ...routeLog.view(), ...(ignored.length ? { ignored_params: ignored } : {}) } }),
     });
-    const abort = new AbortController();
     let routed: Routed<Prepared>;
     try {
       routed = await sendOverRoutes(routes, {
@@ -121,9 +125,11 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
           }
         },
         refusal: (p) => ({ message: p.adapter.errorMessage }),
-        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
+        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
       });
     } catch (err) {
+      if (client.gone()) return reportLeft(report, null);
+      if (client.cut()) throw reportCut(report);
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (!routed.ok) throw routeFailure(routed.failure, report, deps.upstreamTimeoutMs, model.id);
@@ -143,17 +149,21 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, abort, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel });
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(publicModel(await upstream.body.text())) as Record<string, unknown>;
     } catch (err) {
+      if (client.gone()) return reportLeft(report, null);
+      if (client.cut()) throw reportCut(report);
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
     let canonicalAnswer: CanonicalResponse | null = null;
-    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json)).usage;
+    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json, stopSequences())).usage;
     const billing = billingOf(usage);
+    // The provider did the work but the client left before the answer: what it reports it used.
+    if (client.gone()) return reportLeft(report, billing);
     const out = canonicalAnswer ? dialect.render(canonicalAnswer, billing, rc) : dialect.renderNative(json, billing);
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
@@ -182,6 +192,26 @@ function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
   return { usageDetails: { input_audio_tokens: usage.audio_input_tokens ?? 0, output_audio_tokens: usage.audio_output_tokens ?? 0 } };
 }
 
+/**
+ * A client that left before its (non-streaming) answer, or before a stream's first byte: cancelled,
+ * charged what the provider reported it used when it answered, else nothing (docs/credits.md).
+ */
+function reportLeft(report: Report, b: Billing | null): void {
+  const error = 'the client closed the connection before the answer';
+  if (b?.usage) report({ outcome: 'cancelled', billable: true, usage: b.usage.tokens, providerCost: b.providerCost, httpStatus: 499, error });
+  else report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error });
+}
+
+/**
+ * A request the process's drain cut (its grace ran out, SIGTERM): the error is the gateway's, so
+ * nothing is billed, whatever was sent; never a client's cancel (docs/credits.md).
+ */
+function reportCut(report: Report): GatewayError {
+  const detail = 'the gateway restarted before the answer was complete; retry the request';
+  report({ outcome: 'failed', billable: false, usage: null, providerCost: null, httpStatus: 503, error: detail });
+  return new GatewayError('service_unavailable', { detail });
+}
+
 /** The workflow recomputes the charge from the same inputs the answer showed. */
 function reportCompleted(report: Report, b: Billing, bodyId: string | null) {
   report({ outcome: 'completed', billable: true, usage: b.usage?.tokens ?? null, providerCost: b.providerCost, httpStatus: 200, bodyId });
@@ -194,11 +224,13 @@ interface RelayContext {
   hold: Hold;
   provider: Provider;
   rc: RenderContext;
-  abort: AbortController;
+  client: ClientWatch;
   report: Report;
   billingOf: (u: UpstreamUsage | null) => Billing;
   promptEstimate: number;
   audio: RequestAudio;
+  /** the translated request's stop sequences (which one matched, for formats that do not say) */
+  stop: readonly string[];
   /** renames the upstream model in a passed-through event */
   publicModel: (raw: string) => string;
 }
@@ -208,9 +240,9 @@ interface RelayContext {
  * event by event. A client that goes away is settled from what was already sent.
  */
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
-  const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.abort);
+  const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.client);
   const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
-  const parse = r.adapter.streamParser();
+  const parse = r.adapter.streamParser(r.stop);
   let sentChars = 0;
   let sentAudioBytes = 0;
   let finished = false;
@@ -239,8 +271,13 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
       else for (const e of events) writer.event(e);
     }
   } catch (err) {
+    if (r.client.cut()) {
+      writer.fail(reportCut(r.report));
+      return void res.end();
+    }
     if (!clientGone()) return broken(`the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
   }
+  if (clientGone() && sentChars === 0 && sentAudioBytes === 0) return reportLeft(r.report, null);
   if (clientGone()) {
     // Settled from what was already sent; no usage goes out.
     const audioIn = r.audio.input?.tokenEstimate ?? 0;

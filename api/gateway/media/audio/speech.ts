@@ -11,6 +11,7 @@ import { checkAccess } from '../../shared/access';
 import { contentHash } from '../../../../services/idempotency/claims';
 import { type AudioDeps, audioPricing, type AudioPricing, decodeBase64, rejectUnknown } from './common';
 import { beginBillableCall } from '../../shared/billable-call';
+import { watchClient, type ClientWatch } from '../../shared/client-watch';
 import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import { inspectAudio } from './format';
 
@@ -125,20 +126,13 @@ export function speech(deps: AudioDeps) {
       hold: { model: model.id, provider: provider.id, endpoint: '/v1/audio/speech', modality: 'audio', tariff: model, held: complimentary ? '0' : estimate, complimentary },
     });
     // A client that leaves, before or during the audio, stops the provider.
-    const client = { gone: false };
-    const abort = new AbortController();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) {
-        client.gone = true;
-        abort.abort();
-      }
-    });
+    const client = watchClient(ctx);
     let upstream: UpstreamResponse;
     try {
-      upstream = await postUpstream(provider, SPEECH_PATH, speechRequest(params, model.upstream_model), { timeoutMs: deps.upstreamTimeoutMs, signal: abort.signal, authHeaders: adapter.authHeaders });
+      upstream = await postUpstream(provider, SPEECH_PATH, speechRequest(params, model.upstream_model), { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: adapter.authHeaders });
     } catch (err) {
       await key.release();
-      if (client.gone) {
+      if (client.gone()) {
         // Gone before the provider answered: no audio reached anyone, and no cost record is known.
         report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error: 'the client closed before the provider answered' });
         return;
@@ -171,7 +165,7 @@ interface RelayOptions {
   requestId: string;
   contentType: string;
   /** set when the client's connection closed before the answer ended */
-  client: { gone: boolean };
+  client: ClientWatch;
   billed: (outcome: 'completed' | 'cancelled' | 'failed', httpStatus: number, error?: string) => void;
 }
 
@@ -179,7 +173,7 @@ interface RelayOptions {
 async function relay(ctx: Context, upstream: UpstreamResponse, o: RelayOptions): Promise<void> {
   ctx.respond = false;
   const res = ctx.res;
-  if (!o.client.gone) {
+  if (!o.client.gone()) {
     res.writeHead(200, { 'content-type': o.contentType, 'cache-control': 'no-cache', 'x-gateway-request-id': o.requestId });
     res.flushHeaders();
   }
@@ -191,18 +185,18 @@ async function relay(ctx: Context, upstream: UpstreamResponse, o: RelayOptions):
     });
   try {
     for await (const chunk of upstream.body) {
-      if (o.client.gone || res.destroyed) break;
+      if (o.client.gone() || res.destroyed) break;
       if (!res.write(chunk)) await drained();
     }
   } catch (err) {
-    if (!o.client.gone) {
+    if (!o.client.gone()) {
       // The provider broke off: the client sees a cut body; the provider's recorded cost (if any) is charged.
       o.billed('failed', 502, `the provider stream broke: ${err instanceof Error ? err.message : String(err)}`);
       res.destroy();
       return;
     }
   }
-  if (o.client.gone || res.destroyed) {
+  if (o.client.gone() || res.destroyed) {
     upstream.body.destroy();
     return o.billed('cancelled', 499);
   }

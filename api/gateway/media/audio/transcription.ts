@@ -10,6 +10,7 @@ import { checkAccess } from '../../shared/access';
 import { contentHash } from '../../../../services/idempotency/claims';
 import { type AudioDeps, audioPricing, type AudioPricing, mediaUsage, unsupportedFormat } from './common';
 import { beginBillableCall } from '../../shared/billable-call';
+import { watchClient } from '../../shared/client-watch';
 import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure';
 import { holdSeconds } from './format';
 import { readTranscription } from './transcription-request';
@@ -65,6 +66,9 @@ export function transcription(deps: AudioDeps) {
       idempotency: { scope: 'audio', bodyHash: contentHash('transcription', JSON.stringify(t.fields), t.audio) },
       hold: { model: model.id, provider: provider.id, endpoint: '/v1/audio/transcriptions', modality: 'audio', tariff: model, held, complimentary },
     });
+    // Watched from the hold on (the upload was read before): a client that leaves aborts the provider call.
+    const client = watchClient(ctx);
+    const left = () => report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error: 'the client closed the connection before the answer' });
     const form = transcriptionRequest(
       { audio: t.audio, format: t.format, language: t.language, temperature: t.temperature, verbose: t.verbose, granularities: t.granularities, options: t.providerOptions?.[provider.id] },
       model.upstream_model,
@@ -72,9 +76,10 @@ export function transcription(deps: AudioDeps) {
     let upstream: UpstreamResponse;
     let json: Record<string, unknown>;
     try {
-      upstream = await postUpstreamForm(provider, TRANSCRIPTION_PATH, form, { timeoutMs: deps.upstreamTimeoutMs, authHeaders: adapter.authHeaders });
+      upstream = await postUpstreamForm(provider, TRANSCRIPTION_PATH, form, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: adapter.authHeaders });
     } catch (err) {
       await key.release();
+      if (client.gone()) return left();
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     if (upstream.statusCode !== 200) {
@@ -84,18 +89,20 @@ export function transcription(deps: AudioDeps) {
     try {
       json = (await upstream.body.json()) as Record<string, unknown>;
     } catch (err) {
+      if (client.gone()) return left();
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
     const { body: transcript, usage } = transcriptionResult(json);
     const estimate = transcriptionEstimate(pricing, usage, held);
     const shown = lt(held, estimate) ? held : estimate;
     const generationId = upstream.headers[GENERATION_ID_HEADER]?.toString();
+    // The provider transcribed it but the client left: cancelled, billed as the provider records it.
     report({
-      outcome: 'completed',
+      outcome: client.gone() ? 'cancelled' : 'completed',
       billable: true,
       usage: null,
       providerCost: null,
-      httpStatus: 200,
+      httpStatus: client.gone() ? 499 : 200,
       media: { billingSource: 'estimate', amount: estimate },
       usageDetails: usage ?? (pricing.kind === 'unit' ? { seconds: null } : { input_tokens: null, output_tokens: null }),
       lateCost: generationId ? { providerId: provider.id, generationId } : undefined,

@@ -21,6 +21,7 @@ import { upstreamFailure, upstreamRefusal } from '../../shared/upstream-failure'
 import { chargeOf, holdFor, imageUsage, mediaCharge, outputPixels, type ImageRates } from './billing';
 import { IMAGE_MEDIA_TYPE, sniffImage } from './image-kind';
 import { openEventStream } from '../../shared/event-stream';
+import { watchClient, type ClientWatch } from '../../shared/client-watch';
 import type { ImageRequest } from './schema';
 
 // The one path of every image request once it is valid: claim the idempotency key, hold,
@@ -43,6 +44,7 @@ export interface ImageJob {
 }
 
 const NOT_BILLED = { billable: false, usage: null, providerCost: null } as const;
+const LEFT = 'the client closed the connection before the answer';
 
 function mediaType(b64: string): string {
   const kind = sniffImage(Buffer.from(b64.slice(0, 24), 'base64'));
@@ -51,6 +53,8 @@ function mediaType(b64: string): string {
 
 export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob): Promise<void> {
   const started = Date.now();
+  // Watched from now on: a client that leaves aborts the provider call, whenever it leaves.
+  const client = watchClient(ctx);
   const { model, provider, complimentary } = job.access;
   const { req } = job;
   const usageDetails = { images_requested: req.n, input_images: job.inputs.length, size: sizeLabel(req) };
@@ -87,15 +91,15 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
     },
     job.inputs,
   );
-  const abort = new AbortController();
   let upstream: UpstreamResponse;
   try {
     upstream = await postUpstream(provider, job.inputs.length ? IMAGE_EDITS_PATH : IMAGE_GENERATIONS_PATH, body, {
       timeoutMs: deps.upstreamTimeoutMs,
-      signal: abort.signal,
+      signal: client.abort.signal,
       authHeaders: openaiImageAuth,
     });
   } catch (err) {
+    if (client.gone()) return void (await failed({ outcome: 'cancelled', httpStatus: 499, error: LEFT }, new GatewayError('generation_failed')));
     const e = upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     // A call the provider may have received keeps its key: a retry must not run it twice.
     if (err instanceof UpstreamFailure && !err.maySent) await key.release();
@@ -123,15 +127,18 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
     return { usage: imageUsage(hold, charge, tokens), charge: charge.charge };
   };
 
-  if (stream) return relayImageStream(ctx, upstream, { hold, abort, finish, failed });
+  if (stream) return relayImageStream(ctx, upstream, { hold, client, finish, failed });
 
   let json: Record<string, unknown>;
   try {
     json = (await upstream.body.json()) as Record<string, unknown>;
   } catch (err) {
+    if (client.gone()) return void (await failed({ outcome: 'cancelled', httpStatus: 499, error: LEFT }, new GatewayError('generation_failed')));
     throw await failed({ uncertain: true, httpStatus: 502, error: String(err) }, new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' }));
   }
   const answer = parseImageResponse(json);
+  // The provider made the images but the client left: cancelled, billed as the provider reports.
+  if (client.gone()) return void finish(answer.images.length, answer.usage, answer.cost, 'cancelled');
   if (answer.images.length === 0) {
     // Nothing came back: not billed, unless the provider says it charged.
     if (answer.cost && answer.cost > 0) finish(0, answer.usage, answer.cost);
@@ -150,7 +157,7 @@ function sizeLabel(req: ImageRequest): string {
 
 interface StreamParts {
   hold: Hold;
-  abort: AbortController;
+  client: ClientWatch;
   finish: (received: number, tokens: UpstreamImageUsage | null, cost: number | undefined, outcome?: 'completed' | 'cancelled') => { usage: ReturnType<typeof imageUsage> };
   failed: (r: { httpStatus: number; error: string; uncertain?: boolean; outcome?: 'cancelled' }, err: GatewayError) => Promise<GatewayError>;
 }
@@ -161,7 +168,7 @@ interface StreamParts {
  * A stream that breaks after some images still delivers and bills those.
  */
 async function relayImageStream(ctx: Context, upstream: UpstreamResponse, s: StreamParts): Promise<void> {
-  const { res, clientGone } = openEventStream(ctx, s.hold.reservationId, s.abort);
+  const { res, clientGone } = openEventStream(ctx, s.hold.reservationId, s.client);
   const created = Math.floor(Date.now() / 1000);
   const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const completedEvent = (b64: string, imageIndex: number) => ({ type: 'image_generation.completed', b64_json: b64, media_type: mediaType(b64), image_index: imageIndex, created_at: created });
