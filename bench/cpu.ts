@@ -15,9 +15,11 @@ interface ProcStat {
 const readAll = (): ProcStat[] => [...readProcs().values()].map((p) => ({ pid: p.pid, comm: p.comm, ppid: p.ppid, pgrp: p.pgrp, ticks: p.ticks }));
 
 export interface CpuGroups {
-  /** process group id of the `main/start.ts` child (tsx + node: gateway, worker, simulator; Temporal CLI; postmaster) */
+  /** process group id of the `main/start.ts` child (tsx + node: gateway, worker; Temporal CLI; postmaster) */
   systemPgid: number;
   barePgid: number | null;
+  /** the simulator's process group, when it runs in a process of its own */
+  simulatorPgid?: number;
 }
 
 export type CpuSnapshot = { at: number; procs: Map<number, { category: string; ticks: number }> };
@@ -30,7 +32,8 @@ function categorize(list: ProcStat[], g: CpuGroups): CpuSnapshot['procs'] {
     if (p.pid === process.pid) category = 'bench client';
     else if (p.comm === 'postgres' && (postmasters.has(p.pid) || postmasters.has(p.ppid))) category = 'postgres';
     else if (p.pgrp === g.systemPgid && p.comm === 'temporal') category = 'temporal dev server';
-    else if (p.pgrp === g.systemPgid) category = 'system node (gateway+worker+sim)';
+    else if (p.pgrp === g.systemPgid) category = g.simulatorPgid ? 'system node (gateway+worker)' : 'system node (gateway+worker+sim)';
+    else if (g.simulatorPgid && p.pgrp === g.simulatorPgid) category = 'simulator';
     else if (g.barePgid !== null && p.pgrp === g.barePgid) category = 'bare proxy';
     else category = 'other processes';
     procs.set(p.pid, { category, ticks: p.ticks });

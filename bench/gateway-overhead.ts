@@ -11,8 +11,9 @@ import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './ch
 import { cpuBetween, cpuSecondsBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
 import { fixed, ms3, nsToMs, num, summarize, table, type Summary } from './stats';
 
-// Gateway overhead benchmark (DESIGN.md section 6). Starts the whole system (`main/start.ts`)
-// and a bare Koa proxy as child processes on free loopback ports, measures direct-to-simulator
+// Gateway overhead benchmark (DESIGN.md section 6). Starts the simulator (bench/simulator.ts), the
+// whole system (`main/start.ts`, using that simulator) and a bare Koa proxy as child processes on
+// free loopback ports, so neither proxy shares its event loop with the simulator; measures direct-to-simulator
 // vs gateway (and bare proxy) calls, reads settlement times from PostgreSQL, prints a report
 // and appends it to bench/history/<date>-gateway-overhead.md. `npm run bench`. Bounded in time; stops its children on
 // every exit path.
@@ -337,8 +338,8 @@ function nproc(): string {
 
 // ---------------------------------------------------------------------------------------------
 
-/** The CPU category of the system process (gateway, worker, simulator): bench/cpu.ts. */
-const SYSTEM = 'system node (gateway+worker+sim)';
+/** The CPU category of the system process (gateway, worker; the simulator runs apart): bench/cpu.ts. */
+const SYSTEM = 'system node (gateway+worker)';
 
 interface Report {
   notes: string[];
@@ -355,8 +356,6 @@ interface Report {
   perSettled: Array<{ label: string; requests: number; cpu: Array<[string, number]>; statements?: Statements }>;
   /** c=64 with requests spread over 1,000 accounts (one key each) */
   spread?: { rps: number; bare: number; errors: string; settle: SettleWait; endWall: number; ends: Map<string, number> };
-  /** CPU seconds of the system process per direct request: the simulator's share, taken off the gateway's */
-  simulatorMsPerRequest?: number;
   shutdown?: string[];
 }
 
@@ -378,7 +377,7 @@ async function main(): Promise<number> {
       TEMPORAL_PORT: String(temporalPort),
       TEMPORAL_UI_PORT: String(temporalUiPort),
       PG_PORT: String(pgPort),
-      SIMULATOR_PORT: String(simPort),
+      SIMULATOR_URL: `http://127.0.0.1:${simPort}`,
       LOG_LEVEL: 'warn',
       PG_STAT_STATEMENTS: '1',
     };
@@ -390,7 +389,9 @@ async function main(): Promise<number> {
     const nodeFlags = profDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`] : [];
     if (profDir) report.notes.push('CPU profiling of the system process was on (BENCH_CPU_PROF_DIR): figures are slower than normal.');
     // `npx tsx` resolves to this binary; running it directly lets SIGTERM reach tsx, which relays it.
-    log(`starting the system (DATA_DIR ${dataDir})`);
+    log(`starting the simulator and the system (DATA_DIR ${dataDir})`);
+    const simulator = spawnChild('bench/simulator.ts', TSX_BIN, ['bench/simulator.ts'], { ...process.env, SIMULATOR_PORT: String(simPort) }, ROOT);
+    await waitHttp(`http://127.0.0.1:${simPort}/v1/models`, simulator, 30_000);
     const system = spawnChild('main/start.ts', TSX_BIN, [...nodeFlags, 'main/start.ts'], env, ROOT);
     const bare = spawnChild('bench/bare-proxy.ts', TSX_BIN, ['bench/bare-proxy.ts'], { ...process.env, BARE_PORT: String(barePort), UPSTREAM_URL: `http://127.0.0.1:${simPort}` }, ROOT);
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
@@ -399,7 +400,7 @@ async function main(): Promise<number> {
     await waitHttp(`${gatewayUrl}/healthz`, system, Math.min(150_000, remaining()));
     await waitHttp(`${bareUrl}/healthz`, bare, 30_000);
     log('system ready');
-    const groups: CpuGroups = { systemPgid: system.pid, barePgid: bare.pid };
+    const groups: CpuGroups = { systemPgid: system.pid, barePgid: bare.pid, simulatorPgid: simulator.pid };
 
     db = createDb(`postgres://postgres:postgres@127.0.0.1:${pgPort}/gateway`, 4);
     const account = await createAccount(db, { name: `bench-${new Date().toISOString()}`, tier: 'pro', credits: '1000000' });
@@ -496,10 +497,7 @@ async function main(): Promise<number> {
         continue;
       }
       log(`c=64 round ${round}: ${P.throughputSeconds} s each for direct, bare proxy, gateway`);
-      const dCpu = cpuSnapshot(groups);
       const d = await cpuPhase(`c=64 direct, round ${round}`, () => closedLoop(direct, 64, P.throughputSeconds));
-      const dSystem = cpuSecondsBetween(dCpu, cpuSnapshot(groups)).find(([k]) => k === SYSTEM)?.[1] ?? 0;
-      if (d.rec.ms.length) report.simulatorMsPerRequest = (dSystem * 1000) / d.rec.ms.length;
       const b = await cpuPhase(`c=64 bare proxy, round ${round}`, () => closedLoop(bareProxy, 64, P.throughputSeconds));
       const gCpu = cpuSnapshot(groups);
       await resetStatements(db);
@@ -578,7 +576,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
   out.push('');
   out.push(
     `node ${process.version} · nproc ${nproc()} · ${os.cpus()[0]?.model ?? 'cpu ?'} · load average ${meta.load0.map((v) => v.toFixed(2)).join('/')} at start, ` +
-      `${meta.load1.map((v) => v.toFixed(2)).join('/')} at end · everything on loopback on this machine; simulator (inside the system process) with zero added latency · ` +
+      `${meta.load1.map((v) => v.toFixed(2)).join('/')} at end · everything on loopback on this machine; simulator (a process of its own) with zero added latency · ` +
       `${P.warmup} warm-up, ${P.c1Iterations} c=1 iterations, ${P.c16Requests} c=16 requests each, c=64 ${P.throughputSeconds} s per target per round, ` +
       `${P.rate} req/s × ${P.rateSeconds} s open loop, ${P.streamIterations} streaming iterations`,
   );
@@ -660,7 +658,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
 
   const perSettled = r.perSettled.filter((x) => x.requests > 0).map((x) => {
     const ms = (k: string) => ((x.cpu.find(([c]) => c === k)?.[1] ?? 0) * 1000) / x.requests;
-    const system = Math.max(0, ms(SYSTEM) - (r.simulatorMsPerRequest ?? 0));
+    const system = ms(SYSTEM);
     return { label: x.label, requests: x.requests, system, temporal: ms('temporal dev server'), postgres: ms('postgres'), total: system + ms('temporal dev server') + ms('postgres'), statements: x.statements };
   });
   if (perSettled.length) {
@@ -673,7 +671,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
       ),
     );
     out.push('');
-    out.push(`The gateway + worker column is the system process's CPU less the simulator's share, ${fixed(r.simulatorMsPerRequest ?? NaN, 2)} ms per request (its CPU per request in the c=64 direct phase, where it alone answers).`);
+    out.push("The gateway + worker column is the system process's CPU (the simulator runs in a process of its own and is not counted).");
     out.push('');
     const withStatements = perSettled.filter((x) => x.statements);
     if (withStatements.length) {

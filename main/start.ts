@@ -99,8 +99,9 @@ async function main() {
   stops.push(() => db.destroy());
   await migrate(db);
 
-  const sim = await startSimulator({ port: config.SIMULATOR_PORT });
-  stops.push(sim.close);
+  // SIMULATOR_URL: one running elsewhere (benchmarks give it a process of its own).
+  const sim = config.SIMULATOR_URL ? { url: config.SIMULATOR_URL } : await startSimulator({ port: config.SIMULATOR_PORT });
+  if ('close' in sim) stops.push(sim.close);
   await seedSimulatorCatalog(db, sim.url);
   const demoKey = await demoAccountKey(db, config.dataDir, config.GATEWAY_VARIANT === 'keyed' ? 'mt' : 'gw_ai');
   // The demo account's dashboard sign-in (api/gateway/dashboard), printed like the demo key.

@@ -37,6 +37,8 @@ const schema = z.object({
   TEMPORAL_UI_PORT: port(8233),
   PG_PORT: port(54320),
   SIMULATOR_PORT: port(8199),
+  // A simulator already running elsewhere (benchmarks run it in a process of its own): npm start starts none.
+  SIMULATOR_URL: z.string().url().optional(),
   DATABASE_URL: z.string().url().optional(),
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),

@@ -1,4 +1,5 @@
 import type { Credits, Tariff } from '../../domain/credits/pricing';
+import { prepared } from '../../platform/db';
 
 // The hold statement: one call of credits_take_holds (migrations/202612310201_credits_hold_batches.ts,
 // where the rule is written out with a worked example) decides and writes a batch of holds: the
@@ -49,6 +50,9 @@ export const HOLD_BATCH_CALL = 'credits_take_holds(?::jsonb, ?, ?)';
 
 /** The statement for a batch: one verdict row per hold, in the batch's order. */
 export const HOLD_BATCH_SQL = `SELECT ord, verdict, held, balance_before, balance, spend_limit, key_remaining FROM ${HOLD_BATCH_CALL} ORDER BY ord`;
+
+/** The same, as the prepared statement each API process runs per batch (platform/db.ts runPrepared). */
+export const HOLD_BATCH = prepared('credits_take_holds', HOLD_BATCH_SQL);
 
 /** One hold of a batch as the function reads it (type credits_hold); numbers stay exact strings. */
 export function holdElement(t: HoldTerms, ord: number, outcome?: { report: unknown; bodyId: string | null }): Record<string, unknown> {

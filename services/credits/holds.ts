@@ -2,9 +2,9 @@ import Decimal from 'decimal.js';
 import { GatewayError } from '../../domain/shared/errors';
 import { normalize, type Credits, type Tariff } from '../../domain/credits/pricing';
 import type { RequestReport } from '../../domain/credits/reservation';
-import type { Db } from '../../platform/db';
+import { runPrepared, type Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import { HOLD_BATCH_SQL, holdElement, type HoldTerms, type HoldVerdict } from './hold-statement';
+import { HOLD_BATCH, holdElement, type HoldTerms, type HoldVerdict } from './hold-statement';
 import { GroupCommit } from './group-commit';
 import { recordOutcomes, type OutcomeWrite, type Recorded } from './outbox';
 import type { OutcomeLine } from './outcome-line';
@@ -83,8 +83,8 @@ export class Reservations {
    */
   private async takeHolds(batch: HoldTerms[]): Promise<HoldVerdict[]> {
     const durable = batch.some((t) => t.ownerWorkflowId !== null);
-    const res = await this.db.raw(HOLD_BATCH_SQL, [JSON.stringify(batch.map((t, i) => holdElement(t, i))), false, durable]);
-    return res.rows;
+    const res = await runPrepared(this.db, HOLD_BATCH, [JSON.stringify(batch.map((t, i) => holdElement(t, i))), false, durable]);
+    return res.rows as unknown as HoldVerdict[];
   }
 
   async hold(h: HoldRequest): Promise<Hold> {

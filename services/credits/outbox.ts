@@ -1,5 +1,5 @@
 import type { RequestReport } from '../../domain/credits/reservation';
-import type { Db } from '../../platform/db';
+import { prepared, runPrepared, type Db } from '../../platform/db';
 import { HOLD_BATCH_CALL, holdElement, type HoldTerms } from './hold-statement';
 import type { OutcomeLine } from './outcome-line';
 
@@ -27,6 +27,7 @@ const RECORD_SQL = `WITH o AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS o(i
     RETURNING r.id
   )
   SELECT COALESCE(array_agg(id::text), '{}') AS ids, CASE WHEN count(*) > 0 THEN pg_notify(?, '') END AS notified FROM u`;
+const RECORD = prepared('credits_record_outcomes', RECORD_SQL);
 
 /**
  * Records a batch of outcomes and wakes the relay: a durable commit. Per outcome: null when it was
@@ -39,11 +40,10 @@ const RECORD_SQL = `WITH o AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS o(i
  */
 export async function recordOutcomes(db: Db, writes: OutcomeWrite[], line?: OutcomeLine): Promise<Array<Recorded | null>> {
   const batch = writes.map((w) => ({ id: w.reservationId, report: w.report, body_id: w.report.bodyId ?? null }));
-  const statement = db.raw(RECORD_SQL, [JSON.stringify(batch), OUTBOX_CHANNEL]);
+  const values = [JSON.stringify(batch), OUTBOX_CHANNEL];
   // On the outcome line the statement leaves this process before this function first yields.
-  const native = line ? statement.toSQL().toNative() : null;
-  const sent = native ? line!.send(native.sql, native.bindings) : null;
-  const recorded = new Set<string>(((await (sent ?? statement)).rows[0] as { ids: string[] }).ids);
+  const sent = line?.send(RECORD, values) ?? null;
+  const recorded = new Set<string>(((await (sent ?? runPrepared(db, RECORD, values))).rows[0] as { ids: string[] }).ids);
   const out: Array<Recorded | null> = writes.map((w) => (recorded.has(w.reservationId) ? 'recorded' : null));
   const lost = writes.map((w, i) => ({ w, i })).filter(({ w }) => !recorded.has(w.reservationId) && w.lost);
   if (lost.length === 0) return out;
@@ -87,35 +87,26 @@ const OWN_WORKFLOW = `(report->>'uncertain')::boolean IS TRUE OR report->'lateCo
 
 /**
  * Claims up to `limit` recorded outcomes, oldest first: a batch for `settlement-<first id>`, and
- * each uncertain or late-cost one for `reservation-<id>`.
+ * each uncertain or late-cost one for `reservation-<id>`. One statement (its own transaction):
+ * the batch's rows first, in claim order.
  */
 export async function claimOutcomes(db: Db, limit: number): Promise<ClaimedOutcome[]> {
-  return db.transaction(async (trx) => {
-    const rows: Array<{ id: string; own: boolean }> = (
-      await trx.raw(
-        `SELECT id, ${OWN_WORKFLOW} AS own FROM reservations
-         WHERE status = 'held' AND reported_at IS NOT NULL AND settlement_workflow_id IS NULL
-         ORDER BY reported_at LIMIT ? FOR UPDATE SKIP LOCKED`,
-        [limit],
-      )
-    ).rows;
-    if (rows.length === 0) return [];
-    const batch = rows.filter((r) => !r.own).map((r) => r.id);
-    const own = rows.filter((r) => r.own).map((r) => r.id);
-    const claimed: ClaimedOutcome[] = [];
-    const claim = async (ids: string[], workflowId: string | null) => {
-      const res = await trx.raw(
-        `UPDATE reservations SET settlement_workflow_id = COALESCE(?, 'reservation-' || id::text), settlement_claimed_at = now()
-         WHERE id = ANY(?::uuid[])
-         RETURNING id, account_id, key_id, model, endpoint, held_credits, report, settlement_workflow_id`,
-        [workflowId, ids],
-      );
-      claimed.push(...res.rows);
-    };
-    if (batch.length) await claim(batch, `settlement-${batch[0]}`);
-    if (own.length) await claim(own, null);
-    return claimed;
-  });
+  const res = await db.raw(
+    `WITH c AS (
+       SELECT id, reported_at, ${OWN_WORKFLOW} AS own FROM reservations
+       WHERE status = 'held' AND reported_at IS NOT NULL AND settlement_workflow_id IS NULL
+       ORDER BY reported_at, id LIMIT ? FOR UPDATE SKIP LOCKED
+     ), first AS (SELECT id FROM c WHERE NOT own ORDER BY reported_at, id LIMIT 1),
+     u AS (
+       UPDATE reservations r SET settlement_workflow_id = CASE WHEN c.own THEN 'reservation-' || r.id::text ELSE 'settlement-' || (SELECT id::text FROM first) END,
+         settlement_claimed_at = now()
+       FROM c WHERE r.id = c.id
+       RETURNING r.id, r.account_id, r.key_id, r.model, r.endpoint, r.held_credits, r.report, r.settlement_workflow_id, c.own, c.reported_at
+     )
+     SELECT id, account_id, key_id, model, endpoint, held_credits, report, settlement_workflow_id FROM u ORDER BY own, reported_at, id`,
+    [limit],
+  );
+  return res.rows;
 }
 
 /** Claims older than `olderThanMs` still held: their workflow may not have started (a relay died between claim and start). */

@@ -1,4 +1,5 @@
 import { Client as PgClient } from 'pg';
+import type { Prepared } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 
 // The outcome line: a few pipelined connections of an API process on which each outcome
@@ -58,13 +59,13 @@ export class OutcomeLine {
    * Writes the statement to the database now (its bytes have left the process when this returns)
    * and resolves with its result; null when no connection is up.
    */
-  send(sql: string, values: readonly unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> | null {
+  send(statement: Prepared, values: readonly unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> | null {
     for (let k = 0; k < this.clients.length; k++) {
       const i = (this.next + k) % this.clients.length;
       const client = this.clients[i];
       if (!client) continue;
       this.next = (i + 1) % this.clients.length;
-      return client.query(sql, values as unknown[]);
+      return client.query({ name: statement.name, text: statement.text, values: values as unknown[] });
     }
     return null;
   }

@@ -17,11 +17,17 @@ const SETTLED_COLUMNS = `ord int, id uuid, status text, billing_source text, out
   output_credits numeric, pricing_adjustment_credits numeric, uncovered_credits numeric, route jsonb, route_provider text, is_estimate boolean`;
 
 /**
- * The batch, set-based (issue 31): every reservation by one UPDATE guarded by status = 'held',
- * each key and each account updated once with the batch's sums, the release and charge ledger
- * rows by one INSERT … SELECT, account events by one INSERT. A replayed batch changes nothing.
+ * The batch, set-based (issue 31), in one statement (its own transaction): first the key rows and
+ * then the account rows locked, each in id order (lk, then la: each gates the next through a
+ * one-time filter, so no reservation row is touched before both are held); then every reservation
+ * by one UPDATE guarded by status = 'held', each key and each account updated once with the
+ * batch's sums, the release and charge ledger rows by one INSERT … SELECT, account events by one
+ * INSERT. A replayed batch changes nothing. (An UPDATE works on the newest row version, so the
+ * statement's snapshot, taken before the lock waits, reads no stale balance.)
  */
-const SETTLE_SQL = `WITH s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s(${SETTLED_COLUMNS})),
+const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM api_keys WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE) x),
+  la AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM accounts WHERE id = ANY(?::uuid[]) AND (SELECT n FROM lk) >= 0 ORDER BY id FOR NO KEY UPDATE) y),
+  s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s(${SETTLED_COLUMNS}) WHERE (SELECT n FROM la) >= 0),
   r AS (
     UPDATE reservations SET status = s.status, billing_source = s.billing_source, outcome = s.outcome,
       http_status = s.http_status, body_id = COALESCE(s.body_id, reservations.body_id), latency_ms = s.latency_ms, error = s.error,
@@ -65,7 +71,7 @@ const SETTLE_SQL = `WITH s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s($
 
 /**
  * Settlement: the only writer of release and charge rows. A batch of holds (one, for the sweeper
- * and reservation workflows) is settled in one transaction of a fixed number of statements,
+ * and reservation workflows) is settled by one statement after one read,
  * guarded by status = 'held', so however often it is retried each hold resolves exactly once. A
  * hold that also raised its key's spend (keyed variant) has the key's spend corrected from the
  * hold to the charge. The key and account rows are locked first, keys then accounts, each by id:
@@ -120,12 +126,7 @@ export async function settleReservations(db: Db, items: ToSettle[]): Promise<Set
     const held = batch.map((b) => byId.get(b.id as string)!);
     const keys = [...new Set(held.filter((r) => r.key_spend_tracked).map((r) => r.key_id))].sort();
     const accounts = [...new Set(held.map((r) => r.account_id))].sort();
-    const settled = await db.transaction(async (trx) => {
-      if (keys.length) await trx.raw('SELECT 1 FROM api_keys WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE', [keys]);
-      await trx.raw('SELECT 1 FROM accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE', [accounts]);
-      const res = await trx.raw(SETTLE_SQL, [JSON.stringify(batch)]);
-      return res.rows as Array<{ id: string; status: SettlementResult['status']; lag: number | null }>;
-    });
+    const settled = (await db.raw(SETTLE_SQL, [keys, accounts, JSON.stringify(batch)])).rows as Array<{ id: string; status: SettlementResult['status']; lag: number | null }>;
     for (const r of settled) {
       applied.add(r.id);
       holdsResolved.inc({ status: r.status });

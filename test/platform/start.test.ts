@@ -34,6 +34,7 @@ describe('platform', function () {
       assert.equal(c.GATEWAY_VARIANT, 'credits');
       assert.equal(c.TEMPORAL_NAMESPACE, 'default');
       assert.equal(c.DATABASE_URL, undefined);
+      assert.equal(c.SIMULATOR_URL, undefined, 'npm start runs its own simulator unless SIMULATOR_URL names one');
     });
 
     it('reads values from the environment it is given', function () {
@@ -51,6 +52,11 @@ describe('platform', function () {
     it('a port out of range or fractional names its variable', function () {
       throwsNaming(() => loadConfig({ PG_PORT: '70000' }), ConfigError, 'PG_PORT');
       throwsNaming(() => loadConfig({ SIMULATOR_PORT: '80.5' }), ConfigError, 'SIMULATOR_PORT');
+    });
+
+    it('SIMULATOR_URL is read as a URL, and one that is not names SIMULATOR_URL', function () {
+      assert.equal(loadConfig({ SIMULATOR_URL: 'http://127.0.0.1:9199' }).SIMULATOR_URL, 'http://127.0.0.1:9199', 'the simulator npm start uses instead of its own');
+      throwsNaming(() => loadConfig({ SIMULATOR_URL: 'not a url' }), ConfigError, 'SIMULATOR_URL');
     });
 
     it('an unknown GATEWAY_VARIANT names GATEWAY_VARIANT', function () {
