@@ -95,6 +95,7 @@ describe('panel: suspending an org suspends its sites and locks its database use
     const c = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain });
     await settledSite(customer.client, c.json.id, 'active');
     assert.equal((await reseller.client.post(`/v1/orgs/${customer.id}/suspend`)).status, 200, 'the customer suspended');
+    await until('the suspended page', async () => (await getFromNode(panel.webPort, domain)).status === 503);
     assert.equal((await provider.client.post(`/v1/orgs/${reseller.id}/suspend`)).json.applying.sites, 0, 'already stopped: nothing to apply');
     const back = await provider.client.post(`/v1/orgs/${customer.id}/reactivate`);
     assert.equal(back.status, 200, JSON.stringify(back.json));

@@ -361,8 +361,11 @@ describe('panel: websites on the hosting node', function () {
 
   it('a site the node refuses (PHP version not installed) becomes failed with the node’s error and keeps its quota until deleted', async () => {
     const customer = await createOrgWithLogin(reseller.client, { type: 'customer', limits: { disk_mb: 100 } });
+    // The panel refuses a version the node's facts lack (site-php-version.test.ts); facts can be
+    // stale between two reports, so make them claim 5.6: the node itself must still refuse it.
+    await env.db('panel_nodes').where({ name: 'hosting' }).update({ facts: env.db.raw(`jsonb_set(coalesce(facts, '{}'), '{phpVersions}', coalesce(facts->'phpVersions', '[]') || '["5.6"]')`) });
     const r = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domain(), php_version: '5.6', quota_mb: 100 });
-    assert.equal(r.status, 201);
+    assert.equal(r.status, 201, 'stale facts: the panel takes it');
     const s = await settled(customer.client, r.json.id);
     assert.equal(s.json.status, 'failed');
     assert.match(s.json.error, /PHP 5\.6 is not available/);

@@ -11,7 +11,7 @@ interface Row { metric: string; label: string; n: string }
  * (one panel per process outside tests).
  */
 export function registerPanelGauges(registry: Registry, db: Db): void {
-  state.db = db;
+  if (state.db !== db) Object.assign(state, { db, at: 0 }); // another db: nothing cached is its
   if (registry.getSingleMetric('panel_nodes')) return;
   const gauges = {
     panel_nodes: new Gauge({ name: 'panel_nodes', help: 'Hosting nodes by controller state (alive, suspect, dead)', labelNames: ['state'], registers: [registry], collect: () => refresh() }),
