@@ -222,8 +222,13 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByLabel('Status').selectOption('drift');
     // the list loads again when the pass is done
     await page.getByRole('table', { name: 'Sites of the hosting node' }).getByRole('link', { name: domain }).click({ timeout: 60_000 });
-    const last = (await admin.get('/v1/reconcile')).json.last_pass;
-    assert.notEqual(last.id, before, 'a new pass ran');
+    // the site's finding is written before the pass's report: wait for the report too
+    let last: { id: string } | null = null;
+    for (let i = 0; i < 100 && (last?.id ?? before) === before; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 200));
+      last = (await admin.get('/v1/reconcile')).json.last_pass;
+    }
+    assert.notEqual(last?.id ?? before, before, 'a new pass ran and stored its report');
     await page.waitForURL(`**/cluster/reconcile/sites/${siteId}`);
     await page.getByTestId('reconcile-status').filter({ hasText: 'drift' }).waitFor();
     assert.match((await page.locator('pre.diff').first().textContent())!, /^\+# hand-made change$/m);
@@ -251,7 +256,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.reload();
     await page.getByTestId('reconcile-status').filter({ hasText: 'in sync' }).waitFor();
     // the report of the pass that found the drift lists the site with its findings
-    await page.goto(`/cluster/reconcile/passes/${last.id}`);
+    await page.goto(`/cluster/reconcile/passes/${last!.id}`);
     const row = page.getByRole('table', { name: 'Per-site findings of this pass' }).getByRole('row').filter({ has: page.getByRole('link', { name: domain }) });
     await row.getByText('vhost file differs from the panel').waitFor();
     assert.match((await row.textContent())!, /drift/);
