@@ -14,7 +14,7 @@ import { audit } from '../shared/audit';
 import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
 import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from '../client';
 import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
-import { checkMeasuredUse } from './quotas';
+import { allocatedQuotaMb, checkMeasuredUse } from './quotas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create
 // (checked and recorded in one transaction that locks the account's path root first, so counted
@@ -220,8 +220,7 @@ async function checkDiskQuota(trx: Knex.Transaction, chain: ChainLevel[], quota:
   for (const level of chain) {
     const limit = ownLimits(level).disk_mb;
     if (limit === undefined || limit === null) continue;
-    const row = await trx('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${level.path}%`).first(trx.raw('coalesce(sum(s.quota_mb), 0)::bigint AS used'));
-    const used = Number(row.used);
+    const used = await allocatedQuotaMb(trx, level.path);
     if (used + quota > limit) {
       throw new PanelError('limit_reached', {
         limit: 'disk_mb',
