@@ -367,6 +367,8 @@ export interface SiteOrigin {
   placement: PlacementRecord;
   /** the node operation that builds the site (its id is the row's last_op_id) */
   operation(row: SiteRow): NodeOperation;
+  /** operator PHP settings the new site starts with (default: none) */
+  php?: OperatorPhp;
   action: string;
 }
 
@@ -408,6 +410,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
         node_name: placement.node,
         quota_mb: s.quota,
         php_workers: effectiveLimits(chain).php_workers.value,
+        ...origin?.php,
         placement: JSON.stringify(placement),
         last_op_id: opId,
       })
@@ -501,6 +504,10 @@ export function setSiteSuspended(deps: SitesDeps, actor: Actor, id: string, susp
     return { action: suspended ? 'site.suspend' : 'site.unsuspend', changes: { suspended }, before: { suspended: site.suspended, status: site.status }, after: { suspended } };
   });
 }
+
+/** The operator PHP settings of a site (php.admin), as its row holds them. */
+export type OperatorPhp = Pick<SiteRow, 'allow_url_fopen' | 'disabled_functions'>;
+export const operatorPhp = (s: OperatorPhp): OperatorPhp => ({ allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions });
 
 export interface PhpSettingsInput {
   allow_url_fopen?: boolean;
