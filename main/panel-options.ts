@@ -3,10 +3,19 @@ import { DEFAULT_NAMESERVERS, type Config } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
-import type { PanelFlags } from '../platform/panel-flags';
+import { parsePanelFlags, splitFlags, type PanelFlags } from '../platform/panel-flags';
 import { loadSealingKey } from '../platform/secret-box';
 import { zoneCheckerAvailable } from '../platform/zone-files';
 import type { PanelRuntimeOptions } from './panel-api';
+
+/**
+ * `npm start`'s panel flags: metrics 60s, billing meter, reconcile dry-run, controller state, the
+ * node API on PANEL_NODE_API_PORT; then PANEL_FLAGS (validated by loadConfig), whose flags win.
+ */
+export function npmStartPanelFlags(config: Config): PanelFlags {
+  const own = ['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state', '-node-api-listen', `127.0.0.1:${config.PANEL_NODE_API_PORT}`];
+  return parsePanelFlags([...own, ...splitFlags(config.PANEL_FLAGS)]);
+}
 
 /**
  * The options of a panel process from the configuration, shared by `npm start` and

@@ -7,8 +7,7 @@ import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startGatewayApi } from './gateway';
 import { startPanelApi } from './panel-api';
-import { panelOptions } from './panel-options';
-import { parsePanelFlags } from '../platform/panel-flags';
+import { npmStartPanelFlags, panelOptions } from './panel-options';
 import { ensurePlatform } from '../services/panel/orgs/bootstrap';
 import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
 import { MEDIA_TASK_QUEUE } from '../domain/media/video';
@@ -171,11 +170,9 @@ async function main() {
   // Streams in flight finish (up to GATEWAY_DRAIN_SECONDS) before the gateway and what it needs stop.
   stops.push(() => gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000));
 
-  // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1.
+  // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1 and PANEL_FLAGS.
   const panelLogin = await ensurePlatform(db);
-  const panel = await startPanelApi(
-    await panelOptions(config, { db, logger: log, temporalAddress, flags: parsePanelFlags(['-metrics-interval', '60s', '-billing-meter', '-reconcile', 'dry-run', '-controller-state', '-node-api-listen', `127.0.0.1:${config.PANEL_NODE_API_PORT}`]) }),
-  );
+  const panel = await startPanelApi(await panelOptions(config, { db, logger: log, temporalAddress, flags: npmStartPanelFlags(config) }));
   stops.push(panel.close);
 
   const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { FlagError, parsePanelFlags, splitFlags } from './panel-flags';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const positive = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -29,6 +30,15 @@ const schema = z.object({
   PANEL_HOSTING_WEB_PORT: port(8100),
   // Where it serves websites with an attached certificate over HTTPS (by SNI; nginx only).
   PANEL_HOSTING_TLS_PORT: port(8443),
+  // Panel flags `npm start` adds after its own (a later flag wins), checked as panel-api serve checks them.
+  PANEL_FLAGS: z.string().default('').superRefine((v, ctx) => {
+    try {
+      parsePanelFlags(splitFlags(v));
+    } catch (err) {
+      if (!(err instanceof FlagError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+    }
+  }),
   // Where `npm start`'s panel listens for node agents (panel-host serve -panel http://127.0.0.1:<port>).
   PANEL_NODE_API_PORT: port(8091),
   // Where the hosting node's MariaDB (customer databases) listens, on 127.0.0.1.

@@ -57,6 +57,9 @@ const nodeFactsFile = z.object({
   nodes: z.array(z.object({ node: z.string().min(1), preflight_passed: z.boolean(), checked_at: z.iso.datetime({ offset: true }), php_versions: z.array(z.string()) })),
 });
 
+/** The arguments of a PANEL_FLAGS value (`npm start`): separated by white space, as a shell would without quotes. */
+export const splitFlags = (raw: string): string[] => raw.split(/\s+/).filter(Boolean);
+
 export function parsePanelFlags(argv: string[]): PanelFlags {
   const flags: PanelFlags = { metricsIntervalMs: null, reconcile: null, placement: null, placementNodeFacts: null, nodeApiListen: null, billingMeter: false, requireTwoFactorRoles: [], controllerState: false };
   for (let i = 0; i < argv.length; i++) {

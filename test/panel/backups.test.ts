@@ -167,6 +167,35 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(op.payload.databases, undefined);
   });
 
+  it('issue 32 item 9: restore into another account carries the operator PHP settings of the restore point', async () => {
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const domain = domainName('phpops');
+    const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: '8.2' });
+    assert.equal(s.status, 201, JSON.stringify(s.json));
+    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    const set = await admin.patch(`/v1/sites/${s.json.id}/php`, { disabled_functions: 'exec,system' });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    await until('settings applied', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    fs.writeFileSync(path.join(panel.root, 'sites', domain, 'public_html', 'exec.php'), "<?php echo function_exists('exec') ? 'exec on' : 'exec off';");
+    assert.equal((await siteGet(panel.webPort, domain, '/exec.php')).body, 'exec off', 'the source site runs without exec');
+    const rp = await backupReady(customer.client, s.json.id);
+    assert.equal(rp.json.status, 'ready', JSON.stringify(rp.json));
+    // the source's settings change after the restore point: the restore takes the restore point's
+    const later = await admin.patch(`/v1/sites/${s.json.id}/php`, { disabled_functions: '' });
+    assert.equal(later.status, 200, JSON.stringify(later.json));
+
+    const target = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const newDomain = domainName('phpcopy');
+    const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
+    assert.equal(r.status, 202, JSON.stringify(r.json));
+    assert.deepEqual(r.json.site.php.disabled_functions, ['exec', 'system'], 'the new site has the restore point\'s disabled functions');
+    const site = await until('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    assert.equal(site.json.status, 'active', JSON.stringify(site.json));
+    const pool = fs.readFileSync(path.join(panel.root, 'etc/php/8.2/pool.d', `${newDomain}.conf`), 'utf8');
+    assert.match(pool, /php_admin_value\[disable_functions\] = "exec,system"/, 'the restored pool disables them');
+    assert.equal((await siteGet(panel.webPort, newDomain, '/exec.php')).body, 'exec off', 'exec stays off on the restored site');
+  });
+
   it('deletes a restore point: its archive goes from the node and it is no longer listed', async () => {
     const src = await siteWithData();
     const rp = await backupReady(src.customer.client, src.site.id);

@@ -261,6 +261,30 @@ describe('panel: web console, cluster side, in chromium', function () {
     await row.getByText('vhost file differs from the panel').waitFor();
     assert.match((await row.textContent())!, /drift/);
     await shot(page, 'reconcile-pass');
+
+    // issue 32 item 14: the page says what passes really do — under -reconcile on they rewrite the opted-in site
+    await page.goto(`/cluster/reconcile/sites/${siteId}`);
+    await page.getByTestId('policy-now').filter({ hasText: 'passes rewrite its drifted managed files' }).waitFor();
+    // a panel on the same database run with -reconcile dry-run says nothing is rewritten
+    const dry = await startPanel({ flags: ['-controller-state', '-reconcile', 'dry-run'] });
+    try {
+      const dryPage = await signedIn('admin', dry.url);
+      await dryPage.goto(`/cluster/reconcile/sites/${siteId}`);
+      await dryPage.getByTestId('policy-now').filter({ hasText: 'the panel runs -reconcile dry-run: passes only report them, nothing is rewritten' }).waitFor();
+      assert.equal(await dryPage.getByText('passes rewrite its drifted managed files').count(), 0, 'no promise of a rewrite under dry-run');
+      await shot(dryPage, 'reconcile-site-dry-run');
+    } finally {
+      await dry.close();
+    }
+    // issue 32 item 14: this panel runs without -placement scheduled, so Add website does not offer the scheduler
+    await page.goto(`/orgs/${customer.id}/sites`);
+    const form = page.getByRole('form', { name: 'Add website' });
+    await form.getByLabel('Node').waitFor();
+    const offered = await form.getByLabel('Node').locator('option').allTextContents();
+    assert.ok(!offered.includes('Chosen by the scheduler'), `the scheduler is not offered: ${offered.join(', ')}`);
+    assert.equal(await form.getByLabel('Node').locator('option:checked').textContent(), "The panel's hosting node", 'the hosting node is preselected');
+    await form.getByText("Placement is not scheduled: without a named node, new websites go to the panel's hosting node.").waitFor();
+    await shot(page, 'add-website-not-scheduled');
   });
 
   it("webhooks: an endpoint added on the org tab shows its secret once and is edited; deliveries of a quota alert with attempts, Redeliver, Disable, Delete; the account's chain acknowledges that alert from the org's Alerts tab", async () => {

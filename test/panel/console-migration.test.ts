@@ -149,7 +149,7 @@ describe('panel: console Migration page in chromium', function () {
     await page.waitForURL(`**/orgs/${customer.id}/migration`);
     await page.getByLabel('Account archive', { exact: true }).setInputFiles(file);
     await page.getByRole('button', { name: 'Upload and check' }).click();
-    await status(page).filter({ hasText: 'ready to run' }).waitFor({ timeout: 60_000 });
+    await status(page).filter({ hasText: 'not run yet' }).waitFor({ timeout: 60_000 });
     const importId = new URL(page.url()).searchParams.get('import')!;
 
     // the report by class, with the change or the reason; the quota check with its numbers
@@ -211,7 +211,7 @@ describe('panel: console Migration page in chromium', function () {
 
     // the account's imports list it
     await page.getByRole('button', { name: 'All imports of this account' }).click();
-    await page.getByRole('table', { name: /Imports into/ }).getByRole('row').filter({ hasText: `cpmove-${user}.tar.gz` }).filter({ hasText: `${after.length} of ${after.length} finished` }).waitFor();
+    await page.getByRole('table', { name: /Imports into/ }).getByRole('row').filter({ hasText: `cpmove-${user}.tar.gz` }).filter({ hasText: `${after.length} of ${after.length} imported` }).waitFor();
     await shot(page, 'migration-list');
   });
 
@@ -288,6 +288,15 @@ describe('panel: console Migration page in chromium', function () {
     const other = await createOrgWithLogin(await platformAdmin(panel.url), { type: 'provider' });
     assert.equal((await other.client.get(`/v1/orgs/${customer.id}/imports`)).status, 404);
     assert.equal((await provider.client.get('/v1/orgs/not-an-id/imports')).status, 404);
+    // issue 32 item 16: the list says what is true — the ready one never ran, the refused one ran nothing; the limit reads as people write it
+    const listed = await signedIn(provider.username, provider.id);
+    await listed.goto(`/orgs/${customer.id}/migration`);
+    const rows = listed.getByRole('table', { name: /Imports into/ }).getByRole('row');
+    await rows.filter({ hasText: 'cpmove-ls1' }).filter({ hasText: 'not run yet' }).filter({ hasText: '13 to import' }).waitFor();
+    await rows.filter({ hasText: 'cpmove-ls2' }).filter({ hasText: 'refused' }).filter({ hasText: 'none: the import was refused' }).waitFor();
+    await listed.getByText('At most 32 MB. The panel reads it').waitFor();
+    assert.equal(await listed.getByText(/finished|ready to run|32\.0 MB/).count(), 0, 'no untrue label is left');
+    await shot(listed, 'migration-list-labels');
     // the owner (no migration.run) has no Migration tab
     const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'Websites' }).waitFor();

@@ -72,6 +72,17 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     assert.deepEqual(fs.readdirSync(uploads), []);
   });
 
+  it('issue 32 item 6: counts the website quotas the run allocates (1024 MB each), not the archive bytes', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { disk_mb: 2000 } });
+    const { file } = await archiveFor('dsk');
+    const r = await upload(provider.client, customer.id, file);
+    assert.equal(r.status, 409, `three new websites of 1024 MB do not fit 2000 MB: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.code, 'limit_reached', 'the error code');
+    assert.equal(r.json.error.details.limit, 'disk_mb', 'the disk limit binds');
+    assert.match(r.json.error.details.detail, /disk_mb: 0 used \+ 3072 imported > 2000 at customer/, 'the numbers are the website quotas');
+    assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count('* as n').first().then((x) => Number(x?.n)), 0, 'no site was created');
+  });
+
   it('needs migration.run: an account owner cannot upload', async () => {
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const { file } = await archiveFor('pow');
@@ -163,6 +174,26 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     const again = await cli('-json');
     assert.equal(again.code, 0, again.stdout);
     assert.ok(JSON.parse(again.stdout).items.every((i: { state: string }) => i.state === 'pre_existing'), `a second run finds every item pre-existing: ${again.stdout}`);
+  });
+
+  it('issue 32 item 6: the run checks the quotas again and refuses before anything is created', async () => {
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer', limits: { disk_mb: 3500, databases: 5 } });
+    const { domain, file } = await archiveFor('rck');
+    const up = await upload(provider.client, customer.id, file);
+    assert.equal(up.status, 201, `3072 MB fit 3500 MB at upload: ${JSON.stringify(up.json)}`);
+    // between the upload and the run, the account takes another website: 1024 MB more are allocated
+    const other = await provider.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `other.${domain}` });
+    assert.equal(other.status, 201, JSON.stringify(other.json));
+    const r = await provider.client.post(`/v1/imports/${up.json.id}/run`);
+    assert.equal(r.status, 409, `the run is refused: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.code, 'limit_reached', 'the error code');
+    assert.match(r.json.error.details.detail, /disk_mb: 1024 used \+ 3072 imported > 3500 at customer/, 'the numbers at run time');
+    const row = await env.db('panel_imports').where({ id: up.json.id }).first();
+    assert.equal(row.status, 'ready', 'the import stays ready (it can run once there is room)');
+    assert.equal(row.runs, 0, 'no run was started');
+    // (last in the file: its archive copy stays kept, as the import stays ready)
+    const sites = await env.db('panel_sites').where({ org_id: customer.id }).pluck('domain');
+    assert.deepEqual(sites, [`other.${domain}`], 'nothing of the import was created');
   });
 });
 

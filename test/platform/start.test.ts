@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { npmStartPanelFlags } from '../../main/panel-options';
 import { ConfigError, loadConfig } from '../../platform/config';
 import { resolveTemporalCli } from '../../platform/temporal-cli';
 import { call, newAccount, startStack, type Stack } from '../helpers/stack';
@@ -43,6 +44,24 @@ describe('platform', function () {
       assert.equal(c.dataDir, '/var/tmp/gw');
       assert.equal(c.GATEWAY_VARIANT, 'keyed');
       assert.equal(c.TEMPORAL_ADDRESS, 'localhost:7999');
+    });
+
+    it('issue 32 item 13: PANEL_FLAGS adds panel flags to npm start\'s own, a later flag winning', function () {
+      const flags = npmStartPanelFlags(loadConfig({ PANEL_FLAGS: ' -reconcile on  -placement scheduled\t-metrics-interval 5m ' }));
+      assert.equal(flags.reconcile, 'on', 'PANEL_FLAGS turns remediation on');
+      assert.equal(flags.placement, 'scheduled', 'PANEL_FLAGS adds scheduled placement');
+      assert.equal(flags.metricsIntervalMs, 300_000, 'a flag npm start sets itself is overridden');
+      assert.equal(flags.billingMeter, true, 'npm start\'s other flags stay');
+      assert.deepEqual(flags.nodeApiListen, { host: '127.0.0.1', port: 8091 }, 'the node API stays on PANEL_NODE_API_PORT');
+      const plain = npmStartPanelFlags(loadConfig({}));
+      assert.equal(plain.reconcile, 'dry-run', 'without PANEL_FLAGS: reconcile dry-run');
+      assert.equal(plain.placement, null, 'without PANEL_FLAGS: no scheduled placement');
+    });
+
+    it('issue 32 item 13: a bad PANEL_FLAGS stops with a ConfigError naming PANEL_FLAGS and the flag', function () {
+      throwsNaming(() => loadConfig({ PANEL_FLAGS: '-reconcile sometimes' }), ConfigError, 'PANEL_FLAGS', '-reconcile "sometimes"', 'dry-run');
+      throwsNaming(() => loadConfig({ PANEL_FLAGS: '-no-such-flag' }), ConfigError, 'PANEL_FLAGS', 'unknown flag -no-such-flag');
+      throwsNaming(() => loadConfig({ PANEL_FLAGS: '-placement' }), ConfigError, 'PANEL_FLAGS', '-placement needs a value');
     });
 
     it('a port that is not a number stops with a ConfigError naming GATEWAY_PORT', function () {

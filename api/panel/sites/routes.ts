@@ -41,7 +41,8 @@ export function siteRoutes(deps: SitesDeps): Router {
   });
   r.get('/orgs/:id/sites', async (ctx) => {
     const q = parse(listQuery, ctx.query);
-    ctx.body = await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true' });
+    // placement: where a new site without a named node goes (the console offers the scheduler only when it runs)
+    ctx.body = { ...(await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true' })), placement: deps.placement.mode === 'scheduled' ? 'scheduled' : 'hosting' };
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await getSite(deps.db, principalOf(ctx), ctx.params.id);

@@ -14,6 +14,7 @@ import { audit } from '../shared/audit';
 import { findInScope, isUuid } from '../shared/chain';
 import type { NodeOpSettings } from '../client';
 import { startImport } from '../client';
+import { DEFAULT_QUOTA_MB } from '../sites/sites';
 import { quotaCheck, refuseOverQuota, type ImportQuotaLimit } from './quota';
 import { ArchiveUnreadable, readArchive, type ArchiveReport, type ImportPlan } from './reader';
 
@@ -104,7 +105,8 @@ function adding(plan: ImportPlan, items: Awaited<ReturnType<typeof itemsOf>>): R
     domains: newSites.reduce((n, w) => n + 1 + w.aliases.length, 0),
     databases: fresh('databases').length,
     dns_zones: fresh('dns_zones').length,
-    disk_mb: Math.ceil(newSites.reduce((n, w) => n + w.bytes, 0) / 1024 / 1024),
+    // each new website is created with the default quota, which site creation allocates against disk_mb
+    disk_mb: newSites.length * DEFAULT_QUOTA_MB,
     inodes: newSites.reduce((n, w) => n + w.files, 0),
   };
 }
@@ -216,12 +218,20 @@ export async function getImport(db: Db, actor: Actor, id: string) {
   return importView(row, await itemRows(db, id), pw);
 }
 
-/** Runs an import (again): 202; what was done is not repeated. A refused or finished import cannot run. */
+/** Runs an import (again) when what is left still fits the quotas: 202; what was done is not repeated. A refused or finished import cannot run. */
 export async function runImport(deps: ImportsDeps, actor: Actor, id: string) {
   needMigrationPower(actor);
   const row = await importInScope(deps.db, actor, id);
   if (row.status === 'refused') throw new PanelError('conflict', { detail: 'this import was refused; upload the archive again once it is fixed' });
   if (row.status === 'done') throw new PanelError('conflict', { detail: 'this import is done; nothing is left to run' });
+  // the account may have changed since the upload: check again what is still to create, before anything is
+  const quota = await quotaCheck(deps.db, { path: row.org_path }, adding(row.plan, await itemsOf(deps.db, row.org_id, row.plan)));
+  try {
+    refuseOverQuota(quota);
+  } catch (err) {
+    if (err instanceof PanelError) err.details.import_id = id;
+    throw err;
+  }
   const [updated] = await deps.db('panel_imports').where({ id }).update({ status: 'running', runs: deps.db.raw('runs + 1'), error: null, updated_at: deps.db.fn.now() }).returning('*');
   await audit(deps.db, actor, { org: { id: row.org_id, path: row.org_path }, action: 'import.run', target: { type: 'import', id }, after: { run: updated.runs } });
   await startImport(deps.temporal, deps.taskQueue, { importId: id, orgId: row.org_id, run: updated.runs }, row.archive_name);

@@ -2,12 +2,13 @@ import type { Knex } from 'knex';
 import { PanelError } from '../../../domain/panel/errors';
 import type { LimitName } from '../../../domain/panel/limits';
 import { countedUsage, loadChain, ownLimits } from '../shared/chain';
-import { measuredUse } from '../sites/quotas';
+import { allocatedQuotaMb, measuredUse } from '../sites/quotas';
 
 // The quota check of a legacy import (spec 2 section 4.4.4 step "quota check"): before anything
 // runs, would the import exceed any effective limit of the target account — websites, domains,
-// databases, DNS zones (counted at the account and every level above) or disk and inodes (the soft
-// quotas, measured use plus the archive's site files)? Each limit is reported with its numbers.
+// databases, DNS zones (counted at the account and every level above), disk (the website quotas the
+// run allocates, as site creation checks them) or inodes (measured use plus the archive's files)?
+// Each limit is reported with its numbers; the upload and every run check it before anything is made.
 
 type Q = Knex | Knex.Transaction;
 
@@ -34,8 +35,10 @@ export async function quotaCheck(q: Q, org: { path: string }, adding: Record<Imp
     if (!limited.length) continue;
     const counted = await countedUsage(q, level);
     const measured = limited.some((l) => l === 'disk_mb' || l === 'inodes') ? await measuredUse(q, level.path) : { diskMb: 0, inodes: 0 };
+    // disk: the quotas allocated below the level, or the measured use where it is higher (a new website is refused at either)
+    const disk = limited.includes('disk_mb') ? Math.max(await allocatedQuotaMb(q, level.path), Math.ceil(measured.diskMb)) : 0;
     for (const limit of limited) {
-      const used = limit === 'disk_mb' ? Math.ceil(measured.diskMb) : limit === 'inodes' ? measured.inodes : counted[limit];
+      const used = limit === 'disk_mb' ? disk : limit === 'inodes' ? measured.inodes : counted[limit];
       const value = own[limit]!;
       lines.push({ limit, level: `${level.type} "${level.name}"`, org_id: level.id, value, used, adding: adding[limit], fits: adding[limit] === 0 || used + adding[limit] <= value });
     }

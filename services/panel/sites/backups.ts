@@ -13,7 +13,7 @@ import { startBackupOp } from '../client';
 import type { BackupOpInput } from '../../../workflows/panel/backup-op';
 import type { ScheduledBackupInput } from '../../../workflows/panel/backup-schedule';
 import { getNode, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
-import { finishSiteOp, insertSite, resultOf, siteInScope, siteView, specOf, type SiteRow, type SitesDeps } from './sites';
+import { finishSiteOp, insertSite, operatorPhp, resultOf, siteInScope, siteView, specOf, type OperatorPhp, type SiteRow, type SitesDeps } from './sites';
 
 // Backups of sites (spec 2 sections 2.6, 4.1, 4.2 "Backups at platform level", 4.4.5-4.4.6, 7, 8):
 // restore points are taken on the site's own node (`-backup-dir`; a node without it refuses) as a
@@ -44,6 +44,8 @@ export interface RestorePointRow {
   bytes: string | null;
   error: string | null;
   op_id: string | null;
+  /** the site's operator PHP settings when the restore point was taken (null on older ones) */
+  php_settings: OperatorPhp | null;
   created_at: Date;
   finished_at: Date | null;
 }
@@ -115,7 +117,7 @@ export async function queueBackup(trx: Knex.Transaction, site: SiteRow, trigger:
   const id = randomUUID();
   const opId = randomUUID();
   const [row]: RestorePointRow[] = await trx('panel_restore_points')
-    .insert({ id, site_id: site.id, org_id: site.org_id, node_name: site.node_name, domain: site.domain, trigger, databases, op_id: opId })
+    .insert({ id, site_id: site.id, org_id: site.org_id, node_name: site.node_name, domain: site.domain, trigger, databases, op_id: opId, php_settings: JSON.stringify(operatorPhp(site)) })
     .returning('*');
   await queueOperation(trx, site.node_name, { id: opId, kind: 'backup.create', backupId: id, siteId: site.id, databases });
   return row;
@@ -336,6 +338,8 @@ export async function restoreIntoAccount(deps: SitesDeps, actor: Actor, restoreP
       },
       {
         placement: { mode: 'named', node: rp.node_name, reason: `restored from restore point ${rp.id} of ${rp.domain}, on the node that holds it`, decided_at: new Date().toISOString(), decided_by: actor.username },
+        // the operator's PHP settings go with the restore (only the platform's logins restore into an account, and they hold php.admin)
+        php: rp.php_settings ?? (source ? operatorPhp(source) : undefined),
         action: 'site.restore',
         operation: (site) => ({ id: site.last_op_id!, kind: 'backup.restore', backupId: rp.id, fromSiteId: rp.site_id, sha256: rp.sha256!, site: specOf(site), databases: mapping }),
       },

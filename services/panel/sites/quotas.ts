@@ -40,6 +40,12 @@ export async function measuredUse(q: Q, path: string): Promise<MeasuredUse> {
   return { diskMb: Number(rows[0].disk_mb), inodes: Number(rows[0].inodes) };
 }
 
+/** The website quotas (MB) allocated to the sites below `path` (the org itself included). */
+export async function allocatedQuotaMb(q: Q, path: string): Promise<number> {
+  const row = await q('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${path}%`).first(q.raw('coalesce(sum(s.quota_mb), 0)::bigint AS used'));
+  return Number(row.used);
+}
+
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /**

@@ -14,7 +14,7 @@ import { audit } from '../shared/audit';
 import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
 import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from '../client';
 import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
-import { checkMeasuredUse } from './quotas';
+import { allocatedQuotaMb, checkMeasuredUse } from './quotas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create
 // (checked and recorded in one transaction that locks the account's path root first, so counted
@@ -220,8 +220,7 @@ async function checkDiskQuota(trx: Knex.Transaction, chain: ChainLevel[], quota:
   for (const level of chain) {
     const limit = ownLimits(level).disk_mb;
     if (limit === undefined || limit === null) continue;
-    const row = await trx('panel_sites as s').join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${level.path}%`).first(trx.raw('coalesce(sum(s.quota_mb), 0)::bigint AS used'));
-    const used = Number(row.used);
+    const used = await allocatedQuotaMb(trx, level.path);
     if (used + quota > limit) {
       throw new PanelError('limit_reached', {
         limit: 'disk_mb',
@@ -368,6 +367,8 @@ export interface SiteOrigin {
   placement: PlacementRecord;
   /** the node operation that builds the site (its id is the row's last_op_id) */
   operation(row: SiteRow): NodeOperation;
+  /** operator PHP settings the new site starts with (default: none) */
+  php?: OperatorPhp;
   action: string;
 }
 
@@ -409,6 +410,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
         node_name: placement.node,
         quota_mb: s.quota,
         php_workers: effectiveLimits(chain).php_workers.value,
+        ...origin?.php,
         placement: JSON.stringify(placement),
         last_op_id: opId,
       })
@@ -502,6 +504,10 @@ export function setSiteSuspended(deps: SitesDeps, actor: Actor, id: string, susp
     return { action: suspended ? 'site.suspend' : 'site.unsuspend', changes: { suspended }, before: { suspended: site.suspended, status: site.status }, after: { suspended } };
   });
 }
+
+/** The operator PHP settings of a site (php.admin), as its row holds them. */
+export type OperatorPhp = Pick<SiteRow, 'allow_url_fopen' | 'disabled_functions'>;
+export const operatorPhp = (s: OperatorPhp): OperatorPhp => ({ allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions });
 
 export interface PhpSettingsInput {
   allow_url_fopen?: boolean;

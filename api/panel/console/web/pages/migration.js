@@ -20,13 +20,25 @@ const CLASSES = [
 const STEP_LABELS = { dns_zones: 'DNS zones', websites: 'Websites', certificates: 'Certificates', databases: 'Databases and users', site_files: 'Website files', sql_loads: 'SQL loads' };
 /** a step the page does not know yet is shown by its API name, never blank */
 const stepLabel = (step) => STEP_LABELS[step] ?? step;
-const STATUS_LABELS = { ready: 'ready to run', running: 'running', stopped: 'stopped', done: 'done', refused: 'refused' };
+const STATUS_LABELS = { ready: 'not run yet', running: 'running', stopped: 'stopped', done: 'done', refused: 'refused' };
 const BADGE = { ready: 'pending', running: 'pending', stopped: 'failed', done: 'active', refused: 'failed', pending: '', pre_existing: '', failed: 'failed' };
 
 /** The API's refusal of the last upload (unsafe, over a limit), shown above the import it recorded. */
 let refusal = null;
 
-const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+/** A size as people write it: 20 GB, 3.5 MB, 812 bytes (one decimal only where it says something). */
+function mb(bytes) {
+  const [n, unit] = bytes >= 1024 ** 3 ? [bytes / 1024 ** 3, 'GB'] : bytes >= 1024 ** 2 ? [bytes / 1024 ** 2, 'MB'] : bytes >= 1024 ? [bytes / 1024, 'KB'] : [bytes, 'bytes'];
+  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${unit}`;
+}
+
+/** How far an import's items got: a refused import ran nothing; items the account held already are not "imported". */
+function itemsSummary(i) {
+  if (i.status === 'refused') return 'none: the import was refused';
+  const held = i.counts.pre_existing ? `, ${i.counts.pre_existing} already in the account` : '';
+  const own = i.counts.total - i.counts.pre_existing;
+  return i.runs === 0 ? `${own} to import${held}` : `${i.counts.done} of ${own} imported${held}`;
+}
 const selectedImport = () => new URLSearchParams(location.search).get('import');
 
 export function MigrationTab({ org }) {
@@ -45,7 +57,7 @@ export function MigrationTab({ org }) {
           <${Table} caption=${`Imports into ${org.name}, newest first`} rows=${d.imports} empty="No imports yet." cols=${[
             ['Archive', (i) => html`<button type="button" class="link" onClick=${() => open(i.id)}>${i.archive}</button>`],
             ['Status', (i) => html`<span class=${'badge ' + BADGE[i.status]}>${STATUS_LABELS[i.status]}</span>`],
-            ['Items', (i) => `${i.counts.done + i.counts.pre_existing} of ${i.counts.total} finished`],
+            ['Items', itemsSummary],
             ['Runs', (i) => i.runs],
             ['Uploaded', (i) => when(i.created_at)],
             ['Error', (i) => dash(i.error)],

@@ -81,7 +81,8 @@ function ReconcileSites({ passId }) {
 }
 
 export function ReconcileSitePage({ params, account }) {
-  const site = useLoad(() => get(`/v1/reconcile/sites/${params.id}`), [params.id]);
+  // the panel's reconcile mode too: what a policy really does depends on it
+  const site = useLoad(() => Promise.all([get(`/v1/reconcile/sites/${params.id}`), get('/v1/reconcile')]).then(([one, all]) => ({ ...one, mode: all.mode })), [params.id]);
   return html`<section>
     <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href="/cluster/reconcile">Reconciliation<//></li><li><span aria-current="page">${site.data ? site.data.domain : params.id}</span></li></ol></nav>
     <${Loaded} state=${site}>${(s) => html`<${ReconcileSite} s=${s} admin=${account.login.role === 'platform_admin'} reload=${site.reload} />`}<//>
@@ -102,7 +103,7 @@ function ReconcileSite({ s, admin, reload }) {
     <h2>Findings</h2>
     <${Findings} findings=${s.findings} />
     <h2>Policy</h2>
-    ${admin ? html`<${PolicyChange} key=${s.policy} s=${s} reload=${reload} />` : html`<p class="muted">Only a platform_admin changes the policy.</p>`}
+    ${admin ? html`<${PolicyChange} key=${s.policy} s=${s} mode=${s.mode} reload=${reload} />` : html`<p class="muted">Policy <strong>${s.policy}</strong>: ${policyNow(s.policy, s.mode)}. Only a platform_admin changes the policy.</p>`}
     <h2>Recent events</h2>
     <${Table} caption="Latest first" rows=${s.events} empty="No events yet." cols=${[
       ['When', (e) => when(e.at)],
@@ -142,7 +143,15 @@ function Findings({ findings, empty = 'Nothing found: the site is as the panel r
 }
 
 /** Review first (the API says what changes and what a remediating pass would overwrite), then Confirm with its token. */
-function PolicyChange({ s, reload }) {
+/** What passes really do to the site now: remediation rewrites only when the panel runs -reconcile on. */
+function policyNow(policy, mode) {
+  if (mode === 'off') return 'no pass runs (the panel runs with -reconcile off)';
+  if (policy === 'observe') return 'passes only report this site';
+  if (mode === 'dry-run') return 'a remediating pass would rewrite its drifted managed files, but the panel runs -reconcile dry-run: passes only report them, nothing is rewritten';
+  return 'passes rewrite its drifted managed files';
+}
+
+function PolicyChange({ s, mode, reload }) {
   const to = s.policy === 'observe' ? 'remediate' : 'observe';
   const [review, setReview] = useState(null);
   const [error, setError] = useState(null);
@@ -164,7 +173,7 @@ function PolicyChange({ s, reload }) {
   };
   if (!review)
     return html`<div>
-      <p>Policy <strong>${s.policy}</strong>: ${s.policy === 'observe' ? 'passes only report this site' : 'passes rewrite its drifted managed files'}.</p>
+      <p data-testid="policy-now">Policy <strong>${s.policy}</strong>: ${policyNow(s.policy, mode)}.</p>
       <button type="button" disabled=${busy} onClick=${() => call({ policy: to }, setReview)}>Review a change to ${to}</button>
       <${ErrorBox} error=${error} />
     </div>`;

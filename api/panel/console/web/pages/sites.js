@@ -27,7 +27,7 @@ export function SitesTab({ org, account }) {
         ]} />`;
     }}<//>
     <h3>Add website</h3>
-    <${AddWebsite} org=${org} account=${account} />
+    <${Loaded} state=${list}>${(d) => html`<${AddWebsite} org=${org} account=${account} scheduled=${d.placement === 'scheduled'} />`}<//>
   </div>`;
 }
 
@@ -38,30 +38,33 @@ async function eligibleNodes(account) {
   return (c.nodes || []).filter((n) => n.name !== HOSTING && n.state === 'alive' && !n.draining && n.roles.includes('web')).map((n) => n.name);
 }
 
-function AddWebsite({ org, account }) {
+/** The node choice: "Chosen by the scheduler" only where the panel runs with -placement scheduled; else new sites go to its hosting node. */
+function AddWebsite({ org, account, scheduled }) {
   const canPlace = account.powers.includes('site.place');
   const nodes = useLoad(() => (canPlace ? eligibleNodes(account) : Promise.resolve([])), [canPlace]);
   const [domain, setDomain] = useState('');
   const [aliases, setAliases] = useState('');
   const [php, setPhp] = useState('8.2');
-  const [node, setNode] = useState(SCHEDULER);
+  const [node, setNode] = useState(scheduled ? SCHEDULER : HOSTING);
   const action = () =>
     post(`/v1/orgs/${org.id}/sites`, {
       domain: domain.trim(),
       ...(aliases.trim() ? { aliases: aliases.split(',').map((a) => a.trim()).filter(Boolean) } : {}),
       php_version: php || null,
-      ...(node === SCHEDULER ? {} : { node }),
+      // the hosting node without -placement scheduled is where the panel places it anyway (no site.place needed)
+      ...(node === SCHEDULER || (node === HOSTING && !scheduled) ? {} : { node }),
     });
   const options = [
-    { value: SCHEDULER, label: 'Chosen by the scheduler' },
-    ...(canPlace ? [{ value: HOSTING, label: "The panel's hosting node" }, ...(nodes.data || []).map((n) => ({ value: n, label: `Node ${n}` }))] : []),
+    ...(scheduled ? [{ value: SCHEDULER, label: 'Chosen by the scheduler' }] : []),
+    ...(canPlace || !scheduled ? [{ value: HOSTING, label: "The panel's hosting node" }] : []),
+    ...(canPlace ? (nodes.data || []).map((n) => ({ value: n, label: `Node ${n}` })) : []),
   ];
   return html`<${Form} label="Add website" submit="Add website" action=${action} done=${(s) => navigate(`/sites/${s.id}`)}>
     <${Field} label="Domain" value=${domain} onInput=${setDomain} required placeholder="example.com" />
     <${Field} label="Aliases" hint="Comma-separated, optional." value=${aliases} onInput=${setAliases} />
     <${Select} label="PHP version" value=${php} onInput=${setPhp} options=${[{ value: '8.2', label: 'PHP 8.2' }, { value: '8.3', label: 'PHP 8.3' }, { value: '', label: 'none (static site)' }]} />
     <${Select} label="Node" value=${node} onInput=${setNode} options=${options}
-      hint=${canPlace ? 'Listed: nodes alive, not draining, with the web role.' : 'Without the site.place power the panel places the site (the scheduler, or its own hosting node).'} />
+      hint=${[scheduled ? 'The scheduler picks a node (-placement scheduled).' : "Placement is not scheduled: without a named node, new websites go to the panel's hosting node.", canPlace ? 'Listed: nodes alive, not draining, with the web role.' : 'Without the site.place power the panel places the site.'].join(' ')} />
   <//>`;
 }
 
