@@ -83,7 +83,9 @@ describe('node config rendering', () => {
     const n = renderNginxMain({ root, listen, user: 'www-data' });
     assert.match(n, /^pid \/srv\/node1\/run\/nginx\.pid;$/m);
     assert.match(n, /listen 127\.0\.0\.1:8080 default_server;/);
-    assert.match(n, /include \/srv\/node1\/etc\/nginx\/sites\/\*\.conf;/);
+    // only the vhosts the node wrote, through its site index: never every file of sites/ (issue 32 item 4)
+    assert.match(n, /include \/srv\/node1\/etc\/nginx\/sites\.conf;/, 'nginx.conf includes the site index');
+    assert.doesNotMatch(n, /sites\/\*\.conf/, 'no wildcard over the sites folder');
     for (const m of n.matchAll(/(?:_path|pid|error_log|access_log|include) (\S+)/g)) assert.ok(m[1].startsWith(root), m[0]);
     const f = renderPhpFpmMain({ root, version: '8.2', user: 'www-data' });
     assert.match(f, /^include = \/srv\/node1\/etc\/php\/8\.2\/pool\.d\/\*\.conf$/m);
