@@ -78,6 +78,11 @@ const LABEL: Record<ItemClass, string> = {
 /** A name as a person can read it: control characters escaped (a refused name may hold them). */
 const shown = (s: string) => s.replace(/\p{Cc}/gu, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 
+const LIMIT_FLAG: Record<keyof ImportLimits, string> = { maxEntries: '-max-entries', maxExpandedBytes: '-max-expanded-mb', maxDepth: '-max-depth', maxRatio: '-max-ratio' };
+
+/** A tar bomb in words: which limit (and the flag that sets it) stopped the reading. */
+const stoppedBy = (s: NonNullable<ArchiveReport['stopped_by']>) => `could not be read within the safety limits: the ${LIMIT_FLAG[s.limit]} limit stopped the reading at ${s.message}`;
+
 /** The report for a person: the plan, then every item by class. */
 export function renderReport(r: ArchiveReport): string {
   const p = r.plan;
@@ -102,7 +107,14 @@ export function renderReport(r: ArchiveReport): string {
     lines.push(`  ${LABEL[cls]} (${items.length}):`);
     for (const i of items) lines.push(`    ${i.kind.padEnd(16)} ${shown(i.name)}${i.note ? ` — ${shown(i.note)}` : ''}`);
   }
-  lines.push('', r.status === 'safe' ? 'Result: read and safe (exit 0).' : `Result: the archive holds ${r.counts.refused} refused item(s); it cannot be imported (exit 3).`);
+  lines.push(
+    '',
+    r.stopped_by
+      ? `Result: ${stoppedBy(r.stopped_by)} (exit 1).`
+      : r.status === 'safe'
+        ? 'Result: read and safe (exit 0).'
+        : `Result: the archive holds ${r.counts.refused} refused item(s); it cannot be imported (exit 3).`,
+  );
   return lines.join('\n') + '\n';
 }
 
@@ -116,7 +128,8 @@ async function dryRun(argv: string[]): Promise<number> {
   try {
     const report = await readArchive(o.archive, { limits: o.limits, phpVersions: o.phpVersions });
     process.stdout.write(o.json ? JSON.stringify(report) + '\n' : renderReport(report));
-    return report.status === 'safe' ? EXIT.safe : EXIT.refused;
+    // a tar bomb was not read whole: spec 4.4.4 gives it exit 1, not 3 (the report says how far it got)
+    return report.stopped_by ? EXIT.unreadable : report.status === 'safe' ? EXIT.safe : EXIT.refused;
   } catch (err) {
     if (!(err instanceof ArchiveUnreadable)) throw err;
     process.stdout.write(o.json ? JSON.stringify({ error: { code: 'unreadable_archive', message: err.message } }) + '\n' : `panelctl: ${err.message}\n`);
