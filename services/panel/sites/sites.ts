@@ -424,7 +424,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
   return { row, chain };
 }
 
-const domainTaken = (domain: string) => new PanelError('conflict', { domain, field: 'domain', detail: `the domain "${domain}" is already used by a website on this platform` });
+const domainTaken = (domain: string, field = 'domain') => new PanelError('conflict', { domain, field, detail: `the domain "${domain}" is already used by a website on this platform` });
 
 /** The domain named by a unique violation of panel_domains or panel_sites.domain (a concurrent create won). */
 function domainOfUniqueViolation(err: unknown): string | null {
@@ -473,13 +473,16 @@ export async function changeSite(
   deps: SitesDeps,
   actor: Actor,
   id: string,
-  decide: (site: SiteRow) => { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown } | null,
+  decide: (site: SiteRow, trx: Knex.Transaction, chain: ChainLevel[] | null) => SiteChange | null | Promise<SiteChange | null>,
   specFor: (row: SiteRow) => SiteSpec = specOf,
+  /** lock the account's path first (the lock order) and hand its chain to `decide`, for counted limits */
+  lockPath = false,
 ) {
   const out = await deps.db.transaction(async (trx) => {
+    const chain = lockPath ? await loadChain(trx, (await siteInScope(trx, actor, id)).org_path, true) : null;
     const site = await siteInScope(trx, actor, id, true);
     if (site.deleting) throw new PanelError('conflict', { detail: `the website ${site.domain} is being deleted` });
-    const change = decide(site);
+    const change = await decide(site, trx, chain);
     if (!change) return { site, started: false };
     const opId = randomUUID();
     const [row]: SiteRow[] = await trx('panel_sites')
@@ -491,6 +494,55 @@ export async function changeSite(
     return { site: row, started: true };
   });
   return siteView(out.started ? await startOp(deps, out.site, 'site.apply') : out.site);
+}
+
+type SiteChange = { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown };
+
+export interface EditSiteInput {
+  aliases?: string[];
+  php_version?: string | null;
+  cron?: string[];
+}
+
+/**
+ * Edits a site after creation (PATCH /v1/sites/{id}): aliases, PHP version, cron lines, with the
+ * checks of creation (field-named 400s, domains unique platform-wide, the domains limit along the
+ * locked path, the PHP version present on the site's node), as one node operation.
+ */
+export function editSite(deps: SitesDeps, actor: Actor, id: string, input: EditSiteInput) {
+  if (input.aliases === undefined && input.php_version === undefined && input.cron === undefined) throw invalid('body', 'give aliases, php_version and/or cron');
+  return changeSite(
+    deps,
+    actor,
+    id,
+    async (site, trx, chain) => {
+      const s = checkSiteInput({ domain: site.domain, aliases: input.aliases ?? site.aliases, php_version: input.php_version === undefined ? site.php_version : input.php_version, cron: input.cron ?? site.cron });
+      const changes: Partial<SiteRow> = {};
+      if (input.aliases !== undefined && s.aliases.join() !== site.aliases.join()) changes.aliases = s.aliases;
+      if (input.php_version !== undefined && s.php !== site.php_version) changes.php_version = s.php;
+      if (input.cron !== undefined && s.cron.join('\n') !== site.cron.join('\n')) changes.cron = s.cron;
+      if (!Object.keys(changes).length) return null;
+      if (changes.php_version) checkPhpOn(await trx('panel_nodes').where({ name: site.node_name }).first(), changes.php_version);
+      if (changes.aliases) {
+        const added = s.aliases.filter((a) => !site.aliases.includes(a));
+        const taken = added.length ? await trx('panel_domains').whereIn('domain', added).first('domain') : undefined;
+        if (taken) throw domainTaken(taken.domain, `aliases.${s.aliases.indexOf(taken.domain)}`);
+        if (s.aliases.length > site.aliases.length) await checkCounted(trx, chain!, 'domains', s.aliases.length - site.aliases.length);
+        await trx('panel_domains').where({ site_id: site.id }).whereIn('domain', site.aliases.filter((a) => !s.aliases.includes(a))).delete();
+        try {
+          if (added.length) await trx('panel_domains').insert(added.map((domain) => ({ domain, site_id: site.id })));
+        } catch (err) {
+          const clash = domainOfUniqueViolation(err);
+          if (clash) throw domainTaken(clash, 'aliases');
+          throw err;
+        }
+      }
+      const before = Object.fromEntries(Object.keys(changes).map((k) => [k, site[k as keyof SiteRow]]));
+      return { action: 'site.edit', changes, before, after: changes };
+    },
+    specOf,
+    true,
+  );
 }
 
 /** Suspends or unsuspends a site (from the levels above its account): a new generation applied on its node. */
