@@ -4,7 +4,8 @@ import path from 'node:path';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../helpers/panel';
 import { env } from '../setup/env';
 
-// Issue 32 item 7: PATCH /v1/sites/{id} edits aliases, PHP version and cron lines after creation,
+// Issue 32 item 7: PATCH /v1/sites/{id} edits aliases, PHP version, cron lines and PHP values
+// (within the operator's bounds) after creation,
 // as a node operation with the checks of creation (domains unique platform-wide, the domains limit,
 // the PHP version present on the site's node), 400 naming the field for bad input; checked on the
 // real hosting node (nginx, PHP-FPM): the vhost, pool and cron file change and the alias answers.
@@ -62,6 +63,23 @@ describe('panel: editing a site (PATCH /v1/sites/{id})', function () {
     const audited = await env.db('panel_audit').where({ action: 'site.edit', target_id: id }).first();
     assert.deepEqual(audited?.before, { aliases: [], php_version: null, cron: [] }, 'the audit entry has what was before');
 
+    // per-site PHP values within the operator's bounds: in the pool as php_admin_value, and what PHP itself reports
+    const values = await customer.client.patch(`/v1/sites/${id}`, { php_values: { memory_limit: 256, max_execution_time: 45 } });
+    assert.equal(values.status, 200, JSON.stringify(values.json));
+    assert.deepEqual(values.json.php_values, { memory_limit: 256, max_execution_time: 45 }, 'the values are stored');
+    assert.equal((await settled(customer.client, id)).json.status, 'active', 'applied');
+    const pool = fs.readFileSync(path.join(panel.root, 'etc/php/8.2/pool.d', `${d}.conf`), 'utf8');
+    assert.match(pool, /^php_admin_value\[memory_limit\] = 256M$/m, 'memory_limit in the pool');
+    assert.match(pool, /^php_admin_value\[max_execution_time\] = 45$/m, 'max_execution_time in the pool');
+    const script = '<?php ini_set("memory_limit", "2048M"); echo ini_get("memory_limit"), " ", ini_get("max_execution_time");';
+    const put = await customer.client.req('PUT', `/v1/sites/${id}/files?path=v.php`, script, { 'content-type': 'application/octet-stream' });
+    assert.ok(put.status === 201 || put.status === 200, `upload: ${put.status} ${JSON.stringify(put.json)}`);
+    const ran = await getFromNode(panel.webPort, d, '/v.php');
+    assert.equal(ran.body.trim(), '256M 45', `PHP runs with the values and the site cannot raise them: ${ran.status} ${ran.body.slice(0, 300)}`);
+    const cleared = await customer.client.patch(`/v1/sites/${id}`, { php_values: { max_execution_time: null } });
+    assert.deepEqual(cleared.json.php_values, { memory_limit: 256 }, 'null returns a value to the default');
+    assert.equal((await settled(customer.client, id)).json.generation, 4, 'each edit is one generation');
+
     // bad input: 400 naming the field (or 409 for a taken domain, the domains limit), nothing changes
     const refusals: Array<[unknown, number, string, string]> = [
       [{ php_version: '8.3' }, 400, 'validation_failed', 'php_version'],
@@ -72,6 +90,9 @@ describe('panel: editing a site (PATCH /v1/sites/{id})', function () {
       [{ cron: ['every minute do it'] }, 400, 'validation_failed', 'cron.0'],
       [{ domain: 'renamed.example.com' }, 400, 'validation_failed', 'domain'],
       [{}, 400, 'validation_failed', 'body'],
+      [{ php_values: { memory_limit: 4096 } }, 400, 'validation_failed', 'php_values.memory_limit'],
+      [{ php_values: { memory_limit: 1.5 } }, 400, 'validation_failed', 'php_values.memory_limit'],
+      [{ php_values: { disable_functions: 1 } }, 400, 'validation_failed', 'php_values.disable_functions'],
       [{ aliases: [alias, other] }, 409, 'conflict', 'aliases.1'],
     ];
     for (const [body, status, code, field] of refusals) {
@@ -84,7 +105,7 @@ describe('panel: editing a site (PATCH /v1/sites/{id})', function () {
     assert.equal(limit.status, 409, JSON.stringify(limit.json));
     assert.equal(limit.json.error.code, 'limit_reached', 'the domains limit counts the added aliases');
     const unchanged = await customer.client.get(`/v1/sites/${id}`);
-    assert.equal(unchanged.json.generation, 2, 'no refused edit made a generation');
+    assert.equal(unchanged.json.generation, 4, 'no refused edit made a generation');
     assert.deepEqual(unchanged.json.aliases, [alias], 'the aliases are as they were');
 
     // a removed alias is free for another site of the platform; another account cannot see the site

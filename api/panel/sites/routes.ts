@@ -24,6 +24,7 @@ export const editBody = z.strictObject({
   aliases: z.array(z.string().max(253)).max(100).optional(),
   php_version: z.string().max(8).nullable().optional(),
   cron: z.array(z.string().max(1000)).max(100).optional(),
+  php_values: z.record(z.string().max(64), z.number().nullable()).optional(),
 });
 
 export const listQuery = z.strictObject({

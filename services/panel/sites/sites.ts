@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { parseCronLine } from '../../../domain/panel/cron';
+import { phpValuesProblem, PHP_VALUES, type PhpValueName, type PhpValues } from '../../../domain/panel/php-values';
 import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
@@ -42,6 +43,8 @@ export interface SiteRow {
   php_workers: number | null;
   allow_url_fopen: boolean;
   disabled_functions: string[];
+  /** the owner's PHP values within the operator's bounds (domain/panel/php-values.ts) */
+  php_values: PhpValues;
   generation: number;
   applied_generation: number;
   placement: PlacementRecord;
@@ -118,6 +121,7 @@ export function siteView(s: SiteRow) {
     deleting: s.deleting,
     quota_mb: s.quota_mb,
     php: { workers: s.php_workers, allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions },
+    php_values: s.php_values,
     generation: s.generation,
     applied_generation: s.applied_generation,
     error: s.error,
@@ -135,7 +139,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   phpVersion: s.php_version,
   cron: s.cron,
   suspended: s.suspended || s.org_suspended,
-  php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
+  php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions, ...(Object.keys(s.php_values ?? {}).length ? { values: s.php_values } : {}) },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
 });
@@ -502,6 +506,8 @@ export interface EditSiteInput {
   aliases?: string[];
   php_version?: string | null;
   cron?: string[];
+  /** values to set; null returns one to PHP's default */
+  php_values?: Partial<Record<PhpValueName, number | null>>;
 }
 
 /**
@@ -510,7 +516,10 @@ export interface EditSiteInput {
  * locked path, the PHP version present on the site's node), as one node operation.
  */
 export function editSite(deps: SitesDeps, actor: Actor, id: string, input: EditSiteInput) {
-  if (input.aliases === undefined && input.php_version === undefined && input.cron === undefined) throw invalid('body', 'give aliases, php_version and/or cron');
+  if (input.aliases === undefined && input.php_version === undefined && input.cron === undefined && input.php_values === undefined) throw invalid('body', 'give aliases, php_version, cron and/or php_values');
+  const setValues = Object.fromEntries(Object.entries(input.php_values ?? {}).filter(([, v]) => v !== null));
+  const valuesProblem = phpValuesProblem(setValues);
+  if (valuesProblem) throw invalid(...valuesProblem);
   return changeSite(
     deps,
     actor,
@@ -521,6 +530,12 @@ export function editSite(deps: SitesDeps, actor: Actor, id: string, input: EditS
       if (input.aliases !== undefined && s.aliases.join() !== site.aliases.join()) changes.aliases = s.aliases;
       if (input.php_version !== undefined && s.php !== site.php_version) changes.php_version = s.php;
       if (input.cron !== undefined && s.cron.join('\n') !== site.cron.join('\n')) changes.cron = s.cron;
+      if (input.php_values !== undefined) {
+        const merged: PhpValues = { ...site.php_values, ...setValues };
+        for (const [k, v] of Object.entries(input.php_values)) if (v === null) delete merged[k as PhpValueName];
+        const ordered = Object.fromEntries((Object.keys(PHP_VALUES) as PhpValueName[]).filter((k) => merged[k] !== undefined).map((k) => [k, merged[k]]));
+        if (JSON.stringify(ordered) !== JSON.stringify(site.php_values)) changes.php_values = ordered;
+      }
       if (!Object.keys(changes).length) return null;
       if (changes.php_version) checkPhpOn(await trx('panel_nodes').where({ name: site.node_name }).first(), changes.php_version);
       if (changes.aliases) {
@@ -538,7 +553,8 @@ export function editSite(deps: SitesDeps, actor: Actor, id: string, input: EditS
         }
       }
       const before = Object.fromEntries(Object.keys(changes).map((k) => [k, site[k as keyof SiteRow]]));
-      return { action: 'site.edit', changes, before, after: changes };
+      // jsonb: the row update takes it as JSON text
+      return { action: 'site.edit', changes: changes.php_values ? { ...changes, php_values: JSON.stringify(changes.php_values) as unknown as PhpValues } : changes, before, after: changes };
     },
     specOf,
     true,
