@@ -88,6 +88,8 @@ const operations: ApiOperation[] = [
 
   l('get', '/v1/orgs/:id/logins', "An org's logins"),
   l('post', '/v1/orgs/:id/logins', 'Create a login', { body: logins.createBody, ...created }),
+  l('get', '/v1/platform/two-factor-policy', 'The roles that must use two-factor sign-in, platform-wide'),
+  l('put', '/v1/platform/two-factor-policy', 'Set the roles that must use two-factor sign-in (platform_admin; every process enforces it on the next request)', { body: logins.twoFactorPolicyBody }),
   l('post', '/v1/logins/:id/suspend', 'Suspend a login'),
   l('post', '/v1/logins/:id/reactivate', 'Reactivate a login'),
   l('post', '/v1/logins/:id/reset-password', 'Set a temporary password (ends the login’s sessions, revokes its API tokens)', { body: logins.resetBody }),
