@@ -2,10 +2,12 @@ import { PanelError } from '../domain/panel/errors';
 import { ConfigError, loadConfig } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb } from '../platform/db';
+import { withRunningSettings } from '../platform/running-settings';
 import { labelNode, setDraining, type NodeLabels } from '../services/panel/nodes/nodes';
 
 // `panel-controller label|drain|undrain …` (spec 2 section 4.3, PANEL.md section 1): edits node
-// records in the database of `npm start` (or DATABASE_URL), audited with no login as the actor
+// records in the database of `npm start` (DATABASE_URL, else the one recorded in
+// DATA_DIR/connection.json, as the admin CLI reads it), audited with no login as the actor
 // (the operator's command line). Prints one JSON object; exit 0 done, 1 failed (an unknown node),
 // 2 usage error.
 
@@ -83,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`panel-controller: ${err.message}\n${USAGE}\n`);
     return 2;
   }
-  const db = createDb(databaseUrl(loadConfig()), 2);
+  const db = createDb(databaseUrl(loadConfig(withRunningSettings())), 2);
   try {
     print(await command.run(db));
     return 0;

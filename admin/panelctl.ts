@@ -1,12 +1,20 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import { PanelError } from '../domain/panel/errors';
 import { DEFAULT_IMPORT_LIMITS, type ImportLimits, type ItemClass } from '../domain/panel/import-archive';
+import { loadConfig } from '../platform/config';
+import { databaseUrl } from '../platform/database-url';
+import { createDb } from '../platform/db';
+import { withRunningSettings } from '../platform/running-settings';
 import { ArchiveUnreadable, readArchive, type ArchiveReport } from '../services/panel/imports/reader';
+import { operatorResetPassword } from '../services/panel/logins/logins';
 
 // `panelctl import-legacy -archive F.tar.gz [-json]` (spec 2 sections 4.3, 4.4.4; PANEL.md section
 // 1): the dry run reads a legacy account archive within safety limits and prints the plan and the
 // compatibility report. Exit status exactly: 0 read and safe, 3 read but holds refused entries,
 // 1 could not be read within the safety limits, 2 usage error.
+// `panelctl reset-password -login NAME [-json]`, run where the panel's database is reachable: a
+// one-time temporary password printed once (exit 0), 1 for an unknown login, 2 usage error.
 
 export const EXIT = { safe: 0, unreadable: 1, usage: 2, refused: 3 } as const;
 
@@ -15,7 +23,11 @@ const USAGE = `usage: panelctl import-legacy -archive <legacy_archive>.tar.gz [-
        (dry run: prints the plan and the compatibility report; nothing is changed)
        panelctl import-legacy -archive F.tar.gz -account ID -api URL -token-file F [-run -yes] [-json]
        (uploads into the customer account: the panel's report and quota check; with -run -yes runs the import)
-exit status: 0 read and safe, 3 read but holds refused entries, 1 unreadable within the safety limits, 2 usage error`;
+exit status: 0 read and safe, 3 read but holds refused entries, 1 unreadable within the safety limits, 2 usage error
+       panelctl reset-password -login <username> [-json]
+       (a lost password: prints a temporary password once, to be changed at the next sign-in; ends the
+       login's sessions and API tokens. The database is DATABASE_URL, else the one npm start recorded in
+       DATA_DIR/connection.json)`;
 
 class UsageError extends Error {}
 
@@ -78,6 +90,11 @@ const LABEL: Record<ItemClass, string> = {
 /** A name as a person can read it: control characters escaped (a refused name may hold them). */
 const shown = (s: string) => s.replace(/\p{Cc}/gu, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 
+const LIMIT_FLAG: Record<keyof ImportLimits, string> = { maxEntries: '-max-entries', maxExpandedBytes: '-max-expanded-mb', maxDepth: '-max-depth', maxRatio: '-max-ratio' };
+
+/** A tar bomb in words: which limit (and the flag that sets it) stopped the reading. */
+const stoppedBy = (s: NonNullable<ArchiveReport['stopped_by']>) => `could not be read within the safety limits: the ${LIMIT_FLAG[s.limit]} limit stopped the reading at ${s.message}`;
+
 /** The report for a person: the plan, then every item by class. */
 export function renderReport(r: ArchiveReport): string {
   const p = r.plan;
@@ -102,7 +119,14 @@ export function renderReport(r: ArchiveReport): string {
     lines.push(`  ${LABEL[cls]} (${items.length}):`);
     for (const i of items) lines.push(`    ${i.kind.padEnd(16)} ${shown(i.name)}${i.note ? ` — ${shown(i.note)}` : ''}`);
   }
-  lines.push('', r.status === 'safe' ? 'Result: read and safe (exit 0).' : `Result: the archive holds ${r.counts.refused} refused item(s); it cannot be imported (exit 3).`);
+  lines.push(
+    '',
+    r.stopped_by
+      ? `Result: ${stoppedBy(r.stopped_by)} (exit 1).`
+      : r.status === 'safe'
+        ? 'Result: read and safe (exit 0).'
+        : `Result: the archive holds ${r.counts.refused} refused item(s); it cannot be imported (exit 3).`,
+  );
   return lines.join('\n') + '\n';
 }
 
@@ -116,7 +140,8 @@ async function dryRun(argv: string[]): Promise<number> {
   try {
     const report = await readArchive(o.archive, { limits: o.limits, phpVersions: o.phpVersions });
     process.stdout.write(o.json ? JSON.stringify(report) + '\n' : renderReport(report));
-    return report.status === 'safe' ? EXIT.safe : EXIT.refused;
+    // a tar bomb was not read whole: spec 4.4.4 gives it exit 1, not 3 (the report says how far it got)
+    return report.stopped_by ? EXIT.unreadable : report.status === 'safe' ? EXIT.safe : EXIT.refused;
   } catch (err) {
     if (!(err instanceof ArchiveUnreadable)) throw err;
     process.stdout.write(o.json ? JSON.stringify({ error: { code: 'unreadable_archive', message: err.message } }) + '\n' : `panelctl: ${err.message}\n`);
@@ -170,8 +195,37 @@ async function remoteImport(archive: string, t: { account: string; api: string; 
   }
 }
 
+async function resetPassword(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: dashes(argv), options: { login: { type: 'string' }, json: { type: 'boolean' } }, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/--/g, '-').split('\n')[0]);
+  }
+  if (!values.login) throw new UsageError('reset-password needs -login <username>');
+  const json = values.json ?? false;
+  const db = createDb(databaseUrl(loadConfig(withRunningSettings())), 2);
+  try {
+    const r = await operatorResetPassword(db, values.login);
+    out(
+      json,
+      r,
+      `Temporary password for ${r.username} (shown once, stored nowhere; it must be changed at the next sign-in):\n  ${r.temporary_password}\n` +
+        `${r.sessions_ended} session(s) ended, ${r.tokens_revoked} API token(s) revoked; the audit log has the reset.\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (!(err instanceof PanelError) || err.code !== 'not_found') throw err;
+    out(json, { error: { code: 'not_found', message: `no login named "${values.login}"` } }, `panelctl: no login named "${values.login}"\n`);
+    return 1;
+  } finally {
+    await db.destroy();
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   try {
+    if (argv[0] === 'reset-password') return await resetPassword(argv.slice(1));
     if (argv[0] !== 'import-legacy') throw new UsageError(argv[0] ? `unknown command "${argv[0]}"` : 'a command is needed');
     return await dryRun(argv.slice(1));
   } catch (err) {

@@ -22,6 +22,7 @@ import { resumePendingBackupOps } from '../services/panel/sites/backups';
 import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
 import { recordCronRuns } from '../services/panel/sites/cron-runs';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
+import { seedTwoFactorRoles } from '../services/panel/logins/two-factor-policy';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
@@ -128,6 +129,8 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
   // Sign-in counts of every address that ever signed in would pile up: prune the stale ones hourly.
   const prune = setInterval(() => pruneAttempts(o.db, throttle).catch((err) => o.logger.warn({ err }, 'pruning sign-in counts failed')), 3_600_000);
   prune.unref();
+  // -require-2fa-roles only seeds the platform-wide policy: a stored value wins (PANEL.md section 2)
+  if (o.flags.requireTwoFactorRoles.length) await seedTwoFactorRoles(o.db, o.flags.requireTwoFactorRoles);
   // the hosting node starts after the app is built: the file manager reads it when a request comes
   let hostingNode: HostingNode | null = null;
   const app = createPanelApp({
@@ -135,7 +138,6 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     temporal,
     logger: o.logger,
     auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle },
-    requireTwoFactorRoles: o.flags.requireTwoFactorRoles,
     issuer: 'Hosting panel',
     secureCookies: false,
     dns: o.dns ?? { zonesDir: null, nameservers: DEFAULT_NAMESERVERS },

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import Koa from 'koa';
-import type { Role } from '../../domain/panel/tree';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { AuthSettings } from '../../services/panel/logins/auth';
@@ -45,7 +44,6 @@ export interface PanelDeps {
   temporal: Client;
   logger: Logger;
   auth: AuthSettings;
-  requireTwoFactorRoles: Role[];
   /** the issuer authenticator apps show for two-factor entries */
   issuer: string;
   secureCookies: boolean;
@@ -97,7 +95,7 @@ export function createPanelApp(d: PanelDeps): Koa {
   app.use(branding.allowedMethods());
 
   const v1 = new Router();
-  v1.use('/v1', panelAuth({ db: d.db, settings: d.auth, requireTwoFactorRoles: d.requireTwoFactorRoles }));
+  v1.use('/v1', panelAuth({ db: d.db, settings: d.auth }));
   for (const r of [accountRoutes(account), orgRoutes(sitesDeps(d, d.sites)), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db), dnsRoutes(d.db, d.dns), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false, sites: sitesDeps(d, d.sites) })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());

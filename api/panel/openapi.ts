@@ -88,6 +88,8 @@ const operations: ApiOperation[] = [
 
   l('get', '/v1/orgs/:id/logins', "An org's logins"),
   l('post', '/v1/orgs/:id/logins', 'Create a login', { body: logins.createBody, ...created }),
+  l('get', '/v1/platform/two-factor-policy', 'The roles that must use two-factor sign-in, platform-wide'),
+  l('put', '/v1/platform/two-factor-policy', 'Set the roles that must use two-factor sign-in (platform_admin; every process enforces it on the next request)', { body: logins.twoFactorPolicyBody }),
   l('post', '/v1/logins/:id/suspend', 'Suspend a login'),
   l('post', '/v1/logins/:id/reactivate', 'Reactivate a login'),
   l('post', '/v1/logins/:id/reset-password', 'Set a temporary password (ends the login’s sessions, revokes its API tokens)', { body: logins.resetBody }),
@@ -107,6 +109,7 @@ const operations: ApiOperation[] = [
   s('post', '/v1/orgs/:id/sites', 'Create a site (placed, then provisioned on its node)', { body: sites.createBody, ...created }),
   s('get', '/v1/orgs/:id/sites', "An account's sites", { query: sites.listQuery }),
   s('get', '/v1/sites/:id', 'A site'),
+  s('patch', '/v1/sites/:id', "Edit a site's aliases, PHP version, cron lines or PHP values (a node operation, checked as creation is)", { body: sites.editBody }),
   s('get', '/v1/sites/:id/placement', "A site's placement"),
   s('get', '/v1/sites/:id/cron/runs', "The last runs of a site's cron lines (as its node last reported them)"),
   s('post', '/v1/sites/:id/suspend', 'Suspend a site'),

@@ -1,5 +1,6 @@
 import { parseCronLine } from './cron';
 import { isDomain, isPhpIdentifier, type BackupOperation, type NodeOperation, type SiteSpec } from './node-ops';
+import { phpValueLines, phpValuesProblem } from './php-values';
 
 // What a hosting node writes under its root (PANEL.md section 2), rendered from validated values
 // only: nginx's main config and each site's vhost, PHP-FPM's main config and each site's pool, each
@@ -49,6 +50,8 @@ export function validateSite(s: SiteSpec): string | null {
   if (typeof php.allowUrlFopen !== 'boolean') return 'php.allowUrlFopen: true or false';
   if (!isStrArray(php.disabledFunctions) || php.disabledFunctions.length > LIMITS.disabledFunctions) return `php.disabledFunctions: at most ${LIMITS.disabledFunctions} names`;
   for (const f of php.disabledFunctions) if (!isPhpIdentifier(f)) return `bad PHP function name ${JSON.stringify(f)}`;
+  const values = php.values === undefined ? null : phpValuesProblem(php.values);
+  if (values) return `${values[0]}: ${values[1]}`;
   return validateTls(s.tls);
 }
 
@@ -346,7 +349,7 @@ php_admin_value[open_basedir] = ${paths.siteDir}/
 php_admin_value[upload_tmp_dir] = ${paths.tmp}
 php_admin_value[session.save_path] = ${paths.tmp}
 php_admin_value[sys_temp_dir] = ${paths.tmp}
-`;
+${phpValueLines(site.php.values)}`;
 }
 
 // ---- cron ----

@@ -1,5 +1,6 @@
 import { defineSignal } from '@temporalio/workflow';
 import type { CronRun } from './cron';
+import type { PhpValues } from './php-values';
 
 // What the panel asks of a hosting node, and what a node tells the panel (PANEL.md sections 1-2, 4).
 // The same operations are applied by the panel itself on its own hosting node and by a node's agent
@@ -18,7 +19,7 @@ export interface SiteSpec {
   cron: string[];
   suspended: boolean;
   /** PHP-FPM pool settings the panel owns: the site cannot override them */
-  php: { workers: number | null; allowUrlFopen: boolean; disabledFunctions: string[] };
+  php: { workers: number | null; allowUrlFopen: boolean; disabledFunctions: string[]; /** the owner's values within the operator's bounds (absent before they existed) */ values?: PhpValues };
   /** the panel's generation of this site's configuration; the node reports the one it applied */
   generation: number;
   /** the attached TLS certificate; absent or null: HTTP only */

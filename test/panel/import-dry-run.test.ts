@@ -115,18 +115,28 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
 
   const bombLimits: Record<string, string[]> = {
     entries: ['-max-entries', '200'],
-    size: ['-max-expanded-mb', '4'],
+    size: ['-max-expanded-mb', '4', '-max-ratio', '100000'],
     depth: ['-max-depth', '20'],
     ratio: ['-max-ratio', '50'],
   };
   for (const [name, entries] of Object.entries(BOMBS)) {
-    it(`stops a tar bomb by ${name} at the configured limit and exits 3`, async () => {
+    // a bomb stops the reading: exit 1 ("could not be read within the safety limits", spec 4.4.4 and
+    // issue 32 item 17) naming the limit; too deep a nesting refuses one entry and the reading goes on: exit 3
+    const stops = name !== 'depth';
+    it(`stops a tar bomb by ${name} at the configured limit and exits ${stops ? '1 naming the limit' : '3'}`, async () => {
       const file = await writeAccountArchive(path.join(dir, `bomb-${name}.tar.gz`), { extra: entries });
       const { code, report } = await dryRun(file, ...bombLimits[name]);
-      assert.equal(code, 3);
+      assert.equal(code, stops ? 1 : 3, `exit status of ${name}`);
       const refused: Item[] = report.items.filter((i: Item) => i.class === 'refused');
       assert.equal(refused.length, 1, JSON.stringify(refused));
       assert.match(refused[0].note!, name === 'depth' ? /nested 4\d levels deep \(the limit is 20\)/ : /a tar bomb: /);
+      if (stops) {
+        const flag = bombLimits[name][0];
+        assert.equal(report.stopped_by?.limit, { entries: 'maxEntries', size: 'maxExpandedBytes', ratio: 'maxRatio' }[name], 'the JSON report names the limit');
+        const text = await panelctl('import-legacy', '-archive', file, ...bombLimits[name]);
+        assert.equal(text.code, 1, 'the text form exits 1 too');
+        assert.ok(text.stdout.includes(`Result: could not be read within the safety limits: the ${flag} limit stopped the reading at `), text.stdout);
+      } else assert.equal(report.stopped_by, null, 'a deep entry does not stop the reading');
       // within wider limits the same archive is read and safe (zeros compress beyond the default ratio)
       if (name !== 'depth') assert.equal((await dryRun(file, '-max-ratio', '100000')).code, 0);
     });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Heartbeat, NodeFacts, NodeOperation } from '../../domain/panel/node-ops';
 import type { PanelRuntime } from '../../main/panel-api';
@@ -65,9 +67,13 @@ class Agent {
   result = (id: string, r: unknown) => this.call('POST', `/operations/${id}/result`, r);
 }
 
-function controllerCli(args: string[]): Promise<{ code: number | null; json: any; stderr: string }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+/** Runs panel-controller; with `dataDir` and no DATABASE_URL, as an operator next to `npm start` does. */
+function controllerCli(args: string[], dataDir?: string): Promise<{ code: number | null; json: any; stderr: string }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const { DATABASE_URL: _url, ...rest } = process.env;
+  void _url;
+  const childEnv = dataDir ? { ...rest, DATA_DIR: dataDir } : { ...process.env, DATABASE_URL: env.databaseUrl };
   return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', 'admin/panel-controller.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: env.databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npx', ['tsx', 'admin/panel-controller.ts', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));
@@ -391,6 +397,22 @@ describe('panel: cluster nodes and the node API', function () {
       assert.equal(r.code, 2, `${args.join(' ')}: ${JSON.stringify(r.json)}`);
       assert.match(r.stderr, /usage: panel-controller label/);
       assert.ok(r.json.error, `${args.join(' ')}: a usage error carries an error message: ${JSON.stringify(r.json)}`);
+    }
+  });
+
+  it('panel-controller reaches the database `npm start` recorded in DATA_DIR/connection.json, like the admin CLI (issue 32 item 15)', async () => {
+    const agent = await addAgent();
+    await agent.enrol();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'controller-data-'));
+    try {
+      // the recorded URL is the only way to this test's database (its port is not the default 54320)
+      fs.writeFileSync(path.join(dataDir, 'connection.json'), JSON.stringify({ DATABASE_URL: env.databaseUrl }), { mode: 0o600 });
+      const drain = await controllerCli(['drain', agent.name], dataDir);
+      assert.equal(drain.code, 0, `exit status: ${JSON.stringify(drain.json)} ${drain.stderr}`);
+      assert.deepEqual(drain.json, { node: agent.name, draining: true, changed: true }, 'the node is drained in the recorded database');
+      assert.equal((await getNode(env.db, agent.name))?.draining, true, 'the record changed');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomInt, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { seedTwoFactorRoles } from '../../services/panel/logins/two-factor-policy';
 import { createOrgWithLogin, PanelClient, PASSWORD, platformAdmin, startPanel, totp, unique, usePanel } from '../helpers/panel';
 import { env } from '../setup/env';
 
@@ -219,12 +220,16 @@ describe('panel: -require-2fa-roles reseller', () => {
 
   it('an unenrolled reseller may only read its account, set up two-factor, change its password, list or revoke tokens and sign out; enrolled, it works', async () => {
     const admin = await platformAdmin(main());
+    // the flag of one process seeded the platform-wide policy (issue 32 item 5)
+    assert.deepEqual((await admin.get('/v1/platform/two-factor-policy')).json.require_roles, ['reseller'], 'the flag seeded the stored policy');
+    assert.equal((await admin.put('/v1/platform/two-factor-policy', { require_roles: [] })).status, 200, 'lifted while the tree is made');
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
     const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
-    // A token made before (on a panel without the flag).
+    // Tokens made before the policy named its role.
     const tok = await reseller.client.post('/v1/account/tokens', { name: 'old' });
     const tok2 = await reseller.client.post('/v1/account/tokens', { name: 'older' });
+    assert.equal((await admin.put('/v1/platform/two-factor-policy', { require_roles: ['reseller'] })).status, 200, 'the policy again');
 
     const c = new PanelClient(strict());
     const signIn = await c.signIn(reseller.username, PASSWORD);
@@ -283,5 +288,41 @@ describe('panel: -require-2fa-roles reseller', () => {
     const e = new PanelClient(strict());
     assert.equal((await e.signIn(reseller.username, changed, codeAt(secret, 0))).status, 200);
     assert.equal((await e.get(`/v1/orgs/${customer.id}`)).status, 200);
+  });
+
+  it('the policy is platform-wide (issue 32 item 5): set over the API on one process, every process enforces it on the next request; a flag only seeds it', async () => {
+    const admin = await platformAdmin(main());
+    assert.equal((await admin.put('/v1/platform/two-factor-policy', { require_roles: ['reseller'] })).status, 200, 'the policy names resellers');
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const onStrict = new PanelClient(strict());
+    assert.equal((await onStrict.signIn(reseller.username, PASSWORD)).status, 200, 'it signs in on the other process');
+    for (const [name, c] of [['the process without the flag', reseller.client], ['the process with it', onStrict]] as const) {
+      const r = await c.get('/v1/orgs');
+      assert.equal(r.status, 403, `${name}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.code, 'two_factor_required', `${name}: the code`);
+    }
+
+    const lifted = await new PanelClient(strict(), null).req('GET', '/v1/platform/two-factor-policy');
+    assert.equal(lifted.status, 401, 'no sign-in, no policy');
+    const adminOnStrict = new PanelClient(strict());
+    assert.equal((await adminOnStrict.signIn('admin', PASSWORD)).status, 200, 'the admin on the other process');
+    const set = await adminOnStrict.put('/v1/platform/two-factor-policy', { require_roles: [] });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    assert.deepEqual(set.json.require_roles, [], 'nobody must use two-factor now');
+    assert.equal(set.json.updated_by, 'admin', 'who set it');
+    assert.equal((await reseller.client.get('/v1/orgs')).status, 200, 'the first process lets the reseller in on its next request');
+    await seedTwoFactorRoles(env.db, ['reseller']);
+    assert.equal((await reseller.client.get('/v1/orgs')).status, 200, 'a flag at a later start does not override the stored policy');
+    const audited = await env.db('panel_audit').where({ action: 'settings.two_factor' }).orderBy('id', 'desc').first();
+    assert.deepEqual([audited?.before, audited?.after], [{ require_roles: ['reseller'] }, { require_roles: [] }], 'the change is audited');
+
+    for (const [body, field] of [[{ require_roles: ['root'] }, 'require_roles.0'], [{}, 'require_roles'], [{ require_roles: 'reseller' }, 'require_roles']] as const) {
+      const r = await admin.put('/v1/platform/two-factor-policy', body);
+      assert.equal(r.status, 400, `${JSON.stringify(body)}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.details.field, field, `${JSON.stringify(body)}: names the field`);
+    }
+    assert.equal((await provider.client.get('/v1/platform/two-factor-policy')).status, 404, 'below the platform: 404');
+    assert.equal((await provider.client.put('/v1/platform/two-factor-policy', { require_roles: [] })).status, 404, 'below the platform: 404 on change too');
   });
 });

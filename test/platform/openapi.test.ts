@@ -121,7 +121,6 @@ describe('OpenAPI documents', () => {
       temporal,
       logger: env.logger,
       auth: {} as never,
-      requireTwoFactorRoles: [],
       issuer: 'test',
       secureCookies: false,
       dns: {} as never,

@@ -3,13 +3,16 @@ import { z } from 'zod';
 import { ROLES } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import { createLogin, deleteLogin, listLogins, removeTwoFactor, resetPassword, setLoginStatus } from '../../../services/panel/logins/logins';
+import { getTwoFactorPolicy, setTwoFactorPolicy } from '../../../services/panel/logins/two-factor-policy';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
 
-// Logins of the orgs below the caller (spec 2 section 2.5): the level above manages them.
+// Logins of the orgs below the caller (spec 2 section 2.5): the level above manages them. And the
+// platform-wide two-factor policy per role (spec 2 section 5.2), set by a platform_admin.
 
 export const createBody = z.strictObject({ username: z.string().max(64), password: z.string().max(256), role: z.enum(ROLES).optional() });
 export const resetBody = z.strictObject({ password: z.string().max(256) });
+export const twoFactorPolicyBody = z.strictObject({ require_roles: z.array(z.string().max(32)).max(ROLES.length * 2) });
 
 export function loginRoutes(db: Db): Router {
   const r = new Router({ prefix: '/v1' });
@@ -33,6 +36,13 @@ export function loginRoutes(db: Db): Router {
   });
   r.delete('/logins/:id/two-factor', async (ctx) => {
     ctx.body = await removeTwoFactor(db, principalOf(ctx), ctx.params.id);
+  });
+  r.get('/platform/two-factor-policy', async (ctx) => {
+    ctx.body = await getTwoFactorPolicy(db, principalOf(ctx));
+  });
+  r.put('/platform/two-factor-policy', async (ctx) => {
+    const b = await bodyOf(ctx, twoFactorPolicyBody);
+    ctx.body = await setTwoFactorPolicy(db, principalOf(ctx), b.require_roles);
   });
   r.delete('/logins/:id', async (ctx) => {
     await deleteLogin(db, principalOf(ctx), ctx.params.id);

@@ -1,8 +1,8 @@
 import type { Context, Next } from 'koa';
 import { PanelError } from '../../../domain/panel/errors';
-import type { Role } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
 import { sessionPrincipal, tokenPrincipal, type AuthSettings, type Principal } from '../../../services/panel/logins/auth';
+import { twoFactorRoles } from '../../../services/panel/logins/two-factor-policy';
 import { checkCsrf } from './csrf';
 
 export const SESSION_COOKIE = 'panel_session';
@@ -10,7 +10,7 @@ export const SESSION_COOKIE = 'panel_session';
 /** What a login may still do while its password is temporary. */
 const PASSWORD_CHANGE_ALLOWS = ['GET /v1/account', 'POST /v1/account/password', 'POST /v1/auth/sign-out'];
 
-/** What a login of a role in -require-2fa-roles may do before it enrols (spec 2 section 5.2). */
+/** What a login of a role the two-factor policy names may do before it enrols (spec 2 section 5.2). */
 const TWO_FACTOR_SETUP_ALLOWS = [...PASSWORD_CHANGE_ALLOWS, 'POST /v1/account/two-factor', 'POST /v1/account/two-factor/confirm', 'GET /v1/account/tokens', 'DELETE /v1/account/tokens/*'];
 
 /** Changes a read_only login may still make: its own credentials only. */
@@ -25,7 +25,6 @@ const allows = (list: string[], method: string, path: string) =>
 export interface PanelAuthOptions {
   db: Db;
   settings: AuthSettings;
-  requireTwoFactorRoles: Role[];
 }
 
 /**
@@ -47,7 +46,8 @@ export function panelAuth(o: PanelAuthOptions) {
     const { method, path } = ctx;
     const reading = method === 'GET' || method === 'HEAD';
     if (principal.mustChangePassword && !allows(PASSWORD_CHANGE_ALLOWS, method, path)) throw new PanelError('password_change_required');
-    if (!principal.twoFactor && o.requireTwoFactorRoles.includes(principal.role) && !allows(TWO_FACTOR_SETUP_ALLOWS, method, path)) {
+    // the platform-wide policy as stored now (no cache: a change binds every process on the next request)
+    if (!principal.twoFactor && !allows(TWO_FACTOR_SETUP_ALLOWS, method, path) && (await twoFactorRoles(o.db)).includes(principal.role)) {
       throw new PanelError('two_factor_required', { role: principal.role });
     }
     if (principal.role === 'read_only' && !reading && !allows(READ_ONLY_ALLOWS, method, path)) {

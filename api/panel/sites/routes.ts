@@ -1,14 +1,14 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { createSite, deleteSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
+import { createSite, deleteSite, editSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
 import { listCronRuns } from '../../../services/panel/sites/cron-runs';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
 import { pageLimit } from '../shared/schemas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 4.1, 4.2 "Add website", 4.4.1-4.4.2): create
-// (201 with status pending; the node operation follows), read, list per org or subtree, the
-// placement reason, suspend and unsuspend, operator PHP settings, delete (202; the rows go once
+// (201 with status pending; the node operation follows), read, edit (aliases, PHP version, cron
+// lines: a node operation as creation is), list per org or subtree, the placement reason, suspend and unsuspend, operator PHP settings, delete (202; the rows go once
 // the node removed the site).
 
 export const createBody = z.strictObject({
@@ -18,6 +18,13 @@ export const createBody = z.strictObject({
   cron: z.array(z.string().max(1000)).max(100).optional(),
   quota_mb: z.number().int().min(1).max(100_000_000).optional(),
   node: z.string().max(63).optional(),
+});
+
+export const editBody = z.strictObject({
+  aliases: z.array(z.string().max(253)).max(100).optional(),
+  php_version: z.string().max(8).nullable().optional(),
+  cron: z.array(z.string().max(1000)).max(100).optional(),
+  php_values: z.record(z.string().max(64), z.number().nullable()).optional(),
 });
 
 export const listQuery = z.strictObject({
@@ -46,6 +53,10 @@ export function siteRoutes(deps: SitesDeps): Router {
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await getSite(deps.db, principalOf(ctx), ctx.params.id);
+  });
+  r.patch('/sites/:id', async (ctx) => {
+    const b = await bodyOf(ctx, editBody);
+    ctx.body = await editSite(deps, principalOf(ctx), ctx.params.id, b);
   });
   r.get('/sites/:id/cron/runs', async (ctx) => {
     ctx.body = await listCronRuns(deps.db, principalOf(ctx), ctx.params.id);

@@ -71,6 +71,8 @@ export interface ArchiveReport {
   top: string | null;
   /** safe: nothing refused; refused: some entries (or a limit) are refused as unsafe */
   status: 'safe' | 'refused';
+  /** the safety limit that stopped the reading (a tar bomb): the archive was not read whole */
+  stopped_by?: { limit: keyof ImportLimits; message: string } | null;
   read: { entries: number; compressed_bytes: number; expanded_bytes: number };
   plan: ImportPlan;
   items: ReportItem[];
@@ -101,7 +103,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
   const creates = new Set<string>();
   const other: Array<{ rel: string; part: ReturnType<typeof partOf> }> = [];
   let top: string | null = null;
-  let limitHit: string | null = null;
+  let limitHit: LimitHit | null = null;
 
   const onEntry = async (rel: string, entry: ReadEntry, body: (w: NodeJS.WritableStream) => Promise<void>) => {
     if (top === null) top = topFolder(entry);
@@ -123,11 +125,11 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
     await eachEntry(file, s.limits, onEntry, read);
   } catch (err) {
     if (!(err instanceof LimitHit)) throw new ArchiveUnreadable(`${path.basename(file)} cannot be read as a gzip'd tar archive: ${(err as Error).message}`);
-    limitHit = err.message;
+    limitHit = err;
   }
   if (limitHit) {
     refusedCount++;
-    add('archive', path.basename(file), 'refused', `a tar bomb: ${limitHit}; reading stopped there`);
+    add('archive', path.basename(file), 'refused', `a tar bomb: ${limitHit.message}; reading stopped there`);
   } else if (read.entries === 0) throw new ArchiveUnreadable(`${path.basename(file)} holds no entries`);
 
   // ---- what the parts become ------------------------------------------------------------------
@@ -252,6 +254,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
     archive: path.basename(file),
     top: top || null,
     status: refusedCount ? 'refused' : 'safe',
+    stopped_by: limitHit ? { limit: limitHit.limit, message: limitHit.message } : null,
     read,
     plan: {
       user,

@@ -9,7 +9,15 @@ import type { ImportLimits } from '../../../domain/panel/import-archive';
 // handing each entry to a callback one after the other: the next entry's data waits (backpressure)
 // until the callback of the previous one has finished, so nothing is buffered beyond a chunk.
 
-export class LimitHit extends Error {}
+/** A safety limit stopped the reading; `limit` names which one (the ImportLimits key). */
+export class LimitHit extends Error {
+  constructor(
+    readonly limit: keyof ImportLimits,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** Path of an entry relative to the archive's top folder (`cpmove-<user>/`), without a trailing slash. */
 export function relativePath(top: string, p: string): string {
@@ -48,7 +56,7 @@ export async function eachEntry(
     if (failed || counts.entries > limits.maxEntries) {
       entry.resume();
       // the source may be read whole already: the limit is thrown after the pass, not only by destroy
-      failed ??= new LimitHit(`more than ${limits.maxEntries} entries`);
+      failed ??= new LimitHit('maxEntries', `more than ${limits.maxEntries} entries`);
       source.destroy(failed as Error);
       return;
     }
@@ -79,8 +87,8 @@ export async function eachEntry(
   const expanded = new Transform({
     transform(chunk: Buffer, _e, cb) {
       counts.expanded_bytes += chunk.length;
-      if (counts.expanded_bytes > limits.maxExpandedBytes) return cb(new LimitHit(`more than ${limits.maxExpandedBytes} bytes once decompressed`));
-      if (counts.expanded_bytes > 1024 * 1024 && counts.expanded_bytes / Math.max(1, counts.compressed_bytes) > limits.maxRatio) return cb(new LimitHit(`compressed more than ${limits.maxRatio}:1 (a decompression bomb)`));
+      if (counts.expanded_bytes > limits.maxExpandedBytes) return cb(new LimitHit('maxExpandedBytes', `more than ${limits.maxExpandedBytes} bytes once decompressed`));
+      if (counts.expanded_bytes > 1024 * 1024 && counts.expanded_bytes / Math.max(1, counts.compressed_bytes) > limits.maxRatio) return cb(new LimitHit('maxRatio', `compressed more than ${limits.maxRatio}:1 (a decompression bomb)`));
       cb(null, chunk);
     },
   });

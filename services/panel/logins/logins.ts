@@ -6,7 +6,7 @@ import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { findInScope, isUuid } from '../shared/chain';
-import { hashPassword } from './passwords';
+import { hashPassword, temporaryPassword } from './passwords';
 
 // Logins (spec 2 section 2.5): a login never manages the logins of its own org; the levels above do.
 // Initial and reset passwords are temporary; a reset ends the login's sessions and revokes its API tokens.
@@ -117,20 +117,39 @@ export async function setLoginStatus(db: Db, actor: Actor, loginId: string, stat
  * Sets a new temporary password (changed at the next sign-in), ends the login's sessions and revokes
  * its API tokens: whoever knew the old password may have made one. The answer counts both.
  */
-export async function resetPassword(db: Db, actor: Actor, loginId: string, password: string): Promise<LoginView & { sessions_ended: number; tokens_revoked: number }> {
+export async function resetPassword(db: Db, actor: Actor, loginId: string, password: string): Promise<ResetAnswer> {
   checkPassword(password);
   const passwordHash = await hashPassword(password);
+  return db.transaction(async (trx) => applyReset(trx, actor, await managedLogin(trx, actor, loginId, true), passwordHash));
+}
+
+/**
+ * The operator's reset where the database is reachable (`panelctl reset-password -login NAME`, for a
+ * lost platform administrator password): any login by its username, a generated temporary password
+ * returned once, the same effects as a reset by the level above, audited with no login as the actor.
+ */
+export async function operatorResetPassword(db: Db, username: string): Promise<ResetAnswer & { temporary_password: string }> {
+  const password = temporaryPassword();
+  const passwordHash = await hashPassword(password);
   return db.transaction(async (trx) => {
-    const row = await managedLogin(trx, actor, loginId, true);
-    const [updated] = await trx('panel_logins')
-      .where({ id: row.id })
-      .update({ password_hash: passwordHash, must_change_password: true, password_changed_at: trx.fn.now() })
-      .returning(VIEW_COLUMNS);
-    const ended = await trx('panel_sessions').where({ login_id: row.id }).delete();
-    const revoked = await trx('panel_api_tokens').where({ login_id: row.id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
-    await audit(trx, actor, { org: { id: row.org_id, path: row.org_path }, action: 'login.reset_password', target: { type: 'login', id: row.id }, after: { sessions_ended: ended, tokens_revoked: revoked } });
-    return { ...loginView(updated), sessions_ended: ended, tokens_revoked: revoked };
+    const row = await trx('panel_logins as l').join('panel_orgs as o', 'o.id', 'l.org_id').where('l.username', username).forUpdate().first('l.*', 'o.path as org_path');
+    if (!row) throw notFound('login');
+    return { ...(await applyReset(trx, null, row, passwordHash, 'panelctl reset-password')), temporary_password: password };
   });
+}
+
+type ResetAnswer = LoginView & { sessions_ended: number; tokens_revoked: number };
+
+/** A temporary password in place, the login's sessions ended and API tokens revoked, audited: one transaction. */
+async function applyReset(trx: Knex.Transaction, actor: Actor | null, row: { id: string; org_id: string; org_path: string }, passwordHash: string, via?: string): Promise<ResetAnswer> {
+  const [updated] = await trx('panel_logins')
+    .where({ id: row.id })
+    .update({ password_hash: passwordHash, must_change_password: true, password_changed_at: trx.fn.now() })
+    .returning(VIEW_COLUMNS);
+  const ended = await trx('panel_sessions').where({ login_id: row.id }).delete();
+  const revoked = await trx('panel_api_tokens').where({ login_id: row.id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+  await audit(trx, actor, { org: { id: row.org_id, path: row.org_path }, action: 'login.reset_password', target: { type: 'login', id: row.id }, after: { sessions_ended: ended, tokens_revoked: revoked, ...(via ? { via } : {}) } });
+  return { ...loginView(updated), sessions_ended: ended, tokens_revoked: revoked };
 }
 
 /** Removes a login's two-factor sign-in (by the level above): its sessions end; it may enrol again. */

@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { parseCronLine } from '../../../domain/panel/cron';
+import { phpValuesProblem, PHP_VALUES, type PhpValueName, type PhpValues } from '../../../domain/panel/php-values';
 import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
@@ -42,6 +43,8 @@ export interface SiteRow {
   php_workers: number | null;
   allow_url_fopen: boolean;
   disabled_functions: string[];
+  /** the owner's PHP values within the operator's bounds (domain/panel/php-values.ts) */
+  php_values: PhpValues;
   generation: number;
   applied_generation: number;
   placement: PlacementRecord;
@@ -118,6 +121,7 @@ export function siteView(s: SiteRow) {
     deleting: s.deleting,
     quota_mb: s.quota_mb,
     php: { workers: s.php_workers, allow_url_fopen: s.allow_url_fopen, disabled_functions: s.disabled_functions },
+    php_values: s.php_values,
     generation: s.generation,
     applied_generation: s.applied_generation,
     error: s.error,
@@ -135,7 +139,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   phpVersion: s.php_version,
   cron: s.cron,
   suspended: s.suspended || s.org_suspended,
-  php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions },
+  php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions, ...(Object.keys(s.php_values ?? {}).length ? { values: s.php_values } : {}) },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
 });
@@ -426,7 +430,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
   return { row, chain };
 }
 
-const domainTaken = (domain: string) => new PanelError('conflict', { domain, field: 'domain', detail: `the domain "${domain}" is already used by a website on this platform` });
+const domainTaken = (domain: string, field = 'domain') => new PanelError('conflict', { domain, field, detail: `the domain "${domain}" is already used by a website on this platform` });
 
 /** The domain named by a unique violation of panel_domains or panel_sites.domain (a concurrent create won). */
 function domainOfUniqueViolation(err: unknown): string | null {
@@ -475,13 +479,16 @@ export async function changeSite(
   deps: SitesDeps,
   actor: Actor,
   id: string,
-  decide: (site: SiteRow) => { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown } | null,
+  decide: (site: SiteRow, trx: Knex.Transaction, chain: ChainLevel[] | null) => SiteChange | null | Promise<SiteChange | null>,
   specFor: (row: SiteRow) => SiteSpec = specOf,
+  /** lock the account's path first (the lock order) and hand its chain to `decide`, for counted limits */
+  lockPath = false,
 ) {
   const out = await deps.db.transaction(async (trx) => {
+    const chain = lockPath ? await loadChain(trx, (await siteInScope(trx, actor, id)).org_path, true) : null;
     const site = await siteInScope(trx, actor, id, true);
     if (site.deleting) throw new PanelError('conflict', { detail: `the website ${site.domain} is being deleted` });
-    const change = decide(site);
+    const change = await decide(site, trx, chain);
     if (!change) return { site, started: false };
     const opId = randomUUID();
     const [row]: SiteRow[] = await trx('panel_sites')
@@ -493,6 +500,67 @@ export async function changeSite(
     return { site: row, started: true };
   });
   return siteView(out.started ? await startOp(deps, out.site, 'site.apply') : out.site);
+}
+
+type SiteChange = { action: string; changes: Partial<SiteRow>; before: unknown; after: unknown };
+
+export interface EditSiteInput {
+  aliases?: string[];
+  php_version?: string | null;
+  cron?: string[];
+  /** values to set; null returns one to PHP's default */
+  php_values?: Partial<Record<PhpValueName, number | null>>;
+}
+
+/**
+ * Edits a site after creation (PATCH /v1/sites/{id}): aliases, PHP version, cron lines, with the
+ * checks of creation (field-named 400s, domains unique platform-wide, the domains limit along the
+ * locked path, the PHP version present on the site's node), as one node operation.
+ */
+export function editSite(deps: SitesDeps, actor: Actor, id: string, input: EditSiteInput) {
+  if (input.aliases === undefined && input.php_version === undefined && input.cron === undefined && input.php_values === undefined) throw invalid('body', 'give aliases, php_version, cron and/or php_values');
+  const setValues = Object.fromEntries(Object.entries(input.php_values ?? {}).filter(([, v]) => v !== null));
+  const valuesProblem = phpValuesProblem(setValues);
+  if (valuesProblem) throw invalid(...valuesProblem);
+  return changeSite(
+    deps,
+    actor,
+    id,
+    async (site, trx, chain) => {
+      const s = checkSiteInput({ domain: site.domain, aliases: input.aliases ?? site.aliases, php_version: input.php_version === undefined ? site.php_version : input.php_version, cron: input.cron ?? site.cron });
+      const changes: Partial<SiteRow> = {};
+      if (input.aliases !== undefined && s.aliases.join() !== site.aliases.join()) changes.aliases = s.aliases;
+      if (input.php_version !== undefined && s.php !== site.php_version) changes.php_version = s.php;
+      if (input.cron !== undefined && s.cron.join('\n') !== site.cron.join('\n')) changes.cron = s.cron;
+      if (input.php_values !== undefined) {
+        const merged: PhpValues = { ...site.php_values, ...setValues };
+        for (const [k, v] of Object.entries(input.php_values)) if (v === null) delete merged[k as PhpValueName];
+        const ordered = Object.fromEntries((Object.keys(PHP_VALUES) as PhpValueName[]).filter((k) => merged[k] !== undefined).map((k) => [k, merged[k]]));
+        if (JSON.stringify(ordered) !== JSON.stringify(site.php_values)) changes.php_values = ordered;
+      }
+      if (!Object.keys(changes).length) return null;
+      if (changes.php_version) checkPhpOn(await trx('panel_nodes').where({ name: site.node_name }).first(), changes.php_version);
+      if (changes.aliases) {
+        const added = s.aliases.filter((a) => !site.aliases.includes(a));
+        const taken = added.length ? await trx('panel_domains').whereIn('domain', added).first('domain') : undefined;
+        if (taken) throw domainTaken(taken.domain, `aliases.${s.aliases.indexOf(taken.domain)}`);
+        if (s.aliases.length > site.aliases.length) await checkCounted(trx, chain!, 'domains', s.aliases.length - site.aliases.length);
+        await trx('panel_domains').where({ site_id: site.id }).whereIn('domain', site.aliases.filter((a) => !s.aliases.includes(a))).delete();
+        try {
+          if (added.length) await trx('panel_domains').insert(added.map((domain) => ({ domain, site_id: site.id })));
+        } catch (err) {
+          const clash = domainOfUniqueViolation(err);
+          if (clash) throw domainTaken(clash, 'aliases');
+          throw err;
+        }
+      }
+      const before = Object.fromEntries(Object.keys(changes).map((k) => [k, site[k as keyof SiteRow]]));
+      // jsonb: the row update takes it as JSON text
+      return { action: 'site.edit', changes: changes.php_values ? { ...changes, php_values: JSON.stringify(changes.php_values) as unknown as PhpValues } : changes, before, after: changes };
+    },
+    specOf,
+    true,
+  );
 }
 
 /** Suspends or unsuspends a site (from the levels above its account): a new generation applied on its node. */
