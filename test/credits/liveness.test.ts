@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readyUrl } from '../helpers/child-ready';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
@@ -37,15 +38,7 @@ async function gatewayChild(stack: Stack): Promise<{ child: ChildProcess; url: s
     env: { ...process.env, DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TASK_QUEUE: stack.taskQueue, HEARTBEAT_MS: '300' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += String(d);
-      const m = /ready (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
-  });
+  const url = await readyUrl(child, 'gateway child');
   return { child, url };
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readyUrl } from '../helpers/child-ready';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { call, newAccount, settled, useStack } from '../helpers/stack';
@@ -23,15 +24,7 @@ describe('an API process killed right after answering', function () {
     });
     const trx = await env.db.transaction();
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (d) => {
-          out += String(d);
-          const m = /ready (\S+)/.exec(out);
-          if (m) resolve(m[1]);
-        });
-        child.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
-      });
+      const url = await readyUrl(child, 'gateway child');
       await call(url, '/v1/chat/completions', { key: b.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'warm the key cache [sim tokens=2]' }] } });
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',

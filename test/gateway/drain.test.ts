@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readyUrl } from '../helpers/child-ready';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { env } from '../setup/env';
@@ -15,15 +16,7 @@ async function startChild(drainSeconds: number): Promise<{ child: ChildProcess; 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += String(d);
-      const m = /ready (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`gateway child exited ${code}`)));
-  });
+  const url = await readyUrl(child, 'gateway child');
   return { child, url, exited };
 }
 

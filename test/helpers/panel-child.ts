@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readyUrl } from './child-ready';
 import path from 'node:path';
 import { startPanelApi, type PanelRuntimeOptions } from '../../main/panel-api';
 import type { ControllerBounds } from '../../services/panel/nodes/controller';
@@ -49,15 +50,7 @@ export async function startPanelChild(
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += String(d);
-      const m = /ready (\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`panel child exited ${code}: ${stderr}`)));
-  });
+  const url = await readyUrl(child, 'panel child', () => stderr);
   return {
     url,
     pid: child.pid!,
