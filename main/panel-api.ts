@@ -7,7 +7,7 @@ import { createNodeApp } from '../api/panel/nodes/node-app';
 import type { Db } from '../platform/db';
 import { DEFAULT_NAMESERVERS } from '../platform/config';
 import { listen, type Listening } from '../platform/http-server';
-import { startHostingNode, type HostingNode } from '../platform/hosting-node';
+import { startHostingNode, type HostingNode } from '../hosting-node';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';

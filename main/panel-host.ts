@@ -1,8 +1,8 @@
-import { startAgent } from '../platform/hosting-node/agent';
-import { parseHostFlags } from '../platform/hosting-node/host-flags';
+import { startAgent } from '../hosting-node/agent';
+import { parseHostFlags } from '../hosting-node/host-flags';
 import { serveFlags } from '../platform/panel-flags';
-import { startHostingNode } from '../platform/hosting-node';
-import { createPanelClient } from '../platform/hosting-node/panel-client';
+import { startHostingNode } from '../hosting-node';
+import { createPanelClient } from '../hosting-node/panel-client';
 import { createLogger } from '../platform/logger';
 
 // `panel-host serve -node NAME -root DIR -panel URL -token-file F [-backup-dir DIR]

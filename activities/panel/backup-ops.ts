@@ -1,11 +1,11 @@
 import type { Db } from '../../platform/db';
 import { applyBackupOnHosting, finishBackupOp as finish, pruneRestorePoints, queueScheduledBackup as queue, type BackupOpFinish } from '../../services/panel/sites/backups';
-import type { NodeBackups } from '../../platform/hosting-node/site-backups';
+import type { NodeBackups } from '../../hosting-node/site-backups';
 import { extractInspection as extract, finishInspection as finishInspecting } from '../../services/panel/sites/backup-admin';
 import { heartbeating } from './heartbeating';
 import type { HostingNodeApplier } from './node-ops';
 
-/** The hosting node's backups, when the node this worker drives has them (platform/hosting-node `HostingNode`). */
+/** The hosting node's backups, when the node this worker drives has them (hosting-node `HostingNode`). */
 const backupsOf = (node: HostingNodeApplier | null): NodeBackups | null => (node && 'backups' in node ? (node as { backups: NodeBackups }).backups : null);
 
 export interface BackupOpActivityDeps {

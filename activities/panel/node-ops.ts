@@ -6,7 +6,7 @@ import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultO
 
 export type { SiteOpOutcome };
 
-/** What the activities need of the panel's own hosting node (platform/hosting-node `startHostingNode`). */
+/** What the activities need of the panel's own hosting node (hosting-node `startHostingNode`). */
 export interface HostingNodeApplier {
   apply(op: NodeOperation): Promise<OperationResult>;
 }

@@ -2,8 +2,8 @@ import { heartbeat } from '@temporalio/activity';
 import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck, type ReconcileMode, type SiteVerdict } from '../../domain/panel/reconcile';
 import type { SiteSpec } from '../../domain/panel/node-ops';
 import type { Db } from '../../platform/db';
-import { sha256 } from '../../platform/hosting-node/files';
-import type { HostingNode } from '../../platform/hosting-node';
+import { sha256 } from '../../hosting-node/files';
+import type { HostingNode } from '../../hosting-node';
 import {
   failPass as fail,
   finishPass as finish,
@@ -21,7 +21,7 @@ import {
 } from '../../services/panel/reconcile/passes';
 import { specOf } from '../../services/panel/sites/sites';
 
-/** What reconciliation needs of the panel's own hosting node (platform/hosting-node `HostingNode`). */
+/** What reconciliation needs of the panel's own hosting node (hosting-node `HostingNode`). */
 export type ReconcileNode = Pick<HostingNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
 
 export interface ReconcileActivityDeps {

@@ -25,7 +25,7 @@ import { reconcileRoutes } from './reconcile/routes';
 import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
 import { backupRoutes } from './sites/backup-routes';
 import { backupAdminRoutes } from './sites/backup-admin-routes';
-import type { NodeBackups } from '../../platform/hosting-node/site-backups';
+import type { NodeBackups } from '../../hosting-node/site-backups';
 import { importRoutes } from './imports/routes';
 import type { ImportsDeps } from '../../services/panel/imports/imports';
 import { panelAuth } from './shared/auth';

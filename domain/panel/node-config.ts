@@ -356,7 +356,7 @@ ${phpValueLines(site.php.values)}`;
 
 /**
  * The site's cron file in /etc/cron.d format: each line runs as the site's user. The node's own
- * scheduler (platform/hosting-node/cron.ts) runs the applied lines this file shows.
+ * scheduler (hosting-node/cron.ts) runs the applied lines this file shows.
  */
 export function renderCron(site: SiteSpec, o: { user: string }): string {
   const lines = site.cron.map((line) => {

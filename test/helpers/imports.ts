@@ -1,7 +1,7 @@
 import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
-import { run } from '../../platform/hosting-node/processes';
+import { run } from '../../hosting-node/processes';
 import type { PanelClient, Reply } from './panel';
 
 // Legacy import helpers for the panel tests: upload an archive as the raw body, wait for a run to

@@ -7,7 +7,7 @@ import { generateSync } from 'otplib';
 import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
-import { run } from '../../platform/hosting-node/processes';
+import { run } from '../../hosting-node/processes';
 import { startPanelApi, type PanelRuntime, type PanelRuntimeOptions } from '../../main/panel-api';
 import { ensurePlatform } from '../../services/panel/orgs/bootstrap';
 import { env } from '../setup/env';

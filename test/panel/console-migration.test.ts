@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { run } from '../../platform/hosting-node/processes';
+import { run } from '../../hosting-node/processes';
 import { env } from '../setup/env';
 import { measurePageWeight } from '../helpers/console';
 import { adminSql, uploadArchive } from '../helpers/imports';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { run } from '../../platform/hosting-node/processes';
+import { run } from '../../hosting-node/processes';
 import { addNode, queueOperation, recordResult } from '../../services/panel/nodes/nodes';
 import { databaseOpWorkflowId } from '../../services/panel/client';
 import { resumePendingDatabaseOps } from '../../services/panel/sites/databases';

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { run } from '../../platform/hosting-node/processes';
+import { run } from '../../hosting-node/processes';
 import { importWorkflowId } from '../../services/panel/client';
 import { adminSql, settledImport, uploadArchive as upload } from '../helpers/imports';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../helpers/legacy-archive';

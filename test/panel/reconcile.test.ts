@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { SA } from '../../domain/shared/search-attributes';
-import { sha256 } from '../../platform/hosting-node/files';
+import { sha256 } from '../../hosting-node/files';
 import type { PanelRuntime } from '../../main/panel-api';
 import { specOf } from '../../services/panel/sites/sites';
 import { RECONCILE_SCHEDULE_ID } from '../../services/panel/client';

@@ -7,11 +7,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { DEFAULT_IMPORT_LIMITS } from '../../domain/panel/import-archive';
 import type { NodeOperation, SiteSpec } from '../../domain/panel/node-ops';
-import { startHostingNode, type HostingNode } from '../../platform/hosting-node';
-import { findBinary, run } from '../../platform/hosting-node/processes';
-import { deleteSitePath, writeSiteFile } from '../../platform/hosting-node/site-files';
-import { canCreateSiteUsers, ensureSiteUser, listSiteUsers, pruneSiteUsers, siteOwner, siteUserName } from '../../platform/hosting-node/site-users';
-import { siteWriter } from '../../platform/hosting-node/site-writer';
+import { startHostingNode, type HostingNode } from '../../hosting-node';
+import { findBinary, run } from '../../hosting-node/processes';
+import { deleteSitePath, writeSiteFile } from '../../hosting-node/site-files';
+import { canCreateSiteUsers, ensureSiteUser, listSiteUsers, pruneSiteUsers, siteOwner, siteUserName } from '../../hosting-node/site-users';
+import { siteWriter } from '../../hosting-node/site-writer';
 import { freePort } from '../../platform/ports';
 import { copySiteFiles } from '../../services/panel/imports/run-items';
 import { opId, siteGet, siteSpec, tempNodeRoot } from '../helpers/hosting-node';
@@ -220,8 +220,8 @@ describe('a node that may not create users', function () {
     fs.writeFileSync(
       script,
       `import { Readable } from 'node:stream';
-import { startHostingNode } from ${JSON.stringify(path.join(repo, 'platform/hosting-node'))};
-import { writeSiteFile } from ${JSON.stringify(path.join(repo, 'platform/hosting-node/site-files'))};
+import { startHostingNode } from ${JSON.stringify(path.join(repo, 'hosting-node'))};
+import { writeSiteFile } from ${JSON.stringify(path.join(repo, 'hosting-node/site-files'))};
 import { createLogger } from ${JSON.stringify(path.join(repo, 'platform/logger'))};
 (async () => {
   const node = await startHostingNode({ root: ${JSON.stringify(path.join(root, 'node'))}, webPort: ${await freePort()}, webHost: '127.0.0.1', builtinWebServer: true, logger: createLogger('error') });

@@ -5,7 +5,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { installTemporalRuntime } from '../../platform/temporal-metrics';
 import { seedSimulatorCatalog } from '../../simulator/seed';
 import { createDb, migrate, type Db } from '../../platform/db';
-import { pruneSiteUsers } from '../../platform/hosting-node/site-users';
+import { pruneSiteUsers } from '../../hosting-node/site-users';
 import { createLogger } from '../../platform/logger';
 import { freePort } from '../../platform/ports';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../platform/postgres';

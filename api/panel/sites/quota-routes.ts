@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { phpPoolMemoryMb } from '../../../platform/hosting-node/site-files';
+import { phpPoolMemoryMb } from '../../../hosting-node/site-files';
 import { deleteSiteFile, listSiteFiles, uploadSiteFile, type SiteFilesDeps } from '../../../services/panel/sites/files';
 import { accountUsage } from '../../../services/panel/sites/quotas';
 import { principalOf } from '../shared/auth';

@@ -4,8 +4,8 @@ import { sitePaths } from '../../../domain/panel/node-config';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import { isBelow } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
-import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../../platform/hosting-node/site-files';
-import { siteOwner, type SiteUser } from '../../../platform/hosting-node/site-users';
+import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../../hosting-node/site-files';
+import { siteOwner, type SiteUser } from '../../../hosting-node/site-users';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isUuid, loadChain } from '../shared/chain';
@@ -14,7 +14,7 @@ import { checkMeasuredUse, diskHeadroom, recordSiteUsage, type MeasuredUse } fro
 // The panel's file manager for a website's docroot (spec 2 section 2.3 rule 3): list, upload (the
 // raw body streamed to disk, at most 50 MB) and delete, for websites on the panel's own hosting
 // node only (file management on other nodes is not offered: 409). Paths are confined to the docroot
-// by platform/hosting-node/site-files.ts. Uploads are soft-quota checked: refused with
+// by hosting-node/site-files.ts. Uploads are soft-quota checked: refused with
 // limit_reached when the measured disk or inode use of the account or any level above (plus the
 // upload's growth and the uploads still under way in this process) would exceed its disk_mb or
 // inodes limit, or the site's measured use its quota_mb. After every change the site is measured

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { NodeMetrics } from '../../domain/panel/node-ops';
+import type { NodeMetrics } from '../domain/panel/node-ops';
 
 // Node metrics from the real /proc (spec 2.6, PANEL.md section 2), and disk use of a tree.
 

@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import type { Logger } from '../logger';
+import type { Logger } from '../platform/logger';
 
 // The services a node runs (nginx, php-fpm, mariadbd) are children of the node process: started,
 // signalled and stopped by it, never the system's own instances.

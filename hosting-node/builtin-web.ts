@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
-import { MIME_TYPES, renderSuspendedPage } from '../../domain/panel/node-config';
-import { listen, type Listening } from '../http-server';
+import { MIME_TYPES, renderSuspendedPage } from '../domain/panel/node-config';
+import { listen, type Listening } from '../platform/http-server';
 
 // Where nginx is not installed, the node serves the same docroots itself (static files only, no
 // PHP): by Host header, GET and HEAD, never a file outside the site's docroot (no `..`, no dot

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { cronSchedule, parseCronLine, type CronLine, type CronRun } from '../../domain/panel/cron';
-import { sitePaths } from '../../domain/panel/node-config';
-import type { SiteSpec } from '../../domain/panel/node-ops';
-import type { Logger } from '../logger';
+import { cronSchedule, parseCronLine, type CronLine, type CronRun } from '../domain/panel/cron';
+import { sitePaths } from '../domain/panel/node-config';
+import type { SiteSpec } from '../domain/panel/node-ops';
+import type { Logger } from '../platform/logger';
 import { readIfExists, readJson, writeFileAtomic, writeJson } from './files';
 import type { SiteUser } from './site-users';
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { nodePaths } from '../../domain/panel/node-config';
+import { nodePaths } from '../domain/panel/node-config';
 
 // Reading a node's managed files as they are on disk, for reconciliation: every vhost, PHP pool and
 // cron file under the root (to find those of no known site), and one file's text. A file that

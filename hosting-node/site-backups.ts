@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { sitePaths } from '../../domain/panel/node-config';
-import type { BackupOperation, OperationResult, SiteSpec } from '../../domain/panel/node-ops';
-import type { Logger } from '../logger';
+import { sitePaths } from '../domain/panel/node-config';
+import type { BackupOperation, OperationResult, SiteSpec } from '../domain/panel/node-ops';
+import type { Logger } from '../platform/logger';
 import { siteOwner } from './site-users';
 import { clearSiteFolder } from './site-writer';
 import { backupPaths, cleanupBackupDir, extractArchive, isTlsKey, listArchives, writeArchive, type ArchiveInfo, type DumpTarget } from './backups';

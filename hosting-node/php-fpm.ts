@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { nodePaths, renderPhpFpmMain } from '../../domain/panel/node-config';
-import type { Logger } from '../logger';
-import { stopOrphan } from '../orphans';
+import { nodePaths, renderPhpFpmMain } from '../domain/panel/node-config';
+import type { Logger } from '../platform/logger';
+import { stopOrphan } from '../platform/orphans';
 import { writeFileAtomic } from './files';
 import { canConnect, run, startService, waitFor, type Service } from './processes';
 

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../../domain/panel/node-config';
-import type { CronRun } from '../../domain/panel/cron';
-import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../../domain/panel/node-ops';
-import type { Listening } from '../http-server';
-import type { Logger } from '../logger';
+import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../domain/panel/node-config';
+import type { CronRun } from '../domain/panel/cron';
+import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../domain/panel/node-ops';
+import type { Listening } from '../platform/http-server';
+import type { Logger } from '../platform/logger';
 import { startBuiltinWeb } from './builtin-web';
 import { startCronDaemon } from './cron';
 import { readIfExists, readJson, restoreFile, sha256, writeFileAtomic, writeJson } from './files';

@@ -1,5 +1,5 @@
-import type { SiteUsage } from '../../domain/panel/node-ops';
-import type { Logger } from '../logger';
+import type { SiteUsage } from '../domain/panel/node-ops';
+import type { Logger } from '../platform/logger';
 import type { HostingNode } from './index';
 import { isUnreachable, type PanelClient } from './panel-client';
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNodeName } from '../../domain/panel/node-ops';
-import { isSafeRoot } from '../../domain/panel/node-config';
-import { FlagError } from '../panel-flags';
+import { isNodeName } from '../domain/panel/node-ops';
+import { isSafeRoot } from '../domain/panel/node-config';
+import { FlagError } from '../platform/panel-flags';
 
 // The flags of `panel-host serve` (PANEL.md section 1, spec 2 section 4.3), parsed like
 // panel-api's: `-flag value`, `--flag value` or `--flag=value`; a bad value names its flag.

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { NODE_API_PREFIX, type EnrolRequest, type Heartbeat, type NodeOperation, type OperationResult } from '../../domain/panel/node-ops';
+import { NODE_API_PREFIX, type EnrolRequest, type Heartbeat, type NodeOperation, type OperationResult } from '../domain/panel/node-ops';
 
 // The agent's side of the node API (domain/panel/node-ops.ts): four calls, Bearer node token.
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { nodePaths, renderFastcgiParams, renderNginxMain, renderSuspendedPage, SUSPENDED_FILE } from '../../domain/panel/node-config';
-import type { Logger } from '../logger';
-import { stopOrphan } from '../orphans';
+import { nodePaths, renderFastcgiParams, renderNginxMain, renderSuspendedPage, SUSPENDED_FILE } from '../domain/panel/node-config';
+import type { Logger } from '../platform/logger';
+import { stopOrphan } from '../platform/orphans';
 import { canConnect, childrenOf, run, startService, waitFor, type Service } from './processes';
 import { writeFileAtomic } from './files';
 

@@ -1,7 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
-import { tlsPaths } from '../../domain/panel/node-config';
-import type { SiteSpec } from '../../domain/panel/node-ops';
+import { tlsPaths } from '../domain/panel/node-config';
+import type { SiteSpec } from '../domain/panel/node-ops';
 import { readIfExists, writeFileAtomic } from './files';
 
 // A site's certificate files on its node (<root>/etc/ssl/<domain>/fullchain.pem and privkey.pem,

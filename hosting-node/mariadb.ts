@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { pipeline } from 'node:stream/promises';
-import { nodePaths } from '../../domain/panel/node-config';
-import type { Logger } from '../logger';
-import { stopOrphan } from '../orphans';
+import { nodePaths } from '../domain/panel/node-config';
+import type { Logger } from '../platform/logger';
+import { stopOrphan } from '../platform/orphans';
 import { findBinary, run, startService, waitFor } from './processes';
 
 // The node's MariaDB (the `db` role): its own data directory under the root, a socket in the root

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
-import type { SiteSpec } from '../../domain/panel/node-ops';
+import type { SiteSpec } from '../domain/panel/node-ops';
 import { readIfExists, writeFileAtomic } from './files';
 
 // Backups of a node's sites (PANEL.md section 2, `-backup-dir`): restore points and deleted-site
