@@ -126,17 +126,18 @@ class Recorder {
 }
 
 /**
- * `iterations` iterations of one call to each target, alternating which goes first, run by
+ * `iterations` iterations of one call to each target, rotating which goes first, run by
  * `concurrency` workers; stops early at `limitMs`.
  */
-async function interleaved(a: Target, b: Target, iterations: number, concurrency: number, limitMs: number, stream = false) {
-  const rec = { [a.name]: new Recorder(), [b.name]: new Recorder() };
+async function interleaved(targets: Target[], iterations: number, concurrency: number, limitMs: number, stream = false) {
+  const rec = Object.fromEntries(targets.map((t) => [t.name, new Recorder()]));
   const stopAt = Date.now() + limitMs;
   let next = 0;
   const worker = async () => {
     while (next < iterations && Date.now() < stopAt) {
       const i = next++;
-      for (const t of i % 2 === 0 ? [a, b] : [b, a]) rec[t.name].add(await call(t, stream));
+      const first = i % targets.length;
+      for (const t of [...targets.slice(first), ...targets.slice(0, first)]) rec[t.name].add(await call(t, stream));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -341,11 +342,20 @@ function nproc(): string {
 /** The CPU category of the system process (gateway, worker; the simulator runs apart): bench/cpu.ts. */
 const SYSTEM = 'system node (gateway+worker)';
 
+/** One latency phase; `bare` is the bare proxy, measured in the same interleaving at c=1. */
+interface Latency {
+  direct: Summary;
+  gateway: Summary;
+  bare?: Summary;
+  errors: string;
+  cut: boolean;
+}
+
 interface Report {
   notes: string[];
-  c1?: { direct: Summary; gateway: Summary; errors: string; cut: boolean };
-  c16?: { direct: Summary; gateway: Summary; errors: string; cut: boolean };
-  stream?: { direct: Summary; gateway: Summary; errors: string; cut: boolean };
+  c1?: Latency;
+  c16?: Latency;
+  stream?: Latency;
   rounds: Array<{ direct: number; bare: number; gateway: number; errors: string; settle: SettleWait; gatewayEndWall: number; gatewayEnds: Map<string, number> }>;
   rate?: { offered: number; sent: number; dropped: number; unsent: number; achievedRps: number; errors: string; settle: SettleWait; ends: Map<string, number>; endWall: number };
   c1Ends?: Map<string, number>;
@@ -460,11 +470,11 @@ async function main(): Promise<number> {
     const afterC1 = plan.c16 + plan.stream + plan.rounds + plan.rate;
     if (remaining() > afterC1 + 20_000) {
       log(`c=1: warm-up (${P.warmup} each), then ${P.c1Iterations} interleaved iterations`);
-      await interleaved(direct, gateway, P.warmup, 1, 15_000);
+      await interleaved([direct, bareProxy, gateway], P.warmup, 1, 15_000);
       await settle('c=1 warm-up', QUIESCE_TIMEOUT_MS, afterC1 + 45_000);
-      const r = await interleaved(direct, gateway, P.c1Iterations, 1, Math.min(45_000, remaining() - afterC1));
+      const r = await interleaved([direct, bareProxy, gateway], P.c1Iterations, 1, Math.min(45_000, remaining() - afterC1));
       report.c1EndWall = Date.now();
-      report.c1 = { direct: summarize(r.rec.direct.ms), gateway: summarize(r.rec.gateway.ms), errors: errors(r.rec), cut: r.cut };
+      report.c1 = { direct: summarize(r.rec.direct.ms), gateway: summarize(r.rec.gateway.ms), bare: summarize(r.rec[bareProxy.name].ms), errors: errors(r.rec), cut: r.cut };
       report.c1Ends = r.rec.gateway.ends;
       await settle('c=1', QUIESCE_TIMEOUT_MS, afterC1);
     } else skip('c=1 latency');
@@ -473,7 +483,7 @@ async function main(): Promise<number> {
     const afterC16 = plan.stream + plan.rounds + plan.rate;
     if (remaining() > afterC16 + 10_000) {
       log(`c=16: ${P.c16Requests} requests each`);
-      const r = await interleaved(direct, gateway, P.c16Requests, 16, Math.min(plan.c16, remaining() - afterC16));
+      const r = await interleaved([direct, gateway], P.c16Requests, 16, Math.min(plan.c16, remaining() - afterC16));
       report.c16 = { direct: summarize(r.rec.direct.ms), gateway: summarize(r.rec.gateway.ms), errors: errors(r.rec), cut: r.cut };
       await settle('c=16', QUIESCE_TIMEOUT_MS, afterC16);
     } else skip('c=16 latency');
@@ -482,14 +492,14 @@ async function main(): Promise<number> {
     const afterStream = plan.rounds + plan.rate;
     if (remaining() > afterStream + 10_000) {
       log(`streaming TTFB: ${P.streamIterations} interleaved iterations`);
-      await interleaved(direct, gateway, 50, 1, 5_000, true);
-      const r = await interleaved(direct, gateway, P.streamIterations, 1, Math.min(plan.stream - 5_000, remaining() - afterStream), true);
-      report.stream = { direct: summarize(r.rec.direct.ttfb), gateway: summarize(r.rec.gateway.ttfb), errors: errors(r.rec), cut: r.cut };
+      await interleaved([direct, bareProxy, gateway], 50, 1, 5_000, true);
+      const r = await interleaved([direct, bareProxy, gateway], P.streamIterations, 1, Math.min(plan.stream - 5_000, remaining() - afterStream), true);
+      report.stream = { direct: summarize(r.rec.direct.ttfb), gateway: summarize(r.rec.gateway.ttfb), bare: summarize(r.rec[bareProxy.name].ttfb), errors: errors(r.rec), cut: r.cut };
       await settle('streaming', QUIESCE_TIMEOUT_MS, afterStream);
     } else skip('streaming TTFB');
 
     // c. Throughput at c=64, two rounds of direct, bare proxy, gateway.
-    await interleaved(bareProxy, bareProxy, 300, 16, 5_000); // the bare proxy's JIT warm-up
+    await interleaved([bareProxy], 300, 16, 5_000); // the bare proxy's JIT warm-up
     for (let round = 1; round <= 2; round++) {
       const later = (2 - round) * roundMs + plan.rate;
       if (remaining() < roundMs + later) {
@@ -582,7 +592,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
   );
   out.push('');
 
-  const lat = (label: string, x: { direct: Summary; gateway: Summary; errors: string; cut: boolean } | undefined) =>
+  const lat = (label: string, x: Latency | undefined) =>
     x
       ? [
           label,
@@ -590,15 +600,16 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
           `${ms3(x.gateway.p50)} / ${ms3(x.gateway.p90)} / ${ms3(x.gateway.p99)}`,
           ms3(x.gateway.p50 - x.direct.p50),
           ms3(x.gateway.p99 - x.direct.p99),
+          x.bare ? `${ms3(x.bare.p50 - x.direct.p50)} / ${ms3(x.bare.p99 - x.direct.p99)}` : '—',
           `${x.direct.n} / ${x.gateway.n}${x.cut ? ' (cut short by the time limit)' : ''}`,
           x.errors,
         ]
-      : [label, 'not measured', '', '', '', '', ''];
+      : [label, 'not measured', '', '', '', '', '', ''];
   out.push('### Latency (ms): direct = client → simulator, gateway = client → gateway → simulator');
   out.push('');
   out.push(
     table(
-      ['phase', 'direct p50 / p90 / p99', 'gateway p50 / p90 / p99', 'added p50', 'added p99', 'samples (direct / gateway)', 'errors'],
+      ['phase', 'direct p50 / p90 / p99', 'gateway p50 / p90 / p99', 'added p50', 'added p99', 'bare proxy added p50 / p99', 'samples (direct / gateway)', 'errors'],
       [lat('non-streaming, c=1', r.c1), lat('non-streaming, c=16', r.c16), lat('streaming TTFB, c=1', r.stream)],
     ),
   );
@@ -698,6 +709,10 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
   const roundsSettled = r.rounds.length > 0 && r.rounds.every((x) => !x.settle.timedOut);
   const rateSt = r.rate ? settlement(r.rate.ends, rows, r.rate.endWall, queriedAt) : null;
   const streamP50 = r.stream ? r.stream.gateway.p50 - r.stream.direct.p50 : NaN;
+  // issue 31's step targets: the gateway's added p50 against the bare proxy's, measured in the same interleaving
+  const bareAdded = (x: Latency | undefined) => (x?.bare ? x.bare.p50 - x.direct.p50 : NaN);
+  const c1Bare = bareAdded(r.c1);
+  const streamBare = bareAdded(r.stream);
   const has = (v: number) => Number.isFinite(v);
   out.push('### Targets (DESIGN.md section 6)');
   out.push('');
@@ -706,6 +721,7 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
       ['what', 'target', 'measured', 'met'],
       [
         ['added latency, non-streaming, c=1, p50', '≤ 1 ms', `${ms3(c1p50)} ms`, verdict(has(c1p50) ? c1p50 <= 1 : null)],
+        ['added latency, non-streaming, c=1, p50, ÷ the bare proxy\'s added p50', '≤ 2 ×', `${fixed(c1p50 / c1Bare, 1)} × (bare proxy ${ms3(c1Bare)} ms)`, verdict(has(c1p50 / c1Bare) ? c1p50 <= 2 * c1Bare : null)],
         ['added latency, non-streaming, c=1, p99', '≤ 3 ms', `${ms3(c1p99)} ms`, verdict(has(c1p99) ? c1p99 <= 3 : null)],
         [
           'throughput c=64, gateway / bare Koa proxy, every request settled',
@@ -726,7 +742,14 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
           verdict(rateSt && rateSt.requests > 0 && has(rateSt.settledPerSecond) ? rateSt.settledPerSecond >= 500 : null),
         ],
         ['streaming TTFB overhead, c=1, p50', '≤ 1 ms', `${ms3(streamP50)} ms`, verdict(has(streamP50) ? streamP50 <= 1 : null)],
-        [`CPU per settled request at ${P.rate} req/s (gateway + worker + Temporal + PostgreSQL)`, '≤ 2 ms', rateCpu ? `${fixed(rateCpu.total, 2)} ms` : 'n/a', verdict(rateCpu ? rateCpu.total <= 2 : null)],
+        ['streaming TTFB overhead, c=1, p50, ÷ the bare proxy\'s', '≤ 2 ×', `${fixed(streamP50 / streamBare, 1)} × (bare proxy ${ms3(streamBare)} ms)`, verdict(has(streamP50 / streamBare) ? streamP50 <= 2 * streamBare : null)],
+        [`CPU per settled request at ${P.rate} req/s (gateway + worker + Temporal + PostgreSQL)`, '≤ 1.5 ms (issue 31)', rateCpu ? `${fixed(rateCpu.total, 2)} ms` : 'n/a', verdict(rateCpu ? rateCpu.total <= 1.5 : null)],
+        ...perSettled
+          .filter((x) => x.statements)
+          .map((x) => {
+            const per = x.statements!.calls / x.requests;
+            return [`PostgreSQL statements per settled request, ${x.label}`, '≤ 0.2', fixed(per, 3), verdict(per <= 0.2)];
+          }),
       ],
     ),
   );
