@@ -104,7 +104,7 @@ export function renderReport(r: ArchiveReport): string {
     '',
     `Plan (main domain ${p.main_domain ?? 'unknown'}): ${t.websites} website(s), ${t.domains} domain(s), ${t.dns_zones} DNS zone(s), ${t.databases} database(s), ${t.disk_mb} MB and ${t.inodes} file(s) of site files`,
     '  1. DNS zones:  ' + (p.dns_zones.map((z) => `${z.name} (${z.records.length} records)`).join(', ') || 'none'),
-    '  2. websites:   ' + (p.websites.map((w) => `${w.domain} [PHP ${w.php ?? 'none'}${w.aliases.length ? `, aliases ${w.aliases.join(' ')}` : ''}${w.cron.length ? `, ${w.cron.length} cron line(s)` : ''}]`).join(', ') || 'none'),
+    '  2. websites:   ' + (p.websites.map((w) => `${w.domain} [PHP ${w.php ?? 'none'}${w.aliases.length ? `, aliases ${w.aliases.join(' ')}` : ''}${w.cron.length ? `, ${w.cron.length} cron line(s)` : ''}${w.php_values ? `, PHP values ${Object.entries(w.php_values).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}]`).join(', ') || 'none'),
     '  3. certificates: ' + ((p.certificates ?? []).map((c) => `${c.site} (${c.certificate}, until ${c.not_after.slice(0, 10)})`).join(', ') || 'none'),
     '  4. databases:  ' + (p.databases.map((d) => `${d.name}${d.users.length ? ` (users ${d.users.join(', ')})` : ''}`).join(', ') || 'none'),
     '  5. site files: ' + (p.websites.map((w) => `${w.domain} ${w.files} file(s)`).join(', ') || 'none'),

@@ -118,6 +118,24 @@ const POSTGRES_DUMP = [
 
 
 /** The entries of a realistic account archive, in the order cPanel's pkgacct writes them. */
+/** A WordPress-style .htaccess: rewrites, PHP values (two within bounds, one flag) and an access rule. */
+export const HTACCESS = [
+  '# BEGIN WordPress',
+  '<IfModule mod_rewrite.c>',
+  'RewriteEngine On',
+  'RewriteRule ^index\\.php$ - [L]',
+  'RewriteCond %{REQUEST_FILENAME} !-f',
+  'RewriteRule . /index.php [L]',
+  '</IfModule>',
+  'php_value memory_limit 256M',
+  'php_value upload_max_filesize "64M"',
+  'php_flag display_errors Off',
+  '<Files wp-config.php>',
+  'Require all denied',
+  '</Files>',
+  '',
+].join('\n');
+
 export function accountEntries(o: ArchiveOptions = {}): RawEntry[] {
   const user = o.user ?? 'alice';
   const domain = o.domain ?? 'alice-shop.test';
@@ -152,7 +170,7 @@ export function accountEntries(o: ArchiveOptions = {}): RawEntry[] {
     file('homedir/public_html/css/site.css', 'body { font-family: sans-serif; }\n');
     e.push({ path: `${top}/homedir/public_html/style.css`, type: 'SymbolicLink', linkpath: 'css/site.css' });
     e.push({ path: `${top}/homedir/public_html/index.htm`, type: 'Link', linkpath: `${top}/homedir/public_html/index.html` });
-    file('homedir/public_html/.htaccess', 'RewriteEngine On\n');
+    file('homedir/public_html/.htaccess', HTACCESS);
     const n = o.extraFiles ?? 0;
     for (let i = 0; i < n; i++) e.push({ path: `${top}/homedir/public_html/files/${Math.floor(i / 1000)}/f${i}.txt`, zeros: o.extraFileBytes ?? 100, mode: 0o644 });
     dir('homedir/blog');

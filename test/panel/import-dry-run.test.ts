@@ -68,6 +68,13 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     assert.equal(find(items, 'certificate', 'alice-shop.test')?.class, 'migrated');
     assert.equal(find(items, 'part', 'logs/access_log')?.class, 'not_migrated');
     assert.equal(report.counts.refused, 0);
+    // Apache habits: the .htaccess carries two PHP values into the website, the rest is reported
+    const htaccess = find(items, 'htaccess', 'alice-shop.test/.htaccess');
+    assert.equal(htaccess?.class, 'migrated_with_changes', `the .htaccess item: ${JSON.stringify(htaccess)}`);
+    assert.match(htaccess!.note!, /carried into the website's PHP values: memory_limit 256 MB, upload_max_filesize 64 MB/, 'the carried values are named');
+    assert.match(htaccess!.note!, /rewrite rules \(RewriteEngine, RewriteRule ×2, RewriteCond\) nginx does not read \.htaccess/, 'the rewrite rules are reported');
+    assert.match(htaccess!.note!, /access rules \(Require\) have no effect: the paths they restricted are served to anyone/, 'the access rule is reported with its consequence');
+    assert.match(htaccess!.note!, /PHP settings \(php_flag display_errors\) are not carried/, 'the flag outside the table is reported');
     // the plan in the spec's order
     const plan = report.plan;
     assert.deepEqual(plan.dns_zones.map((z: { name: string }) => z.name), ['alice-shop.test', 'addon-alice-shop.test']);
@@ -75,6 +82,7 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     const main = plan.websites.find((w: { domain: string }) => w.domain === 'alice-shop.test');
     assert.deepEqual(main.aliases, ['www.alice-shop.test', 'alice-shop.example', 'www.alice-shop.example']);
     assert.equal(main.docroot, 'public_html');
+    assert.deepEqual(main.php_values, { memory_limit: 256, upload_max_filesize: 64 }, 'the PHP values of the document root\'s .htaccess');
     assert.deepEqual(main.cron, ['*/15 * * * * php /home/alice/public_html/wp-cron.php >/dev/null 2>&1', '0 3 * * * /home/alice/bin/backup.sh']);
     assert.deepEqual(plan.databases.map((d: { name: string; users: string[] }) => [d.name, d.users]), [['alice_shop', ['alice_shopuser']], ['alice_wp', ['alice_wpuser']]]);
     assert.equal(plan.databases.find((d: { name: string }) => d.name === 'alice_wp').statements, 18 + Math.ceil(1234 / 100));

@@ -145,6 +145,9 @@ describe('panel: legacy import runs (upload, quota check, import-<id> workflow)'
     const site = await env.db('panel_sites').where({ domain }).first();
     assert.deepEqual(site.cron, [`*/15 * * * * php /home/${user}/public_html/wp-cron.php >/dev/null 2>&1`, `0 3 * * * /home/${user}/bin/backup.sh`]);
     assert.equal(site.php_version, '8.2');
+    assert.deepEqual(site.php_values, { memory_limit: 256, upload_max_filesize: 64 }, 'the .htaccess php_value lines are the site\'s PHP values');
+    const pool = fs.readFileSync(path.join(panel.root, 'etc/php/8.2/pool.d', `${domain}.conf`), 'utf8');
+    assert.match(pool, /php_admin_value\[memory_limit\] = 256M\n/, 'the pool applies the carried memory limit');
     // the uploaded copy is gone; a done import does not run again
     assert.deepEqual(fs.readdirSync(uploads), []);
     assert.equal((await provider.client.post(`/v1/imports/${up.json.id}/run`)).status, 409);

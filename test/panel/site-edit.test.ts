@@ -45,6 +45,9 @@ describe('panel: editing a site (PATCH /v1/sites/{id})', function () {
     const id = created.json.id;
     assert.equal((await settled(customer.client, id)).json.status, 'active', 'the static site is active');
     assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: other })).status, 201, 'a second site');
+    const outOfBounds = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `x.${d}`, php_values: { memory_limit: 4096 } });
+    assert.equal(outOfBounds.status, 400, `a new site's PHP values are checked too: ${JSON.stringify(outOfBounds.json)}`);
+    assert.equal(outOfBounds.json.error.details?.field, 'php_values.memory_limit', 'the field is named');
 
     const alias = `www.${d}`;
     const edit = await customer.client.patch(`/v1/sites/${id}`, { aliases: [alias], php_version: '8.2', cron: ['*/5 * * * * php nightly.php'] });

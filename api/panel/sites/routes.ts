@@ -16,6 +16,7 @@ export const createBody = z.strictObject({
   aliases: z.array(z.string().max(253)).max(100).optional(),
   php_version: z.string().max(8).nullable().optional(),
   cron: z.array(z.string().max(1000)).max(100).optional(),
+  php_values: z.record(z.string().max(64), z.number()).optional(),
   quota_mb: z.number().int().min(1).max(100_000_000).optional(),
   node: z.string().max(63).optional(),
 });

@@ -87,7 +87,7 @@ async function itemsOf(db: Db, orgId: string, plan: ImportPlan) {
   ]);
   const items: Array<{ step: ImportStep; name: string; state: 'pending' | 'pre_existing'; detail: object }> = [];
   for (const z of plan.dns_zones) items.push({ step: 'dns_zones', name: z.name, state: zones.includes(z.name) ? 'pre_existing' : 'pending', detail: { records: z.records.length } });
-  for (const w of plan.websites) items.push({ step: 'websites', name: w.domain, state: sites.includes(w.domain) ? 'pre_existing' : 'pending', detail: { aliases: w.aliases, php: w.php, cron: w.cron.length } });
+  for (const w of plan.websites) items.push({ step: 'websites', name: w.domain, state: sites.includes(w.domain) ? 'pre_existing' : 'pending', detail: { aliases: w.aliases, php: w.php, cron: w.cron.length, ...(w.php_values ? { php_values: w.php_values } : {}) } });
   for (const c of plan.certificates ?? []) items.push({ step: 'certificates', name: c.site, state: sites.includes(c.site) ? 'pre_existing' : 'pending', detail: { fingerprint_sha256: c.fingerprint_sha256, not_after: c.not_after } });
   for (const d of plan.databases) items.push({ step: 'databases', name: d.name, state: dbs.includes(d.name) ? 'pre_existing' : 'pending', detail: { users: d.users } });
   for (const w of plan.websites) items.push({ step: 'site_files', name: w.domain, state: sites.includes(w.domain) ? 'pre_existing' : 'pending', detail: { files: w.files, bytes: w.bytes, docroot: w.docroot } });

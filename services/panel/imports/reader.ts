@@ -19,7 +19,9 @@ import {
   type ItemClass,
   type ReportItem,
 } from '../../../domain/panel/import-archive';
+import { analyzeHtaccess, htaccessNote } from '../../../domain/panel/htaccess';
 import { checkStatement, SANDBOX_LINE, SqlSplitter, StatementTooLong } from '../../../domain/panel/import-sql';
+import type { PhpValues } from '../../../domain/panel/php-values';
 import { planCertificates, type CertificatePlan } from './certificates';
 import { collect, eachEntry, LimitHit, topFolder } from './stream';
 
@@ -44,6 +46,8 @@ export interface WebsitePlan {
   /** the document root, relative to the archive's homedir/ */
   docroot: string;
   cron: string[];
+  /** PHP values carried from the document root's .htaccess (absent in plans made before they were) */
+  php_values?: PhpValues;
   files: number;
   bytes: number;
 }
@@ -80,6 +84,8 @@ export interface ArchiveReport {
 }
 
 const SMALL_FILE = 1024 * 1024;
+/** .htaccess files are read up to this size; a larger one is reported unread */
+const HTACCESS_MAX = 256 * 1024;
 const REFUSED_LISTED = 200;
 
 interface HomeFile {
@@ -99,6 +105,7 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
   };
   const small = new Map<string, string>();
   const homeFiles: HomeFile[] = [];
+  const htaccess = new Map<string, string | null>(); // home-relative path → text (null: too large to read)
   const dumps = new Map<string, { statements: number; refused: string[]; sandbox: boolean }>();
   const creates = new Set<string>();
   const other: Array<{ rel: string; part: ReturnType<typeof partOf> }> = [];
@@ -111,7 +118,9 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
     if (problem) return refuse(entry.path, problem);
     const part = partOf(rel, entry.type === 'Directory');
     if (part.part === 'home') {
-      if (entry.type !== 'Directory') homeFiles.push({ rel: part.rel, size: entry.size ?? 0 });
+      if (entry.type === 'Directory') return;
+      homeFiles.push({ rel: part.rel, size: entry.size ?? 0 });
+      if (entry.type === 'File' && path.posix.basename(part.rel) === '.htaccess') htaccess.set(part.rel, (entry.size ?? 0) > HTACCESS_MAX ? null : await collect(body));
       return;
     }
     if (part.part === 'mysql_dump') return dumps.set(part.database, await checkDump(body, part.database));
@@ -197,6 +206,19 @@ export async function readArchive(file: string, s: ReadSettings): Promise<Archiv
         site.bytes += f.size;
       } else outside = { files: outside.files + 1, bytes: outside.bytes + f.size };
     }
+  }
+  // Apache habits: each .htaccess of a website, what is carried and what nginx ignores
+  for (const [rel, text] of htaccess) {
+    const site = roots.find((w) => rel.startsWith(`${w.docroot}/`));
+    if (!site) continue; // outside every document root: counted with the home files
+    const inSite = rel.slice(site.docroot.length + 1);
+    if (text === null) {
+      add('htaccess', `${site.domain}/${inSite}`, 'not_migrated', `larger than ${HTACCESS_MAX} bytes: not read; the file is copied with the site, nginx does not read it`);
+      continue;
+    }
+    const a = analyzeHtaccess(text, inSite === '.htaccess');
+    if (Object.keys(a.php).length) site.php_values = a.php;
+    add('htaccess', `${site.domain}/${inSite}`, a.ignored.length ? (a.carried.length ? 'migrated_with_changes' : 'not_migrated') : 'migrated', htaccessNote(a));
   }
   for (const w of websites) add('site_files', w.domain, 'migrated', `${w.files} file(s), ${w.bytes} bytes from homedir/${w.docroot}, written into the website's root on its node as the website's own system user (where the node has site users)`);
   if (mail.files) add('email', 'mail', 'not_migrated', `email is not importable yet (${mail.files} file(s) of Maildirs and mail accounts)`);

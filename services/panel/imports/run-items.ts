@@ -109,7 +109,7 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
     }
     case 'websites': {
       const w = imp.plan.websites.find((x) => x.domain === item.name)!;
-      await conflictOnly(() => createSite(sitesDeps(deps, deps.sites), actor, imp.org_id, { domain: w.domain, aliases: w.aliases, php_version: w.php, cron: w.cron }));
+      await conflictOnly(() => createSite(sitesDeps(deps, deps.sites), actor, imp.org_id, { domain: w.domain, aliases: w.aliases, php_version: w.php, cron: w.cron, php_values: w.php_values }));
       const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: w.domain }).first('id', 'node_name');
       if (!site) throw new Error(`the domain ${w.domain} is now used by another account`);
       await waitActive(deps.db, 'panel_sites', site.id, waitMs, beat);

@@ -151,6 +151,8 @@ export interface CreateSiteInput {
   aliases?: string[];
   php_version?: string | null;
   cron?: string[];
+  /** per-site PHP values within the operator's bounds (domain/panel/php-values.ts) */
+  php_values?: PhpValues;
   quota_mb?: number;
   node?: string;
 }
@@ -182,7 +184,11 @@ function checkSiteInput(input: CreateSiteInput) {
   const quota = input.quota_mb ?? DEFAULT_QUOTA_MB;
   if (!Number.isInteger(quota) || quota < 1 || quota > 100_000_000) throw invalid('quota_mb', 'a whole number of MB from 1');
   if (input.node !== undefined && !isNodeName(input.node)) throw invalid('node', 'a node name');
-  return { domain, aliases, php, cron, quota, node: input.node };
+  const given = input.php_values ?? {};
+  const valuesProblem = phpValuesProblem(given);
+  if (valuesProblem) throw invalid(...valuesProblem);
+  const phpValues = Object.fromEntries((Object.keys(PHP_VALUES) as PhpValueName[]).filter((k) => given[k] !== undefined).map((k) => [k, given[k]]));
+  return { domain, aliases, php, cron, phpValues, quota, node: input.node };
 }
 
 /** `"exec, shell_exec"` → ['exec', 'shell_exec']: at most 64 PHP function names. */
@@ -411,6 +417,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
         aliases: s.aliases,
         php_version: s.php,
         cron: s.cron,
+        php_values: JSON.stringify(s.phpValues),
         node_name: placement.node,
         quota_mb: s.quota,
         php_workers: effectiveLimits(chain).php_workers.value,
