@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { createSite, deleteSite, editSite, getPlacement, getSite, listSites, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
+import { createSite, deleteSite, editSite, getPlacement, getSite, listSites, offeredPhpVersions, setPhpSettings, setSiteSuspended, type SitesDeps } from '../../../services/panel/sites/sites';
 import { listCronRuns } from '../../../services/panel/sites/cron-runs';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
@@ -50,7 +50,12 @@ export function siteRoutes(deps: SitesDeps): Router {
   r.get('/orgs/:id/sites', async (ctx) => {
     const q = parse(listQuery, ctx.query);
     // placement: where a new site without a named node goes (the console offers the scheduler only when it runs)
-    ctx.body = { ...(await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true' })), placement: deps.placement.mode === 'scheduled' ? 'scheduled' : 'hosting' };
+    ctx.body = {
+      ...(await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true' })),
+      placement: deps.placement.mode === 'scheduled' ? 'scheduled' : 'hosting',
+      // what a new site may choose (the console's PHP select)
+      php_versions: await offeredPhpVersions(deps.db, deps.placement.mode),
+    };
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await getSite(deps.db, principalOf(ctx), ctx.params.id);

@@ -446,8 +446,24 @@ function domainOfUniqueViolation(err: unknown): string | null {
   return /=\((.*)\)/.exec(e.detail ?? '')?.[1] ?? 'given';
 }
 
+/** The site, with the PHP versions its node offers (null until the node reported its facts): what an edit may choose. */
 export async function getSite(db: Db, actor: Actor, id: string) {
-  return siteView(await siteInScope(db, actor, id));
+  const site = await siteInScope(db, actor, id);
+  const node: Pick<NodeRow, 'facts'> | undefined = await db('panel_nodes').where({ name: site.node_name }).first('facts');
+  return { ...siteView(site), node_php_versions: phpVersionsOf(node?.facts) };
+}
+
+const phpVersionsOf = (facts: NodeRow['facts'] | undefined) => (Array.isArray(facts?.phpVersions) ? [...facts.phpVersions].sort() : null);
+
+/**
+ * The PHP versions a new site may get: those of the hosting node, or with scheduled placement those
+ * of any alive, undrained node with the web role; null when no such node has reported its facts.
+ */
+export async function offeredPhpVersions(db: Db, mode: PlacementSettings['mode']): Promise<string[] | null> {
+  const nodes: NodeRow[] = mode === 'scheduled' ? await db('panel_nodes').where({ state: 'alive', draining: false }) : await db('panel_nodes').where({ name: HOSTING_NODE });
+  const offered = nodes.filter((n) => mode !== 'scheduled' || nodeRoles(n.roles, n.facts).includes('web')).map((n) => phpVersionsOf(n.facts));
+  if (offered.every((v) => v === null)) return null;
+  return [...new Set(offered.flatMap((v) => v ?? []))].sort();
 }
 
 /** Why the site is on its node; the other nodes' verdicts only for the platform's own logins. */

@@ -1,10 +1,12 @@
 // Websites (spec 2 sections 2.6, 4.2 "Add website", 4.4.1-4.4.2): the account's websites with the
 // failed ones first, Add website with the node choice (the panel's hosting node, a listed eligible
 // node, or "Chosen by the scheduler"), and a site's page: status, placement reason, PHP tab
-// (operator settings, php.admin) and the file manager of the hosting node.
+// (operator settings, php.admin; the owner's PHP values), Settings and Cron (site-settings.js) and the
+// file manager of the hosting node.
 import { useEffect, useState } from 'preact/hooks';
 import { api, csrfHeader, del, get, patch, post } from '../lib/api.js';
 import { BackupsTab } from './backups.js';
+import { CronTab, PhpValuesForm, phpOptions, SettingsTab } from './site-settings.js';
 import { ActionButton, dash, ErrorBox, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 
 const SCHEDULER = '';
@@ -27,7 +29,7 @@ export function SitesTab({ org, account }) {
         ]} />`;
     }}<//>
     <h3>Add website</h3>
-    <${Loaded} state=${list}>${(d) => html`<${AddWebsite} org=${org} account=${account} scheduled=${d.placement === 'scheduled'} />`}<//>
+    <${Loaded} state=${list}>${(d) => html`<${AddWebsite} org=${org} account=${account} scheduled=${d.placement === 'scheduled'} versions=${d.php_versions} />`}<//>
   </div>`;
 }
 
@@ -39,12 +41,13 @@ async function eligibleNodes(account) {
 }
 
 /** The node choice: "Chosen by the scheduler" only where the panel runs with -placement scheduled; else new sites go to its hosting node. */
-function AddWebsite({ org, account, scheduled }) {
+function AddWebsite({ org, account, scheduled, versions }) {
   const canPlace = account.powers.includes('site.place');
   const nodes = useLoad(() => (canPlace ? eligibleNodes(account) : Promise.resolve([])), [canPlace]);
   const [domain, setDomain] = useState('');
   const [aliases, setAliases] = useState('');
-  const [php, setPhp] = useState('8.2');
+  // the newest PHP a new site may get (versions: what the nodes report; none yet: a static site)
+  const [php, setPhp] = useState(versions?.length ? versions[versions.length - 1] : '');
   const [node, setNode] = useState(scheduled ? SCHEDULER : HOSTING);
   const action = () =>
     post(`/v1/orgs/${org.id}/sites`, {
@@ -62,7 +65,7 @@ function AddWebsite({ org, account, scheduled }) {
   return html`<${Form} label="Add website" submit="Add website" action=${action} done=${(s) => navigate(`/sites/${s.id}`)}>
     <${Field} label="Domain" value=${domain} onInput=${setDomain} required placeholder="example.com" />
     <${Field} label="Aliases" hint="Comma-separated, optional." value=${aliases} onInput=${setAliases} />
-    <${Select} label="PHP version" value=${php} onInput=${setPhp} options=${[{ value: '8.2', label: 'PHP 8.2' }, { value: '8.3', label: 'PHP 8.3' }, { value: '', label: 'none (static site)' }]} />
+    <${Select} label="PHP version" value=${php} onInput=${setPhp} options=${phpOptions(versions, null)} hint=${versions ? 'The versions the nodes that take new websites offer.' : 'No node has reported its PHP versions yet.'} />
     <${Select} label="Node" value=${node} onInput=${setNode} options=${options}
       hint=${[scheduled ? 'The scheduler picks a node (-placement scheduled).' : "Placement is not scheduled: without a named node, new websites go to the panel's hosting node.", canPlace ? 'Listed: nodes alive, not draining, with the web role.' : 'Without the site.place power the panel places the site.'].join(' ')} />
   <//>`;
@@ -70,7 +73,9 @@ function AddWebsite({ org, account, scheduled }) {
 
 const SITE_TABS = [
   ['overview', 'Overview'],
+  ['settings', 'Settings'],
   ['php', 'PHP'],
+  ['cron', 'Cron'],
   ['files', 'Files'],
   ['backups', 'Backups'],
 ];
@@ -88,7 +93,7 @@ export function SitePage({ params, account }) {
     <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href=${`/orgs/${s.org_id}/sites`}>Account's websites<//></li><li><span aria-current="page">${s.domain}</span></li></ol></nav>
     <h1>${s.domain} <span class=${'badge ' + s.status} data-testid="site-status">${s.status}</span></h1>
     <nav class="tabs" aria-label="Sections">${SITE_TABS.map(([k, label]) => html`<${Link} href=${`/sites/${s.id}/${k}`} aria-current=${k === tab ? 'page' : undefined}>${label}<//>`)}</nav>
-    ${tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'backups' ? html`<${BackupsTab} site=${s} account=${account} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
+    ${tab === 'settings' ? html`<${SettingsTab} site=${s} reload=${site.reload} />` : tab === 'cron' ? html`<${CronTab} site=${s} reload=${site.reload} />` : tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'backups' ? html`<${BackupsTab} site=${s} account=${account} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
   </section>`}<//>`;
 }
 
@@ -138,6 +143,7 @@ function PhpTab({ site, account, reload }) {
       <dt>allow_url_fopen</dt><dd>${site.php.allow_url_fopen ? 'on' : 'off'}</dd>
       <dt>Extra disabled functions</dt><dd>${(site.php.disabled_functions || []).join(', ') || 'none'}</dd>
     </dl>
+    ${site.php_version ? html`<${PhpValuesForm} site=${site} reload=${reload} />` : html`<p class="muted">A static site runs no PHP.</p>`}
     ${operator
       ? html`<h3>Operator settings</h3>
         <p class="muted">Nothing inside the website can override these.</p>
