@@ -4,6 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { generateSync } from 'otplib';
+import type { Page } from 'playwright-core';
 import { deriveKey } from '../../platform/secret-box';
 import { parsePanelFlags } from '../../platform/panel-flags';
 import { freePort } from '../../platform/ports';
@@ -161,6 +162,15 @@ export class PanelClient {
 }
 
 export const PASSWORD = 'correct horse battery staple';
+
+/** Signs `username` (password PASSWORD) in through the console's sign-in page and waits for its account's page. */
+export async function consoleSignIn(page: Page, username: string, orgId: string): Promise<void> {
+  await page.goto('/sign-in');
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`**/orgs/${orgId}`);
+}
 
 /** Signs in with a temporary password and replaces it with PASSWORD; fails loudly otherwise. */
 export async function signInFresh(base: string, username: string, temporary: string): Promise<PanelClient> {

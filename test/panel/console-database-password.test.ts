@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { asDbUser, createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
+import { asDbUser, consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // The console's *Reset password* on the databases tab (test/panel/console.test.ts pattern: Debian's
@@ -50,11 +50,7 @@ describe('panel: console database password reset in chromium', function () {
       page.setDefaultTimeout(15_000);
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto('/sign-in');
-      await page.getByLabel('Username').fill(customer.username);
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL(`**/orgs/${customer.id}`);
+      await consoleSignIn(page, customer.username, customer.id);
       await page.getByRole('link', { name: 'Databases' }).click();
       const row = page.getByRole('row').filter({ hasText: name });
       await row.filter({ hasText: 'active' }).waitFor();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { recordCronRuns } from '../../services/panel/sites/cron-runs';
 import { HOSTING_NODE } from '../../domain/panel/node-ops';
-import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
+import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../helpers/panel';
 import { env } from '../setup/env';
 
 // A website's own pages in the console (issue 32: site editing, PHP values, cron runs, PHP versions
@@ -52,11 +52,7 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
       page.setDefaultTimeout(15_000);
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto('/sign-in');
-      await page.getByLabel('Username').fill(customer.username);
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL(`**/orgs/${customer.id}`);
+      await consoleSignIn(page, customer.username, customer.id);
       await page.getByRole('link', { name: 'Websites' }).click();
 
       // Add website: the versions the node offers, newest first chosen, and "none"
