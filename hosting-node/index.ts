@@ -9,7 +9,7 @@ import { startBuiltinWeb } from './builtin-web';
 import { startCronDaemon } from './cron';
 import { writeFileAtomic } from './files';
 import { reservedDbName, startMariaDb, type MariaDb } from './mariadb';
-import { createMetricsSampler, treeUsage } from './metrics';
+import { createMetricsSampler } from './metrics';
 import { listManagedFiles, readManagedFile } from './managed-files';
 import { startNginx, type Nginx } from './nginx';
 import { openNodeState } from './node-state';
@@ -19,7 +19,7 @@ import { findBinary } from './processes';
 import { createReconcileRewrite } from './reconcile-rewrite';
 import { createSiteApply, settleSiteUsers, siteIndex, type SiteInspection } from './site-apply';
 import { createSiteBackups } from './site-backups';
-import { nodeFiles } from './site-files';
+import { docrootUsage, nodeFiles } from './site-files';
 import { siteOwner } from './site-users';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
@@ -195,10 +195,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     metrics: sample,
     async usage() {
       const out: SiteUsage[] = [];
-      for (const s of Object.values(sites)) {
-        const u = await treeUsage(sitePaths(root, s.domain).docroot);
-        out.push({ siteId: s.id, diskMb: Math.round((u.bytes / 1048576) * 100) / 100, inodes: u.inodes });
-      }
+      for (const s of Object.values(sites)) out.push({ siteId: s.id, ...(await docrootUsage(sitePaths(root, s.domain).docroot)) });
       return out;
     },
     inspectSite: site.inspectSite,
