@@ -59,18 +59,18 @@ export default tseslint.config(
             { from: 'domain', allow: ['domain'] },
             // the dev server registers the search attributes of temporal-config/
             { from: 'platform', allow: ['platform', 'domain', 'temporal-config'] },
-            // the node agent (a peer of simulator/) renders with the panel's pure node code
+            // the node agent (a peer of simulator/) renders with the panel's pure node code; only main/
+            // imports it: the panel's layers reach their own node through domain/panel/own-node.ts
             { from: 'hosting-node', allow: ['hosting-node', 'domain', 'platform'] },
             { from: 'providers', allow: ['providers', 'domain', 'platform'] },
-            // services/, activities/ and api/ reaching into hosting-node/ is the debt of issue 30 item 3 (one interface)
-            { from: 'services', allow: ['services', 'domain', 'platform', 'providers', 'hosting-node'] },
+            { from: 'services', allow: ['services', 'domain', 'platform', 'providers'] },
             // a domain's client.ts names its workflows by type only
             { from: 'services', allow: ['workflows'], importKind: 'type' },
-            { from: 'activities', allow: ['activities', 'services', 'providers', 'domain', 'platform', 'hosting-node'] },
+            { from: 'activities', allow: ['activities', 'services', 'providers', 'domain', 'platform'] },
             { from: 'workflows', allow: ['workflows', 'domain'] },
             { from: 'workflows', allow: ['activities'], importKind: 'type' },
             { from: 'workers', allow: ['workers', 'activities', 'services', 'domain', 'platform'] },
-            { from: 'api', allow: ['api', 'services', 'providers', 'domain', 'platform', 'hosting-node'] },
+            { from: 'api', allow: ['api', 'services', 'providers', 'domain', 'platform'] },
             { from: 'admin', allow: ['admin', 'services', 'domain', 'platform'] },
             { from: 'simulator', allow: ['simulator', 'platform'] },
             { from: 'migrations', allow: [] },

@@ -121,7 +121,7 @@ async function main() {
   if (rows.stdout.trim() !== want) throw new Error(`restored rows ${rows.stdout.trim()}, expected ${want}`);
 
   const mb = source.bytes / MB;
-  const { commit, dirty } = revision(/^(platform\/hosting-node|bench\/panel-backup)/);
+  const { commit, dirty } = revision(/^(hosting-node|bench\/panel-backup)/);
   const f1 = (x: number) => x.toFixed(1);
   appendResults('panel-backup', 
     [

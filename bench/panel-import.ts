@@ -3,8 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_IMPORT_LIMITS } from '../domain/panel/import-archive';
+import { nodePaths } from '../domain/panel/node-config';
 import { startMariaDb } from '../hosting-node/mariadb';
 import { canCreateSiteUsers, ensureSiteUser, removeSiteUser } from '../hosting-node/site-users';
+import { siteWriter } from '../hosting-node/site-writer';
 import { createLogger } from '../platform/logger';
 import { readArchive } from '../services/panel/imports/reader';
 import { copySiteFiles, loadDump } from '../services/panel/imports/run-items';
@@ -134,7 +136,7 @@ async function main() {
     fs.mkdirSync(docroot, { recursive: true });
     if (owner) fs.chownSync(docroot, owner.uid, owner.gid);
     const docroots = r.plan.websites.map((w) => w.docroot);
-    const copyFiles = (beat: () => void) => copySiteFiles(file, 'public_html', docroots, docroot, limits, beat, owner);
+    const copyFiles = (beat: () => void) => copySiteFiles(file, 'public_html', docroots, siteWriter(docroot, owner), limits, beat);
     say(`dry run ${(dry.ms / 1000).toFixed(0)} s; copy`);
     const copy = await timed(() => copyFiles(() => {}));
     say(`copy ${(copy.ms / 1000).toFixed(0)} s; copy cut off at 50 %, then again`);
@@ -151,14 +153,14 @@ async function main() {
     try {
       await db.createDatabase('bench_wp', 'bench_wpuser', 'bench-password-123');
       say('load');
-      load = await timed(() => loadDump(file, 'bench_wp', root, limits));
+      load = await timed(() => loadDump(file, 'bench_wp', nodePaths(root).mariadbSocket, limits));
       say(`load ${(load.ms / 1000).toFixed(0)} s; load cut off at 50 %, then again`);
-      loadCut = await timed(() => loadDump(file, 'bench_wp', root, limits, cutAfter(Math.floor(statements / 2))).catch((err) => (err instanceof CutOff ? null : Promise.reject(err))));
-      loadAgain = await timed(() => loadDump(file, 'bench_wp', root, limits));
+      loadCut = await timed(() => loadDump(file, 'bench_wp', nodePaths(root).mariadbSocket, limits, cutAfter(Math.floor(statements / 2))).catch((err) => (err instanceof CutOff ? null : Promise.reject(err))));
+      loadAgain = await timed(() => loadDump(file, 'bench_wp', nodePaths(root).mariadbSocket, limits));
     } finally {
       await db.stop();
     }
-    const rev = revision(/^(services\/panel\/imports|domain\/panel\/import|bench\/panel-import|platform\/hosting-node\/site-)/);
+    const rev = revision(/^(services\/panel\/imports|domain\/panel\/import|bench\/panel-import|hosting-node\/site-)/);
     const s = (ms: number) => (ms / 1000).toFixed(1);
     const lines = [
       `## Legacy import at ${P.files} files and a ${P.dumpMb} MB dump (issue 20's full size: 100,000 files, 500 MB) — ${new Date().toISOString().slice(0, 16)}Z, commit ${rev.commit}, ${machine().join(', ')}`,

@@ -428,7 +428,7 @@ async function histories(temporal: Client, sample: Array<{ opId: string; finishe
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { commit, dirty } = revision(/^(bench\/panel|bench\/proc|services\/panel|api\/panel|domain\/panel|main\/panel|workflows\/panel|activities\/panel|workers\/panel|platform\/hosting-node|migrations|package\.json)/);
+  const { commit, dirty } = revision(/^(bench\/panel|bench\/proc|services\/panel|api\/panel|domain\/panel|main\/panel|workflows\/panel|activities\/panel|workers\/panel|hosting-node|migrations|package\.json)/);
   const load0 = os.loadavg();
   const logger = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const php = installedPhpVersions().find((v) => v.version === PHP_VERSION);

@@ -5,6 +5,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import type { SiteSpec } from '../domain/panel/node-ops';
+import { UnsafeArchive, type ArchiveInfo } from '../domain/panel/own-node';
 import { readIfExists, writeFileAtomic } from './files';
 
 // Backups of a node's sites (PANEL.md section 2, `-backup-dir`): restore points and deleted-site
@@ -30,26 +31,11 @@ export interface ArchiveManifest {
   databases: Array<{ name: string; file: string; bytes: number; sha256: string }>;
 }
 
-export interface ArchiveInfo {
-  id: string;
-  siteId: string;
-  domain: string;
-  file: string;
-  sha256: string;
-  bytes: number;
-  createdAt: string;
-  /** entries of the site's folder left out: symbolic links, sockets, devices (never restored) */
-  skipped?: string[];
-}
-
 /** What the backups need of the node's MariaDB. */
 export interface DumpTarget {
   dump(database: string, file: string): Promise<void>;
   load(database: string, file: string): Promise<void>;
 }
-
-/** A refused archive (bad checksum, unsafe entry): the node reports it as refused. */
-export class UnsafeArchive extends Error {}
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 

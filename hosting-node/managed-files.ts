@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { nodePaths } from '../domain/panel/node-config';
+import type { ManagedRead } from '../domain/panel/own-node';
 
 // Reading a node's managed files as they are on disk, for reconciliation: every vhost, PHP pool and
 // cron file under the root (to find those of no known site), and one file's text. A file that
 // cannot be read is reported, never thrown: reconciliation records it as a finding.
-
-export type ManagedRead = { text: string } | { missing: true } | { error: string };
 
 export function readManagedFile(file: string): ManagedRead {
   try {

@@ -3,10 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sitePaths } from '../domain/panel/node-config';
 import type { BackupOperation, OperationResult, SiteSpec } from '../domain/panel/node-ops';
+import type { ArchiveInfo, InspectionInfo } from '../domain/panel/own-node';
 import type { Logger } from '../platform/logger';
 import { siteOwner } from './site-users';
 import { clearSiteFolder } from './site-writer';
-import { backupPaths, cleanupBackupDir, extractArchive, isTlsKey, listArchives, writeArchive, type ArchiveInfo, type DumpTarget } from './backups';
+import { backupPaths, cleanupBackupDir, extractArchive, isTlsKey, listArchives, writeArchive, type DumpTarget } from './backups';
 
 // The node's side of backups (`-backup-dir`): restore points of its sites (operations from the
 // panel), archives of deleted sites, restores, inspection folders and cleanup. A node without a
@@ -23,12 +24,6 @@ export interface SiteBackupsOptions {
   /** an error the node reports as refused */
   refuse(message: string): Error;
   logger: Logger;
-}
-
-export interface InspectionInfo {
-  id: string;
-  path: string;
-  bytes: number;
 }
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -169,16 +164,4 @@ export function createSiteBackups(o: SiteBackupsOptions) {
     },
     cleanup: (inspectionExpired: (id: string) => boolean) => cleanupBackupDir(dir(), { inspectionExpired }),
   };
-}
-
-type SiteBackups = ReturnType<typeof createSiteBackups>;
-
-/** What the panel uses of a hosting node's backups (the slow ones run in the node's operation queue). */
-export interface NodeBackups {
-  backupDir: string | null;
-  listSiteArchives: SiteBackups['listSiteArchives'];
-  restoreSiteArchive: SiteBackups['restoreSiteArchive'];
-  inspect: SiteBackups['inspect'];
-  removeInspection: SiteBackups['removeInspection'];
-  cleanup(inspectionExpired: (id: string) => boolean): Promise<ReturnType<SiteBackups['cleanup']>>;
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
+import { nodePaths, renderWelcomePage, sitePaths } from '../domain/panel/node-config';
+import { SiteFileError, type FileEntry, type NodeFiles } from '../domain/panel/own-node';
 import { treeUsage } from './metrics';
-import type { SiteUser } from './site-users';
+import { siteOwner, type SiteUser } from './site-users';
 import { siteWriter } from './site-writer';
 
 // The panel's file manager on the hosting node: list, upload (streamed to disk) and delete inside
@@ -13,24 +15,7 @@ import { siteWriter } from './site-writer';
 // target and is renamed into place only when complete, after its folder is checked again to still
 // lie inside the docroot, so a reader never sees half a file. Writes and deletes are done by a
 // site writer (site-writer.ts) running as the site's own user where the node has site users.
-
-export type SiteFileProblem = 'bad_path' | 'not_found' | 'not_a_directory' | 'is_a_directory' | 'too_large';
-
-export class SiteFileError extends Error {
-  constructor(
-    readonly problem: SiteFileProblem,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export interface FileEntry {
-  name: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  modified: string;
-}
+// nodeFiles hands all of it to the panel's process keyed by site (domain/panel/own-node.ts).
 
 const MAX_SEGMENT = 255;
 const MAX_PATH = 4096;
@@ -133,7 +118,7 @@ export async function uploadTarget(docroot: string, rel: string): Promise<{ exis
 export async function writeSiteFile(
   docroot: string,
   rel: string,
-  body: Readable,
+  body: AsyncIterable<Buffer>,
   maxBytes: number,
   drainBytes = maxBytes,
   owner: SiteUser | null = null,
@@ -220,4 +205,34 @@ export async function phpPoolMemoryMb(): Promise<Map<string, number>> {
     }
   }
   return out;
+}
+
+/** The node's files as the panel's own process reaches them (OwnNode), from the node's root alone. */
+export function nodeFiles(root: string): NodeFiles {
+  return {
+    site(s) {
+      const docroot = sitePaths(root, s.domain).docroot;
+      // the site's system user, who writes its files; null: the node has no site users
+      const owner = siteOwner(root, s.id);
+      return {
+        list: (rel) => listFolder(docroot, rel),
+        uploadTarget: (rel) => uploadTarget(docroot, rel),
+        write: (rel, body, maxBytes, drainBytes) => writeSiteFile(docroot, rel, body, maxBytes, drainBytes, owner),
+        remove: (rel) => deleteSitePath(docroot, rel, owner),
+        usage: () => docrootUsage(docroot),
+        writer() {
+          fs.mkdirSync(docroot, { recursive: true });
+          return siteWriter(docroot, owner);
+        },
+        removeWelcomePages() {
+          for (const kind of ['html', 'php'] as const) {
+            const file = path.join(docroot, `index.${kind}`);
+            if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === renderWelcomePage(s.domain, kind)) fs.rmSync(file);
+          }
+        },
+      };
+    },
+    mariadbSocket: nodePaths(root).mariadbSocket,
+    poolMemoryMb: phpPoolMemoryMb,
+  };
 }

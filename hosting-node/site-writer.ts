@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { SiteWriter } from '../domain/panel/own-node';
 import type { SiteUser } from './site-users';
 
 // Writes into a site's docroot as the site's own user: a child process (this Node binary, a short
@@ -40,21 +41,6 @@ process.stdin.on('data', (c) => {
 });
 process.stdin.on('end', () => process.exit(buf.length ? 1 : 0));
 `;
-
-export interface SiteWriter {
-  mkdir(rel: string): Promise<void>;
-  /** writes `source` to the new file `tmp` (never through a link) and renames it to `rel` once complete; a failed source removes `tmp` */
-  file(rel: string, tmp: string, mode: number, source: AsyncIterable<Buffer>): Promise<void>;
-  symlink(rel: string, target: string): Promise<void>;
-  copy(fromRel: string, rel: string): Promise<void>;
-  rm(rel: string): Promise<void>;
-  /** removes everything inside the folder `rel` (not the folder) */
-  empty(rel: string): Promise<void>;
-  /** removes every file under the docroot whose name matches `pattern` (temp files of a killed attempt) */
-  sweep(pattern: RegExp): Promise<void>;
-  /** ends the commands and waits for the child: rejects with its error when one failed */
-  done(): Promise<void>;
-}
 
 const CHUNK = 64 * 1024;
 

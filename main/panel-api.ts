@@ -148,7 +148,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
     reconcile: reconcileSettings(o),
     billing: billingSettings(o.flags.billingMeter, o.billing),
-    backups: { hosting: () => hostingNode, inspectionMs: o.backupInspectionMs },
+    backups: { inspectionMs: o.backupInspectionMs },
     imports: importSettings(o, temporal).uploads,
   });
   // What has been started, stopped newest first on close (or when a later start fails).
@@ -221,8 +221,8 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   stops.push(async () => clearInterval(timer));
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   stops.push(() => connection.close());
-  const imports = importSettings(o, temporal).run(() => node.root);
-  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, reconcileNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [], imports });
+  const imports = importSettings(o, temporal).run(() => node);
+  const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [], imports });
   stops.push(runWorker(worker).stop);
   // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
   if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));

@@ -53,7 +53,7 @@ export function importSettings(o: Runtime, temporal: Client) {
     taskQueue: o.imports?.taskQueue ?? nodeOps.taskQueue,
     nodeOps,
   };
-  const run = (hostingRoot: () => string | null): ImportRunDeps => ({
+  const run = (hostingNode: ImportRunDeps['hostingNode']): ImportRunDeps => ({
     db: o.db,
     temporal,
     logger: o.logger,
@@ -61,7 +61,7 @@ export function importSettings(o: Runtime, temporal: Client) {
     dns: o.dns ?? { zonesDir: null, nameservers: DEFAULT_NAMESERVERS },
     sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
     limits,
-    hostingRoot,
+    hostingNode,
     waitMs: o.imports?.waitMs,
     sealingKey: o.sealingKey,
   });

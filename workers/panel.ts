@@ -4,8 +4,9 @@ import { createBackupOpActivities } from '../activities/panel/backup-ops';
 import { createDatabaseOpActivities } from '../activities/panel/database-ops';
 import { createImportActivities } from '../activities/panel/imports';
 import type { ImportRunDeps } from '../services/panel/imports/run-items';
-import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/node-ops';
-import { createReconcileActivities, type ReconcileNode } from '../activities/panel/reconcile';
+import { createNodeOpActivities } from '../activities/panel/node-ops';
+import { createReconcileActivities } from '../activities/panel/reconcile';
+import type { OwnNode } from '../domain/panel/own-node';
 import type { Db } from '../platform/db';
 import { PANEL_TASK_QUEUE } from '../services/panel/client';
 import { createDomainWorker } from './base';
@@ -16,10 +17,8 @@ export interface PanelWorkerDeps {
   /** `panel` (PANEL_TASK_QUEUE), or a test's own queue */
   taskQueue?: string;
   db: Db;
-  /** the panel's own hosting node, applied to directly; null: this worker cannot apply hosting operations */
-  hostingNode: HostingNodeApplier | null;
-  /** the same node as reconciliation reads and rewrites it; absent: reconciliation passes fail on this worker */
-  reconcileNode?: ReconcileNode | null;
+  /** the panel's own hosting node, applied to, read and rewritten directly; null: hosting operations and reconciliation passes fail on this worker */
+  hostingNode: OwnNode | null;
   /** Pre-built panel bundle (tests build it once); otherwise bundled from workflows/panel. */
   workflowBundle?: WorkflowBundleOption;
   /** anything else for Worker.create (tests: stickyQueueScheduleToStartTimeout, identity) */
@@ -43,7 +42,7 @@ export function createPanelWorker(deps: PanelWorkerDeps): Promise<Worker> {
     activities: {
       ...createNodeOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...createDatabaseOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
-      ...createReconcileActivities({ db: deps.db, hostingNode: deps.reconcileNode ?? null }),
+      ...createReconcileActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...createBackupOpActivities({ db: deps.db, hostingNode: deps.hostingNode }),
       ...(deps.sealingKey ? createAlertActivities({ db: deps.db, sealingKey: deps.sealingKey, webhookAllowTargets: deps.webhookAllowTargets ?? [] }) : {}),
       ...(deps.imports ? createImportActivities(deps.imports) : {}),

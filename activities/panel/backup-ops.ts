@@ -1,17 +1,13 @@
+import type { OwnNode } from '../../domain/panel/own-node';
 import type { Db } from '../../platform/db';
 import { applyBackupOnHosting, finishBackupOp as finish, pruneRestorePoints, queueScheduledBackup as queue, type BackupOpFinish } from '../../services/panel/sites/backups';
-import type { NodeBackups } from '../../hosting-node/site-backups';
 import { extractInspection as extract, finishInspection as finishInspecting } from '../../services/panel/sites/backup-admin';
 import { heartbeating } from './heartbeating';
-import type { HostingNodeApplier } from './node-ops';
-
-/** The hosting node's backups, when the node this worker drives has them (hosting-node `HostingNode`). */
-const backupsOf = (node: HostingNodeApplier | null): NodeBackups | null => (node && 'backups' in node ? (node as { backups: NodeBackups }).backups : null);
 
 export interface BackupOpActivityDeps {
   db: Db;
   /** the panel's hosting node this worker drives; null on a worker without one (its hosting ops fail) */
-  hostingNode: HostingNodeApplier | null;
+  hostingNode: Pick<OwnNode, 'apply' | 'backups'> | null;
 }
 
 /**
@@ -35,10 +31,10 @@ export function createBackupOpActivities(deps: BackupOpActivityDeps) {
   const restorePointsBeyond = (siteId: string, keep: number) => pruneRestorePoints(deps.db, siteId, keep);
 
   /** Extracts a restore point for inspection on the hosting node; records the folder or the failure. */
-  const extractInspection = (inspectionId: string) => heartbeating(() => extract(deps.db, backupsOf(deps.hostingNode), inspectionId));
+  const extractInspection = (inspectionId: string) => heartbeating(() => extract(deps.db, deps.hostingNode?.backups ?? null, inspectionId));
 
   /** Removes an inspection folder and records it removed. */
-  const finishInspection = (inspectionId: string) => heartbeating(() => finishInspecting(deps.db, backupsOf(deps.hostingNode), inspectionId));
+  const finishInspection = (inspectionId: string) => heartbeating(() => finishInspecting(deps.db, deps.hostingNode?.backups ?? null, inspectionId));
 
   return { applyBackupOnHostingNode, finishBackupOp, queueScheduledBackup, restorePointsBeyond, extractInspection, finishInspection };
 }

@@ -1,4 +1,5 @@
-import type { NodeOperation, OperationResult } from '../../domain/panel/node-ops';
+import type { OperationResult } from '../../domain/panel/node-ops';
+import type { OwnNode } from '../../domain/panel/own-node';
 import type { Db } from '../../platform/db';
 import { operationStatus } from '../../services/panel/nodes/nodes';
 import { heartbeating } from './heartbeating';
@@ -6,10 +7,8 @@ import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultO
 
 export type { SiteOpOutcome };
 
-/** What the activities need of the panel's own hosting node (hosting-node `startHostingNode`). */
-export interface HostingNodeApplier {
-  apply(op: NodeOperation): Promise<OperationResult>;
-}
+/** What the operation activities need of the panel's own hosting node. */
+export type HostingNodeApplier = Pick<OwnNode, 'apply'>;
 
 export interface NodeOpActivityDeps {
   db: Db;

@@ -1,9 +1,9 @@
+import { createHash } from 'node:crypto';
 import { heartbeat } from '@temporalio/activity';
 import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck, type ReconcileMode, type SiteVerdict } from '../../domain/panel/reconcile';
 import type { SiteSpec } from '../../domain/panel/node-ops';
+import type { OwnNode } from '../../domain/panel/own-node';
 import type { Db } from '../../platform/db';
-import { sha256 } from '../../hosting-node/files';
-import type { HostingNode } from '../../hosting-node';
 import {
   failPass as fail,
   finishPass as finish,
@@ -21,8 +21,10 @@ import {
 } from '../../services/panel/reconcile/passes';
 import { specOf } from '../../services/panel/sites/sites';
 
-/** What reconciliation needs of the panel's own hosting node (hosting-node `HostingNode`). */
-export type ReconcileNode = Pick<HostingNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
+/** What reconciliation needs of the panel's own hosting node. */
+export type ReconcileNode = Pick<OwnNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export interface ReconcileActivityDeps {
   db: Db;

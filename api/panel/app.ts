@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import Koa from 'koa';
+import type { OwnNode } from '../../domain/panel/own-node';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { AuthSettings } from '../../services/panel/logins/auth';
@@ -25,7 +26,6 @@ import { reconcileRoutes } from './reconcile/routes';
 import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
 import { backupRoutes } from './sites/backup-routes';
 import { backupAdminRoutes } from './sites/backup-admin-routes';
-import type { NodeBackups } from '../../hosting-node/site-backups';
 import { importRoutes } from './imports/routes';
 import type { ImportsDeps } from '../../services/panel/imports/imports';
 import { panelAuth } from './shared/auth';
@@ -53,8 +53,8 @@ export interface PanelDeps {
   dns: DnsSettings;
   /** -controller-state: node records access (the cluster pages) */
   controllerState?: boolean;
-  /** the panel's own hosting node once this process runs it (the file manager works on it), else null */
-  hostingNode?: () => { root: string } | null;
+  /** the panel's own hosting node once this process runs it (file manager, usage, platform backups), else null */
+  hostingNode?: () => OwnNode | null;
   /** -metrics-interval: null or absent, sampling and alerts are off */
   metricsIntervalMs?: number | null;
   /** webhooks: sealing key, allowed internal targets, delivery settings; absent: no webhook routes */
@@ -63,8 +63,8 @@ export interface PanelDeps {
   reconcile?: ReconcileSettings;
   /** billing: -billing-meter on or off, the clock, the billing worker's task queue */
   billing?: BillingSettings & { taskQueue: string };
-  /** backups at platform level: the hosting node's backups once this process runs it, and how long inspection folders stay */
-  backups?: { hosting: () => { backups: NodeBackups; inspectSite(siteId: string): Promise<unknown> } | null; inspectionMs?: number };
+  /** backups at platform level (on the hosting node): how long inspection folders stay */
+  backups?: { inspectionMs?: number };
   /** legacy imports (upload, progress, run); absent: the routes are not served */
   imports?: ImportsDeps;
 }
@@ -106,8 +106,8 @@ export function createPanelApp(d: PanelDeps): Koa {
   const certificates = certificateRoutes({ ...sitesDeps(d, d.sites), sealingKey: d.auth.sealingKey });
   v1.use(certificates.routes());
   v1.use(certificates.allowedMethods());
-  const hostingBackups = () => d.backups?.hosting()?.backups ?? null;
-  const hostingHasSite = async (id: string) => (await d.backups?.hosting()?.inspectSite(id)) != null;
+  const hostingBackups = () => d.hostingNode?.()?.backups ?? null;
+  const hostingHasSite = async (id: string) => d.hostingNode?.()?.appliedSite(id) != null;
   for (const r of [backupRoutes(sitesDeps(d, d.sites)), backupAdminRoutes({ ...sitesDeps(d, d.sites), hostingBackups, hostingHasSite, inspectionMs: d.backups?.inspectionMs })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());

@@ -11,6 +11,7 @@ import { createLogger } from '../../platform/logger';
 import { PANEL_TEST_KEY } from './panel';
 import { runWorker } from '../../workers/base';
 import { createPanelWorker } from '../../workers/panel';
+import { nodeFiles } from '../../hosting-node/site-files';
 import { env } from '../setup/env';
 
 // A panel worker in a process of its own that runs only legacy import runs (their own task queue),
@@ -69,6 +70,8 @@ export async function runImportWorker(o: { db: Db; temporalAddress: string; task
   const temporal = new Client({ connection: clientConnection });
   const connection = await NativeConnection.connect({ address: o.temporalAddress });
   const nodeOps = { taskQueue: o.nodeOpsQueue, timeoutMs: 30_000, pollMs: 200 };
+  // the node's files by its root alone: the node itself runs in another process
+  const files = nodeFiles(o.root);
   const worker = await createPanelWorker({
     connection,
     namespace: 'default',
@@ -76,7 +79,7 @@ export async function runImportWorker(o: { db: Db; temporalAddress: string; task
     db: o.db,
     hostingNode: null,
     workflowBundle: o.workflowBundle,
-    imports: { db: o.db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingRoot: () => o.root, sealingKey: PANEL_TEST_KEY },
+    imports: { db: o.db, temporal, logger, nodeOps, dns: { zonesDir: null, nameservers: DEFAULT_NAMESERVERS }, sites: { nodeOps }, limits: { ...DEFAULT_IMPORT_LIMITS, maxRatio: 100_000 }, hostingNode: () => files, sealingKey: PANEL_TEST_KEY },
   });
   const running = runWorker(worker);
   return {

@@ -135,7 +135,7 @@ describe('per-site system users on a root node', function () {
       { path: 'cpmove-bob/homedir/public_html/home.html', type: 'SymbolicLink', linkpath: 'index.html' },
       { path: 'cpmove-bob/homedir/public_html/copy.html', type: 'Link', linkpath: 'cpmove-bob/homedir/public_html/index.html' },
     ]);
-    const copied = await copySiteFiles(file, 'public_html', ['public_html'], docroot, DEFAULT_IMPORT_LIMITS, () => {}, owner);
+    const copied = await copySiteFiles(file, 'public_html', ['public_html'], siteWriter(docroot, owner), DEFAULT_IMPORT_LIMITS, () => {});
     assert.equal(copied.copied_files, 2);
     for (const p of ['index.html', 'css', 'css/site.css', 'home.html', 'copy.html']) assert.equal(fs.lstatSync(path.join(docroot, p)).uid, owner.uid, p);
     assert.equal(fs.readlinkSync(path.join(docroot, 'home.html')), 'index.html');

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import { phpPoolMemoryMb } from '../../../hosting-node/site-files';
 import { deleteSiteFile, listSiteFiles, uploadSiteFile, type SiteFilesDeps } from '../../../services/panel/sites/files';
 import { accountUsage } from '../../../services/panel/sites/quotas';
 import { principalOf } from '../shared/auth';
@@ -14,7 +13,7 @@ export const pathQuery = z.strictObject({ path: z.string().max(4096).default('')
 
 export function quotaRoutes(deps: SiteFilesDeps): Router {
   const r = new Router({ prefix: '/v1' });
-  const poolMemory = async () => (deps.hostingNode() ? phpPoolMemoryMb() : null);
+  const poolMemory = async () => (await deps.hostingNode()?.poolMemoryMb()) ?? null;
   r.get('/orgs/:id/usage', async (ctx) => {
     ctx.body = await accountUsage(deps.db, principalOf(ctx), ctx.params.id, poolMemory);
   });

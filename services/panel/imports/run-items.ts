@@ -2,18 +2,15 @@ import { spawn } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client } from '@temporalio/client';
 import { PanelError } from '../../../domain/panel/errors';
 import { entryProblem, normalPath, type ImportLimits } from '../../../domain/panel/import-archive';
 import { checkStatement, SqlSplitter } from '../../../domain/panel/import-sql';
-import { nodePaths, renderWelcomePage, sitePaths } from '../../../domain/panel/node-config';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
+import type { NodeFiles, SiteWriter } from '../../../domain/panel/own-node';
 import type { Db } from '../../../platform/db';
-import { siteOwner, type SiteUser } from '../../../hosting-node/site-users';
-import { siteWriter } from '../../../hosting-node/site-writer';
 import type { Logger } from '../../../platform/logger';
 import type { Actor } from '../shared/actor';
 import type { NodeOpSettings } from '../client';
@@ -41,7 +38,7 @@ export interface ImportRunDeps {
   sites?: SiteSettings;
   limits: ImportLimits;
   /** the panel's own hosting node this process drives (site files and SQL loads go there), else null */
-  hostingRoot: () => string | null;
+  hostingNode: () => NodeFiles | null;
   /** how long a site or database may take to become active */
   waitMs?: number;
   /** imported certificates' keys are sealed with it (the panel's sealing key) */
@@ -157,27 +154,28 @@ export async function runImportItem(deps: ImportRunDeps, importId: string, seq: 
     }
     case 'site_files': {
       const site = await deps.db('panel_sites').where({ org_id: imp.org_id, domain: item.name }).first('id', 'node_name');
-      const root = deps.hostingRoot();
-      if (!site || site.node_name !== HOSTING_NODE || !root) {
+      const node = deps.hostingNode();
+      if (!site || site.node_name !== HOSTING_NODE || !node) {
         detail = { ...detail, not_migrated: 'file copy for a site on another node is not importable yet' };
         break;
       }
       const docroots = imp.plan.websites.map((w) => w.docroot);
-      const target = sitePaths(root, item.name).docroot;
-      removeWelcomePages(target, item.name);
+      const files = node.site({ id: site.id, domain: item.name });
+      // the node's placeholder pages of a new site go (only while unchanged), so the imported index is what is served
+      files.removeWelcomePages();
       // as the website's own user (spec 2 section 4.4.4), where the node has site users
-      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, target, deps.limits, beat, siteOwner(root, site.id));
+      const copied = await copySiteFiles(imp.archive_path!, String(item.detail.docroot), docroots, files.writer(), deps.limits, beat);
       detail = { ...detail, ...copied };
       break;
     }
     case 'sql_loads': {
       const row = await deps.db('panel_databases').where({ org_id: imp.org_id, name: item.name }).first('node_name');
-      const root = deps.hostingRoot();
-      if (!row || row.node_name !== HOSTING_NODE || !root) {
+      const node = deps.hostingNode();
+      if (!row || row.node_name !== HOSTING_NODE || !node) {
         detail = { ...detail, not_migrated: 'the database is not on the panel’s hosting node' };
         break;
       }
-      detail = { ...detail, ...(await loadDump(imp.archive_path!, item.name, root, deps.limits, beat)) };
+      detail = { ...detail, ...(await loadDump(imp.archive_path!, item.name, node.mariadbSocket, deps.limits, beat)) };
       break;
     }
   }
@@ -207,29 +205,19 @@ export async function importItemsToRun(db: Db, importId: string): Promise<Array<
 
 // ---- files and dumps from the archive ----------------------------------------------------------
 
-/** The node's placeholder pages of a new site go (only while unchanged), so the imported index is what is served. */
-function removeWelcomePages(docroot: string, domain: string) {
-  for (const kind of ['html', 'php'] as const) {
-    const file = path.join(docroot, `index.${kind}`);
-    if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === renderWelcomePage(domain, kind)) fs.rmSync(file);
-  }
-}
-
 const TEMP_FILE = /\.import-\d+\.tmp$/;
 
 /**
- * Copies homedir/<docroot>/** (minus nested document roots of other sites) into `target`, each file
- * written whole then renamed, by a site writer running as the site's own user (`owner`; null: the
- * node has no site users, the files are this process's).
+ * Copies homedir/<docroot>/** (minus nested document roots of other sites) into the site's docroot
+ * through `writer` (the node's, running as the site's own user where it has site users), each file
+ * written whole then renamed. The writer is ended here, whatever happens.
  */
-export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], target: string, limits: ImportLimits, beat: Beat, owner: SiteUser | null = null) {
+export async function copySiteFiles(archive: string, docroot: string, allDocroots: string[], writer: SiteWriter, limits: ImportLimits, beat: Beat) {
   const prefix = `homedir/${docroot}/`;
   const nested = allDocroots.filter((d) => d !== docroot && d.startsWith(`${docroot}/`)).map((d) => `homedir/${d}/`);
   let files = 0;
   let bytes = 0;
   const skipped: string[] = [];
-  fs.mkdirSync(target, { recursive: true });
-  const writer = siteWriter(target, owner);
   try {
     // an attempt killed mid-file left its half-written temp file: the files are copied again whole
     await writer.sweep(TEMP_FILE);
@@ -273,8 +261,7 @@ export async function copySiteFiles(archive: string, docroot: string, allDocroot
 }
 
 /** Empties the database and loads its dump, every statement checked again on the way; returns the statements run. */
-export async function loadDump(archive: string, database: string, root: string, limits: ImportLimits, beat: Beat = () => {}): Promise<{ statements: number }> {
-  const socket = nodePaths(root).mariadbSocket;
+export async function loadDump(archive: string, database: string, socket: string, limits: ImportLimits, beat: Beat = () => {}): Promise<{ statements: number }> {
   // a delimiter the dump cannot predict (the client takes at most 15 characters), so no statement
   // text can end a checked statement early
   const DELIMITER = `_${randomBytes(6).toString('hex')}_`;

@@ -1,11 +1,9 @@
 import type { Readable } from 'node:stream';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
-import { sitePaths } from '../../../domain/panel/node-config';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
+import { SiteFileError, type NodeFiles, type SiteDocroot } from '../../../domain/panel/own-node';
 import { isBelow } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
-import { deleteSitePath, docrootUsage, listFolder, SiteFileError, uploadTarget, writeSiteFile } from '../../../hosting-node/site-files';
-import { siteOwner, type SiteUser } from '../../../hosting-node/site-users';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isUuid, loadChain } from '../shared/chain';
@@ -14,7 +12,7 @@ import { checkMeasuredUse, diskHeadroom, recordSiteUsage, type MeasuredUse } fro
 // The panel's file manager for a website's docroot (spec 2 section 2.3 rule 3): list, upload (the
 // raw body streamed to disk, at most 50 MB) and delete, for websites on the panel's own hosting
 // node only (file management on other nodes is not offered: 409). Paths are confined to the docroot
-// by hosting-node/site-files.ts. Uploads are soft-quota checked: refused with
+// by the node (OwnNode's site files). Uploads are soft-quota checked: refused with
 // limit_reached when the measured disk or inode use of the account or any level above (plus the
 // upload's growth and the uploads still under way in this process) would exceed its disk_mb or
 // inodes limit, or the site's measured use its quota_mb. After every change the site is measured
@@ -26,8 +24,8 @@ const MB = 1024 * 1024;
 
 export interface SiteFilesDeps {
   db: Db;
-  /** the panel's own hosting node when this process runs it (its root), else null */
-  hostingNode: () => { root: string } | null;
+  /** the panel's own hosting node when this process runs it, else null */
+  hostingNode: () => NodeFiles | null;
 }
 
 interface FilesSite {
@@ -38,9 +36,8 @@ interface FilesSite {
   node_name: string;
   quota_mb: number;
   deleting: boolean;
-  docroot: string;
-  /** the site's system user, who writes its files; null: the node has no site users */
-  owner: SiteUser | null;
+  /** its docroot on the node, written as the site's own user */
+  files: SiteDocroot;
 }
 
 /** The site `id` in the actor's subtree (else 404), on the hosting node this process runs (else 409), with its docroot. */
@@ -54,7 +51,7 @@ async function siteForFiles(deps: SiteFilesDeps, actor: Actor, id: string): Prom
   if (site.deleting) throw new PanelError('conflict', { detail: `the website ${site.domain} is being deleted` });
   const node = deps.hostingNode();
   if (!node) throw new PanelError('conflict', { detail: 'this panel process does not run the hosting node: file management is offered by the one that does' });
-  return { ...site, docroot: sitePaths(node.root, site.domain).docroot, owner: siteOwner(node.root, site.id) };
+  return { ...site, files: node.site({ id: site.id, domain: site.domain }) };
 }
 
 /** The panel error of a refused file operation. */
@@ -114,7 +111,7 @@ const pendingOfSite = (except: Reservation, siteId: string) => [...underWay].fil
 /** Measures the site's docroot now and records it as its latest usage. */
 async function remeasure(db: Db, site: FilesSite): Promise<MeasuredUse> {
   const at = Date.now();
-  const use = await docrootUsage(site.docroot);
+  const use = await site.files.usage();
   await recordSiteUsage(db, HOSTING_NODE, site.id, use, at);
   return use;
 }
@@ -132,7 +129,7 @@ const quotaReached = (site: FilesSite, used: number, adding: number) =>
 
 export async function listSiteFiles(deps: SiteFilesDeps, actor: Actor, siteId: string, rel: string) {
   const site = await siteForFiles(deps, actor, siteId);
-  return { site_id: site.id, ...(await mapped(listFolder(site.docroot, rel))) };
+  return { site_id: site.id, ...(await mapped(site.files.list(rel))) };
 }
 
 /**
@@ -143,7 +140,7 @@ export async function listSiteFiles(deps: SiteFilesDeps, actor: Actor, siteId: s
 export async function uploadSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: string, rel: string, body: Readable, length: number | null) {
   if (length !== null && length > MAX_UPLOAD_BYTES) throw invalid('body', `larger than ${MAX_UPLOAD_BYTES / MB} MB`);
   const site = await siteForFiles(deps, actor, siteId);
-  const target = await mapped(uploadTarget(site.docroot, rel));
+  const target = await mapped(site.files.uploadTarget(rel));
   const inodes = (target.exists ? 0 : 1) + target.missingFolders;
   const me: Reservation = { siteId: site.id, orgPath: site.org_path, diskMb: length === null ? 0 : (length - target.size) / MB, inodes };
   const admitted = await oneCheckAtATime(async () => {
@@ -177,7 +174,7 @@ export async function uploadSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: 
     let written: { path: string; bytes: number };
     try {
       // a body over its cap is still read (and dropped) up to the 50 MB maximum and a little, so the answer reaches the client
-      written = await writeSiteFile(site.docroot, rel, body, cap, MAX_UPLOAD_BYTES + MB, site.owner);
+      written = await site.files.write(rel, body, cap, MAX_UPLOAD_BYTES + MB);
     } catch (err) {
       if (err instanceof SiteFileError && err.problem === 'too_large' && capReason) throw capReason;
       throw fileError(err);
@@ -203,7 +200,7 @@ const limitOf = (room: { level: { id: string; type: string; name: string }; limi
 /** Deletes a file, link or folder (with its contents) of the site's docroot; never the docroot itself. */
 export async function deleteSiteFile(deps: SiteFilesDeps, actor: Actor, siteId: string, rel: string) {
   const site = await siteForFiles(deps, actor, siteId);
-  const removed = await mapped(deleteSitePath(site.docroot, rel, site.owner));
+  const removed = await mapped(site.files.remove(rel));
   const after = await remeasure(deps.db, site);
   await audit(deps.db, actor, { org: { id: site.org_id, path: site.org_path }, action: 'site.file.delete', target: { type: 'site', id: site.id }, before: removed });
   return { site_id: site.id, ...removed, usage: { disk_mb: after.diskMb, inodes: after.inodes } };
