@@ -89,6 +89,8 @@ export async function removeSiteUser(root: string, siteId: string): Promise<bool
   if (!u) return false;
   killProcessesOf(u.uid);
   const r = await run(findBinary('userdel')!, [u.name]);
+  // exit 6: already gone (another process removed it between the look-up and here)
+  if (r.code === 6) return false;
   if (r.code !== 0) throw new Error(`userdel ${u.name}: ${r.stderr.trim()}`);
   return true;
 }
