@@ -31,6 +31,7 @@ export const editBody = z.strictObject({
 export const listQuery = z.strictObject({
   subtree: z.enum(['true', 'false']).optional(),
   status: z.enum(['pending', 'active', 'suspended', 'failed']).optional(),
+  suspended: z.enum(['true', 'false']).optional(),
   limit: pageLimit,
   after: z.string().max(253).optional(),
 });
@@ -51,7 +52,7 @@ export function siteRoutes(deps: SitesDeps): Router {
     const q = parse(listQuery, ctx.query);
     // placement: where a new site without a named node goes (the console offers the scheduler only when it runs)
     ctx.body = {
-      ...(await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true' })),
+      ...(await listSites(deps.db, principalOf(ctx), ctx.params.id, { ...q, subtree: q.subtree === 'true', suspended: q.suspended === 'true' })),
       placement: deps.placement.mode === 'scheduled' ? 'scheduled' : 'hosting',
       // what a new site may choose (the console's PHP select)
       php_versions: await offeredPhpVersions(deps.db, deps.placement.mode),

@@ -44,6 +44,7 @@ export function orgView(o: OrgRow) {
     status: o.status,
     depth: o.depth,
     package_id: o.package_id,
+    suspended_at: o.suspended_at,
     created_at: o.created_at,
     updated_at: o.updated_at,
   };

@@ -18,6 +18,7 @@ export interface OrgRow {
   type: OrgType;
   name: string;
   status: 'active' | 'suspended';
+  suspended_at: Date | null;
   package_id: string | null;
   limits: Limits;
   powers: string[];

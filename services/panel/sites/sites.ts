@@ -477,6 +477,8 @@ export interface ListSitesQuery {
   /** the sites of every account below the org too */
   subtree?: boolean;
   status?: SiteRow['status'];
+  /** only sites stopped by their own suspension or an org's */
+  suspended?: boolean;
   limit: number;
   /** the last domain of the previous page */
   after?: string;
@@ -489,6 +491,7 @@ export async function listSites(db: Db, actor: Actor, orgId: string, query: List
   if (query.subtree) q.join('panel_orgs as o', 'o.id', 's.org_id').where('o.path', 'like', `${org.path}%`);
   else q.where('s.org_id', org.id);
   if (query.status) q.where('s.status', query.status);
+  if (query.suspended) q.where((w) => w.where('s.suspended', true).orWhere('s.org_suspended', true));
   if (query.after) q.where('s.domain', '>', query.after);
   const rows: SiteRow[] = await q;
   return { sites: rows.map(siteView), next: rows.length === query.limit ? rows[rows.length - 1].domain : null };

@@ -12,6 +12,7 @@ import { OrgAlertsTab } from './alerts.js';
 import { WebhooksTab } from './webhooks.js';
 import { BillingTab } from './billing.js';
 import { MigrationTab } from './migration.js';
+import { SuspensionsTab } from './suspensions.js';
 
 const notCustomer = (org) => org.type !== 'customer';
 const customer = (org) => org.type === 'customer';
@@ -27,6 +28,7 @@ export const ORG_TABS = [
   { key: 'logins', label: 'Logins', show: below, component: LoginsTab },
   { key: 'packages', label: 'Packages', show: notCustomer, component: PackagesTab },
   { key: 'limits', label: 'Limits', show: () => true, component: LimitsTab },
+  { key: 'suspensions', label: 'Suspensions', show: () => true, component: SuspensionsTab },
   { key: 'usage', label: 'Usage', show: notCustomer, component: UsageTab },
   { key: 'branding', label: 'Branding', show: notCustomer, component: BrandingTab },
   { key: 'powers', label: 'Delegated powers', show: (org, a) => below(org, a) && org.type === 'reseller', component: PowersTab },
