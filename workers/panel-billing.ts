@@ -1,5 +1,5 @@
 import type { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
-import { createBillingActivities } from '../activities/panel/billing';
+import { createBillingActivities } from '../activities/panel/billing/billing';
 import type { Db } from '../platform/db';
 import { BILLING_TASK_QUEUE } from '../services/panel/billing/client';
 import type { Clock } from '../services/panel/billing/plans';

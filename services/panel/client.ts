@@ -2,12 +2,12 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, W
 import { backupOpSearchAttributes } from '../../domain/panel/backups';
 import { nodeOpReportedSignal } from '../../domain/panel/node-ops';
 import { SA } from '../../domain/shared/search-attributes';
-import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../workflows/panel/alerts';
-import type { BackupOpInput, backupOpWorkflow } from '../../workflows/panel/backup-op';
-import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/database-op';
-import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/node-op';
-import type { ReconcileInput, reconcileWorkflow } from '../../workflows/panel/reconcile';
-import type { ImportInput, importWorkflow } from '../../workflows/panel/import';
+import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../workflows/panel/alerts/alerts';
+import type { BackupOpInput, backupOpWorkflow } from '../../workflows/panel/backups/backup-op';
+import type { DatabaseOpInput, databaseOpWorkflow } from '../../workflows/panel/databases/database-op';
+import type { NodeOpInput, nodeOpWorkflow } from '../../workflows/panel/sites/node-op';
+import type { ReconcileInput, reconcileWorkflow } from '../../workflows/panel/reconcile/reconcile';
+import type { ImportInput, importWorkflow } from '../../workflows/panel/imports/import';
 
 // The one place that starts (and signals) the panel's workflows: site operations (`node-op-<op_id>`)
 // and database operations (`database-op-<op_id>`, PANEL.md section 4) on the panel task queue. A

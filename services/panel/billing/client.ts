@@ -1,7 +1,7 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { meterTickWorkflow } from '../../../workflows/panel/metering';
-import type { monthCloseWorkflow } from '../../../workflows/panel/month-close';
+import type { meterTickWorkflow } from '../../../workflows/panel/billing/metering';
+import type { monthCloseWorkflow } from '../../../workflows/panel/billing/month-close';
 
 // The one place that starts the billing workflows: the hourly metering schedule (its tick starts
 // `meter-<YYYY-MM-DDTHH>` per hour due) and Close month (`month-close-<org>-<YYYY-MM>`), on the
