@@ -7,7 +7,7 @@ import type { ImportRunDeps } from '../services/panel/imports/run-items';
 import { createNodeOpActivities, type HostingNodeApplier } from '../activities/panel/sites/node-ops';
 import { createReconcileActivities, type ReconcileNode } from '../activities/panel/reconcile/reconcile';
 import type { Db } from '../platform/db';
-import { PANEL_TASK_QUEUE } from '../services/panel/client';
+import { PANEL_TASK_QUEUE } from '../domain/panel/workflows';
 import { createDomainWorker } from './base';
 
 export interface PanelWorkerDeps {

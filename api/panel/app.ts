@@ -22,7 +22,7 @@ import { quotaRoutes } from './sites/quota-routes';
 import { alertRoutes } from './alerts/routes';
 import { webhookRoutes, type WebhookRouteOptions } from './alerts/webhook-routes';
 import { reconcileRoutes } from './reconcile/routes';
-import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/client';
+import { RECONCILE_DEFAULTS, type ReconcileSettings } from '../../services/panel/reconcile/client';
 import { backupRoutes } from './backups/routes';
 import { backupAdminRoutes } from './backups/admin-routes';
 import type { NodeBackups } from '../../hosting-node/site-backups';

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Db } from '../../../platform/db';
-import type { WebhookSettings } from '../../../services/panel/client';
+import type { WebhookSettings } from '../../../services/panel/alerts/client';
 import { evaluateAlerts } from '../../../services/panel/alerts/evaluate';
 import { allowList, guardedAgent } from '../../../services/shared/webhook-targets';
 import { attemptDelivery, failDelivery, startPendingDeliveries } from '../../../services/panel/alerts/webhooks';

@@ -1,5 +1,6 @@
 import type { Db } from '../../../platform/db';
-import { applyBackupOnHosting, finishBackupOp as finish, pruneRestorePoints, queueScheduledBackup as queue, type BackupOpFinish } from '../../../services/panel/backups/backups';
+import { pruneRestorePoints, queueScheduledBackup as queue } from '../../../services/panel/backups/backups';
+import { applyBackupOnHosting, finishBackupOp as finish, type BackupOpFinish } from '../../../services/panel/backups/outcomes';
 import type { NodeBackups } from '../../../hosting-node/site-backups';
 import { extractInspection as extract, finishInspection as finishInspecting } from '../../../services/panel/backups/admin';
 import { heartbeating } from '../shared/heartbeating';

@@ -1,5 +1,5 @@
 import type { Db } from '../../../platform/db';
-import { applyDatabaseOnHosting, finishDatabaseOp as finish, type DatabaseOpFinish, type DatabaseOpOutcome } from '../../../services/panel/databases/databases';
+import { applyDatabaseOnHosting, finishDatabaseOp as finish, type DatabaseOpFinish, type DatabaseOpOutcome } from '../../../services/panel/databases/outcomes';
 import { heartbeating } from '../shared/heartbeating';
 import type { HostingNodeApplier } from '../sites/node-ops';
 

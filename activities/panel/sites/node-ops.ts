@@ -2,7 +2,7 @@ import type { NodeOperation, OperationResult } from '../../../domain/panel/node-
 import type { Db } from '../../../platform/db';
 import { operationStatus } from '../../../services/panel/nodes/nodes';
 import { heartbeating } from '../shared/heartbeating';
-import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../../services/panel/sites/sites';
+import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../../services/panel/sites/outcomes';
 
 export type { SiteOpOutcome };
 

@@ -7,7 +7,7 @@ import { isNodeName, NODE_API_PREFIX, type Heartbeat, type NodeOperation, type O
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import { signalOperationReported } from '../../../services/panel/client';
+import { signalOperationReported } from '../../../services/panel/nodes/client';
 import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes/nodes';
 import { recordCronRuns } from '../../../services/panel/sites/cron-runs';
 import { parse } from '../shared/http';

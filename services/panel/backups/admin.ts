@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { notFound, PanelError } from '../../../domain/panel/errors';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
@@ -10,7 +9,7 @@ import type { InspectionInput } from '../../../workflows/panel/backups/inspectio
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isUuid } from '../shared/chain';
-import { inspectionWorkflowId, removeInspectionSignal } from '../client';
+import { signalRemoveInspection, startInspection as startInspectionWorkflow } from './client';
 import { requirePlatform, type RestorePointRow } from './backups';
 import type { SitesDeps } from '../sites/sites';
 
@@ -114,12 +113,7 @@ export async function startInspection(deps: BackupAdminDeps, actor: Actor, resto
   });
   const input: InspectionInput = { inspectionId: row.id, restorePointId, durationMs: ms };
   try {
-    await deps.temporal.workflow.start('inspectionWorkflow', {
-      taskQueue: deps.nodeOps.taskQueue,
-      workflowId: inspectionWorkflowId(row.id),
-      args: [input],
-      memo: { what: `restore point ${restorePointId} extracted for inspection until ${row.expires_at.toISOString()}` },
-    });
+    await startInspectionWorkflow(deps.temporal, deps.nodeOps.taskQueue, input, row.expires_at);
   } catch (err) {
     // nothing was extracted: the inspection fails now rather than stay `extracting`
     const error = `the inspection could not be started: ${(err as Error).message}`;
@@ -156,11 +150,7 @@ export async function listInspections(db: Db, actor: Actor) {
 export async function removeInspectionNow(deps: BackupAdminDeps, actor: Actor, id: string) {
   const row = await getInspection(deps.db, actor, id);
   if (row.status === 'removed') return row;
-  try {
-    await deps.temporal.workflow.getHandle(inspectionWorkflowId(id)).signal(removeInspectionSignal);
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-  }
+  await signalRemoveInspection(deps.temporal, id);
   await audit(deps.db, actor, { org: { id: actor.orgId, path: actor.orgPath }, action: 'backup.inspect_remove', target: { type: 'inspection', id } });
   return { ...row, status: 'removing' as const };
 }

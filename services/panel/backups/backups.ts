@@ -1,19 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { isDbName, isDbUser } from '../../../domain/panel/node-config';
-import { type BackupOperation, type NodeOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import type { BackupOperation } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isBelow } from '../../../domain/panel/tree';
 import { checkCounted, isUuid } from '../shared/chain';
-import { startBackupOp } from '../client';
+import { backupScheduleId } from '../../../domain/panel/workflows';
+import { backupScheduleNextRuns, deleteBackupScheduleOf, ensureBackupSchedule, startBackupOp } from './client';
 import type { BackupOpInput } from '../../../workflows/panel/backups/backup-op';
-import type { ScheduledBackupInput } from '../../../workflows/panel/backups/backup-schedule';
-import { getNode, operationStatus, queueOperation, recordResult } from '../nodes/nodes';
-import { finishSiteOp, insertSite, operatorPhp, resultOf, siteInScope, siteView, specOf, type OperatorPhp, type SiteRow, type SitesDeps } from '../sites/sites';
+import { getNode, queueOperation } from '../nodes/nodes';
+import { insertSite, operatorPhp, siteInScope, siteView, specOf, type OperatorPhp, type SiteRow, type SitesDeps } from '../sites/sites';
+import { finishBackupOp } from './outcomes';
 
 // Backups of sites (spec 2 sections 2.6, 4.1, 4.2 "Backups at platform level", 4.4.5-4.4.6, 7, 8):
 // restore points are taken on the site's own node (`-backup-dir`; a node without it refuses) as a
@@ -179,8 +179,6 @@ export async function deleteRestorePoint(deps: SitesDeps, actor: Actor, id: stri
 
 // ---- schedules ------------------------------------------------------------------------------
 
-export const backupScheduleId = (siteId: string): string => `backup-schedule-${siteId}`;
-
 export interface BackupScheduleInput {
   every: 'hourly' | 'daily';
   /** how many restore points of the schedule's making are kept (the oldest go) */
@@ -215,40 +213,21 @@ export async function setBackupSchedule(deps: SitesDeps, actor: Actor, siteId: s
     await audit(trx, actor, { org: { id: site.org_id, path: site.org_path }, action: 'backup.schedule', target: { type: 'site', id: site.id }, after: { every: input.every, keep: input.keep } });
     return r;
   });
-  const args: ScheduledBackupInput[] = [{ siteId, keep: row.keep, timeoutMs: deps.nodeOps.timeoutMs, pollMs: deps.nodeOps.pollMs }];
-  const options = {
-    spec: { intervals: [{ every: row.every === 'hourly' ? '1 hour' : '1 day' }] },
-    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
-    action: { type: 'startWorkflow' as const, workflowType: 'scheduledBackupWorkflow', taskQueue: deps.nodeOps.taskQueue, args, workflowId: `scheduled-backup-${siteId}` },
-  };
-  const handle = deps.temporal.schedule.getHandle(backupScheduleId(siteId));
-  try {
-    await deps.temporal.schedule.create({ scheduleId: backupScheduleId(siteId), ...options, memo: { what: `backups of site ${siteId}, ${row.every}, keeping ${row.keep}` } });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await handle.update((prev) => ({ ...prev, ...options }));
-  }
-  const described = await handle.describe();
-  return scheduleView(row, described.info.nextActionTimes);
+  return scheduleView(row, await ensureBackupSchedule(deps.temporal, deps.nodeOps, siteId, row));
 }
 
 export async function getBackupSchedule(deps: SitesDeps, actor: Actor, siteId: string) {
   const site = await siteInScope(deps.db, actor, siteId);
   const row: BackupScheduleRow | undefined = await deps.db('panel_backup_schedules').where({ site_id: site.id }).first();
   if (!row) throw notFound('backup schedule');
-  const described = await deps.temporal.schedule.getHandle(backupScheduleId(site.id)).describe().catch(() => null);
-  return scheduleView(row, described?.info.nextActionTimes ?? []);
+  return scheduleView(row, await backupScheduleNextRuns(deps.temporal, site.id));
 }
 
 export async function deleteBackupSchedule(deps: SitesDeps, actor: Actor, siteId: string): Promise<void> {
   const site = await siteInScope(deps.db, actor, siteId);
   const n = await deps.db('panel_backup_schedules').where({ site_id: site.id }).delete();
   if (!n) throw notFound('backup schedule');
-  try {
-    await deps.temporal.schedule.getHandle(backupScheduleId(site.id)).delete();
-  } catch (err) {
-    if (!(err instanceof ScheduleNotFoundError)) throw err;
-  }
+  await deleteBackupScheduleOf(deps.temporal, site.id);
   await audit(deps.db, actor, { org: { id: site.org_id, path: site.org_path }, action: 'backup.unschedule', target: { type: 'site', id: site.id } });
 }
 
@@ -390,70 +369,4 @@ export async function resumePendingBackupOps(deps: Pick<SitesDeps, 'db' | 'tempo
     }
   }
   return starts.map((s) => s.opId);
-}
-
-// ---- outcomes (the backup operation workflow's activities) -------------------------------------
-
-export interface BackupOpFinish {
-  opId: string;
-  kind: BackupOperation['kind'];
-  restorePointId: string;
-  siteId: string;
-  result: OperationResult;
-}
-
-/**
- * Records a backup operation's outcome: backup.create ok ⇒ ready with the file, SHA-256 and size,
- * else failed; backup.delete ok ⇒ the row goes, else back to ready with the error; backup.restore
- * ⇒ the new site and its databases active or failed, and the restore's end for the metrics. Also
- * closes the operation if it is still open; a repeat changes nothing.
- */
-export async function finishBackupOp(q: Q, f: BackupOpFinish): Promise<{ status: string }> {
-  return q.transaction(async (trx) => {
-    const op = await operationStatus(trx, f.opId);
-    if (op && !resultOf(op)) await recordResult(trx, op.node, f.opId, f.result);
-    const r = f.result;
-    if (f.kind === 'backup.restore') {
-      const restore = await trx('panel_restores').where({ site_id: f.siteId, kind: 'into_account' }).forUpdate().first();
-      if (restore?.status === 'running') await trx('panel_restores').where({ id: restore.id }).update({ status: r.ok ? 'done' : 'failed', error: r.ok ? null : r.error, finished_at: trx.fn.now() });
-      await trx('panel_databases').where({ last_op_id: f.opId, status: 'pending' }).update(r.ok ? { status: 'active', error: null, updated_at: trx.fn.now() } : { status: 'failed', error: r.error, updated_at: trx.fn.now() });
-      // the restore built the site's first generation; a later change is its own operation
-      const outcome = await finishSiteOp(trx, { siteId: f.siteId, opId: f.opId, generation: 1, kind: 'site.apply', result: r });
-      return { status: outcome.status };
-    }
-    const rp: RestorePointRow | undefined = await trx('panel_restore_points').where({ id: f.restorePointId }).forUpdate().first();
-    if (!rp || rp.op_id !== f.opId) return { status: rp?.status ?? 'deleted' };
-    if (f.kind === 'backup.delete') {
-      if (rp.status !== 'deleting') return { status: rp.status };
-      if (r.ok) {
-        await trx('panel_inspections').where({ restore_point_id: rp.id }).delete();
-        await trx('panel_restore_points').where({ id: rp.id }).delete();
-        return { status: 'deleted' };
-      }
-      await trx('panel_restore_points').where({ id: rp.id }).update({ status: 'ready', error: `delete failed: ${r.error}` });
-      return { status: 'ready' };
-    }
-    if (rp.status !== 'pending') return { status: rp.status };
-    if (r.ok) {
-      const d = (r.detail ?? {}) as { file?: string; sha256?: string; bytes?: number };
-      await trx('panel_restore_points').where({ id: rp.id }).update({ status: 'ready', file: d.file ?? null, sha256: d.sha256 ?? null, bytes: d.bytes ?? null, error: null, finished_at: trx.fn.now() });
-      return { status: 'ready' };
-    }
-    await trx('panel_restore_points').where({ id: rp.id }).update({ status: 'failed', error: r.error, finished_at: trx.fn.now() });
-    return { status: 'failed' };
-  });
-}
-
-/** The hosting node's apply of one backup operation (a result recorded already is returned, not applied again). */
-export async function applyBackupOnHosting(db: Db, opId: string, apply: (op: NodeOperation) => Promise<OperationResult>): Promise<OperationResult> {
-  const op = await operationStatus(db, opId);
-  if (!op) throw new Error(`node operation ${opId} does not exist`);
-  const done = resultOf(op);
-  if (done) return done;
-  const payload: NodeOperation = (await db('panel_node_ops').where({ id: opId }).first('payload')).payload;
-  if (!payload.kind.startsWith('backup.')) throw new Error(`node operation ${opId} is a ${payload.kind}, not a backup operation`);
-  const result = await apply(payload);
-  const still = await operationStatus(db, opId);
-  if (still && !resultOf(still)) await recordResult(db, still.node, opId, result);
-  return result;
 }

@@ -1,4 +1,5 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { METER_SCHEDULE_ID, monthCloseWorkflowId } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 import type { meterTickWorkflow } from '../../../workflows/panel/billing/metering';
 import type { monthCloseWorkflow } from '../../../workflows/panel/billing/month-close';
@@ -6,11 +7,6 @@ import type { monthCloseWorkflow } from '../../../workflows/panel/billing/month-
 // The one place that starts the billing workflows: the hourly metering schedule (its tick starts
 // `meter-<YYYY-MM-DDTHH>` per hour due) and Close month (`month-close-<org>-<YYYY-MM>`), on the
 // billing task queue of the process that runs with -billing-meter.
-
-export const BILLING_TASK_QUEUE = 'panel-billing';
-export const METER_SCHEDULE_ID = 'panel-billing-meter';
-
-export const monthCloseWorkflowId = (orgId: string, period: string): string => `month-close-${orgId}-${period}`;
 
 /**
  * Creates the hourly metering schedule (a minute past each hour, one tick at a time) or points an

@@ -16,7 +16,7 @@ import { siteOwner, type SiteUser } from '../../../hosting-node/site-users';
 import { siteWriter } from '../../../hosting-node/site-writer';
 import type { Logger } from '../../../platform/logger';
 import type { Actor } from '../shared/actor';
-import type { NodeOpSettings } from '../client';
+import type { NodeOpSettings } from '../sites/client';
 import { createDatabase } from '../databases/databases';
 import { createZone, type DnsSettings } from '../dns/dns';
 import { createSite, sitesDeps, type SiteSettings } from '../sites/sites';

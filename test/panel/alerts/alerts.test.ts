@@ -4,7 +4,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import type { Heartbeat } from '../../../domain/panel/node-ops';
 import { BUILT_IN_RULES } from '../../../domain/panel/alerts';
 import { evaluateAlerts } from '../../../services/panel/alerts/evaluate';
-import { ALERT_EVAL_SCHEDULE_ID } from '../../../services/panel/client';
+import { ALERT_EVAL_SCHEDULE_ID } from '../../../domain/panel/workflows';
 import { addNode, recordHeartbeat } from '../../../services/panel/nodes/nodes';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';

@@ -9,7 +9,7 @@ import { webhookSettings } from '../../../main/panel-api';
 import { evaluateAlerts } from '../../../services/panel/alerts/evaluate';
 import { emitEvent } from '../../../services/panel/alerts/events';
 import { startPendingDeliveries } from '../../../services/panel/alerts/webhooks';
-import { webhookWorkflowId } from '../../../services/panel/client';
+import { webhookWorkflowId } from '../../../domain/panel/workflows';
 import { addNode, recordHeartbeat } from '../../../services/panel/nodes/nodes';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';

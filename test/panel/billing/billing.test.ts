@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
 import { recordHour } from '../../../services/panel/billing/metering';
-import { monthCloseWorkflowId } from '../../../services/panel/billing/client';
+import { monthCloseWorkflowId } from '../../../domain/panel/workflows';
 import { addDatabase, addLabelledNode, addSite, startBillingPanel, type BillingPanel } from '../../helpers/billing';
 import { createOrgWithLogin, platformAdmin, startPanel, unique, type PanelClient, type Reply } from '../../helpers/panel';
 import { env } from '../../setup/env';

@@ -11,7 +11,7 @@ import { createPanelClient } from '../../../hosting-node/panel-client';
 import { run } from '../../../hosting-node/processes';
 import { freePort } from '../../../platform/ports';
 import { addNode, recordResult } from '../../../services/panel/nodes/nodes';
-import { databaseOpWorkflowId } from '../../../services/panel/client';
+import { databaseOpWorkflowId } from '../../../domain/panel/workflows';
 import { resumePendingDatabaseOps } from '../../../services/panel/databases/databases';
 import { asDbUser as asUser, createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 import { tempNodeRoot } from '../../helpers/hosting-node';

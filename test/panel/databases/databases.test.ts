@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { run } from '../../../hosting-node/processes';
 import { addNode, queueOperation, recordResult } from '../../../services/panel/nodes/nodes';
-import { databaseOpWorkflowId } from '../../../services/panel/client';
+import { databaseOpWorkflowId } from '../../../domain/panel/workflows';
 import { resumePendingDatabaseOps } from '../../../services/panel/databases/databases';
 import { asDbUser as asUser, createOrgWithLogin, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 import { env } from '../../setup/env';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { run } from '../../../hosting-node/processes';
-import { importWorkflowId } from '../../../services/panel/client';
+import { importWorkflowId } from '../../../domain/panel/workflows';
 import { adminSql, settledImport, uploadArchive as upload } from '../../helpers/imports';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../../helpers/legacy-archive';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';

@@ -7,7 +7,7 @@ import { SA } from '../../../domain/shared/search-attributes';
 import { sha256 } from '../../../hosting-node/files';
 import type { PanelRuntime } from '../../../main/panel-api';
 import { specOf } from '../../../services/panel/sites/sites';
-import { RECONCILE_SCHEDULE_ID } from '../../../services/panel/client';
+import { RECONCILE_SCHEDULE_ID } from '../../../domain/panel/workflows';
 import { parsePanelFlags } from '../../../platform/panel-flags';
 import { createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, startPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { insertLogin } from '../../../services/panel/logins/logins';
