@@ -1,7 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
-import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../../domain/panel/workflows';
+import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId, type AlertEvalInput, type WebhookDeliveryInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { alertEvalWorkflow, webhookDeliveryWorkflow } from '../../../workflows/panel/alerts/alerts';
 import { startOnce } from '../shared/start-once';
 
 // The one place that starts the alerts area's workflows: alert evaluation (a schedule at the
@@ -25,7 +24,7 @@ export const WEBHOOK_RETRY_DEFAULTS: WebhookRetry = { initialMs: 10_000, maxMs: 
 /** Starts a delivery's workflow (`webhook-<delivery_id>`); a repeated start is not an error. */
 export async function startWebhookDelivery(temporal: Client, settings: WebhookSettings, deliveryId: string, orgId: string): Promise<void> {
   await startOnce(() =>
-    temporal.workflow.start<typeof webhookDeliveryWorkflow>('webhookDeliveryWorkflow', {
+    temporal.workflow.start<WorkflowOf<WebhookDeliveryInput>>('webhookDeliveryWorkflow', {
       taskQueue: settings.taskQueue,
       workflowId: webhookWorkflowId(deliveryId),
       args: [{ deliveryId, ...settings.retry }],
@@ -49,9 +48,9 @@ export async function ensureAlertEvalSchedule(temporal: Client, intervalMs: numb
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
     action: {
       type: 'startWorkflow',
-      workflowType: 'alertEvalWorkflow' satisfies keyof { alertEvalWorkflow: typeof alertEvalWorkflow },
+      workflowType: 'alertEvalWorkflow',
       taskQueue: webhooks.taskQueue,
-      args: [{ webhooks }],
+      args: [{ webhooks } satisfies AlertEvalInput],
       workflowId: 'alert-eval',
       // a run stuck without a worker gives way (overlapping runs are skipped), never blocking the schedule
       workflowRunTimeout: Math.max(intervalMs * 5, 300_000),

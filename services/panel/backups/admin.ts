@@ -5,7 +5,7 @@ import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import { UnsafeArchive } from '../../../hosting-node/backups';
 import type { NodeBackups } from '../../../hosting-node/site-backups';
-import type { InspectionInput } from '../../../workflows/panel/backups/inspection';
+import type { InspectionInput } from '../../../domain/panel/workflows';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { isUuid } from '../shared/chain';

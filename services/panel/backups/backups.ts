@@ -10,7 +10,7 @@ import { isBelow } from '../../../domain/panel/tree';
 import { checkCounted, isUuid } from '../shared/chain';
 import { backupScheduleId } from '../../../domain/panel/workflows';
 import { backupScheduleNextRuns, deleteBackupScheduleOf, ensureBackupSchedule, startBackupOp } from './client';
-import type { BackupOpInput } from '../../../workflows/panel/backups/backup-op';
+import type { BackupOpInput } from '../../../domain/panel/workflows';
 import { getNode, queueOperation } from '../nodes/nodes';
 import { insertSite, operatorPhp, siteInScope, siteView, specOf, type OperatorPhp, type SiteRow, type SitesDeps } from '../sites/sites';
 import { finishBackupOp } from './outcomes';

@@ -1,9 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { backupScheduleId, inspectionWorkflowId, nodeOpWorkflowId, type BackupOpInput, type InspectionInput, type ScheduledBackupInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { backupOpSearchAttributes, removeInspectionSignal } from '../../../domain/panel/backups';
-import { backupScheduleId, inspectionWorkflowId, nodeOpWorkflowId } from '../../../domain/panel/workflows';
-import type { BackupOpInput, backupOpWorkflow } from '../../../workflows/panel/backups/backup-op';
-import type { ScheduledBackupInput } from '../../../workflows/panel/backups/backup-schedule';
-import type { InspectionInput, inspectionWorkflow } from '../../../workflows/panel/backups/inspection';
 import type { NodeOpSettings } from '../sites/client';
 import { startOnce } from '../shared/start-once';
 
@@ -15,7 +12,7 @@ import { startOnce } from '../shared/start-once';
 export async function startBackupOp(temporal: Client, settings: NodeOpSettings, s: Omit<BackupOpInput, 'timeoutMs' | 'pollMs'> & { domain: string }): Promise<void> {
   const { domain, ...input } = s;
   await startOnce(() =>
-    temporal.workflow.start<typeof backupOpWorkflow>('backupOpWorkflow', {
+    temporal.workflow.start<WorkflowOf<BackupOpInput>>('backupOpWorkflow', {
       taskQueue: settings.taskQueue,
       workflowId: nodeOpWorkflowId(input.opId),
       args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],
@@ -65,7 +62,7 @@ export async function deleteBackupScheduleOf(temporal: Client, siteId: string): 
 
 /** Starts the inspection's workflow (`inspection-<id>`): it extracts the restore point and removes it when its time is up. */
 export async function startInspection(temporal: Client, taskQueue: string, input: InspectionInput, expiresAt: Date): Promise<void> {
-  await temporal.workflow.start<typeof inspectionWorkflow>('inspectionWorkflow', {
+  await temporal.workflow.start<WorkflowOf<InspectionInput>>('inspectionWorkflow', {
     taskQueue,
     workflowId: inspectionWorkflowId(input.inspectionId),
     args: [input],

@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { databaseOpWorkflowId } from '../../../domain/panel/workflows';
+import { databaseOpWorkflowId, type DatabaseOpInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { DatabaseOpInput, databaseOpWorkflow } from '../../../workflows/panel/databases/database-op';
 import type { NodeOpSettings } from '../sites/client';
 import { startOnce } from '../shared/start-once';
 
@@ -12,7 +11,7 @@ import { startOnce } from '../shared/start-once';
 /** Starts a database operation's workflow (`database-op-<op_id>`). */
 export async function startDatabaseOp(temporal: Client, settings: NodeOpSettings, input: Omit<DatabaseOpInput, 'timeoutMs' | 'pollMs'>, name: string): Promise<void> {
   await startOnce(() =>
-    temporal.workflow.start<typeof databaseOpWorkflow>('databaseOpWorkflow', {
+    temporal.workflow.start<WorkflowOf<DatabaseOpInput>>('databaseOpWorkflow', {
       taskQueue: settings.taskQueue,
       workflowId: databaseOpWorkflowId(input.opId),
       args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],

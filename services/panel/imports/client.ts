@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { importWorkflowId } from '../../../domain/panel/workflows';
+import { importWorkflowId, type ImportInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { ImportInput, importWorkflow } from '../../../workflows/panel/imports/import';
 import { startOnce } from '../shared/start-once';
 
 // The one place that starts the imports area's workflows: a run of a legacy import
@@ -10,7 +9,7 @@ import { startOnce } from '../shared/start-once';
 /** Starts a run of a legacy import (`import-<import_id>`). */
 export async function startImport(temporal: Client, taskQueue: string, input: ImportInput, archive: string): Promise<void> {
   await startOnce(() =>
-    temporal.workflow.start<typeof importWorkflow>('importWorkflow', {
+    temporal.workflow.start<WorkflowOf<ImportInput>>('importWorkflow', {
       taskQueue,
       workflowId: importWorkflowId(input.importId),
       args: [input],

@@ -1,7 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { PANEL_TASK_QUEUE, RECONCILE_SCHEDULE_ID, reconcileWorkflowId } from '../../../domain/panel/workflows';
+import { PANEL_TASK_QUEUE, RECONCILE_SCHEDULE_ID, reconcileWorkflowId, type ReconcileInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { ReconcileInput, reconcileWorkflow } from '../../../workflows/panel/reconcile/reconcile';
 import { startOnce } from '../shared/start-once';
 
 // The one place that starts the reconcile area's workflows: a pass started now
@@ -34,7 +33,7 @@ const reconcileMemo = (mode: string | null, trigger: string) => ({
 /** Starts pass `passId` now (its pass row exists already: services/panel/reconcile/run). */
 export async function startReconcilePass(temporal: Client, s: ReconcileSettings, passId: string): Promise<void> {
   await startOnce(() =>
-    temporal.workflow.start<typeof reconcileWorkflow>('reconcileWorkflow', {
+    temporal.workflow.start<WorkflowOf<ReconcileInput>>('reconcileWorkflow', {
       taskQueue: s.taskQueue,
       workflowId: reconcileWorkflowId(passId),
       args: [reconcileInput(s, 'manual', passId)],

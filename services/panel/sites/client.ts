@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { nodeOpWorkflowId, PANEL_TASK_QUEUE } from '../../../domain/panel/workflows';
+import { nodeOpWorkflowId, PANEL_TASK_QUEUE, type NodeOpInput, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { NodeOpInput, nodeOpWorkflow } from '../../../workflows/panel/sites/node-op';
 import { startOnce } from '../shared/start-once';
 
 // The one place that starts the sites area's workflows: a site operation (`node-op-<op_id>`,
@@ -29,7 +28,7 @@ export interface NodeOpStart {
 export async function startNodeOp(temporal: Client, settings: NodeOpSettings, s: NodeOpStart): Promise<void> {
   const { input } = s;
   await startOnce(() =>
-    temporal.workflow.start<typeof nodeOpWorkflow>('nodeOpWorkflow', {
+    temporal.workflow.start<WorkflowOf<NodeOpInput>>('nodeOpWorkflow', {
       taskQueue: settings.taskQueue,
       workflowId: nodeOpWorkflowId(input.opId),
       args: [{ ...input, timeoutMs: settings.timeoutMs, pollMs: settings.pollMs }],

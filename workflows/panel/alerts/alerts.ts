@@ -1,6 +1,7 @@
 import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { AlertActivities } from '../../../activities/panel/alerts/alerts';
 import { SA } from '../../../domain/shared/search-attributes';
+import type { AlertEvalInput, WebhookDeliveryInput } from '../../../domain/panel/workflows';
 
 // Alert evaluation (`alert-eval`, run by a schedule at the metrics interval) and webhook delivery
 // (`webhook-<delivery_id>`, PANEL.md section 4). Evaluation is one activity: set-based SQL over
@@ -19,22 +20,8 @@ const { attemptWebhookDelivery, failWebhookDelivery } = proxyActivities<AlertAct
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 });
 
-export interface AlertEvalInput {
-  webhooks: { taskQueue: string; retry: WebhookDeliveryRetry };
-}
-
 export async function alertEvalWorkflow(input: AlertEvalInput) {
   return evaluateAlerts(input.webhooks);
-}
-
-export interface WebhookDeliveryRetry {
-  initialMs: number;
-  maxMs: number;
-  giveUpAfterMs: number;
-}
-
-export interface WebhookDeliveryInput extends WebhookDeliveryRetry {
-  deliveryId: string;
 }
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<{ delivered: boolean; attempts: number }> {

@@ -1,8 +1,9 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { BackupOpActivities } from '../../../activities/panel/backups/backup-ops';
-import { HOSTING_NODE, type BackupOperation, type OperationResult } from '../../../domain/panel/node-ops';
+import { HOSTING_NODE, type OperationResult } from '../../../domain/panel/node-ops';
 import { SA } from '../../../domain/shared/search-attributes';
 import { waitForAgent } from '../sites/node-op';
+import type { BackupOpInput } from '../../../domain/panel/workflows';
 
 // One per backup operation on a node (`node-op-<op_id>`, PANEL.md section 4): takes, deletes or
 // restores a restore point on the panel's own hosting node directly, or waits for the node's agent
@@ -26,19 +27,6 @@ const { finishBackupOp } = proxyLocalActivities<BackupOpActivities>({
   startToCloseTimeout: '15 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
-
-export interface BackupOpInput {
-  opId: string;
-  node: string;
-  siteId: string;
-  orgId: string;
-  kind: BackupOperation['kind'];
-  restorePointId: string;
-  /** how long an agent node has to report the result before the operation expires */
-  timeoutMs: number;
-  /** how often the operation's status is read while waiting for an agent */
-  pollMs: number;
-}
 
 export interface BackupOpResult {
   opId: string;

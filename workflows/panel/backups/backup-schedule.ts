@@ -1,7 +1,8 @@
 import { executeChild, proxyLocalActivities } from '@temporalio/workflow';
 import type { BackupOpActivities } from '../../../activities/panel/backups/backup-ops';
 import { backupOpSearchAttributes } from '../../../domain/panel/backups';
-import { backupOpWorkflow, type BackupOpInput, type BackupOpResult } from './backup-op';
+import { backupOpWorkflow, type BackupOpResult } from './backup-op';
+import type { BackupOpInput, ScheduledBackupInput } from '../../../domain/panel/workflows';
 
 // Run by a site's backup schedule (`backup-schedule-<site_id>`, a Temporal schedule, daily or
 // hourly): queues a restore point of the site as an operation for its node and runs it as a child
@@ -11,14 +12,6 @@ const { queueScheduledBackup, restorePointsBeyond } = proxyLocalActivities<Backu
   startToCloseTimeout: '15 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
-
-export interface ScheduledBackupInput {
-  siteId: string;
-  keep: number;
-  /** the agent wait of the node operations (NodeOpSettings) */
-  timeoutMs: number;
-  pollMs: number;
-}
 
 export interface ScheduledBackupResult {
   /** why no backup was taken (the site is gone, not served, or its node keeps no backups) */

@@ -1,6 +1,7 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { BackupOpActivities } from '../../../activities/panel/backups/backup-ops';
 import { removeInspectionSignal } from '../../../domain/panel/backups';
+import type { InspectionInput } from '../../../domain/panel/workflows';
 
 // One per extraction of a restore point for inspection (`inspection-<id>`, spec 2 section 8):
 // extracts it on the hosting node into a root-only folder (no TLS private keys), then waits on a
@@ -12,13 +13,6 @@ const { extractInspection, finishInspection } = proxyActivities<BackupOpActiviti
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
-
-export interface InspectionInput {
-  inspectionId: string;
-  restorePointId: string;
-  /** how long the folder stays */
-  durationMs: number;
-}
 
 export async function inspectionWorkflow(input: InspectionInput): Promise<{ extracted: boolean; removedBy: 'timer' | 'request' | 'failure'; error?: string }> {
   let removeNow = false;

@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { BillingActivities } from '../../../activities/panel/billing/billing';
+import type { MonthCloseInput, MonthCloseResult } from '../../../domain/panel/workflows';
 
 // Close month (`month-close-<org>-<YYYY-MM>`, PANEL.md section 4): rates the org's month with the
 // plans as they are now and writes the closed statement once (one transaction keyed by org and
@@ -12,6 +13,6 @@ const { closeMonthStatement } = proxyActivities<BillingActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-export async function monthCloseWorkflow(input: { orgId: string; period: string }) {
+export async function monthCloseWorkflow(input: MonthCloseInput): Promise<MonthCloseResult> {
   return closeMonthStatement(input);
 }

@@ -1,8 +1,9 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DatabaseOpActivities, DatabaseOpOutcome } from '../../../activities/panel/databases/database-ops';
-import { HOSTING_NODE, type DatabaseOpKind, type OperationResult } from '../../../domain/panel/node-ops';
+import { HOSTING_NODE, type OperationResult } from '../../../domain/panel/node-ops';
 import { SA } from '../../../domain/shared/search-attributes';
 import { waitForAgent } from '../sites/node-op';
+import type { DatabaseOpInput } from '../../../domain/panel/workflows';
 
 // One per operation on a customer database (`database-op-<op_id>`, PANEL.md section 4): creates,
 // drops it or sets its user's new password on the panel's own hosting node directly, or waits for the node's agent to pull and
@@ -22,18 +23,6 @@ const { finishDatabaseOp } = proxyLocalActivities<DatabaseOpActivities>({
   startToCloseTimeout: '15 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
-
-export interface DatabaseOpInput {
-  opId: string;
-  node: string;
-  databaseId: string;
-  orgId: string;
-  kind: DatabaseOpKind;
-  /** how long an agent node has to report the result before the operation expires */
-  timeoutMs: number;
-  /** how often the operation's status is read while waiting for an agent */
-  pollMs: number;
-}
 
 export interface DatabaseOpResult {
   opId: string;

@@ -1,5 +1,6 @@
 import { ActivityFailure, defineQuery, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { ImportActivities } from '../../../activities/panel/imports/imports';
+import type { ImportInput } from '../../../domain/panel/workflows';
 
 // A run of a legacy import (`import-<import_id>`, PANEL.md section 4): one activity per item in the
 // spec's order (DNS zones, websites, databases, site files, SQL loads); each item is recorded done
@@ -17,13 +18,6 @@ const { importItemsToRun, failImportItem, finishImportRun } = proxyLocalActiviti
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
-
-export interface ImportInput {
-  importId: string;
-  orgId: string;
-  /** the run's number (1 for the first): memo and history only */
-  run: number;
-}
 
 export interface ImportProgress {
   total: number;

@@ -1,8 +1,8 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { BatchOutcome, ReconcileActivities } from '../../../activities/panel/reconcile/reconcile';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
-import type { ReconcileMode } from '../../../domain/panel/reconcile';
 import { SA } from '../../../domain/shared/search-attributes';
+import type { ReconcileInput } from '../../../domain/panel/workflows';
 
 // One per reconciliation pass (`reconcile-<pass_id>`, PANEL.md section 4): opens the pass (or ends
 // at once when another pass runs), walks the hosting node's sites a batch per activity in id order,
@@ -10,17 +10,6 @@ import { SA } from '../../../domain/shared/search-attributes';
 // this pass), so a batch retried after its worker died skips what was finished and a site is
 // never rewritten twice. Started by the schedule (`reconcile-scheduled-<time>`) or by
 // `POST /v1/reconcile/run` (`reconcile-<uuid>`).
-
-export interface ReconcileInput {
-  /** absent: taken from the workflow id (a schedule's runs get `reconcile-scheduled-<time>`) */
-  passId?: string;
-  mode: ReconcileMode;
-  trigger: 'schedule' | 'manual';
-  /** sites per activity */
-  batchSize: number;
-  /** how long a batch may go without a heartbeat before it is retried (on another worker) */
-  heartbeatTimeoutMs: number;
-}
 
 export interface ReconcileResult {
   passId: string;

@@ -2,6 +2,7 @@ import { ActivityFailure, condition, patched, proxyActivities, proxyLocalActivit
 import type { NodeOpActivities, SiteOpOutcome } from '../../../activities/panel/sites/node-ops';
 import { HOSTING_NODE, nodeOpReportedSignal, type OperationResult } from '../../../domain/panel/node-ops';
 import { SA } from '../../../domain/shared/search-attributes';
+import type { NodeOpInput } from '../../../domain/panel/workflows';
 
 // One per node operation (`node-op-<op_id>`, PANEL.md section 4): applies a site change on the
 // panel's own hosting node directly, or waits for the node's agent to pull the queued operation
@@ -22,20 +23,6 @@ const { readNodeOp, expireNodeOp, finishSiteOp } = proxyLocalActivities<NodeOpAc
   startToCloseTimeout: '15 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
-
-export interface NodeOpInput {
-  opId: string;
-  node: string;
-  siteId: string;
-  orgId: string;
-  kind: 'site.apply' | 'site.delete';
-  /** the site's generation this operation carries */
-  generation: number;
-  /** how long an agent node has to report the result before the operation expires */
-  timeoutMs: number;
-  /** how often the operation's status is read while waiting for an agent */
-  pollMs: number;
-}
 
 export interface NodeOpResult {
   opId: string;
