@@ -20,7 +20,8 @@ import { resumePendingDatabaseOps } from '../services/panel/databases/databases'
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
 import { resumePendingBackupOps } from '../services/panel/backups/backups';
-import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
+import { ensureHostingNode, recordHeartbeat } from '../services/panel/nodes/nodes';
+import { OperationWakeups } from '../services/panel/nodes/queue';
 import { recordCronRuns } from '../services/panel/sites/cron-runs';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { seedTwoFactorRoles } from '../services/panel/logins/two-factor-policy';

@@ -1,6 +1,6 @@
 import type { NodeOperation, OperationResult } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
-import { operationStatus } from '../../../services/panel/nodes/nodes';
+import { operationStatus } from '../../../services/panel/nodes/queue';
 import { heartbeating } from '../shared/heartbeating';
 import { applyOnHosting, expireNodeOp as expire, finishSiteOp as finish, resultOf, type SiteOpFinish, type SiteOpOutcome } from '../../../services/panel/sites/outcomes';
 

@@ -11,7 +11,8 @@ import { checkCounted, isUuid } from '../shared/chain';
 import { backupScheduleId } from '../../../domain/panel/workflows';
 import { backupScheduleNextRuns, deleteBackupScheduleOf, ensureBackupSchedule, startBackupOp } from './client';
 import type { BackupOpInput } from '../../../domain/panel/workflows';
-import { getNode, queueOperation } from '../nodes/nodes';
+import { getNode } from '../nodes/nodes';
+import { queueOperation } from '../nodes/queue';
 import { insertSite, operatorPhp, siteInScope, siteView, specOf, type OperatorPhp, type SiteRow, type SitesDeps } from '../sites/sites';
 import { finishBackupOp } from './outcomes';
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { BackupOperation, NodeOperation, OperationResult } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
-import { operationStatus, recordResult } from '../nodes/nodes';
+import { operationStatus, recordResult } from '../nodes/queue';
 import { finishSiteOp, resultOf } from '../sites/outcomes';
 import type { RestorePointRow } from './backups';
 

@@ -12,7 +12,8 @@ import { audit } from '../shared/audit';
 import { checkCounted, findInScope, isUuid, lockedChain } from '../shared/chain';
 import { startDatabaseOp } from './client';
 import type { NodeOpSettings } from '../sites/client';
-import { getNode, nodeRefusal, operationStatus, queueOperation, type OperationStatus } from '../nodes/nodes';
+import { getNode, nodeRefusal } from '../nodes/nodes';
+import { operationStatus, queueOperation, type OperationStatus } from '../nodes/queue';
 import { resultOf } from '../sites/outcomes';
 import { finishDatabaseOp } from './outcomes';
 

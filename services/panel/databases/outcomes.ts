@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { DatabaseOpKind, NodeOperation, OperationResult } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import { audit } from '../shared/audit';
-import { operationStatus, recordResult } from '../nodes/nodes';
+import { operationStatus, recordResult } from '../nodes/queue';
 import { resultOf } from '../sites/outcomes';
 import type { DatabaseRow } from './databases';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { queueOperation } from '../nodes/nodes';
+import { queueOperation } from '../nodes/queue';
 import { startOp as startDatabaseOp, type DatabaseRow } from '../databases/databases';
 import { specOf, startOp as startSiteOp, type SiteRow, type SitesDeps } from './sites';
 

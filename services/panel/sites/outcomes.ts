@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { NodeOperation, OperationResult } from '../../../domain/panel/node-ops';
 import type { Db } from '../../../platform/db';
 import { audit } from '../shared/audit';
-import { expireOperation, operationStatus, recordResult, type OperationStatus } from '../nodes/nodes';
+import { expireOperation, operationStatus, recordResult, type OperationStatus } from '../nodes/queue';
 import type { SiteRow } from './sites';
 
 // The node operations of sites (the queue of ../nodes/nodes.ts) and their outcomes, which the node

@@ -14,7 +14,7 @@ import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
 import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from './client';
-import { queueOperation } from '../nodes/nodes';
+import { queueOperation } from '../nodes/queue';
 import { finishSiteOp } from './outcomes';
 import { allocatedQuotaMb, checkMeasuredUse } from './quotas';
 
