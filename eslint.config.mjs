@@ -128,6 +128,14 @@ export default tseslint.config(
     },
   },
   {
+    // A panel area's client.ts starts its workflows by their inputs (domain/panel/workflows.ts), so
+    // services/panel/ names no workflow code and no circle runs client -> workflow -> activity -> service.
+    files: ['services/panel/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/workflows/**'], message: 'Start a panel workflow by its input type in domain/panel/workflows.ts (WorkflowOf), not by importing the workflow.' }] }],
+    },
+  },
+  {
     // The panel console's browser modules (plain ES modules, no build step): browser globals.
     files: ['api/panel/console/web/**/*.js'],
     languageOptions: {

@@ -11,15 +11,17 @@ import { startHostingNode, type HostingNode } from '../hosting-node';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
 import { startController, type ControllerBounds, type NodeController } from '../services/panel/nodes/controller';
-import type { DnsSettings } from '../services/panel/sites/dns';
-import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
-import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/client';
-import { ensureAlertEvalSchedule, removeAlertEvalSchedule, PANEL_TASK_QUEUE, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/client';
-import { resumePendingDatabaseOps } from '../services/panel/sites/databases';
+import type { DnsSettings } from '../services/panel/dns/dns';
+import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/sites/client';
+import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/reconcile/client';
+import { ensureAlertEvalSchedule, removeAlertEvalSchedule, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/alerts/client';
+import { PANEL_TASK_QUEUE } from '../domain/panel/workflows';
+import { resumePendingDatabaseOps } from '../services/panel/databases/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
-import { resumePendingBackupOps } from '../services/panel/sites/backups';
-import { ensureHostingNode, OperationWakeups, recordHeartbeat } from '../services/panel/nodes/nodes';
+import { resumePendingBackupOps } from '../services/panel/backups/backups';
+import { ensureHostingNode, recordHeartbeat } from '../services/panel/nodes/nodes';
+import { OperationWakeups } from '../services/panel/nodes/queue';
 import { recordCronRuns } from '../services/panel/sites/cron-runs';
 import { pruneAttempts, THROTTLE_DEFAULTS, type ThrottleSettings } from '../services/panel/logins/throttle';
 import { seedTwoFactorRoles } from '../services/panel/logins/two-factor-policy';
@@ -137,15 +139,11 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     db: o.db,
     temporal,
     logger: o.logger,
-    auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle },
-    issuer: 'Hosting panel',
-    secureCookies: false,
+    logins: { auth: { sealingKey: o.sealingKey, sessionIdleMs: o.sessionIdleMs, sessionMaxMs: o.sessionMaxMs, throttle }, issuer: 'Hosting panel', secureCookies: false },
+    sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null }, hostingNode: () => hostingNode },
+    nodes: { controllerState: o.flags.controllerState },
     dns: o.dns ?? { zonesDir: null, nameservers: DEFAULT_NAMESERVERS },
-    controllerState: o.flags.controllerState,
-    sites: { nodeOps: o.nodeOps, placement: { mode: o.flags.placement, factsFile: o.flags.placementNodeFacts, nodeApiEnabled: o.flags.nodeApiListen !== null } },
-    hostingNode: () => hostingNode,
-    metricsIntervalMs: o.flags.metricsIntervalMs,
-    webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) },
+    alerts: { metricsIntervalMs: o.flags.metricsIntervalMs, webhooks: { sealingKey: o.sealingKey, allowTargets: o.webhooks?.allowTargets ?? [], settings: webhookSettings(o) } },
     reconcile: reconcileSettings(o),
     billing: billingSettings(o.flags.billingMeter, o.billing),
     backups: { inspectionMs: o.backupInspectionMs },

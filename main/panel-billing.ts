@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
-import { BILLING_TASK_QUEUE, ensureMeterSchedule } from '../services/panel/billing/client';
+import { ensureMeterSchedule } from '../services/panel/billing/client';
+import { BILLING_TASK_QUEUE } from '../domain/panel/workflows';
 import type { Clock } from '../services/panel/billing/plans';
 import type { BillingSettings } from '../services/panel/billing/statements';
 import type { Db } from '../platform/db';

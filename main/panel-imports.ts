@@ -6,10 +6,10 @@ import { DEFAULT_NAMESERVERS } from '../platform/config';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
 import type { PanelFlags } from '../platform/panel-flags';
-import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/client';
+import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/sites/client';
 import type { ImportsDeps } from '../services/panel/imports/imports';
 import type { ImportRunDeps } from '../services/panel/imports/run-items';
-import type { DnsSettings } from '../services/panel/sites/dns';
+import type { DnsSettings } from '../services/panel/dns/dns';
 
 // The legacy import's wiring in a panel process: the upload side (API) and the run side (the panel
 // worker that drives the hosting node, where site files and SQL dumps go).

@@ -1,7 +1,7 @@
 import type { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
-import { createBillingActivities } from '../activities/panel/billing';
+import { createBillingActivities } from '../activities/panel/billing/billing';
 import type { Db } from '../platform/db';
-import { BILLING_TASK_QUEUE } from '../services/panel/billing/client';
+import { BILLING_TASK_QUEUE } from '../domain/panel/workflows';
 import type { Clock } from '../services/panel/billing/plans';
 import { createDomainWorker } from './base';
 

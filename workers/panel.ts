@@ -1,14 +1,14 @@
 import type { NativeConnection, Worker, WorkerOptions, WorkflowBundleOption } from '@temporalio/worker';
-import { createAlertActivities } from '../activities/panel/alerts';
-import { createBackupOpActivities } from '../activities/panel/backup-ops';
-import { createDatabaseOpActivities } from '../activities/panel/database-ops';
-import { createImportActivities } from '../activities/panel/imports';
+import { createAlertActivities } from '../activities/panel/alerts/alerts';
+import { createBackupOpActivities } from '../activities/panel/backups/backup-ops';
+import { createDatabaseOpActivities } from '../activities/panel/databases/database-ops';
+import { createImportActivities } from '../activities/panel/imports/imports';
 import type { ImportRunDeps } from '../services/panel/imports/run-items';
-import { createNodeOpActivities } from '../activities/panel/node-ops';
-import { createReconcileActivities } from '../activities/panel/reconcile';
+import { createNodeOpActivities } from '../activities/panel/sites/node-ops';
+import { createReconcileActivities } from '../activities/panel/reconcile/reconcile';
 import type { OwnNode } from '../domain/panel/own-node';
 import type { Db } from '../platform/db';
-import { PANEL_TASK_QUEUE } from '../services/panel/client';
+import { PANEL_TASK_QUEUE } from '../domain/panel/workflows';
 import { createDomainWorker } from './base';
 
 export interface PanelWorkerDeps {

@@ -12,10 +12,10 @@ import * as packages from './orgs/package-routes';
 import * as orgs from './orgs/routes';
 import * as settings from './orgs/settings-routes';
 import * as reconcile from './reconcile/routes';
-import * as backups from './sites/backup-routes';
-import * as certificates from './sites/certificate-routes';
-import * as databases from './sites/database-routes';
-import * as dns from './sites/dns-routes';
+import * as backups from './backups/routes';
+import * as certificates from './certificates/routes';
+import * as databases from './databases/routes';
+import * as dns from './dns/routes';
 import * as files from './sites/quota-routes';
 import * as sites from './sites/routes';
 

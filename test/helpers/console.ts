@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
-// The web console's browser tests (test/panel/console*.test.ts): a page per fresh context, and
+// The web console's browser tests (test/panel/console/console*.test.ts): a page per fresh context, and
 // the page weight and time to interactive of a loaded page.
 
 /** A page in a fresh context (its own cookies), kept in `contexts` to be closed; uncaught errors go to `errors`. */

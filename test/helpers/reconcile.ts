@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { PanelClient } from './panel';
 
-// Reconciliation passes over the API (test/panel/reconcile*.test.ts, bench/panel-reconcile.ts).
+// Reconciliation passes over the API (test/panel/reconcile/reconcile*.test.ts, bench/panel-reconcile.ts).
 
 export async function waitPass(c: PanelClient, id: string, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;

@@ -12,7 +12,7 @@ import { chatCase, newProject, startRun, startTestRunWorker, waitRun } from '../
 import { env } from '../setup/env';
 import { freePort } from '../../platform/ports';
 import { addNode, recordHeartbeat } from '../../services/panel/nodes/nodes';
-import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../services/panel/client';
+import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId } from '../../domain/panel/workflows';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, startPanel } from '../helpers/panel';
 import { sweepHoldsWorkflow } from '../../workflows/credits/sweeper';
 import { runPass, setPolicy, siteActive } from '../helpers/reconcile';

@@ -120,11 +120,9 @@ describe('OpenAPI documents', () => {
       db: env.db,
       temporal,
       logger: env.logger,
-      auth: {} as never,
-      issuer: 'test',
-      secureCookies: false,
+      logins: { auth: {} as never, issuer: 'test', secureCookies: false },
       dns: {} as never,
-      webhooks: { allowTargets: [] } as never,
+      alerts: { webhooks: { allowTargets: [] } as never },
       imports: {} as never,
     });
     const routes = registeredRoutes(app);

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
-import type { WebhookSettings } from '../../../services/panel/client';
+import type { WebhookSettings } from '../../../services/panel/alerts/client';
 import { allowList } from '../../../services/shared/webhook-targets';
 import { changeEndpoint, createEndpoint, deleteEndpoint, getDelivery, listDeliveries, listEndpoints, redeliver } from '../../../services/panel/alerts/webhooks';
 import { principalOf } from '../shared/auth';

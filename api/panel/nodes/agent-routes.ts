@@ -7,8 +7,9 @@ import { isNodeName, NODE_API_PREFIX, type Heartbeat, type NodeOperation, type O
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import { signalOperationReported } from '../../../services/panel/client';
-import { claimOperations, enrolNode, nodeByToken, recordHeartbeat, recordResult, touchPull, type NodeRow, type OperationWakeups } from '../../../services/panel/nodes/nodes';
+import { signalOperationReported } from '../../../services/panel/nodes/client';
+import { enrolNode, nodeByToken, recordHeartbeat, touchPull, type NodeRow } from '../../../services/panel/nodes/nodes';
+import { claimOperations, recordResult, type OperationWakeups } from '../../../services/panel/nodes/queue';
 import { recordCronRuns } from '../../../services/panel/sites/cron-runs';
 import { parse } from '../shared/http';
 

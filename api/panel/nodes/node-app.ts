@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import Koa from 'koa';
 import type { Db } from '../../../platform/db';
 import type { Logger } from '../../../platform/logger';
-import type { OperationWakeups } from '../../../services/panel/nodes/nodes';
+import type { OperationWakeups } from '../../../services/panel/nodes/queue';
 import { panelContext } from '../shared/http';
 import { agentRoutes } from './agent-routes';
 

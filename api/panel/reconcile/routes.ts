@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
-import { nextReconcilePass, type ReconcileSettings } from '../../../services/panel/client';
+import { nextReconcilePass, type ReconcileSettings } from '../../../services/panel/reconcile/client';
 import { runPassNow } from '../../../services/panel/reconcile/run';
 import { RECONCILE_STATUSES } from '../../../domain/panel/reconcile';
 import { changePolicy, listReconcileSites, passReport, reconcileSiteView, reconcileSummary } from '../../../services/panel/reconcile/views';

@@ -10,7 +10,7 @@ import { open, seal } from '../../../platform/secret-box';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { findInScope, isUuid } from '../shared/chain';
-import { startWebhookDelivery, type WebhookSettings } from '../client';
+import { startWebhookDelivery, type WebhookSettings } from './client';
 import { eventPayload } from './events';
 import { checkHost, TargetRefused } from '../../shared/webhook-targets';
 import { postSigned } from '../../shared/signed-post';

@@ -1,16 +1,10 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { METER_SCHEDULE_ID, monthCloseWorkflowId, type MonthCloseInput, type MonthCloseResult, type WorkflowOf } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
-import type { meterTickWorkflow } from '../../../workflows/panel/metering';
-import type { monthCloseWorkflow } from '../../../workflows/panel/month-close';
 
 // The one place that starts the billing workflows: the hourly metering schedule (its tick starts
 // `meter-<YYYY-MM-DDTHH>` per hour due) and Close month (`month-close-<org>-<YYYY-MM>`), on the
 // billing task queue of the process that runs with -billing-meter.
-
-export const BILLING_TASK_QUEUE = 'panel-billing';
-export const METER_SCHEDULE_ID = 'panel-billing-meter';
-
-export const monthCloseWorkflowId = (orgId: string, period: string): string => `month-close-${orgId}-${period}`;
 
 /**
  * Creates the hourly metering schedule (a minute past each hour, one tick at a time) or points an
@@ -18,7 +12,7 @@ export const monthCloseWorkflowId = (orgId: string, period: string): string => `
  * are metered at once, in order.
  */
 export async function ensureMeterSchedule(temporal: Client, taskQueue: string, scheduleId = METER_SCHEDULE_ID): Promise<void> {
-  const action = { type: 'startWorkflow' as const, workflowType: 'meterTickWorkflow' as const, workflowId: 'meter-tick', taskQueue, args: [] as Parameters<typeof meterTickWorkflow> };
+  const action = { type: 'startWorkflow' as const, workflowType: 'meterTickWorkflow' as const, workflowId: 'meter-tick', taskQueue, args: [] };
   try {
     await temporal.schedule.create({
       scheduleId,
@@ -38,7 +32,7 @@ export async function ensureMeterSchedule(temporal: Client, taskQueue: string, s
 export async function runMonthClose(temporal: Client, taskQueue: string, orgId: string, period: string) {
   const workflowId = monthCloseWorkflowId(orgId, period);
   try {
-    await temporal.workflow.start<typeof monthCloseWorkflow>('monthCloseWorkflow', {
+    await temporal.workflow.start<WorkflowOf<MonthCloseInput, MonthCloseResult>>('monthCloseWorkflow', {
       taskQueue,
       workflowId,
       args: [{ orgId, period }],
@@ -52,5 +46,5 @@ export async function runMonthClose(temporal: Client, taskQueue: string, orgId: 
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
-  return temporal.workflow.getHandle<typeof monthCloseWorkflow>(workflowId).result();
+  return temporal.workflow.getHandle<WorkflowOf<MonthCloseInput, MonthCloseResult>>(workflowId).result();
 }

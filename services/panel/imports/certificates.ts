@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { ImportLimits, ReportItem } from '../../../domain/panel/import-archive';
-import { CERT_BLOCK, checkCertificatePair, dnsNames } from '../sites/certificate-check';
+import { CERT_BLOCK, checkCertificatePair, dnsNames } from '../certificates/check';
 import { collect, eachEntry } from './stream';
 
 // The certificates of a legacy archive (`sslcerts/` + `sslkeys/`, or `apache_tls/<domain>` holding

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
-import { reconcilePassRunning, startReconcilePass, type ReconcileSettings } from '../client';
+import { reconcilePassRunning, startReconcilePass, type ReconcileSettings } from './client';
 import { failPass, openPass, passView, runningPass } from './passes';
 
 // `POST /v1/reconcile/run` (spec 2 section 4.1): starts a pass now, idempotent while one runs (the

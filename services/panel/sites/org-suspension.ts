@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { queueOperation } from '../nodes/nodes';
-import { startOp as startDatabaseOp, type DatabaseRow } from './databases';
+import { queueOperation } from '../nodes/queue';
+import { startOp as startDatabaseOp, type DatabaseRow } from '../databases/databases';
 import { specOf, startOp as startSiteOp, type SiteRow, type SitesDeps } from './sites';
 
 // Suspension of an org reaches the nodes (spec 2 section 1.4, PANEL.md section 2, issue 32 item 2):

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { parseCurrency, parsePeriod, parsePrice, parseRateLines, rateUsage, selectRate, type NodeLabels, type RatingPlan } from '../../../domain/panel/billing';
+import { PanelError } from '../../../domain/panel/errors';
+
+// The pure billing rules (domain/panel/billing.ts): currencies and their minor units, prices, the
+// rate-line parser's line-numbered errors, selector precedence, and rounding once per line.
+
+const refusedWith = (fn: () => unknown, field: string, message: RegExp) =>
+  assert.throws(fn, (e: unknown) => e instanceof PanelError && e.code === 'validation_failed' && e.details.field === field && message.test(e.message));
+
+const node = (n: Partial<NodeLabels> & { node: string }): NodeLabels => ({ region: null, physical_region: null, zone: null, cell: null, ...n });
+
+describe('panel: billing rules', () => {
+  it('takes ISO 4217 currencies with their minor units and refuses others', () => {
+    assert.deepEqual(parseCurrency('eur'), { currency: 'EUR', minorUnits: 2 });
+    assert.deepEqual(parseCurrency('JPY'), { currency: 'JPY', minorUnits: 0 });
+    assert.deepEqual(parseCurrency('BHD'), { currency: 'BHD', minorUnits: 3 });
+    for (const bad of ['EURO', 'XYZ', '', 'e u']) refusedWith(() => parseCurrency(bad), 'currency', /ISO 4217/);
+  });
+
+  it('takes non-negative decimal prices with at most 6 decimals', () => {
+    assert.equal(parsePrice('12.500', 'p'), '12.5');
+    assert.equal(parsePrice(3, 'p'), '3');
+    refusedWith(() => parsePrice('-1', 'p'), 'p', /cannot be negative/);
+    for (const bad of ['1e3', '1.1234567', 'abc', '', null]) refusedWith(() => parsePrice(bad, 'p'), 'p', /decimal/);
+  });
+
+  it('parses rate lines, skipping blanks and comments, with errors naming the line', () => {
+    const lines = parseRateLines('# a comment\n\nnode=web-1 3 2 1 # inline\nphysical_region=fra 1 1 1\ncell=c9 0 0 0\ndefault 0.5 0.25 0.125');
+    assert.deepEqual(lines.map((l) => [l.line, l.selector, l.website, l.database, l.gib_disk]), [
+      [3, { key: 'node', value: 'web-1' }, '3', '2', '1'],
+      [4, { key: 'physical_region', value: 'fra' }, '1', '1', '1'],
+      [5, { key: 'cell', value: 'c9' }, '0', '0', '0'],
+      [6, 'default', '0.5', '0.25', '0.125'],
+    ]);
+    refusedWith(() => parseRateLines('default 1 1 1\nzone=a 1 1 1 1'), 'rates', /line 2: 5 fields instead of 4/);
+    refusedWith(() => parseRateLines('region 1 1 1'), 'rates', /line 1: unknown selector "region"/);
+    refusedWith(() => parseRateLines('default 1 x 1'), 'rates', /line 1: price_per_database "x"/);
+    refusedWith(() => parseRateLines('zone=a 1 1 1\n\nzone=a 2 2 2'), 'rates', /line 3: selector "zone=a" is already on line 1/);
+  });
+
+  it('selects the line naming the node, then the first matching label line, then default', () => {
+    const lines = parseRateLines('zone=z1 1 0 0\nregion=eu 2 0 0\nnode=n1 3 0 0\ndefault 4 0 0');
+    assert.equal(selectRate(lines, node({ node: 'n1', region: 'eu', zone: 'z1' }))!.website, '3');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu', zone: 'z1' }))!.website, '1');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu' }))!.website, '2');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'us' }))!.website, '4');
+    assert.equal(selectRate(parseRateLines('zone=z1 1 0 0'), node({ node: 'n2' })), null);
+  });
+
+  it('rates pro rata over the month and rounds once per line to the minor unit', () => {
+    const plan: RatingPlan = { id: 'p', name: 'P', currency: 'JPY', minorUnits: 0, basePrice: '1000', accountPrice: '100', packagePrices: { k: '300' }, rates: parseRateLines('default 10 5 1') };
+    const r = rateUsage([{ planId: 'p', hours: 1, accountHours: { '': 1, k: 2 }, nodes: [{ ...node({ node: 'n' }), siteHours: 3, databaseHours: 0, diskMbHours: 1536 }] }], new Map([['p', plan]]), 720);
+    // 1000/720 = 1.39 → 1; 100/720 → 0; 2×300/720 = 0.83 → 1; 3×10/720 → 0; 1.5×1/720 → 0
+    assert.deepEqual(r.lines.map((l) => [l.kind, l.detail, l.amount]), [
+      ['base', 'per organisation', '1'],
+      ['accounts', 'per customer account', '0'],
+      ['accounts', 'package k', '1'],
+      ['websites', 'default', '0'],
+      ['disk', 'default', '0'],
+    ]);
+    assert.deepEqual(r.totals, { JPY: '2' });
+  });
+
+  it('reads periods YYYY-MM with their hours', () => {
+    assert.deepEqual(parsePeriod('2030-02').hours, 672);
+    assert.deepEqual(parsePeriod('2032-02').hours, 696);
+    for (const bad of ['2030-00', '2030-2', '30-02', 7]) refusedWith(() => parsePeriod(bad), 'period', /YYYY-MM/);
+  });
+});

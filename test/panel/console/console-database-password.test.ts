@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { asDbUser, consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
+import { env } from '../../setup/env';
+
+// The console's *Reset password* on the databases tab (test/panel/console/console.test.ts pattern: Debian's
+// chromium driven by playwright-core against a real panel whose hosting node runs MariaDB): a
+// dismissed confirmation changes nothing; an accepted one shows the new password once, and it is
+// the one MariaDB then takes. Screenshot in test-artifacts/console/database-password.png.
+
+const ARTIFACTS = path.join(__dirname, '..', '..', '..', 'test-artifacts', 'console');
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+describe('panel: console database password reset in chromium', function () {
+  this.timeout(90_000);
+  let panel: HostingPanel;
+  let browser: Browser;
+
+  before(async function () {
+    this.timeout(120_000);
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    [panel, browser] = await Promise.all([startHostingPanel({ mariadb: true }), chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })]);
+  });
+  after(async () => {
+    await browser?.close();
+    await panel?.close();
+  });
+
+  it('Reset password asks first, then shows the new password once; MariaDB takes it and refuses the old one', async () => {
+    const admin = await platformAdmin(panel.url);
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const name = unique('cdb_').replace(/-/g, '_');
+    const created = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    await waitFor('active', async () => (await customer.client.get(`/v1/databases/${created.json.id}`)).json.status === 'active');
+
+    const context = await browser.newContext({ baseURL: panel.url });
+    try {
+      const page: Page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await consoleSignIn(page, customer.username, customer.id);
+      await page.getByRole('link', { name: 'Databases' }).click();
+      const row = page.getByRole('row').filter({ hasText: name });
+      await row.filter({ hasText: 'active' }).waitFor();
+
+      const dialogs: string[] = [];
+      page.once('dialog', (d) => void (dialogs.push(d.message()), d.dismiss()));
+      await row.getByRole('button', { name: 'Reset password' }).click();
+      await waitFor('the dialog', async () => dialogs.length === 1);
+      assert.match(dialogs[0], new RegExp(`new password\\? The current one stops working`));
+      assert.equal(await env.db('panel_node_ops').where({ kind: 'database.password' }).whereRaw(`payload->>'user' = ?`, [name]).first(), undefined, 'dismissed: nothing queued');
+
+      page.once('dialog', (d) => void d.accept());
+      await row.getByRole('button', { name: 'Reset password' }).click();
+      const password = (await page.getByTestId('db-password').textContent())!.trim();
+      assert.ok(password.length >= 32 && password !== created.json.password, password);
+      await page.getByText('new password, set on the node in a moment').waitFor();
+      const opId = (await customer.client.get(`/v1/databases/${created.json.id}`)).json.operation_id;
+      await waitFor('the reset applied', async () => (await env.db('panel_node_ops').where({ id: opId }).first()).status === 'done');
+      const as = (pw: string) => asDbUser(panel, name, pw, 'SELECT 1');
+      assert.equal((await as(password)).code, 0);
+      assert.notEqual((await as(created.json.password)).code, 0);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'database-password.png'), fullPage: true });
+      await page.reload();
+      await row.filter({ hasText: 'active' }).waitFor();
+      assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import {
+  isSafeRoot,
+  phpSocketPath,
+  renderCron,
+  renderNginxMain,
+  renderPhpFpmMain,
+  renderPhpPool,
+  renderVhost,
+  renderWelcomePage,
+  sitePaths,
+  validateOperation,
+  validateSite,
+} from '../../../domain/panel/node-config';
+import { isSiteCronLine } from '../../../domain/panel/cron';
+import type { NodeOperation, SiteSpec } from '../../../domain/panel/node-ops';
+
+// The files a hosting node writes, rendered from a site spec (domain/panel/node-config.ts).
+
+const site = (over: Partial<SiteSpec> = {}): SiteSpec => ({
+  id: '0b7f6c1e-9a4e-4a53-8f3e-2d1c7a9b5e11',
+  domain: 'shop.example.com',
+  aliases: ['www.shop.example.com'],
+  phpVersion: '8.2',
+  cron: ['*/5 * * * * php /srv/cron.php'],
+  suspended: false,
+  php: { workers: 4, allowUrlFopen: false, disabledFunctions: ['exec', 'shell_exec'] },
+  generation: 3,
+  ...over,
+});
+const root = '/srv/node1';
+const listen = '127.0.0.1:8080';
+
+describe('node config rendering', () => {
+  it('renders a PHP vhost: names, docroot, PHP upstream, dot files denied', () => {
+    const v = renderVhost(site(), { root, listen });
+    assert.match(v, /generation 3/);
+    assert.match(v, /listen 127\.0\.0\.1:8080;/);
+    assert.match(v, /server_name shop\.example\.com www\.shop\.example\.com;/);
+    assert.match(v, /root \/srv\/node1\/sites\/shop\.example\.com\/public_html;/);
+    assert.match(v, /fastcgi_pass unix:\/srv\/node1\/run\/php\/shop\.example\.com\.sock;/);
+    assert.match(v, /index index\.php index\.html/);
+    assert.match(v, /location ~ \/\\\.\(\?!well-known\/\) \{\s+deny all;/);
+    assert.doesNotMatch(v, /503/);
+  });
+
+  it('renders a static vhost without PHP and a suspended one with only the 503 page', () => {
+    const s = renderVhost(site({ phpVersion: null }), { root, listen });
+    assert.doesNotMatch(s, /fastcgi|\.php/);
+    assert.match(s, /try_files \$uri \$uri\/ =404;/);
+    const susp = renderVhost(site({ suspended: true }), { root, listen });
+    assert.match(susp, /return 503;/);
+    assert.match(susp, /error_page 503 \/suspended\.html;/);
+    assert.match(susp, /root \/srv\/node1\/etc\/nginx\/pages;/);
+    assert.doesNotMatch(susp, /public_html|fastcgi_pass/);
+  });
+
+  it('renders the PHP pool with the operator settings as php_admin values', () => {
+    const p = renderPhpPool(site(), { root, user: 'www-data' });
+    assert.match(p, /^\[shop\.example\.com\]$/m);
+    assert.match(p, /^user = www-data$/m);
+    assert.match(p, /^listen = \/srv\/node1\/run\/php\/shop\.example\.com\.sock$/m);
+    assert.match(p, /^pm\.max_children = 4$/m);
+    assert.match(p, /^php_admin_flag\[allow_url_fopen\] = off$/m);
+    assert.match(p, /^php_admin_value\[disable_functions\] = "exec,shell_exec"$/m);
+    assert.match(p, /^php_admin_value\[open_basedir\] = \/srv\/node1\/sites\/shop\.example\.com\/$/m);
+    assert.doesNotMatch(p, /^php_value/m);
+    const q = renderPhpPool(site({ php: { workers: null, allowUrlFopen: true, disabledFunctions: ['exec', 'exec'] } }), { root, user: null });
+    assert.match(q, /^pm\.max_children = 5$/m);
+    assert.match(q, /^php_admin_flag\[allow_url_fopen\] = on$/m);
+    assert.match(q, /disable_functions\] = "exec"$/m);
+    assert.doesNotMatch(q, /^user =/m);
+  });
+
+  it('renders cron lines in cron.d format, run as the site user', () => {
+    const c = renderCron(site({ cron: ['*/5  * * * *   php run.php --x', '0 3 * * mon echo hi'] }), { user: 'www-data' });
+    assert.match(c, /^\*\/5 \* \* \* \* www-data php run\.php --x$/m);
+    assert.match(c, /^0 3 \* \* mon www-data echo hi$/m);
+    assert.match(c, /^SHELL=\/bin\/sh$/m);
+  });
+
+  it('renders the main configs with everything inside the root', () => {
+    const n = renderNginxMain({ root, listen, user: 'www-data' });
+    assert.match(n, /^pid \/srv\/node1\/run\/nginx\.pid;$/m);
+    assert.match(n, /listen 127\.0\.0\.1:8080 default_server;/);
+    // only the vhosts the node wrote, through its site index: never every file of sites/ (issue 32 item 4)
+    assert.match(n, /include \/srv\/node1\/etc\/nginx\/sites\.conf;/, 'nginx.conf includes the site index');
+    assert.doesNotMatch(n, /sites\/\*\.conf/, 'no wildcard over the sites folder');
+    for (const m of n.matchAll(/(?:_path|pid|error_log|access_log|include) (\S+)/g)) assert.ok(m[1].startsWith(root), m[0]);
+    const f = renderPhpFpmMain({ root, version: '8.2', user: 'www-data' });
+    assert.match(f, /^include = \/srv\/node1\/etc\/php\/8\.2\/pool\.d\/\*\.conf$/m);
+    assert.match(f, /^daemonize = no$/m);
+  });
+
+  it('names the PHP socket by a hash of the domain when the domain would pass the unix socket limit', () => {
+    const long = `${'a'.repeat(60)}.${'b'.repeat(60)}.com`;
+    const sock = phpSocketPath('/' + 'r'.repeat(71), site({ domain: long }));
+    assert.match(sock, /\/run\/php\/site-[0-9a-f]{16}\.sock$/);
+    assert.ok(sock.length <= 107, `the socket path fits a unix socket's 107 bytes: ${sock.length}`);
+    assert.equal(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: long, id: 'other' })));
+    assert.notEqual(sock, phpSocketPath('/' + 'r'.repeat(71), site({ domain: `c${long.slice(1)}` })));
+    assert.equal(sitePaths(root, 'x.com').pool('8.2'), `${root}/etc/php/8.2/pool.d/x.com.conf`);
+  });
+
+  it('refuses every value that could inject into a config', () => {
+    assert.equal(validateSite(site()), null);
+    const bad: Array<[Partial<SiteSpec>, RegExp]> = [
+      [{ domain: 'evil.com;\n}' }, /bad domain/],
+      [{ domain: 'Example.COM' }, /bad domain/],
+      [{ aliases: ['ok.com', 'x.com include /etc/passwd'] }, /bad alias/],
+      [{ aliases: ['shop.example.com'] }, /repeat/],
+      [{ cron: ['* * * * * echo ok\n* * * * * root rm -rf /'] }, /bad cron/],
+      [{ cron: ['PATH=/tmp * * * * x'] }, /bad cron/],
+      [{ cron: ['@sometimes echo'] }, /bad cron/],
+      [{ cron: ['0 0 L * * echo'] }, /day of month/],
+      [{ php: { workers: 4, allowUrlFopen: false, disabledFunctions: ['exec"\nphp_admin_value[open_basedir] = /'] } }, /bad PHP function/],
+      [{ php: { workers: 0, allowUrlFopen: false, disabledFunctions: [] } }, /workers/],
+      [{ phpVersion: '8.2;' }, /PHP version/],
+      [{ id: '../x' }, /site id/],
+      [{ generation: -1 }, /generation/],
+    ];
+    for (const [over, why] of bad) assert.match(validateSite(site(over)) ?? 'valid', why, JSON.stringify(over));
+    assert.ok(isSiteCronLine('0 */2 1-5 jan,feb mon-fri /usr/bin/php x.php'), 'a cron line with ranges, steps and names is accepted');
+  });
+
+  it('validates database operations and operation kinds', () => {
+    const ok: NodeOperation = { id: 'op-1', kind: 'database.create', database: 'shop_db', user: 'shop', password: 'a long password' };
+    assert.equal(validateOperation(ok), null);
+    assert.match(validateOperation({ ...ok, database: 'x`; DROP' }) ?? '', /database name/);
+    assert.match(validateOperation({ ...ok, user: "u'@'%" }) ?? '', /database user/);
+    assert.match(validateOperation({ ...ok, password: 'short' }) ?? '', /password/);
+    assert.match(validateOperation({ ...ok, password: 'long enough\npassword' }) ?? '', /password/);
+    assert.match(validateOperation({ id: 'op-2', kind: 'site.rename' } as unknown as NodeOperation) ?? '', /unknown operation/);
+    assert.match(validateOperation({ id: 'a b', kind: 'site.delete', siteId: 'x', domain: 'x.com' }) ?? '', /operation id/);
+  });
+
+  it('accepts only plain absolute roots and escapes nothing in the welcome page', () => {
+    assert.ok(isSafeRoot('/var/lib/panel-host/node_1'), 'a plain absolute root is safe');
+    for (const r of ['relative/x', '/a b', '/a;b', '/a/../b', '/a/"b', '/', `/${'x'.repeat(72)}`]) assert.ok(!isSafeRoot(r), r);
+    assert.match(renderWelcomePage('x.example.com', 'php'), /<\?php echo PHP_VERSION; \?>/);
+  });
+});

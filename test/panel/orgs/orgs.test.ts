@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { env } from '../../setup/env';
+import { createOrgWithLogin, platformAdmin, signInFresh, unique, usePanel, type PanelClient } from '../../helpers/panel';
+
+describe('panel: org tree', () => {
+  const url = usePanel();
+  let admin: PanelClient;
+  before(async () => {
+    admin = await platformAdmin(url());
+  });
+
+  it('platform > provider > reseller > customer, each listed in the subtree of the levels above only', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const list = await provider.client.get('/v1/orgs');
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json.orgs.map((o: { id: string }) => o.id), [reseller.id, customer.id]);
+    assert.deepEqual(list.json.orgs[0].counts, { children: 1, logins: 1 });
+    const got = await admin.get(`/v1/orgs/${customer.id}`);
+    assert.equal(got.status, 200);
+    assert.equal(got.json.type, 'customer');
+    assert.equal(got.json.parent_id, reseller.id);
+    // outside the caller's subtree, or not an id at all: 404, never 403
+    assert.equal((await customer.client.get(`/v1/orgs/${provider.id}`)).status, 404);
+    assert.equal((await reseller.client.get(`/v1/orgs/${provider.id}`)).status, 404);
+    assert.equal((await reseller.client.get('/v1/orgs/not-a-uuid')).json.error.code, 'not_found');
+    const own = await customer.client.get('/v1/orgs');
+    assert.deepEqual(own.json.orgs, []);
+  });
+
+  it('only the org types of the tree may be created below each level', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    const cases: Array<[PanelClient, string, string]> = [
+      [admin, 'customer', 'type'],
+      [admin, 'reseller', 'type'],
+      [provider.client, 'provider', 'type'],
+      [customer.client, 'customer', 'type'],
+    ];
+    for (const [by, type, field] of cases) {
+      const r = await by.post('/v1/orgs', { type, name: 'x', login: { username: unique('bad'), password: 'a long enough password' } });
+      assert.equal(r.status, 400, `${type}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.code, 'validation_failed');
+      assert.equal(r.json.error.details.field, field);
+    }
+  });
+
+  it('bad input is refused with the field named and creates nothing', async () => {
+    const before = await env.db('panel_orgs').count('* as n').first();
+    const good = { type: 'provider', name: 'Good name', login: { username: unique('ok'), password: 'a long enough password' } };
+    const bad: Array<[unknown, string]> = [
+      [{ ...good, name: '' }, 'name'],
+      [{ ...good, name: 'x'.repeat(81) }, 'name'],
+      [{ ...good, name: 42 }, 'name'],
+      [{ ...good, login: { username: 'Upper', password: 'a long enough password' } }, 'login.username'],
+      [{ ...good, login: { username: 'ab', password: 'a long enough password' } }, 'login.username'],
+      [{ ...good, login: { username: unique('ok'), password: 'short' } }, 'login.password'],
+      [{ ...good, colour: 'red' }, 'colour'],
+      [{ ...good, type: 'platform' }, 'type'],
+      [{ ...good, limits: { websites: -1 } }, 'limits.websites'],
+      [{ ...good, limits: { websites: 1.5 } }, 'limits.websites'],
+      [{ ...good, limits: { planets: 3 } }, 'limits.planets'],
+      [{ ...good, parent_id: '00000000-0000-0000-0000-000000000000' }, 'organisation'],
+    ];
+    for (const [body, field] of bad) {
+      const r = await admin.post('/v1/orgs', body);
+      assert.ok(r.status === 400 || r.status === 404, `${field}: ${r.status}`);
+      assert.equal(r.json.error.details.field ?? r.json.error.details.what, field, JSON.stringify(r.json));
+      assert.equal(typeof r.json.error.message, 'string');
+    }
+    const notJson = await admin.req('POST', '/v1/orgs', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
+    assert.equal(notJson.status, 415);
+    const broken = await admin.req('POST', '/v1/orgs', '{"type":', { 'content-type': 'application/json' });
+    assert.equal(broken.json.error.code, 'validation_failed');
+    const after = await env.db('panel_orgs').count('* as n').first();
+    assert.equal(after!.n, before!.n);
+  });
+
+  it('a taken username is a conflict and leaves no org behind', async () => {
+    const p = await createOrgWithLogin(admin, { type: 'provider' });
+    const r = await admin.post('/v1/orgs', { type: 'provider', name: 'dup', login: { username: p.username, password: 'a long enough password' } });
+    assert.equal(r.status, 409);
+    assert.equal(r.json.error.code, 'conflict');
+    assert.equal(await env.db('panel_orgs').where({ name: 'dup' }).first(), undefined);
+  });
+
+  it('renames: 1 to 80 characters, by the org itself or above, never by a customer of its own account', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    assert.equal((await provider.client.patch(`/v1/orgs/${customer.id}`, { name: '  Renamed customer ' })).json.name, 'Renamed customer');
+    assert.equal((await provider.client.patch(`/v1/orgs/${provider.id}`, { name: 'Provider renamed' })).status, 200);
+    const self = await customer.client.patch(`/v1/orgs/${customer.id}`, { name: 'Mine' });
+    assert.equal(self.status, 403);
+    assert.equal((await provider.client.patch(`/v1/orgs/${customer.id}`, { name: 'y'.repeat(81) })).json.error.details.field, 'name');
+    assert.equal((await provider.client.patch(`/v1/orgs/${customer.id}`, { name: 'ok', type: 'reseller' })).json.error.details.field, 'type');
+    assert.equal((await env.db('panel_orgs').where({ id: customer.id }).first()).name, 'Renamed customer');
+  });
+
+  it('suspension from above stops every login at and below on its next request; reactivation restores them; nothing is deleted', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    assert.equal((await reseller.client.post(`/v1/orgs/${reseller.id}/suspend`)).status, 403, 'not the own org');
+    assert.equal((await customer.client.post(`/v1/orgs/${reseller.id}/suspend`)).status, 404, 'not from below');
+    const s = await provider.client.post(`/v1/orgs/${reseller.id}/suspend`);
+    assert.equal(s.json.status, 'suspended');
+    for (const c of [reseller.client, customer.client]) {
+      const r = await c.get('/v1/account');
+      assert.equal(r.status, 403);
+      assert.equal(r.json.error.code, 'suspended');
+    }
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 200, 'the level above still sees it');
+    assert.equal((await provider.client.post(`/v1/orgs/${reseller.id}/reactivate`)).json.status, 'active');
+    assert.equal((await customer.client.get('/v1/account')).status, 200);
+  });
+
+  it('deletes only an org with nothing below it, confirmed by repeating its id', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    const wrong = await provider.client.del(`/v1/orgs/${customer.id}`, { confirm: reseller.id });
+    assert.equal(wrong.json.error.details.field, 'confirm');
+    const busy = await provider.client.del(`/v1/orgs/${reseller.id}`, { confirm: reseller.id });
+    assert.equal(busy.status, 409);
+    assert.equal((await provider.client.del(`/v1/orgs/${customer.id}`, { confirm: customer.id })).status, 204);
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404);
+    assert.equal(await env.db('panel_logins').where({ username: customer.username }).first(), undefined);
+    assert.equal((await customer.client.get('/v1/account')).status, 401, 'its sessions are gone with its logins');
+    assert.equal((await provider.client.del(`/v1/orgs/${reseller.id}`, { confirm: reseller.id })).status, 204);
+  });
+
+  it('lists the subtree a page at a time in tree order, with filters', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const names = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];
+    for (const name of names) {
+      const r = await provider.client.post('/v1/orgs', { type: 'customer', name: `cust ${name}`, login: { username: unique('c'), password: 'a long enough password' } });
+      assert.equal(r.status, 201);
+    }
+    const seen: string[] = [];
+    let next: string | null = null;
+    do {
+      const page = await provider.client.get(`/v1/orgs?limit=2${next ? `&after=${next}` : ''}`);
+      assert.equal(page.status, 200);
+      assert.ok(page.json.orgs.length <= 2, `a page holds at most 2 orgs: ${page.json.orgs.length}`);
+      seen.push(...page.json.orgs.map((o: { name: string }) => o.name));
+      next = page.json.next;
+    } while (next);
+    assert.deepEqual(seen.sort(), names.map((n) => `cust ${n}`).sort());
+    const found = await provider.client.get('/v1/orgs?q=GAMM');
+    assert.deepEqual(found.json.orgs.map((o: { name: string }) => o.name), ['cust gamma']);
+    const wildcard = await provider.client.get('/v1/orgs?q=%25');
+    assert.deepEqual(wildcard.json.orgs, [], 'LIKE wildcards are matched literally');
+    assert.equal((await provider.client.get('/v1/orgs?limit=0')).json.error.details.field, 'limit');
+    assert.equal((await provider.client.get('/v1/orgs?sort=name')).json.error.details.field, 'sort');
+    assert.equal((await provider.client.get('/v1/orgs?after=bm9wZQ')).json.error.details.field, 'after');
+  });
+
+  it('keeps an audit log of every change, readable per subtree', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+    await provider.client.patch(`/v1/orgs/${customer.id}`, { name: 'Audited' });
+    const log = await provider.client.get(`/v1/orgs/${provider.id}/audit`);
+    assert.equal(log.status, 200);
+    const rename = log.json.entries.find((e: { action: string }) => e.action === 'org.rename');
+    assert.equal(rename.actor_username, provider.username);
+    assert.equal(rename.target_id, customer.id);
+    assert.equal(rename.after.name, 'Audited');
+    assert.match(rename.request_id, /^[0-9a-f-]{36}$/);
+    const mine = await customer.client.get(`/v1/orgs/${customer.id}/audit`);
+    assert.ok(mine.json.entries.every((e: { org_id: string }) => e.org_id === customer.id), `the customer sees only its own entries: ${JSON.stringify(mine.json.entries.map((e: { org_id: string }) => e.org_id))}`);
+    assert.equal((await customer.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404);
+  });
+
+  it('role powers: site.place and php.admin only at the root of the tree; migration.run for providers and resellers; none for read_only', async () => {
+    const provider = await createOrgWithLogin(admin, { type: 'provider' });
+    const reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
+    const customer = await createOrgWithLogin(reseller.client, { type: 'customer' });
+    assert.deepEqual((await admin.get('/v1/account')).json.powers, ['site.place', 'php.admin', 'migration.run']);
+    assert.deepEqual((await provider.client.get('/v1/account')).json.powers, ['migration.run']);
+    assert.deepEqual((await reseller.client.get('/v1/account')).json.powers, ['migration.run']);
+    assert.deepEqual((await customer.client.get('/v1/account')).json.powers, []);
+    const username = unique('ro');
+    const created = await admin.post(`/v1/orgs/${provider.id}/logins`, { username, password: 'temporary password 1', role: 'read_only' });
+    assert.equal(created.status, 201);
+    const readOnly = await signInFresh(url(), username, 'temporary password 1');
+    assert.deepEqual((await readOnly.get('/v1/account')).json.powers, []);
+  });
+});
