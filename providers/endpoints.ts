@@ -11,7 +11,7 @@ export interface UpstreamImageParams {
   prompt: string;
   n: number;
   stream: boolean;
-  /** previews per image (0–3) when streaming; absent: PARTIAL_PREVIEWS */
+  /** previews per image (0–3) when streaming; absent: the provider's default */
   partial_images?: number;
   size?: string;
   quality?: string;
