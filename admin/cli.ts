@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { KeyFormat } from '../services/keys/key-format';
+import { parseFlags, stringFlags, UsageError } from '../platform/cli-args';
 import { loadConfig } from '../platform/config';
 import { withRunningSettings } from '../platform/running-settings';
 import { createDb, type Db } from '../platform/db';
@@ -30,8 +30,6 @@ const need = (f: Flags, name: string): string => {
   if (!v) throw new UsageError(`--${name} is required`);
   return v;
 };
-
-class UsageError extends Error {}
 
 const webhookDeps = (db: Db) => ({ db, sealingKey: loadSealingKey(), allowed: allowList(loadConfig(withRunningSettings()).GATEWAY_WEBHOOK_ALLOW_TARGETS) });
 
@@ -117,11 +115,7 @@ async function main(argv: string[]): Promise<number> {
   if (!cmd) {
     throw new UsageError(`unknown command '${words}' (npm run -s admin -- help lists them); commands: ${Object.keys(COMMANDS).join(', ')}`);
   }
-  const { values } = parseArgs({
-    args: argv.slice(2),
-    options: Object.fromEntries(cmd.flags.map((f) => [f, { type: 'string' as const }])),
-    strict: true,
-  });
+  const { values } = parseFlags(argv.slice(2), stringFlags(cmd.flags), { dash: '--' });
   const db = createDb(databaseUrl(loadConfig(withRunningSettings())), 2);
   try {
     const out = await cmd.run(db, values as Flags);

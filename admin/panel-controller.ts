@@ -1,4 +1,5 @@
 import { PanelError } from '../domain/panel/errors';
+import { parseFlags, stringFlags, UsageError } from '../platform/cli-args';
 import { ConfigError, loadConfig } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb } from '../platform/db';
@@ -16,56 +17,36 @@ const USAGE = `usage: panel-controller label -node N [-logical-region R] [-physi
        panel-controller undrain N
 An empty value clears a label (-zone ''); -roles '' returns to the roles the node's facts say.`;
 
-class UsageError extends Error {}
-
 const LABEL_FLAGS = { 'logical-region': 'logical_region', 'physical-region': 'physical_region', zone: 'zone', cell: 'cell' } as const;
-
-/** `-name value`, `--name value`, `-name=value`; words without a dash are positional. */
-function parseArgs(argv: string[], known: string[]): { flags: Record<string, string>; positional: string[] } {
-  const flags: Record<string, string> = {};
-  const positional: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--?([a-z][a-z-]*)(?:=(.*))?$/s.exec(argv[i]);
-    if (!m) {
-      positional.push(argv[i]);
-      continue;
-    }
-    const [, name, inline] = m;
-    if (!known.includes(name)) throw new UsageError(`unknown flag -${name}`);
-    if (name in flags) throw new UsageError(`-${name} is given twice`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new UsageError(`-${name} needs a value`);
-    flags[name] = value;
-  }
-  return { flags, positional };
-}
+const LABEL_FLAG_NAMES = Object.keys(LABEL_FLAGS) as Array<keyof typeof LABEL_FLAGS>;
 
 type Command = (argv: string[]) => { node: string; run: (db: ReturnType<typeof createDb>) => Promise<unknown> };
 
 const drainCommand =
   (draining: boolean): Command =>
   (argv) => {
-    const { flags, positional } = parseArgs(argv, ['node']);
-    const names = [...positional, ...(flags.node ? [flags.node] : [])];
+    const { values, positionals } = parseFlags(argv, stringFlags(['node']), { dash: '-', positionals: true });
+    const names = [...positionals, ...(values.node ? [values.node] : [])];
     if (names.length !== 1) throw new UsageError(`${draining ? 'drain' : 'undrain'} takes one node name`);
     return { node: names[0], run: (db) => setDraining(db, null, names[0], draining) };
   };
 
 const COMMANDS: Record<string, Command> = {
   label(argv) {
-    const { flags, positional } = parseArgs(argv, ['node', 'roles', ...Object.keys(LABEL_FLAGS)]);
-    if (positional.length) throw new UsageError(`unexpected argument "${positional[0]}"`);
-    if (!flags.node) throw new UsageError('label needs -node N');
+    const { values: flags } = parseFlags(argv, stringFlags(['node', 'roles', ...LABEL_FLAG_NAMES]), { dash: '-' });
+    const node = flags.node;
+    if (!node) throw new UsageError('label needs -node N');
     const labels: NodeLabels = {};
     for (const [flag, field] of Object.entries(LABEL_FLAGS)) {
-      if (flags[flag] !== undefined) labels[field] = flags[flag].trim() || null;
+      const v = flags[flag as keyof typeof flags];
+      if (v !== undefined) labels[field] = v.trim() || null;
     }
     if (flags.roles !== undefined) {
       const roles = flags.roles.split(',').map((r) => r.trim()).filter(Boolean);
       labels.roles = roles.length ? roles : null;
     }
     if (!Object.keys(labels).length) throw new UsageError('label needs at least one of -logical-region, -physical-region, -zone, -cell, -roles');
-    return { node: flags.node, run: (db) => labelNode(db, null, flags.node, labels) };
+    return { node, run: (db) => labelNode(db, null, node, labels) };
   },
   drain: drainCommand(true),
   undrain: drainCommand(false),

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import { PanelError } from '../domain/panel/errors';
 import { DEFAULT_IMPORT_LIMITS, type ImportLimits, type ItemClass } from '../domain/panel/import-archive';
+import { parseFlags, UsageError } from '../platform/cli-args';
 import { loadConfig } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb } from '../platform/db';
@@ -29,8 +29,6 @@ exit status: 0 read and safe, 3 read but holds refused entries, 1 unreadable wit
        login's sessions and API tokens. The database is DATABASE_URL, else the one npm start recorded in
        DATA_DIR/connection.json)`;
 
-class UsageError extends Error {}
-
 const DRY_RUN_FLAGS = {
   archive: { type: 'string' },
   account: { type: 'string' },
@@ -46,9 +44,6 @@ const DRY_RUN_FLAGS = {
   'php-versions': { type: 'string' },
 } as const;
 
-/** The spec spells flags with one dash (`-archive`); node's parseArgs wants two. */
-const dashes = (argv: string[]) => argv.map((a) => (/^-[a-z][a-z-]+(=.*)?$/s.test(a) ? `-${a}` : a));
-
 function positiveInt(raw: string | undefined, flag: string, fallback: number): number {
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new UsageError(`-${flag} needs a whole number from 1`);
@@ -56,12 +51,7 @@ function positiveInt(raw: string | undefined, flag: string, fallback: number): n
 }
 
 export function parseDryRun(argv: string[]) {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: dashes(argv), options: DRY_RUN_FLAGS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError((err as Error).message.replace(/--/g, '-').split('\n')[0]);
-  }
+  const { values } = parseFlags(argv, DRY_RUN_FLAGS, { dash: '-' });
   if (!values.archive) throw new UsageError('-archive <file>.tar.gz is needed');
   const limits: ImportLimits = {
     maxEntries: positiveInt(values['max-entries'], 'max-entries', DEFAULT_IMPORT_LIMITS.maxEntries),
@@ -196,12 +186,7 @@ async function remoteImport(archive: string, t: { account: string; api: string; 
 }
 
 async function resetPassword(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: dashes(argv), options: { login: { type: 'string' }, json: { type: 'boolean' } }, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError((err as Error).message.replace(/--/g, '-').split('\n')[0]);
-  }
+  const { values } = parseFlags(argv, { login: { type: 'string' }, json: { type: 'boolean' } }, { dash: '-' });
   if (!values.login) throw new UsageError('reset-password needs -login <username>');
   const json = values.json ?? false;
   const db = createDb(databaseUrl(loadConfig(withRunningSettings())), 2);

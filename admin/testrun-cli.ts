@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import { request } from 'undici';
+import { parseFlags, UsageError } from '../platform/cli-args';
 import { EXIT, exitCodeFor, jsonReport, junitXml, type RunAnswer } from './testrun-report';
 
 // The CI release gate: `npm run -s testrun -- --project ID --cases a,b --wait`. Creates a run,
@@ -16,7 +16,6 @@ const USAGE = `usage: npm run -s testrun -- --project ID (--cases id1,id2 | --ta
   --timeout: seconds to wait for a terminal result (default 3600); then the run is canceled
   exit: 0 passed, 1 failed, 2 error or unusable answer, 3 timed_out / canceled / lost sight, 4 wrong usage`;
 
-export class UsageError extends Error {}
 /** An answer the CLI cannot use: exit 2. */
 class Unusable extends Error {}
 /** The run cannot be followed any more: exit 3. */
@@ -41,33 +40,27 @@ interface Options {
 const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter(Boolean));
 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        project: { type: 'string' },
-        cases: { type: 'string' },
-        tags: { type: 'string' },
-        configuration: { type: 'string' },
-        'config-json': { type: 'string' },
-        label: { type: 'string' },
-        wait: { type: 'boolean' },
-        'base-url': { type: 'string' },
-        token: { type: 'string' },
-        junit: { type: 'string' },
-        json: { type: 'string' },
-        timeout: { type: 'string' },
-        'idempotency-key': { type: 'string' },
-        run: { type: 'string' },
-        help: { type: 'boolean' },
-      },
-    }));
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const { values } = parseFlags(
+    argv,
+    {
+      project: { type: 'string' },
+      cases: { type: 'string' },
+      tags: { type: 'string' },
+      configuration: { type: 'string' },
+      'config-json': { type: 'string' },
+      label: { type: 'string' },
+      wait: { type: 'boolean' },
+      'base-url': { type: 'string' },
+      token: { type: 'string' },
+      junit: { type: 'string' },
+      json: { type: 'string' },
+      timeout: { type: 'string' },
+      'idempotency-key': { type: 'string' },
+      run: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+    { dash: '--' },
+  );
   if (values.help) throw new UsageError('');
   if (!values.project) throw new UsageError('--project is required');
   const cases = list(values.cases);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isNodeName } from '../domain/panel/node-ops';
 import { isSafeRoot } from '../domain/panel/node-config';
-import { FlagError } from '../platform/panel-flags';
+import { parseFlags, stringFlags, UsageError } from '../platform/cli-args';
 
 // The flags of `panel-host serve` (PANEL.md section 1, spec 2 section 4.3), parsed like
 // panel-api's: `-flag value`, `--flag value` or `--flag=value`; a bad value names its flag.
@@ -23,23 +23,14 @@ export interface HostFlags {
 
 
 const REQUIRED = ['node', 'root', 'panel', 'token-file'] as const;
-const KNOWN = new Set([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port', 'web-tls-port']);
+const HOST_FLAGS = stringFlags([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port', 'web-tls-port']);
 
 const port = (v: string) => (/^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535 ? Number(v) : null);
 
 export function parseHostFlags(argv: string[]): HostFlags {
-  const raw = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--?([a-z0-9-]+)(?:=(.*))?$/.exec(argv[i]);
-    if (!m) throw new FlagError(`unexpected argument "${argv[i]}"`);
-    const [, name, inline] = m;
-    if (!KNOWN.has(name)) throw new FlagError(`unknown flag -${name} (known: ${[...KNOWN].map((f) => `-${f}`).join(', ')})`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new FlagError(`-${name} needs a value`);
-    raw.set(name, value);
-  }
-  for (const r of REQUIRED) if (!raw.has(r)) throw new FlagError(`-${r} is required`);
-  const bad = (name: string, why: string) => new FlagError(`-${name} ${JSON.stringify(raw.get(name))}: ${why}`);
+  const raw = new Map(Object.entries(parseFlags(argv, HOST_FLAGS, { dash: '-' }).values));
+  for (const r of REQUIRED) if (!raw.has(r)) throw new UsageError(`-${r} is required`);
+  const bad = (name: string, why: string) => new UsageError(`-${name} ${JSON.stringify(raw.get(name))}: ${why}`);
   const node = raw.get('node')!;
   if (!isNodeName(node)) throw bad('node', 'a node name: lower-case letters, digits and -, at most 63');
   const root = path.resolve(raw.get('root')!);

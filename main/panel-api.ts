@@ -14,7 +14,8 @@ import { startController, type ControllerBounds, type NodeController } from '../
 import type { DnsSettings } from '../services/panel/dns/dns';
 import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/sites/client';
 import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/reconcile/client';
-import { ensureAlertEvalSchedule, removeAlertEvalSchedule, WEBHOOK_RETRY_DEFAULTS, type WebhookRetry, type WebhookSettings } from '../services/panel/alerts/client';
+import { ensureAlertEvalSchedule, removeAlertEvalSchedule, type WebhookSettings } from '../services/panel/alerts/client';
+import { WEBHOOK_RETRY_DEFAULTS, type WebhookDeliveryRetry } from '../domain/shared/webhooks';
 import { PANEL_TASK_QUEUE } from '../domain/panel/workflows';
 import { resumePendingDatabaseOps } from '../services/panel/databases/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
@@ -67,7 +68,7 @@ export interface PanelRuntimeOptions {
   /** how long a restore point extracted for inspection stays (default 24 h; tests shorten it) */
   backupInspectionMs?: number;
   /** webhooks: internal addresses allowed as targets (PANEL_WEBHOOK_ALLOW_TARGETS), retries and how often new deliveries are started (tests shorten them) */
-  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookRetry>; dispatchEveryMs?: number };
+  webhooks?: { allowTargets?: string[]; retry?: Partial<WebhookDeliveryRetry>; dispatchEveryMs?: number };
   /** legacy imports: where uploads are kept, the reading limits, the PHP versions offered */
   imports?: ImportOptions;
 }

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { FlagError, parsePanelFlags, splitFlags } from './panel-flags';
+import { UsageError } from './cli-args';
+import { parsePanelFlags, splitFlags } from './panel-flags';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const positive = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -35,7 +36,7 @@ const schema = z.object({
     try {
       parsePanelFlags(splitFlags(v));
     } catch (err) {
-      if (!(err instanceof FlagError)) throw err;
+      if (!(err instanceof UsageError)) throw err;
       ctx.addIssue({ code: 'custom', message: err.message });
     }
   }),

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
+import { parseFlags, UsageError } from './cli-args';
 
 // The flags of `panel-api serve` (spec 2 section 4.3), spelled as the spec spells them
 // (`-metrics-interval 60s`; `--metrics-interval=60s` works too), parsed into one typed object.
@@ -22,8 +23,6 @@ export interface PanelFlags {
   controllerState: boolean;
 }
 
-export class FlagError extends Error {}
-
 /**
  * The flags of `<command> serve …`: anything but `serve` prints the usage and exits 2, and so does a
  * bad flag (after naming it), as command-line tools do.
@@ -36,14 +35,23 @@ export function serveFlags<T>(command: string, usage: string, argv: string[], pa
   try {
     return parse(argv.slice(1));
   } catch (err) {
-    if (!(err instanceof FlagError)) throw err;
+    if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`${command}: ${err.message}\n${usage}\n`);
     process.exit(2);
   }
 }
 
-const BOOLEAN = new Set(['billing-meter', 'controller-state']);
-const VALUED = new Set(['metrics-interval', 'reconcile', 'reconcile-interval', 'placement', 'placement-node-facts', 'node-api-listen', 'require-2fa-roles']);
+const PANEL_FLAGS = {
+  'metrics-interval': { type: 'string' },
+  reconcile: { type: 'string' },
+  'reconcile-interval': { type: 'string' },
+  placement: { type: 'string' },
+  'placement-node-facts': { type: 'string' },
+  'node-api-listen': { type: 'string' },
+  'require-2fa-roles': { type: 'string' },
+  'billing-meter': { type: 'boolean' },
+  'controller-state': { type: 'boolean' },
+} as const;
 
 /** `60s`, `5m`, `1h`, `500ms`, or a number of seconds; at least 1 s. */
 export function parseDuration(v: string): number | null {
@@ -62,27 +70,15 @@ export const splitFlags = (raw: string): string[] => raw.split(/\s+/).filter(Boo
 
 export function parsePanelFlags(argv: string[]): PanelFlags {
   const flags: PanelFlags = { metricsIntervalMs: null, reconcile: null, placement: null, placementNodeFacts: null, nodeApiListen: null, billingMeter: false, requireTwoFactorRoles: [], controllerState: false };
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--?([a-z0-9-]+)(?:=(.*))?$/.exec(argv[i]);
-    if (!m) throw new FlagError(`unexpected argument "${argv[i]}"`);
-    const [, name, inline] = m;
-    if (BOOLEAN.has(name)) {
-      const v = inline ?? 'true';
-      if (!['true', 'false'].includes(v)) throw new FlagError(`-${name} takes no value (or =true / =false)`);
-      if (name === 'billing-meter') flags.billingMeter = v === 'true';
-      else flags.controllerState = v === 'true';
-      continue;
-    }
-    if (!VALUED.has(name)) throw new FlagError(`unknown flag -${name} (known: ${[...VALUED, ...BOOLEAN].map((f) => `-${f}`).join(', ')})`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new FlagError(`-${name} needs a value`);
-    apply(flags, name, value);
-  }
+  const { values } = parseFlags(argv, PANEL_FLAGS, { dash: '-' });
+  flags.billingMeter = values['billing-meter'] ?? false;
+  flags.controllerState = values['controller-state'] ?? false;
+  for (const [name, value] of Object.entries(values)) if (typeof value === 'string') apply(flags, name, value);
   return flags;
 }
 
 function apply(f: PanelFlags, name: string, v: string): void {
-  const bad = (why: string) => new FlagError(`-${name} ${JSON.stringify(v)}: ${why}`);
+  const bad = (why: string) => new UsageError(`-${name} ${JSON.stringify(v)}: ${why}`);
   switch (name) {
     case 'metrics-interval': {
       if (v === 'off' || v === '0') return void (f.metricsIntervalMs = null);

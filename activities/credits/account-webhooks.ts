@@ -1,25 +1,14 @@
-import type { Db } from '../../platform/db';
-import { allowList, guardedAgent } from '../../services/shared/webhook-targets';
-import { attemptDelivery, failDelivery } from '../../services/accounts/webhooks';
+import { ACCOUNT_WEBHOOK_LOG } from '../../services/accounts/webhooks';
+import { createWebhookDeliveryActivities, type WebhookDeliveryActivityDeps } from '../shared/webhook-delivery';
 
-// The activities of account webhook delivery (workflows/credits/account-webhook.ts).
+// The activities of account webhook delivery (workflows/credits/account-webhook.ts): the shared
+// factory over the account webhook log, under this workflow's activity names.
 
-export interface AccountWebhookActivityDeps {
-  db: Db;
-  /** opens the endpoints' sealed signing secrets */
-  sealingKey: Buffer;
-  /** internal addresses the operator allows as targets (GATEWAY_WEBHOOK_ALLOW_TARGETS) */
-  allowTargets: string[];
-}
+export type AccountWebhookActivityDeps = WebhookDeliveryActivityDeps;
 
 export function createAccountWebhookActivities(deps: AccountWebhookActivityDeps) {
-  const allowed = allowList(deps.allowTargets);
-  const dispatcher = guardedAgent(allowed);
-  const d = { db: deps.db, sealingKey: deps.sealingKey, allowed };
-  return {
-    attemptAccountWebhook: (deliveryId: string, attempt: number) => attemptDelivery(d, dispatcher, deliveryId, attempt),
-    failAccountWebhook: (deliveryId: string) => failDelivery(deps.db, deliveryId),
-  };
+  const delivery = createWebhookDeliveryActivities(ACCOUNT_WEBHOOK_LOG, deps);
+  return { attemptAccountWebhook: delivery.attempt, failAccountWebhook: delivery.fail };
 }
 
 export type AccountWebhookActivities = ReturnType<typeof createAccountWebhookActivities>;

@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { convertProviderCost } from '../../domain/credits/pricing';
 import type { Db } from '../../platform/db';
-import { ADAPTERS } from '../../providers';
+import { providerAuthHeaders } from '../../providers';
 import { findProvider } from '../../services/catalog/catalog';
 
 export type LateCost = { status: 'pending' } | { status: 'completed'; cost: string | null; usage: Record<string, unknown> };
@@ -15,9 +15,8 @@ export function createProviderCostActivities(db: Db) {
     const provider = await findProvider(db, providerId);
     if (!provider) throw new Error(`provider ${providerId} not found`);
     const key: string | undefined = provider.api_keys[0];
-    const adapter = ADAPTERS[provider.kind];
     const res = await request(new URL(`v1/generations/${encodeURIComponent(generationId)}`, provider.base_url), {
-      headers: key && adapter ? adapter.authHeaders(key) : {},
+      headers: key ? providerAuthHeaders(provider.kind, key) : {},
       headersTimeout: 10_000,
       bodyTimeout: 10_000,
     });

@@ -4,7 +4,7 @@ import { type ProviderVideo, type VideoStatus } from '../../domain/media/video';
 import type { Db } from '../../platform/db';
 import { findProvider } from '../../services/catalog/catalog';
 import { recordJobStatus } from '../../services/media/jobs';
-import { fetchVideo, parseVideoObject } from '../../providers/openai/videos';
+import { providerFor } from '../../providers';
 
 export interface VideoActivityDeps {
   db: Db;
@@ -31,7 +31,9 @@ export function createVideoActivities(deps: VideoActivityDeps) {
 
   async function pollVideo(providerId: string, upstreamId: string): Promise<ProviderVideo> {
     const provider = await providerOf(providerId);
-    const res = await fetchVideo(provider, upstreamId);
+    const videos = providerFor(provider.kind, 'videos');
+    if (!videos) throw new Error(`provider ${providerId} (${provider.kind}) has no video jobs`);
+    const res = await videos.fetchJob(provider, upstreamId);
     if (res.statusCode === 404) {
       // The provider no longer knows the job: it will never finish, and charged nothing we can see.
       await res.body.dump();
@@ -41,7 +43,7 @@ export function createVideoActivities(deps: VideoActivityDeps) {
       await res.body.dump();
       throw new Error(`provider answered ${res.statusCode} for video ${upstreamId}`);
     }
-    const v = parseVideoObject((await res.body.json()) as Record<string, unknown>);
+    const v = videos.parseJob((await res.body.json()) as Record<string, unknown>);
     const cost = v.cost === null ? null : convertProviderCost(v.cost, provider.credits_per_cost_unit);
     return { status: v.status, error: v.error, cost };
   }

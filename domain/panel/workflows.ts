@@ -1,5 +1,6 @@
 import type { BackupOperation, DatabaseOpKind } from './node-ops';
 import type { ReconcileMode } from './reconcile';
+import type { WebhookDeliveryRetry } from '../shared/webhooks';
 
 // The panel's task queues, the ids of its workflows and schedules, and what each workflow is started
 // with, as the gateway's stand in domain/: the area clients start under these ids with these inputs
@@ -90,16 +91,6 @@ export interface InspectionInput {
 
 export interface AlertEvalInput {
   webhooks: { taskQueue: string; retry: WebhookDeliveryRetry };
-}
-
-export interface WebhookDeliveryRetry {
-  initialMs: number;
-  maxMs: number;
-  giveUpAfterMs: number;
-}
-
-export interface WebhookDeliveryInput extends WebhookDeliveryRetry {
-  deliveryId: string;
 }
 
 export interface ReconcileInput {

@@ -1,3 +1,4 @@
+import type { SpeechParams, TranscriptionParams } from '../endpoints';
 import type { FormPart } from '../upstream';
 
 // OpenAI audio wire format: speech (`/v1/audio/speech`, raw bytes back) and transcription
@@ -8,32 +9,12 @@ export const SPEECH_PATH = 'v1/audio/speech';
 export const TRANSCRIPTION_PATH = 'v1/audio/transcriptions';
 export const GENERATION_ID_HEADER = 'x-sim-generation-id';
 
-export interface SpeechParams {
-  input: string;
-  voice?: string;
-  response_format: 'mp3' | 'pcm';
-  speed?: number;
-  input_references?: unknown[];
-  /** provider.options for this provider, merged into the body */
-  options?: Record<string, unknown>;
-}
-
 export function speechRequest(p: SpeechParams, upstreamModel: string): Record<string, unknown> {
   const { options, ...rest } = p;
   return { ...options, ...rest, model: upstreamModel };
 }
 
 export const SPEECH_CONTENT_TYPE = { mp3: 'audio/mpeg', pcm: 'audio/pcm;rate=24000;channels=1' } as const;
-
-export interface TranscriptionParams {
-  audio: Buffer;
-  format: string;
-  language?: string;
-  temperature?: number;
-  verbose: boolean;
-  granularities?: string[];
-  options?: Record<string, unknown>;
-}
 
 const MEDIA_TYPES: Record<string, string> = {
   wav: 'audio/wav',

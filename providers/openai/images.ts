@@ -1,29 +1,11 @@
+import type { ImageStreamEvent, UpstreamImageParams, UpstreamImages, UpstreamImageUsage } from '../endpoints';
+
 // OpenAI's image wire format (POST v1/images/generations, v1/images/edits): the upstream body
 // from a validated request, and the images, usage and cost read back (plain or streamed).
 
 export const IMAGE_GENERATIONS_PATH = 'v1/images/generations';
 /** Edits go as JSON with `images: [{ image_url }]` (data URLs): OpenAI's JSON form of edits. */
 export const IMAGE_EDITS_PATH = 'v1/images/edits';
-export const openaiImageAuth = (key: string) => ({ authorization: `Bearer ${key}` });
-
-export interface UpstreamImageParams {
-  prompt: string;
-  n: number;
-  stream: boolean;
-  /** previews per image (0–3) when streaming; absent: PARTIAL_PREVIEWS */
-  partial_images?: number;
-  size?: string;
-  quality?: string;
-  output_format?: string;
-  output_compression?: number;
-  background?: string;
-  seed?: number;
-  negative_prompt?: string;
-  guidance?: number;
-  steps?: number;
-  /** provider.options for this provider: merged first, so they never override the fields above */
-  options?: Record<string, unknown>;
-}
 
 const PARTIAL_PREVIEWS = 2;
 const RESERVED = new Set(['model', 'prompt', 'n', 'stream', 'partial_images', 'images', 'image', 'input_images', 'input_references', 'mask']);
@@ -39,18 +21,6 @@ export function imageRequestBody(upstreamModel: string, p: UpstreamImageParams, 
   return body;
 }
 
-export interface UpstreamImageUsage {
-  input: number;
-  output: number;
-}
-
-export interface UpstreamImages {
-  images: string[];
-  usage: UpstreamImageUsage | null;
-  /** the provider's cost in its currency, when reported */
-  cost: number | undefined;
-}
-
 function usageOf(u: unknown): UpstreamImageUsage | null {
   if (typeof u !== 'object' || u === null) return null;
   const { input_tokens: input, output_tokens: output } = u as Record<string, unknown>;
@@ -63,10 +33,6 @@ export function parseImageResponse(json: Record<string, unknown>): UpstreamImage
   const images = data.map((d) => (d as { b64_json?: unknown }).b64_json).filter((b): b is string => typeof b === 'string' && b.length > 0);
   return { images, usage: usageOf(json.usage), cost: costOf(json.cost) };
 }
-
-export type ImageStreamEvent =
-  | { type: 'partial'; b64: string; imageIndex: number; partialIndex: number }
-  | { type: 'completed'; b64: string; imageIndex: number; usage: UpstreamImageUsage | null; cost: number | undefined };
 
 /** One upstream SSE event (`image_generation.*` or `image_edit.*`); usage and cost are cumulative. */
 export function parseImageStreamEvent(data: string | null): ImageStreamEvent | null {

@@ -1,6 +1,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Provider } from '../../domain/catalog/model';
 import type { VideoStatus } from '../../domain/media/video';
+import type { ProviderVideoObject, VideoCreate } from '../endpoints';
 import { openaiChat } from './chat';
 
 // OpenAI video jobs (POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content): the
@@ -9,20 +10,6 @@ import { openaiChat } from './chat';
 export const VIDEO_CREATE_PATH = 'v1/videos';
 
 const agent = new Agent({ keepAliveTimeout: 30_000, connections: 128, pipelining: 1 });
-
-/** The gateway's validated create request (spec 1 section 4.3). */
-export interface VideoCreate {
-  prompt?: string;
-  duration: number;
-  resolution: string;
-  aspect_ratio?: string;
-  size?: string;
-  frame_images?: unknown[];
-  input_references?: unknown[];
-  generate_audio?: boolean;
-  seed?: number;
-  provider?: { options?: Record<string, unknown> };
-}
 
 /** The upstream body: OpenAI names the duration `seconds`; provider options merge in as given. */
 export function videoCreateBody(req: VideoCreate, upstreamModel: string, previousUpstreamId: string | null): Record<string, unknown> {
@@ -56,7 +43,7 @@ const STATUS: Record<string, VideoStatus> = {
 };
 
 /** The provider's video object → status, error and its cost in the provider's currency. */
-export function parseVideoObject(json: Record<string, unknown>): { id: string; status: VideoStatus; error: string | null; cost: string | number | null } {
+export function parseVideoObject(json: Record<string, unknown>): ProviderVideoObject {
   const status = STATUS[String(json.status)];
   if (!status || typeof json.id !== 'string') throw new Error(`unexpected video object from the provider: status ${String(json.status)}`);
   const err = json.error as { message?: string; code?: string } | null | undefined;

@@ -1,6 +1,7 @@
 import { Client as PgClient } from 'pg';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { SA } from '../../domain/shared/search-attributes';
+import { WEBHOOK_RETRY_DEFAULTS, type WebhookDeliveryRetry } from '../../domain/shared/webhooks';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { accountWebhookWorkflow } from '../../workflows/credits/account-webhook';
@@ -13,13 +14,6 @@ import { claimUnstarted, unclaim } from './webhooks';
 
 export const accountWebhookWorkflowId = (deliveryId: string) => `account-webhook-${deliveryId}`;
 
-export interface AccountWebhookRetry {
-  initialMs: number;
-  maxMs: number;
-  giveUpAfterMs: number;
-}
-
-export const ACCOUNT_WEBHOOK_RETRY_DEFAULTS: AccountWebhookRetry = { initialMs: 10_000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 };
 
 export interface EventRelayOptions {
   db: Db;
@@ -27,7 +21,7 @@ export interface EventRelayOptions {
   temporal: Client;
   taskQueue: string;
   logger: Logger;
-  retry?: AccountWebhookRetry;
+  retry?: WebhookDeliveryRetry;
   pollMs?: number;
 }
 
@@ -36,7 +30,7 @@ async function startDelivery(o: EventRelayOptions, d: { id: string; account_id: 
     await o.temporal.workflow.start<typeof accountWebhookWorkflow>('accountWebhookWorkflow', {
       taskQueue: o.taskQueue,
       workflowId: accountWebhookWorkflowId(d.id),
-      args: [{ deliveryId: d.id, ...(o.retry ?? ACCOUNT_WEBHOOK_RETRY_DEFAULTS) }],
+      args: [{ deliveryId: d.id, ...(o.retry ?? WEBHOOK_RETRY_DEFAULTS) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [
         { key: SA.AccountId, value: d.account_id },

@@ -1,19 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { z } from 'zod';
-import type { Dispatcher } from 'undici';
 import type { Db } from '../../platform/db';
-import { open, seal } from '../../platform/secret-box';
+import { seal } from '../../platform/secret-box';
 import { InvalidInput, NotFound } from '../shared/errors';
-import { checkHost, TargetRefused } from '../shared/webhook-targets';
-import { SECRET_PREFIX, type AttemptOutcome } from '../panel/alerts/webhooks';
-import { postSigned } from '../shared/signed-post';
+import { checkWebhookUrl, newWebhookSecret, type WebhookLog } from '../shared/webhook-delivery';
 import { credits } from './accounts';
 
 // Account webhooks (issue 23, feature 5): endpoints an operator sets on an account, and the
 // deliveries of its events (`balance.low`, `key.spend_limit_reached`) that settlement records
-// (services/accounts/event-sql.ts). Signed as the panel's webhooks are, with the panel's signing
-// and target checks: `Gateway-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "t.body")>`;
+// (services/accounts/event-sql.ts). Signed, checked and delivered as the panel's webhooks are
+// (services/shared/webhook-delivery.ts): `Gateway-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "t.body")>`;
 // never to private or loopback addresses unless GATEWAY_WEBHOOK_ALLOW_TARGETS allows them.
 
 export const SIGNATURE_HEADER = 'gateway-signature';
@@ -33,22 +29,8 @@ async function accountExists(db: Db, id: string): Promise<void> {
   if (!(await db('accounts').where({ id }).first('id'))) throw new NotFound(`account ${id} not found`);
 }
 
-async function checkUrl(url: string, allowed: net.BlockList): Promise<string> {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new InvalidInput('url', 'not a URL');
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new InvalidInput('url', 'http:// or https:// only');
-  if (u.username || u.password) throw new InvalidInput('url', 'credentials in the URL are not accepted: the signature authenticates the gateway');
-  try {
-    await checkHost(u.hostname, allowed);
-  } catch (err) {
-    throw new InvalidInput('url', err instanceof TargetRefused ? err.message.replace('PANEL_WEBHOOK_ALLOW_TARGETS', 'GATEWAY_WEBHOOK_ALLOW_TARGETS') : `the host ${u.hostname} does not resolve`);
-  }
-  return u.toString();
-}
+const checkUrl = async (url: string, allowed: net.BlockList): Promise<string> =>
+  (await checkWebhookUrl(url, allowed, { sender: 'gateway', allowSetting: 'GATEWAY_WEBHOOK_ALLOW_TARGETS', refused: (detail) => new InvalidInput('url', detail) })).toString();
 
 const VIEW = ['id', 'account_id', 'url', 'created_at'];
 
@@ -56,7 +38,7 @@ const VIEW = ['id', 'account_id', 'url', 'created_at'];
 export async function createEndpoint(d: AccountWebhookDeps, accountId: string, url: string) {
   await accountExists(d.db, accountId);
   const checked = await checkUrl(url, d.allowed);
-  const secret = SECRET_PREFIX + randomBytes(24).toString('base64url');
+  const secret = newWebhookSecret();
   const [row] = await d.db('account_webhook_endpoints').insert({ account_id: accountId, url: checked, secret_sealed: seal(d.sealingKey, secret) }).returning(VIEW);
   return { ...row, events: EVENT_TYPES, secret, message: `the signing secret is shown once: keep it to verify the ${SIGNATURE_HEADER} header` };
 }
@@ -109,28 +91,29 @@ export async function claimUnstarted(db: Db, limit = 100): Promise<Array<{ id: s
 
 export const unclaim = (db: Db, ids: string[]) => db('account_webhook_deliveries').whereIn('id', ids).update({ started_at: null });
 
-/** One signed POST of a delivery; the delivery row keeps the count and the last result. */
-export async function attemptDelivery(d: AccountWebhookDeps, dispatcher: Dispatcher, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
-  const row = await d.db('account_webhook_deliveries as d')
-    .join('account_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .where('d.id', deliveryId)
-    .first('d.id', 'd.status', 'd.event_type', 'd.payload', 'd.created_at', 'e.url', 'e.secret_sealed', 'e.account_id');
-  if (!row || row.status !== 'pending') return { done: true, delivered: row?.status === 'delivered', status: null, error: row ? null : 'the delivery or its endpoint is gone' };
-  const { status, error } = await postSigned(dispatcher, {
-    url: row.url,
-    body: JSON.stringify({ id: row.id, type: row.event_type, created_at: row.created_at.toISOString(), account_id: row.account_id, data: row.payload }),
-    secret: open(d.sealingKey, row.secret_sealed),
-    signatureHeader: SIGNATURE_HEADER,
-    headers: { 'user-agent': 'gateway-webhooks', 'gateway-event': row.event_type, 'gateway-delivery': row.id },
-  });
-  const delivered = error === null;
-  await d.db('account_webhook_deliveries')
-    .where({ id: deliveryId, status: 'pending' })
-    .update({ attempts: d.db.raw('greatest(attempts, ?)', [attempt]), last_status_code: status, last_error: error, ...(delivered ? { status: 'delivered', finished_at: d.db.fn.now() } : {}) });
-  return { done: delivered, delivered, status, error };
-}
-
-/** Gives up on a delivery after its retries. */
-export async function failDelivery(db: Db, deliveryId: string): Promise<void> {
-  await db('account_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', finished_at: db.fn.now() });
-}
+/** The account webhook log: the delivery row keeps the count and the last result. */
+export const ACCOUNT_WEBHOOK_LOG: WebhookLog = {
+  signatureHeader: SIGNATURE_HEADER,
+  async load(db, deliveryId) {
+    const row = await db('account_webhook_deliveries as d')
+      .join('account_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .where('d.id', deliveryId)
+      .first('d.id', 'd.status', 'd.event_type', 'd.payload', 'd.created_at', 'e.url', 'e.secret_sealed', 'e.account_id');
+    if (!row) return null;
+    return {
+      status: row.status,
+      url: row.url,
+      secretSealed: row.secret_sealed,
+      body: JSON.stringify({ id: row.id, type: row.event_type, created_at: row.created_at.toISOString(), account_id: row.account_id, data: row.payload }),
+      headers: { 'user-agent': 'gateway-webhooks', 'gateway-event': row.event_type, 'gateway-delivery': row.id },
+    };
+  },
+  async record(db, deliveryId, attempt, r) {
+    await db('account_webhook_deliveries')
+      .where({ id: deliveryId, status: 'pending' })
+      .update({ attempts: db.raw('greatest(attempts, ?)', [attempt]), last_status_code: r.status, last_error: r.error, ...(r.delivered ? { status: 'delivered', finished_at: db.fn.now() } : {}) });
+  },
+  async fail(db, deliveryId) {
+    await db('account_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', finished_at: db.fn.now() });
+  },
+};

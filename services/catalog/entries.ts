@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../platform/db';
+import { PROVIDER_KINDS } from '../../providers';
 import { credits, TIERS } from '../accounts/accounts';
 import { followModelChange, knownProvider } from './routes';
 
@@ -89,8 +90,8 @@ export const listModels = (db: Db) => db('models').orderBy('id').select();
 
 export const providerInput = z.object({
   id: z.string().min(1).max(100),
-  // the upstream adapters (providers/index.ts): OpenAI chat completions, Anthropic messages
-  kind: z.enum(['openai', 'anthropic']),
+  // the registered provider kinds (providers/index.ts)
+  kind: z.enum(PROVIDER_KINDS),
   'base-url': z.string().url(),
   'api-keys': csv.default([]),
   'credits-per-cost-unit': credits.default('1'),

@@ -148,8 +148,10 @@ describe('admin CLI (real process)', function () {
       assert.equal(rows.length, 0);
     });
 
-    it('unknown flag', function () {
-      failure(runs.badFlag, /--bogus/);
+    it('unknown flag: exit 2, a usage error naming the flag and the known ones', function () {
+      failure(runs.badFlag, /^unknown flag --bogus \(known: --name, --tier, --credits, --plan-expires-at\)$/);
+      assert.equal(runs.badFlag.code, 2, 'usage errors exit 2 (admin help)');
+      assert.equal(runs.badFlag.json.error.type, 'usage_error', runs.badFlag.stdout);
     });
   });
 });

@@ -349,6 +349,13 @@ describe('chat completions', function () {
       assert.equal((await call(base, '/v1/credits', { key: 'sk-something' })).status, 401);
     });
 
+    it('an Authorization of another scheme is no key (missing_api_key), unless a key header comes with it', async () => {
+      const basic = await call(base, '/v1/credits', { headers: { authorization: 'Basic Zm9vOmJhcg==' } });
+      assert.deepEqual([basic.status, basic.json.error.code], [401, 'missing_api_key'], basic.text);
+      const both = await call(base, '/v1/credits', { headers: { authorization: 'Basic Zm9vOmJhcg==', 'x-api-key': acct.key } });
+      assert.equal(both.status, 200, both.text);
+    });
+
     it('a revoked key is refused at once, even when it was cached', async () => {
       assert.equal((await call(base, '/v1/credits', { key: acct.key })).status, 200);
       await revokeKey(env.db, acct.keyId);

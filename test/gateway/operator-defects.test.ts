@@ -77,6 +77,27 @@ describe('issue 23 defect 6: provider and model set for every adapter and media 
     }
     assert.equal((await env.db('models').where({ id: image }).first()).upstream_model, 'sim-image-1-2026-01-15');
   });
+
+  it('a provider kind that lacks an endpoint (anthropic: no embeddings, no videos) answers provider_unavailable and holds nothing', async () => {
+    const acct = await newAccount({ credits: '5' });
+    const suffix = randomUUID().slice(0, 8);
+    const [embed, video] = await Promise.all([env.db('models').where({ id: 'sim-embed' }).first(), env.db('models').where({ id: 'sim-video-1' }).first()]);
+    await env.db('models').insert([
+      { ...embed, id: `embed-${suffix}`, provider_id: 'simulator-anthropic' },
+      { ...video, id: `video-${suffix}`, provider_id: 'simulator-anthropic' },
+    ]);
+    const embedCall = () => call(stack.gateway.url, '/v1/embeddings', { key: acct.key, body: { model: `embed-${suffix}`, input: 'hello' } });
+    const videoCall = () => call(stack.gateway.url, '/v1/videos', { key: acct.key, body: { model: `video-${suffix}`, prompt: 'a fox', duration: 4 } });
+    const seen = await eventually(async () => (await embedCall()).status !== 404 && (await videoCall()).status !== 404);
+    assert.ok(seen, 'the catalog reloaded the two models');
+    for (const r of [await embedCall(), await videoCall()]) {
+      assert.equal(r.status, 503, r.text);
+      assert.equal(r.json.error.code, 'provider_unavailable', r.text);
+    }
+    const row = await env.db('accounts').where({ id: acct.accountId }).first();
+    assert.deepEqual([Number(row.total_usage), Number(row.reserved_credits)], [0, 0], 'nothing held or charged');
+    assert.equal(Number((await env.db('reservations').where({ account_id: acct.accountId }).count('* as n'))[0].n), 0, 'no reservation row');
+  });
 });
 
 describe('issue 23 defect 3: a provider cost above the hold', function () {

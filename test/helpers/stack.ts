@@ -13,7 +13,8 @@ import { createCreditsWorker } from '../../workers/credits';
 import { env } from '../setup/env';
 import { observedClientOptions } from '../../platform/temporal-client';
 import type { BreakerSettings } from '../../domain/catalog/routing';
-import { startAccountEventRelay, type AccountWebhookRetry } from '../../services/accounts/event-relay';
+import { startAccountEventRelay } from '../../services/accounts/event-relay';
+import type { WebhookDeliveryRetry } from '../../domain/shared/webhooks';
 
 export interface Stack {
   taskQueue: string;
@@ -47,7 +48,7 @@ export interface StackOptions {
   /** ROUTE_BREAKER_* */
   routeBreaker?: Partial<BreakerSettings>;
   /** account webhooks: GATEWAY_WEBHOOK_ALLOW_TARGETS and the delivery retries */
-  accountWebhooks?: { allowTargets: string[]; retry?: AccountWebhookRetry };
+  accountWebhooks?: { allowTargets: string[]; retry?: WebhookDeliveryRetry };
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {

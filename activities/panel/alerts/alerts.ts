@@ -2,8 +2,8 @@ import { Context } from '@temporalio/activity';
 import type { Db } from '../../../platform/db';
 import type { WebhookSettings } from '../../../services/panel/alerts/client';
 import { evaluateAlerts } from '../../../services/panel/alerts/evaluate';
-import { allowList, guardedAgent } from '../../../services/shared/webhook-targets';
-import { attemptDelivery, failDelivery, startPendingDeliveries } from '../../../services/panel/alerts/webhooks';
+import { PANEL_WEBHOOK_LOG, startPendingDeliveries } from '../../../services/panel/alerts/webhooks';
+import { createWebhookDeliveryActivities } from '../../shared/webhook-delivery';
 
 // The activities of alert evaluation and webhook delivery (workflows/panel/alerts/alerts.ts).
 
@@ -16,9 +16,7 @@ export interface AlertActivityDeps {
 }
 
 export function createAlertActivities(deps: AlertActivityDeps) {
-  const allowed = allowList(deps.webhookAllowTargets);
-  const dispatcher = guardedAgent(allowed);
-  const webhooks = { db: deps.db, sealingKey: deps.sealingKey, allowed };
+  const delivery = createWebhookDeliveryActivities(PANEL_WEBHOOK_LOG, { db: deps.db, sealingKey: deps.sealingKey, allowTargets: deps.webhookAllowTargets });
   return {
     /** Samples, evaluates every rule, then starts the workflows of the deliveries that recorded. */
     async evaluateAlerts(settings: WebhookSettings) {
@@ -26,8 +24,8 @@ export function createAlertActivities(deps: AlertActivityDeps) {
       const deliveries = await startPendingDeliveries(deps.db, Context.current().client, settings);
       return { ...result, deliveries_started: deliveries };
     },
-    attemptWebhookDelivery: (deliveryId: string, attempt: number) => attemptDelivery(webhooks, dispatcher, deliveryId, attempt),
-    failWebhookDelivery: (deliveryId: string) => failDelivery(deps.db, deliveryId),
+    attemptWebhookDelivery: delivery.attempt,
+    failWebhookDelivery: delivery.fail,
   };
 }
 

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { GatewayError } from '../../../domain/shared/errors';
 import { convertProviderCost, holdForText, type TokenUsage } from '../../../domain/credits/pricing';
-import { ADAPTERS } from '../../../providers';
+import { providerAuthHeaders, providerFor } from '../../../providers';
 import { postUpstream } from '../../../providers/upstream';
 import { readJsonObject } from '../../shared/http';
 import { validate } from '../../shared/validate';
@@ -31,9 +31,8 @@ export function embeddings(deps: Omit<InferenceDeps, 'breakers'>) {
     const started = Date.now();
     const req = validate(embeddingsRequestSchema, await readJsonObject(ctx));
     const { model, provider, complimentary } = await checkAccess(deps.catalog, ctx.state.auth, req.model, 'embeddings', '/v1/embeddings');
-    // Embeddings speak OpenAI's wire format only.
-    const adapter = provider.kind === 'openai' ? ADAPTERS.openai : undefined;
-    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const endpoint = providerFor(provider.kind, 'embeddings');
+    if (!endpoint) throw new GatewayError('provider_unavailable', { model: model.id });
     const inputs = typeof req.input === 'string' ? [req.input] : req.input;
     const bound = inputs.reduce((n, i) => n + Buffer.byteLength(i), 0);
     const { hold, report } = await beginBillableCall(deps, ctx, {
@@ -42,11 +41,11 @@ export function embeddings(deps: Omit<InferenceDeps, 'breakers'>) {
     });
     let upstream;
     try {
-      upstream = await postUpstream(provider, 'v1/embeddings', { ...req, model: model.upstream_model }, { timeoutMs: deps.upstreamTimeoutMs, authHeaders: adapter.authHeaders });
+      upstream = await postUpstream(provider, endpoint.path, { ...req, model: model.upstream_model }, { timeoutMs: deps.upstreamTimeoutMs, authHeaders: (key) => providerAuthHeaders(provider.kind, key) });
     } catch (err) {
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
-    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
+    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: endpoint.errorMessage });
     let json: { data?: unknown; usage?: { prompt_tokens?: number; cost?: number | string } };
     try {
       json = (await upstream.body.json()) as typeof json;

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/shared/errors';
 import { convertProviderCost, holdForText, type TokenUsage } from '../../../domain/credits/pricing';
 import type { CanonicalRequest, CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../../providers/canonical';
-import { ADAPTERS } from '../../../providers';
+import { providerFor } from '../../../providers';
 import { sseEvents } from '../../../providers/sse';
 import { postUpstream, type UpstreamResponse } from '../../../providers/upstream';
 import type { AuthRecord } from '../../../services/keys/auth-store';
@@ -76,7 +76,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     // Translated once, for every route of another wire format than the client's.
     let canonical: CanonicalRequest | null = null;
     const prepare = (route: CatalogRoute): Prepared | null => {
-      const adapter = ADAPTERS[route.provider.kind];
+      const adapter = providerFor(route.provider.kind, 'chat');
       if (!adapter) return null;
       const native = adapter.native === dialect.name;
       canonical ??= native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };

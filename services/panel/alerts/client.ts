@@ -1,5 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
-import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId, type AlertEvalInput, type WebhookDeliveryInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId, type AlertEvalInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WebhookDeliveryInput, WebhookDeliveryRetry } from '../../../domain/shared/webhooks';
 import { SA } from '../../../domain/shared/search-attributes';
 import { startOnce } from '../shared/start-once';
 
@@ -7,19 +8,10 @@ import { startOnce } from '../shared/start-once';
 // metrics interval, `alert-eval`) and webhook deliveries (`webhook-<delivery_id>`). A repeated
 // start is not an error; the schedule is created or brought up to date.
 
-/** Retries of a webhook delivery: exponential from initialMs, at most maxMs apart, given up after giveUpAfterMs. */
-export interface WebhookRetry {
-  initialMs: number;
-  maxMs: number;
-  giveUpAfterMs: number;
-}
-
 export interface WebhookSettings {
   taskQueue: string;
-  retry: WebhookRetry;
+  retry: WebhookDeliveryRetry;
 }
-
-export const WEBHOOK_RETRY_DEFAULTS: WebhookRetry = { initialMs: 10_000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 };
 
 /** Starts a delivery's workflow (`webhook-<delivery_id>`); a repeated start is not an error. */
 export async function startWebhookDelivery(temporal: Client, settings: WebhookSettings, deliveryId: string, orgId: string): Promise<void> {

@@ -1,31 +1,28 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type net from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import type { Dispatcher } from 'undici';
 import { EVENT_TYPES } from '../../../domain/panel/alerts';
 import { invalid, notFound } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
-import { open, seal } from '../../../platform/secret-box';
+import { seal } from '../../../platform/secret-box';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { findInScope, isUuid } from '../shared/chain';
 import { startWebhookDelivery, type WebhookSettings } from './client';
 import { eventPayload } from './events';
-import { checkHost, TargetRefused } from '../../shared/webhook-targets';
-import { postSigned } from '../../shared/signed-post';
+import { checkWebhookUrl, newWebhookSecret, type WebhookLog } from '../../shared/webhook-delivery';
 
 // Webhook endpoints, deliveries and attempts (spec 2 section 6, issue 17 item 4). An endpoint is set
 // on an org and receives the events of that org and everything below; its signing secret is shown
-// once and kept sealed. Each delivery runs in a `webhook-<delivery_id>` workflow that calls
-// attemptDelivery until the receiver answers 2xx or 24 h have passed; every attempt (status code,
-// latency, error) is a row. The signature header is `Panel-Signature: t=<unix seconds>,v1=<hex>`,
+// once and kept sealed. Each delivery runs in a `webhook-<delivery_id>` workflow (the shared delivery
+// loop and activities) until the receiver answers 2xx or 24 h have passed; every attempt (status
+// code, latency, error) is a row of PANEL_WEBHOOK_LOG. The signature header is `Panel-Signature: t=<unix seconds>,v1=<hex>`,
 // v1 = HMAC-SHA256(secret, "<t>.<body>").
 
 type Q = Knex | Knex.Transaction;
 
 export const SIGNATURE_HEADER = 'panel-signature';
-export const SECRET_PREFIX = 'whsec_';
 
 export interface WebhookDeps {
   db: Db;
@@ -34,22 +31,8 @@ export interface WebhookDeps {
   allowed: net.BlockList;
 }
 
-async function checkUrl(url: string, allowed: net.BlockList): Promise<URL> {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw invalid('url', 'not a URL');
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw invalid('url', 'http:// or https:// only');
-  if (u.username || u.password) throw invalid('url', 'credentials in the URL are not accepted: the signature authenticates the panel');
-  try {
-    await checkHost(u.hostname, allowed);
-  } catch (err) {
-    throw invalid('url', err instanceof TargetRefused ? err.message : `the host ${u.hostname} does not resolve`);
-  }
-  return u;
-}
+const checkUrl = (url: string, allowed: net.BlockList): Promise<URL> =>
+  checkWebhookUrl(url, allowed, { sender: 'panel', allowSetting: 'PANEL_WEBHOOK_ALLOW_TARGETS', refused: (detail) => invalid('url', detail) });
 
 function checkEvents(events: string[]): void {
   if (!events.length || events.some((t) => !(EVENT_TYPES as readonly string[]).includes(t))) throw invalid('events', `one or more of ${EVENT_TYPES.join(', ')}`);
@@ -70,7 +53,7 @@ export async function createEndpoint(d: WebhookDeps, actor: Actor, orgId: string
   const org = await findInScope(d.db, actor, orgId);
   checkEvents(input.events);
   const url = (await checkUrl(input.url, d.allowed)).toString();
-  const secret = SECRET_PREFIX + randomBytes(24).toString('base64url');
+  const secret = newWebhookSecret();
   return d.db.transaction(async (trx) => {
     const [row] = await trx('panel_webhook_endpoints')
       .insert({ id: randomUUID(), org_id: org.id, url, events: [...new Set(input.events)], secret_sealed: seal(d.sealingKey, secret), description: input.description ?? null })
@@ -184,38 +167,31 @@ export async function startPendingDeliveries(db: Db, temporal: Client, settings:
   return claimed.length;
 }
 
-export interface AttemptOutcome {
-  /** the delivery is finished (delivered now or before, or its endpoint is gone): no more attempts */
-  done: boolean;
-  delivered: boolean;
-  status: number | null;
-  error: string | null;
-}
-
-/** One attempt of a delivery: a signed POST, recorded as attempt number `attempt` (a retried activity overwrites its own row). */
-export async function attemptDelivery(d: WebhookDeps, dispatcher: Dispatcher, deliveryId: string, attempt: number): Promise<AttemptOutcome> {
-  const row = await d.db('panel_webhook_deliveries as d')
-    .join('panel_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .join('panel_events as ev', 'ev.id', 'd.event_id')
-    .where('d.id', deliveryId)
-    .first('d.status', 'e.url', 'e.secret_sealed', 'ev.id', 'ev.type', 'ev.created_at', 'ev.org_id', 'ev.data');
-  if (!row || row.status !== 'pending') return { done: true, delivered: row?.status === 'delivered', status: null, error: row ? null : 'the delivery or its endpoint is gone' };
-  const { status, error, latencyMs: latency } = await postSigned(dispatcher, {
-    url: row.url,
-    body: JSON.stringify(eventPayload(row)),
-    secret: open(d.sealingKey, row.secret_sealed),
-    signatureHeader: SIGNATURE_HEADER,
-    headers: { 'user-agent': 'hosting-panel-webhooks', 'panel-delivery': deliveryId, 'panel-event': row.type },
-  });
-  const delivered = error === null;
-  await d.db.transaction(async (trx) => {
-    await trx('panel_webhook_attempts').insert({ delivery_id: deliveryId, attempt, status_code: status, latency_ms: latency, error }).onConflict(['delivery_id', 'attempt']).merge();
-    await trx('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ attempts: trx.raw('greatest(attempts, ?)', [attempt]), ...(delivered ? { status: 'delivered', finished_at: trx.fn.now() } : {}) });
-  });
-  return { done: delivered, delivered, status, error };
-}
-
-/** Gives up on a delivery after its retries (24 h). */
-export async function failDelivery(db: Q, deliveryId: string): Promise<void> {
-  await db('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', finished_at: db.fn.now() });
-}
+/** The panel's delivery log: one row per attempt, the delivery row keeps the count and the outcome. */
+export const PANEL_WEBHOOK_LOG: WebhookLog = {
+  signatureHeader: SIGNATURE_HEADER,
+  async load(db, deliveryId) {
+    const row = await db('panel_webhook_deliveries as d')
+      .join('panel_webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .join('panel_events as ev', 'ev.id', 'd.event_id')
+      .where('d.id', deliveryId)
+      .first('d.status', 'e.url', 'e.secret_sealed', 'ev.id', 'ev.type', 'ev.created_at', 'ev.org_id', 'ev.data');
+    if (!row) return null;
+    return {
+      status: row.status,
+      url: row.url,
+      secretSealed: row.secret_sealed,
+      body: JSON.stringify(eventPayload(row)),
+      headers: { 'user-agent': 'hosting-panel-webhooks', 'panel-delivery': deliveryId, 'panel-event': row.type },
+    };
+  },
+  async record(db, deliveryId, attempt, r) {
+    await db.transaction(async (trx) => {
+      await trx('panel_webhook_attempts').insert({ delivery_id: deliveryId, attempt, status_code: r.status, latency_ms: r.latencyMs, error: r.error }).onConflict(['delivery_id', 'attempt']).merge();
+      await trx('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ attempts: trx.raw('greatest(attempts, ?)', [attempt]), ...(r.delivered ? { status: 'delivered', finished_at: trx.fn.now() } : {}) });
+    });
+  },
+  async fail(db, deliveryId) {
+    await db('panel_webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', finished_at: db.fn.now() });
+  },
+};

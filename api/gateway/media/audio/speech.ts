@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { tokensCharge, unitsCharge, type Credits } from '../../../../domain/credits/pricing';
-import { ADAPTERS } from '../../../../providers';
-import { GENERATION_ID_HEADER, SPEECH_CONTENT_TYPE, SPEECH_PATH, speechRequest, type SpeechParams } from '../../../../providers/openai/audio';
+import { providerAuthHeaders, providerFor } from '../../../../providers';
+import type { SpeechParams } from '../../../../providers/endpoints';
 import { postUpstream, type UpstreamResponse } from '../../../../providers/upstream';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
 import type { CatalogModel } from '../../../../domain/catalog/model';
@@ -116,8 +116,8 @@ export function speech(deps: AudioDeps) {
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, p.model, 'speech_generation', 'POST /v1/audio/speech');
     checkModel(p, model, body);
     const params: SpeechParams = { ...p, input_references: body.input_references === undefined ? undefined : await checkReferences(body.input_references), options: providerOptions(body.provider, provider.id) };
-    const adapter = ADAPTERS[provider.kind];
-    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const endpoint = providerFor(provider.kind, 'speech');
+    if (!endpoint) throw new GatewayError('provider_unavailable', { model: model.id });
     // The answer reports no usage, so the hold is also the estimate should the provider record no cost.
     const estimate = speechHold(audioPricing(model.details, 'per_character', model.id), p);
     const { hold, report, key } = await beginBillableCall(deps, ctx, {
@@ -129,7 +129,11 @@ export function speech(deps: AudioDeps) {
     const client = watchClient(ctx);
     let upstream: UpstreamResponse;
     try {
-      upstream = await postUpstream(provider, SPEECH_PATH, speechRequest(params, model.upstream_model), { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: adapter.authHeaders });
+      upstream = await postUpstream(provider, endpoint.path, endpoint.request(params, model.upstream_model), {
+        timeoutMs: deps.upstreamTimeoutMs,
+        signal: client.abort.signal,
+        authHeaders: (key) => providerAuthHeaders(provider.kind, key),
+      });
     } catch (err) {
       await key.release();
       if (client.gone()) {
@@ -143,7 +147,7 @@ export function speech(deps: AudioDeps) {
       await key.release();
       throw await upstreamRefusal(upstream, report, model.id);
     }
-    const generationId = upstream.headers[GENERATION_ID_HEADER]?.toString();
+    const generationId = upstream.headers[endpoint.generationIdHeader]?.toString();
     // No cost in the answer: the provider records it, the reservation workflow fetches it.
     const billed = (outcome: 'completed' | 'cancelled' | 'failed', httpStatus: number, error?: string) =>
       report({
@@ -157,7 +161,7 @@ export function speech(deps: AudioDeps) {
         usageDetails: { characters: p.input.length },
         lateCost: generationId ? { providerId: provider.id, generationId } : undefined,
       });
-    await relay(ctx, upstream, { requestId: hold.reservationId, contentType: SPEECH_CONTENT_TYPE[params.response_format], client, billed });
+    await relay(ctx, upstream, { requestId: hold.reservationId, contentType: endpoint.contentType[params.response_format], client, billed });
   };
 }
 

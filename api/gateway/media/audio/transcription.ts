@@ -1,8 +1,7 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { lt, tokensCharge, unitsCharge, type Credits } from '../../../../domain/credits/pricing';
-import { ADAPTERS } from '../../../../providers';
-import { GENERATION_ID_HEADER, TRANSCRIPTION_PATH, transcriptionRequest, transcriptionResult } from '../../../../providers/openai/audio';
+import { providerAuthHeaders, providerFor } from '../../../../providers';
 import type { UpstreamResponse } from '../../../../providers/upstream';
 import { postUpstreamForm } from '../../../../providers/upstream';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
@@ -57,8 +56,8 @@ export function transcription(deps: AudioDeps) {
     const audioParam = ctx.request.type === 'multipart/form-data' ? 'file' : 'input_audio';
     const auth: AuthRecord = ctx.state.auth;
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, t.model, 'transcription', 'POST /v1/audio/transcriptions');
-    const adapter = ADAPTERS[provider.kind];
-    if (!adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const endpoint = providerFor(provider.kind, 'transcription');
+    if (!endpoint) throw new GatewayError('provider_unavailable', { model: model.id });
     const pricing = audioPricing(model.details, 'per_second', model.id);
     const held = complimentary ? '0' : transcriptionHold(pricing, holdSeconds({ kind: 'accepted', format: t.format, seconds: t.seconds }, t.audio.length));
     const { hold, report, key } = await beginBillableCall(deps, ctx, {
@@ -69,14 +68,18 @@ export function transcription(deps: AudioDeps) {
     // Watched from the hold on (the upload was read before): a client that leaves aborts the provider call.
     const client = watchClient(ctx);
     const left = () => report({ outcome: 'cancelled', billable: false, usage: null, providerCost: null, httpStatus: 499, error: 'the client closed the connection before the answer' });
-    const form = transcriptionRequest(
+    const form = endpoint.request(
       { audio: t.audio, format: t.format, language: t.language, temperature: t.temperature, verbose: t.verbose, granularities: t.granularities, options: t.providerOptions?.[provider.id] },
       model.upstream_model,
     );
     let upstream: UpstreamResponse;
     let json: Record<string, unknown>;
     try {
-      upstream = await postUpstreamForm(provider, TRANSCRIPTION_PATH, form, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: adapter.authHeaders });
+      upstream = await postUpstreamForm(provider, endpoint.path, form, {
+        timeoutMs: deps.upstreamTimeoutMs,
+        signal: client.abort.signal,
+        authHeaders: (key) => providerAuthHeaders(provider.kind, key),
+      });
     } catch (err) {
       await key.release();
       if (client.gone()) return left();
@@ -92,10 +95,10 @@ export function transcription(deps: AudioDeps) {
       if (client.gone()) return left();
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id);
     }
-    const { body: transcript, usage } = transcriptionResult(json);
+    const { body: transcript, usage } = endpoint.result(json);
     const estimate = transcriptionEstimate(pricing, usage, held);
     const shown = lt(held, estimate) ? held : estimate;
-    const generationId = upstream.headers[GENERATION_ID_HEADER]?.toString();
+    const generationId = upstream.headers[endpoint.generationIdHeader]?.toString();
     // The provider transcribed it but the client left: cancelled, billed as the provider records it.
     report({
       outcome: client.gone() ? 'cancelled' : 'completed',

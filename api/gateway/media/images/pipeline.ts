@@ -3,16 +3,8 @@ import { GatewayError } from '../../../../domain/shared/errors';
 import type { RequestReport } from '../../../../domain/credits/reservation';
 import { sseEvents } from '../../../../providers/sse';
 import { postUpstream, UpstreamFailure, type UpstreamResponse } from '../../../../providers/upstream';
-import {
-  IMAGE_EDITS_PATH,
-  IMAGE_GENERATIONS_PATH,
-  imageErrorMessage,
-  imageRequestBody,
-  openaiImageAuth,
-  parseImageResponse,
-  parseImageStreamEvent,
-  type UpstreamImageUsage,
-} from '../../../../providers/openai/images';
+import { providerAuthHeaders, providerFor } from '../../../../providers';
+import type { ImagesEndpoint, UpstreamImageUsage } from '../../../../providers/endpoints';
 import type { Access } from '../../shared/access';
 import type { Hold, Reservations } from '../../../../services/credits/holds';
 import type { Db } from '../../../../platform/db';
@@ -57,6 +49,8 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
   const client = watchClient(ctx);
   const { model, provider, complimentary } = job.access;
   const { req } = job;
+  const images = providerFor(provider.kind, 'images');
+  if (!images) throw new GatewayError('provider_unavailable', { model: model.id });
   const usageDetails = { images_requested: req.n, input_images: job.inputs.length, size: sizeLabel(req) };
   const { hold, report, key } = await beginBillableCall(deps, ctx, {
     started,
@@ -71,7 +65,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
   };
 
   const stream = req.stream && model.capabilities.includes('streaming');
-  const body = imageRequestBody(
+  const body = images.requestBody(
     model.upstream_model,
     {
       prompt: req.prompt,
@@ -93,10 +87,10 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
   );
   let upstream: UpstreamResponse;
   try {
-    upstream = await postUpstream(provider, job.inputs.length ? IMAGE_EDITS_PATH : IMAGE_GENERATIONS_PATH, body, {
+    upstream = await postUpstream(provider, job.inputs.length ? images.editsPath : images.generationsPath, body, {
       timeoutMs: deps.upstreamTimeoutMs,
       signal: client.abort.signal,
-      authHeaders: openaiImageAuth,
+      authHeaders: (key) => providerAuthHeaders(provider.kind, key),
     });
   } catch (err) {
     if (client.gone()) return void (await failed({ outcome: 'cancelled', httpStatus: 499, error: LEFT }, new GatewayError('generation_failed')));
@@ -106,7 +100,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
     throw e;
   }
   if (upstream.statusCode !== 200) {
-    const e = await upstreamRefusal(upstream, report, model.id, { message: imageErrorMessage });
+    const e = await upstreamRefusal(upstream, report, model.id, { message: images.errorMessage });
     await key.release();
     throw e;
   }
@@ -127,7 +121,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
     return { usage: imageUsage(hold, charge, tokens), charge: charge.charge };
   };
 
-  if (stream) return relayImageStream(ctx, upstream, { hold, client, finish, failed });
+  if (stream) return relayImageStream(ctx, upstream, { images, hold, client, finish, failed });
 
   let json: Record<string, unknown>;
   try {
@@ -136,7 +130,7 @@ export async function runImageJob(deps: ImageDeps, ctx: Context, job: ImageJob):
     if (client.gone()) return void (await failed({ outcome: 'cancelled', httpStatus: 499, error: LEFT }, new GatewayError('generation_failed')));
     throw await failed({ uncertain: true, httpStatus: 502, error: String(err) }, new GatewayError('provider_error', { detail: 'the connection broke while reading the answer' }));
   }
-  const answer = parseImageResponse(json);
+  const answer = images.parseResponse(json);
   // The provider made the images but the client left: cancelled, billed as the provider reports.
   if (client.gone()) return void finish(answer.images.length, answer.usage, answer.cost, 'cancelled');
   if (answer.images.length === 0) {
@@ -156,6 +150,7 @@ function sizeLabel(req: ImageRequest): string {
 }
 
 interface StreamParts {
+  images: ImagesEndpoint;
   hold: Hold;
   client: ClientWatch;
   finish: (received: number, tokens: UpstreamImageUsage | null, cost: number | undefined, outcome?: 'completed' | 'cancelled') => { usage: ReturnType<typeof imageUsage> };
@@ -180,7 +175,7 @@ async function relayImageStream(ctx: Context, upstream: UpstreamResponse, s: Str
   let broken = false;
   try {
     for await (const ev of sseEvents(upstream.body)) {
-      const e = parseImageStreamEvent(ev.data);
+      const e = s.images.parseStreamEvent(ev.data);
       if (!e) continue;
       if (e.type === 'partial') {
         send('image_generation.partial_image', { type: 'image_generation.partial_image', b64_json: e.b64, media_type: mediaType(e.b64), image_index: e.imageIndex, partial_image_index: e.partialIndex, created_at: created });

@@ -1,5 +1,6 @@
 import { GatewayError } from '../../../../domain/shared/errors';
 import type { CatalogModel } from '../../../../domain/catalog/model';
+import type { UpstreamImageParams } from '../../../../providers/endpoints';
 
 // The parameters of spec 1 section 4.1 and their rules. Model-independent rules run first;
 // `checkForModel` then applies the model's catalog entry (details.supported_parameters, limits).
@@ -30,25 +31,13 @@ export interface ImageReference {
   url: string;
 }
 
-export interface ImageRequest {
+/** The fields the provider gets as they are (providers/endpoints.ts), and what the gateway reads itself. */
+export interface ImageRequest extends Omit<UpstreamImageParams, 'options'> {
   model: string;
-  prompt: string;
-  n: number;
-  stream: boolean;
-  /** previews per image when streaming (0–3); absent: the provider's default */
-  partial_images?: number;
   /** `<W>x<H>` or a tier, as the client sent it (width/height folded in) */
   size?: string;
   resolution?: string;
   aspect_ratio?: string;
-  quality?: string;
-  output_format?: string;
-  output_compression?: number;
-  background?: string;
-  seed?: number;
-  negative_prompt?: string;
-  guidance?: number;
-  steps?: number;
   providerOptions?: Record<string, unknown>;
   references: ImageReference[];
   /** the parameters the client sent, for the per-model check */

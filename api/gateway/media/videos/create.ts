@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { DEFAULT_VIDEO_POLLING, MEDIA_TASK_QUEUE, videoWorkflowId, type VideoJobInput } from '../../../../domain/media/video';
-import { parseVideoObject, VIDEO_CREATE_PATH, videoCreateBody } from '../../../../providers/openai/videos';
-import { ADAPTERS } from '../../../../providers';
+import { providerAuthHeaders, providerFor } from '../../../../providers';
+import type { VideoCreate, VideosEndpoint } from '../../../../providers/endpoints';
 import { postUpstream } from '../../../../providers/upstream';
 import { startVideoJob } from '../../../../services/media/client';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
@@ -35,8 +35,8 @@ export function createVideo(deps: VideoDeps) {
     const auth: AuthRecord = ctx.state.auth;
     const { model, provider, complimentary } = await checkAccess(deps.catalog, auth, req.model, 'video_generation', ENDPOINT);
     const plan = planVideo(req, model);
-    const adapter = ADAPTERS[provider.kind];
-    if (provider.kind !== 'openai' || !adapter) throw new GatewayError('provider_unavailable', { model: model.id });
+    const videos = providerFor(provider.kind, 'videos');
+    if (!videos) throw new GatewayError('provider_unavailable', { model: model.id });
     let previousUpstream: string | null = null;
     if (req.previous_job_id) {
       previousUpstream = await completedUpstreamId(deps.db, auth.accountId, req.previous_job_id, model.id);
@@ -102,7 +102,7 @@ export function createVideo(deps: VideoDeps) {
         { input, taskQueue: deps.mediaTaskQueue ?? MEDIA_TASK_QUEUE, accountId: auth.accountId, keyId: auth.keyId, model: model.id, held: hold.held },
         (err) => ctx.state.log.warn({ err, job: jobId }, 'video workflow start failed; the report will signal-with-start'),
       );
-      const outcome = await forwardCreate(deps, ctx, { ...req, duration: plan.duration, resolution: plan.resolution }, model.upstream_model, provider, adapter.authHeaders, previousUpstream);
+      const outcome = await forwardCreate(deps, ctx, { ...req, duration: plan.duration, resolution: plan.resolution }, model.upstream_model, provider, videos, previousUpstream);
       if (outcome.ok) await setUpstreamId(deps.db, jobId, outcome.upstreamId);
       await job.tell(outcome.ok ? outcome : { ok: false, error: outcome.error.message });
       if (!outcome.ok) throw outcome.error;
@@ -123,20 +123,23 @@ type Forwarded = { ok: true; upstreamId: string } | { ok: false; error: GatewayE
 async function forwardCreate(
   deps: VideoDeps,
   ctx: Context,
-  req: Parameters<typeof videoCreateBody>[0],
+  req: VideoCreate,
   upstreamModel: string,
   provider: Parameters<typeof postUpstream>[0],
-  authHeaders: (key: string) => Record<string, string>,
+  videos: VideosEndpoint,
   previousUpstream: string | null,
 ): Promise<Forwarded> {
   try {
-    const res = await postUpstream(provider, VIDEO_CREATE_PATH, videoCreateBody(req, upstreamModel, previousUpstream), { timeoutMs: deps.upstreamTimeoutMs, authHeaders });
+    const res = await postUpstream(provider, videos.createPath, videos.createBody(req, upstreamModel, previousUpstream), {
+      timeoutMs: deps.upstreamTimeoutMs,
+      authHeaders: (key) => providerAuthHeaders(provider.kind, key),
+    });
     const s = res.statusCode;
     // The job's workflow is told the outcome (tell), so nothing is reported here.
     if (s !== 200 && s !== 201 && s !== 202) return { ok: false, error: await upstreamRefusal(res, () => {}, upstreamModel) };
     const json = (await res.body.json().catch(() => null)) as Record<string, unknown> | null;
     try {
-      return { ok: true, upstreamId: parseVideoObject(json ?? {}).id };
+      return { ok: true, upstreamId: videos.parseJob(json ?? {}).id };
     } catch {
       return { ok: false, error: new GatewayError('generation_failed') };
     }

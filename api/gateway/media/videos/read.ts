@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { validate } from '../../../shared/validate';
 import { GatewayError } from '../../../../domain/shared/errors';
 import { toNumber } from '../../../../domain/credits/pricing';
-import { fetchVideoContent } from '../../../../providers/openai/videos';
+import { providerFor } from '../../../../providers';
 import type { AuthRecord } from '../../../../services/keys/auth-store';
 import { findJob as findJobRow, type JobRow } from '../../../../services/media/jobs';
 import type { VideoDeps } from './deps';
@@ -57,13 +57,14 @@ export function videoContent(deps: VideoDeps) {
     }
     if (job.status !== 'completed' || !job.upstream_id) throw new GatewayError('generation_not_ready', { id, status: job.status });
     const provider = await deps.catalog.provider(job.provider_id);
-    if (!provider) throw new GatewayError('provider_unavailable', { model: job.model });
+    const videos = provider && providerFor(provider.kind, 'videos');
+    if (!provider || !videos) throw new GatewayError('provider_unavailable', { model: job.model });
     const abort = new AbortController();
     ctx.req.once('close', () => abort.abort());
     const range = ctx.get('range') || undefined;
     let res;
     try {
-      res = await fetchVideoContent(provider, job.upstream_id, range, abort.signal, deps.upstreamTimeoutMs);
+      res = await videos.fetchContent(provider, job.upstream_id, range, abort.signal, deps.upstreamTimeoutMs);
     } catch (err) {
       throw new GatewayError('provider_error', { detail: `content could not be fetched (${err instanceof Error ? err.message : String(err)})` });
     }

@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { PROVIDER_KINDS, providerAuthHeaders, providerFor } from '../../providers';
+
+// The provider registry: a kind's endpoints by name, absent where the kind lacks one, nothing for
+// unknown kinds (including names on Object.prototype).
+
+describe('provider registry', function () {
+  it('lists the registered kinds and answers each kind’s endpoints', () => {
+    assert.deepEqual(PROVIDER_KINDS, ['openai', 'anthropic'], 'the kinds a provider row may name');
+    for (const e of ['chat', 'embeddings', 'images', 'speech', 'transcription', 'videos'] as const) {
+      assert.ok(providerFor('openai', e), `openai offers ${e}`);
+    }
+    assert.equal(providerFor('anthropic', 'chat')?.native, 'messages', 'anthropic chat speaks messages');
+    for (const e of ['embeddings', 'images', 'speech', 'transcription', 'videos'] as const) {
+      assert.equal(providerFor('anthropic', e), undefined, `anthropic lacks ${e}`);
+    }
+  });
+
+  it('knows no endpoint and no auth for an unknown kind', () => {
+    for (const kind of ['gemini', 'constructor', 'toString', '__proto__']) {
+      assert.equal(providerFor(kind, 'chat'), undefined, `${kind}: no chat`);
+      assert.deepEqual(providerAuthHeaders(kind, 'k'), {}, `${kind}: no headers`);
+    }
+    assert.deepEqual(providerAuthHeaders('openai', 'k'), { authorization: 'Bearer k' }, 'bearer for openai');
+    assert.equal(providerAuthHeaders('anthropic', 'k')['x-api-key'], 'k', 'x-api-key for anthropic');
+  });
+});
