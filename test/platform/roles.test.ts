@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection, ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { HOLD_SWEEPER_SCHEDULE_ID } from '../../domain/credits/reservation';
+import { createDb, migrate } from '../../platform/db';
 import { SINGLETON_LOCKS } from '../../platform/leader';
 import { freePort } from '../../platform/ports';
 import { env } from '../setup/env';
@@ -185,5 +188,31 @@ describe('roles as commands (issue 35 items 1 and 2)', function () {
     assert.equal(await g.exited, 0, 'SIGTERM stops the primary after its children drained');
     for (const pid of [pids[1], newPid]) assert.throws(() => process.kill(pid, 0), /ESRCH/, `child ${pid} has exited`);
     assert.deepEqual((await rowPids()).filter((p) => p === pids[1] || p === newPid), [], 'children stopped cleanly remove their rows');
+  });
+  it('roles starting together on an empty database migrate one after another (the migrations lock)', async () => {
+    const name = `roles_${randomUUID().replace(/-/g, '')}`;
+    await env.db.raw(`CREATE DATABASE ${name}`);
+    const dbs = [0, 1, 2].map(() => createDb(env.databaseUrl.replace(/\/[^/]+$/, `/${name}`), 5));
+    try {
+      const results = await Promise.allSettled(dbs.map((db) => migrate(db)));
+      assert.deepEqual(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok')), ['ok', 'ok', 'ok'], 'none meets "migration table is already locked"');
+      const files = fs.readdirSync(path.join(ROOT, 'migrations')).filter((f) => f.endsWith('.ts'));
+      const { rows } = await dbs[0].raw('SELECT count(*)::int AS n FROM knex_migrations');
+      assert.equal(rows[0].n, files.length, 'every migration applied once');
+    } finally {
+      await Promise.all(dbs.map((db) => db.destroy()));
+      await env.db.raw(`DROP DATABASE ${name} WITH (FORCE)`);
+    }
+  });
+
+  it('worker --queues refuses the panel queue and unknown names, saying why', async () => {
+    for (const [queues, says] of [['credits,panel', /panel queue runs in panel-api/], ['credits,nope', /unknown queue 'nope'/]] as const) {
+      const r = startRole('main/worker.ts', ['--queues', queues], {});
+      let stderr = '';
+      r.child.stderr!.on('data', (d) => (stderr += String(d)));
+      assert.equal(await r.exited, 1, `--queues ${queues} stops the worker`);
+      assert.match(stderr, says, `--queues ${queues}: ${stderr}`);
+      assert.match(stderr, /usage: worker/, 'with the usage');
+    }
   });
 });
