@@ -6,7 +6,6 @@ import { superviseCluster } from '../platform/cluster';
 import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
 import { createLogger, type Logger } from '../platform/logger';
-import { markDraining } from '../platform/readiness';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
 import { startTracing, stopTracing } from '../platform/tracing';
 import { gatewayOptions, startGatewayApi } from './gateway';
@@ -54,8 +53,7 @@ async function supervise(config: Config, log: Logger, count: number): Promise<vo
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    markDraining();
-    log.info({ signal }, 'stopping the gateway processes');
+    log.info({ signal }, 'stopping the gateway processes'); // each child turns /readyz 503 and drains
     await children.stop();
     process.exit(0);
   };
