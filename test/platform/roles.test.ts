@@ -205,6 +205,19 @@ describe('roles as commands (issue 35 items 1 and 2)', function () {
     }
   });
 
+  it('a process of the previous release starts on a schema a newer release expanded (rolling upgrade)', async () => {
+    const future = '29991231000000_from_the_next_release.ts';
+    await env.db('knex_migrations').insert({ name: future, batch: 999, migration_time: new Date() });
+    const db = createDb(env.databaseUrl, 2);
+    try {
+      await migrate(db);
+      assert.ok(await db('knex_migrations').where({ name: future }).first(), 'the newer migration stays recorded');
+    } finally {
+      await db.destroy();
+      await env.db('knex_migrations').where({ name: future }).delete();
+    }
+  });
+
   it('worker --queues refuses the panel queue and unknown names, saying why', async () => {
     for (const [queues, says] of [['credits,panel', /panel queue runs in panel-api/], ['credits,nope', /unknown queue 'nope'/]] as const) {
       const r = startRole('main/worker.ts', ['--queues', queues], {});
