@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { markDraining } from '../platform/readiness';
 import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../platform/config';
 import type { Db } from '../platform/db';
 import { listen } from '../platform/http-server';
 import type { Logger } from '../platform/logger';
@@ -136,4 +137,30 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     },
   };
   return runtime;
+}
+
+/** A gateway process's options from the configuration: shared by `npm start` and the `gateway` role. */
+export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string; temporalAddress: string; logger: Logger }): GatewayRuntimeOptions {
+  return {
+    ...d,
+    namespace: config.TEMPORAL_NAMESPACE,
+    port: config.GATEWAY_PORT,
+    host: '0.0.0.0',
+    upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    variant: config.GATEWAY_VARIANT,
+    adminToken: config.ADMIN_TOKEN ?? null,
+    corsOrigins: config.CORS_ORIGINS,
+    webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
+    refusalLog: { linesPerWindow: config.REFUSAL_LOG_LINES_PER_MINUTE },
+    routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
+    keyed: {
+      authFailureLimit: config.AUTH_FAILURE_LIMIT,
+      authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      authLockoutMs: config.AUTH_LOCKOUT_SECONDS * 1000,
+      trustedProxies: config.TRUSTED_PROXIES,
+      requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS,
+      requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS,
+    },
+  };
 }

@@ -22,6 +22,8 @@ async function main(argv: string[]) {
   const flags = serveFlags('panel-api', USAGE, argv, parsePanelFlags);
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  // What this process runs (docs/deploy.md): the panel worker beside its hosting node, billing with -billing-meter.
+  log.info({ roles: ['panel-api'], queues: ['panel', ...(flags.billingMeter ? ['panel-billing'] : [])], schedules: ['panelSchedules', ...(flags.billingMeter ? ['billingSchedules'] : [])], controller: flags.controllerState }, 'starting');
   // Temporal SDK metrics into /metrics (or on TEMPORAL_METRICS_ADDR); traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   installTemporalRuntime({ logger: new DefaultLogger('WARN'), metrics: config.METRICS === 'on', prometheusAddress: config.TEMPORAL_METRICS_ADDR });
   startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });

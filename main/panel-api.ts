@@ -4,7 +4,7 @@ import { NativeConnection, type WorkflowBundleOption } from '@temporalio/worker'
 import { createPanelApp } from '../api/panel/app';
 import { panelClientError } from '../api/panel/shared/http';
 import { createNodeApp } from '../api/panel/nodes/node-app';
-import type { Db } from '../platform/db';
+import { connectionSettings, type Db } from '../platform/db';
 import { DEFAULT_NAMESERVERS } from '../platform/config';
 import { listen, type Listening } from '../platform/http-server';
 import { startHostingNode, type HostingNode } from '../hosting-node';
@@ -16,7 +16,7 @@ import { NODE_OP_DEFAULTS, type NodeOpSettings } from '../services/panel/sites/c
 import { ensureReconcileSchedule, RECONCILE_DEFAULTS, type ReconcileSettings } from '../services/panel/reconcile/client';
 import { ensureAlertEvalSchedule, removeAlertEvalSchedule, type WebhookSettings } from '../services/panel/alerts/client';
 import { WEBHOOK_RETRY_DEFAULTS, type WebhookDeliveryRetry } from '../domain/shared/webhooks';
-import { PANEL_TASK_QUEUE } from '../domain/panel/workflows';
+import { ALERT_EVAL_SCHEDULE_ID, PANEL_TASK_QUEUE, RECONCILE_SCHEDULE_ID } from '../domain/panel/workflows';
 import { resumePendingDatabaseOps } from '../services/panel/databases/databases';
 import { resumePendingOps } from '../services/panel/sites/sites';
 import { startPendingDeliveries } from '../services/panel/alerts/webhooks';
@@ -29,6 +29,7 @@ import { seedTwoFactorRoles } from '../services/panel/logins/two-factor-policy';
 import { HOSTING_NODE } from '../domain/panel/node-ops';
 import { runWorker } from '../workers/base';
 import { createPanelWorker } from '../workers/panel';
+import { keepSchedules } from '../workers/schedules';
 import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
 import { importSettings, type ImportOptions } from './panel-imports';
 import { observedClientOptions } from '../platform/temporal-client';
@@ -115,15 +116,6 @@ export interface PanelRuntime {
   close(): Promise<void>;
 }
 
-/** How to open connections of our own (LISTEN, the controller's lock) to the database of `db`. */
-function connectionOf(db: Db): string | ClientConfig {
-  // knex keeps the parsed connection string (its password as a hidden property).
-  const c = (db.client as { config: { connection?: unknown } }).config.connection;
-  if (typeof c === 'string') return c;
-  const p = c as { user?: string; password?: string; host?: string; port?: string | number; database?: string; ssl?: ClientConfig['ssl'] };
-  return { user: p.user, password: p.password, host: p.host, port: p.port === undefined ? undefined : Number(p.port), database: p.database, ssl: p.ssl };
-}
-
 /** Wires one panel API process (`panel-api serve`): Temporal client, Koa app, HTTP server. */
 export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntime> {
   const connection = await Connection.connect({ address: o.temporalAddress });
@@ -160,13 +152,13 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
     await ensureHostingNode(o.db);
     let controller: NodeController | null = null;
     if (o.flags.controllerState) {
-      const c = await startController({ databaseUrl: o.databaseUrl ?? connectionOf(o.db), logger: o.logger, ...o.controller });
+      const c = await startController({ databaseUrl: o.databaseUrl ?? connectionSettings(o.db), logger: o.logger, ...o.controller });
       stops.push(() => c.stop());
       controller = c;
     }
     let nodeApi: Listening | null = null;
     if (o.flags.nodeApiListen) {
-      const wakeups = new OperationWakeups(o.databaseUrl ?? connectionOf(o.db), o.logger);
+      const wakeups = new OperationWakeups(o.databaseUrl ?? connectionSettings(o.db), o.logger);
       await wakeups.start();
       stops.push(() => wakeups.stop());
       const nodeApp = createNodeApp({ db: o.db, temporal, logger: o.logger, wakeups, ...o.nodeApi });
@@ -175,7 +167,7 @@ export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntim
       nodeApi = n;
     }
     hostingNode = o.hosting ? await startHosting(o, o.hosting, stops, temporal) : null;
-    if (o.flags.billingMeter) await startBilling(o, temporal, stops);
+    if (o.flags.billingMeter) await startBilling({ ...o, databaseUrl: o.databaseUrl ?? connectionSettings(o.db) }, temporal, stops);
     const http = await listen(app.callback(), o.port, o.host, panelClientError);
     stops.push(() => http.close());
     return { url: http.url, nodeApiUrl: nodeApi?.url ?? null, controller, hostingNode, close: stopAll };
@@ -223,11 +215,20 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   const imports = importSettings(o, temporal).run(() => node);
   const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [], imports });
   stops.push(runWorker(worker).stop);
-  // -metrics-interval: the schedule that samples and evaluates alerts runs on this worker's queue.
-  if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
-  else await removeAlertEvalSchedule(temporal);
-  // the process that runs the hosting node keeps the schedule of its reconciliation passes
-  await ensureReconcileSchedule(temporal, reconcileSettings(o));
+  // One process with the hosting node keeps the panel's schedules (workers/schedules.ts): the alert
+  // evaluation at -metrics-interval on this worker's queue, and the reconciliation passes.
+  const keeper = await keepSchedules({
+    singleton: 'panelSchedules',
+    schedules: [ALERT_EVAL_SCHEDULE_ID, RECONCILE_SCHEDULE_ID],
+    databaseUrl: o.databaseUrl ?? connectionSettings(o.db),
+    logger: o.logger,
+    ensure: async () => {
+      if (o.flags.metricsIntervalMs !== null) await ensureAlertEvalSchedule(temporal, o.flags.metricsIntervalMs, webhookSettings(o));
+      else await removeAlertEvalSchedule(temporal);
+      await ensureReconcileSchedule(temporal, reconcileSettings(o));
+    },
+  });
+  stops.push(() => keeper.stop());
   // Events recorded anywhere (emitEvent) get their webhook deliveries started within seconds.
   const dispatch = setInterval(() => startPendingDeliveries(o.db, temporal, webhookSettings(o)).catch((err) => o.logger.warn({ err }, 'starting webhook deliveries failed')), o.webhooks?.dispatchEveryMs ?? 5000);
   dispatch.unref();

@@ -5,20 +5,13 @@ import { DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
-import { startGatewayApi } from './gateway';
+import { gatewayOptions, startGatewayApi } from './gateway';
+import { startQueues, type WorkerQueue } from './queues';
+import { superviseCluster } from '../platform/cluster';
 import { startPanelApi } from './panel-api';
 import { npmStartPanelFlags, panelOptions } from './panel-options';
 import { ensurePlatform } from '../services/panel/orgs/bootstrap';
-import { RESERVATION_TASK_QUEUE } from '../domain/credits/reservation';
-import { MEDIA_TASK_QUEUE } from '../domain/media/video';
 import { startSimulator } from '../simulator/server';
-import { runWorker } from '../workers/base';
-import { createCreditsWorker } from '../workers/credits';
-import { startSettlementRelay } from '../services/credits/relay';
-import { startAccountEventRelay } from '../services/accounts/event-relay';
-import { createMediaWorker } from '../workers/media';
-import { ensureSchedules } from '../workers/schedules';
-import { startTestRunWorker } from '../workers/testruns';
 import { hashKey, keyFormatOf, type KeyFormat } from '../services/keys/key-format';
 import { ConfigError, loadConfig } from '../platform/config';
 import { databaseUrl, EMBEDDED_DATABASE } from '../platform/database-url';
@@ -112,63 +105,20 @@ async function main() {
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, ...observedClientOptions() });
   // The connection closes after every worker using it has stopped (stops run in reverse).
   stops.push(() => connection.close());
-  const credits = await createCreditsWorker({
-    connection,
-    temporal,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: RESERVATION_TASK_QUEUE,
-    db,
-    // Holds of rows written before processes were recorded keep the old age rule.
-    abandonment: { deadAfterMs: config.API_PROCESS_DEAD_AFTER_SECONDS * 1000, unrecordedOlderThanMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 },
-    accountWebhooks: { allowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS },
-  });
-  await ensureSchedules(temporal);
-  stops.push(runWorker(credits).stop);
-  // Recorded outcomes to settlement workflows, in batches (services/credits/relay.ts).
-  const relay = await startSettlementRelay({
-    db,
-    databaseUrl: url,
-    temporal,
-    taskQueue: RESERVATION_TASK_QUEUE,
-    logger: log,
-    holdTimeoutMs: config.HOLD_TIMEOUT_SECONDS * 1000,
-    uncertainGraceMs: config.UPSTREAM_TIMEOUT_MS,
-  });
-  stops.push(relay.stop);
-  // Account events (balance.low, key.spend_limit_reached) to their delivery workflows.
-  stops.push((await startAccountEventRelay({ db, databaseUrl: url, temporal, taskQueue: RESERVATION_TASK_QUEUE, logger: log })).stop);
-  // Video jobs (spec 1 section 3.1): one workflow per job on the media task queue.
-  stops.push(runWorker(await createMediaWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, taskQueue: MEDIA_TASK_QUEUE, db })).stop);
-  // Test runs (spec 3 B): cases call this gateway; settings TESTRUN_* (workers/testruns.ts).
-  stops.push((await startTestRunWorker({ connection, namespace: config.TEMPORAL_NAMESPACE, db, gatewayUrl: `http://127.0.0.1:${config.GATEWAY_PORT}` })).stop);
+  // The workers of `worker --queues credits,media,testruns` (main/queues.ts), with the credits relays.
+  const queues: WorkerQueue[] = ['credits', 'media', 'testruns'];
+  await startQueues(queues, { config, db, databaseUrl: url, temporalAddress, connection, temporal, logger: log }, stops);
 
-  const gateway = await startGatewayApi({
-    db,
-    databaseUrl: url,
-    temporalAddress,
-    namespace: config.TEMPORAL_NAMESPACE,
-    logger: log,
-    port: config.GATEWAY_PORT,
-    host: '0.0.0.0',
-    upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
-    keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
-    variant: config.GATEWAY_VARIANT,
-    adminToken: config.ADMIN_TOKEN ?? null,
-    corsOrigins: config.CORS_ORIGINS,
-    webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
-    refusalLog: { linesPerWindow: config.REFUSAL_LOG_LINES_PER_MINUTE },
-    routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
-    keyed: {
-      authFailureLimit: config.AUTH_FAILURE_LIMIT,
-      authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,
-      authLockoutMs: config.AUTH_LOCKOUT_SECONDS * 1000,
-      trustedProxies: config.TRUSTED_PROXIES,
-      requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS,
-      requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS,
-    },
-  });
-  // Streams in flight finish (up to GATEWAY_DRAIN_SECONDS) before the gateway and what it needs stop.
-  stops.push(() => gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000));
+  // The gateway in this process, or GATEWAY_PROCESSES > 1 processes of the `gateway` role on its port.
+  const gatewayProcesses = config.GATEWAY_PROCESSES ?? 1;
+  if (gatewayProcesses > 1) {
+    const children = await superviseCluster({ count: gatewayProcesses, exec: path.join(__dirname, `gateway-cli${path.extname(__filename)}`), env: { DATABASE_URL: url, TEMPORAL_ADDRESS: temporalAddress }, logger: log, name: 'gateway' });
+    stops.push(children.stop); // each child drains for up to GATEWAY_DRAIN_SECONDS
+  } else {
+    const gateway = await startGatewayApi(gatewayOptions(config, { db, databaseUrl: url, temporalAddress, logger: log }));
+    // Streams in flight finish (up to GATEWAY_DRAIN_SECONDS) before the gateway and what it needs stop.
+    stops.push(() => gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000));
+  }
 
   // The hosting panel (spec 2) on PANEL_PORT, with the flags of PANEL.md section 1 and PANEL_FLAGS.
   const panelLogin = await ensurePlatform(db);
@@ -177,7 +127,7 @@ async function main() {
 
   const gatewayUrl = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   writeRunningSettings(config.dataDir, { DATABASE_URL: url, GATEWAY_VARIANT: config.GATEWAY_VARIANT, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE, GATEWAY_URL: gatewayUrl });
-  log.info({ ms: Date.now() - t0 }, 'ready');
+  log.info({ ms: Date.now() - t0, roles: ['gateway', 'worker', 'panel-api'], gatewayProcesses, queues: [...queues, 'panel', 'panel-billing'], schedules: ['creditsSchedules', 'panelSchedules', 'billingSchedules'] }, 'ready');
   process.stdout.write(
     [
       '',

@@ -58,6 +58,8 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  // API processes of the gateway role on GATEWAY_PORT (node:cluster); unset: one per core (`gateway`), 1 (`npm start`).
+  GATEWAY_PROCESSES: z.coerce.number().int().min(1).max(256).optional(),
   // SIGTERM: how long requests in flight may finish before the rest are cut (docs/credits.md).
   GATEWAY_DRAIN_SECONDS: z.coerce.number().int().min(0).default(30),
   // A model's route is skipped (per API process) after this many consecutive failures within the
@@ -79,6 +81,8 @@ const schema = z.object({
   TESTRUN_MAX_CONCURRENCY: z.coerce.number().int().positive().default(16),
   TESTRUN_LEASE_TTL_SECONDS: z.coerce.number().positive().default(30),
   TESTRUN_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  // The gateway test-run cases call (a load balancer's address in a multi-host setup); unset: http://127.0.0.1:GATEWAY_PORT.
+  TESTRUN_GATEWAY_URL: z.string().url().optional(),
   // Keyed variant: wrong-key attempts per client IP before a lockout, counted over a window.
   AUTH_FAILURE_LIMIT: positive(20),
   AUTH_FAILURE_WINDOW_SECONDS: positive(60),

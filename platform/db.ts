@@ -3,6 +3,9 @@ import path from 'node:path';
 import knex, { Knex } from 'knex';
 import pg from 'pg';
 import { COMPILED } from './root';
+import { SINGLETON_LOCKS } from './leader';
+
+const MIGRATIONS_LOCK = SINGLETON_LOCKS.migrations;
 
 // numeric columns come back as exact decimal strings; bigint counters as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -61,6 +64,33 @@ export async function pingDatabase(db: Db): Promise<void> {
   await db.raw('SELECT 1');
 }
 
+/** How to open connections of our own (LISTEN, advisory locks) to the database of `db`. */
+export function connectionSettings(db: Db): string | pg.ClientConfig {
+  // knex keeps the parsed connection string (its password as a hidden property).
+  const c = (db.client as { config: { connection?: unknown } }).config.connection;
+  if (typeof c === 'string') return c;
+  const p = c as { user?: string; password?: string; host?: string; port?: string | number; database?: string; ssl?: pg.ClientConfig['ssl'] };
+  return { user: p.user, password: p.password, host: p.host, port: p.port === undefined ? undefined : Number(p.port), database: p.database, ssl: p.ssl };
+}
+
+/**
+ * Brings the schema up to date. Roles starting together on several hosts migrate one after another:
+ * each waits for the migrations singleton's advisory lock (platform/leader.ts) on a connection of
+ * its own, so none meets knex's "migration table is already locked" and the later ones find nothing to do.
+ */
 export async function migrate(db: Db): Promise<void> {
-  await db.migrate.latest();
+  const settings = connectionSettings(db);
+  const lock = new pg.Client(typeof settings === 'string' ? { connectionString: settings } : settings);
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1, $2)', [...MIGRATIONS_LOCK]);
+    // A process of the previous release (re)starting during a rolling upgrade finds the next release's
+    // migrations applied: migrations only expand (docs/deploy.md, Upgrades), so it runs on that schema
+    // instead of refusing it as knex would ("the migration directory is corrupt").
+    const known = new Set((await migrationSource.getMigrations([])).map((f) => migrationSource.getMigrationName(f)));
+    const ahead = (await db.schema.hasTable('knex_migrations')) && (await db('knex_migrations').pluck('name')).some((n: string) => !known.has(n));
+    await db.migrate.latest({ disableMigrationsListValidation: ahead });
+  } finally {
+    await lock.end(); // ending the session frees the lock
+  }
 }

@@ -7,7 +7,7 @@ import { createDb } from '../../platform/db';
 import { createLogger } from '../../platform/logger';
 import { startSettlementRelay } from '../../services/credits/relay';
 import { createCreditsWorker } from '../../workers/credits';
-import { ensureSchedules } from '../../workers/schedules';
+import { creditsSchedules, keepSchedules } from '../../workers/schedules';
 
 // The credits worker and the settlement relay of the chaos run (bench/chaos.ts), wired as
 // main/start.ts wires them, from the same environment variables: a process of its own, so the
@@ -32,7 +32,7 @@ async function main() {
     db,
     abandonment: { deadAfterMs: config.API_PROCESS_DEAD_AFTER_SECONDS * 1000, unrecordedOlderThanMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 },
   });
-  await ensureSchedules(temporal);
+  const keeper = await keepSchedules({ ...creditsSchedules(temporal), databaseUrl: url, logger: log });
   const running = credits.run();
   const relay = await startSettlementRelay({
     db,
@@ -49,6 +49,7 @@ async function main() {
   });
   const stop = async () => {
     await relay.stop().catch(() => {});
+    await keeper.stop();
     if (credits.getState() === 'RUNNING') credits.shutdown();
     await running.catch(() => {});
     await db.destroy().catch(() => {});

@@ -104,4 +104,46 @@ describe('compiled build (npm run build)', function () {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
+  it('bin/worker and bin/gateway (GATEWAY_PROCESSES=2, node:cluster) run from dist/ and stop at SIGTERM', async function () {
+    this.timeout(180_000);
+    const port = await freePort();
+    const roles = [
+      { bin: 'bin/worker.cjs', args: ['--queues', 'media'], ready: 'worker ready', entry: 'main/worker.js' },
+      { bin: 'bin/gateway.cjs', args: [], ready: 'gateway ready', entry: 'main/gateway-cli.js' },
+    ];
+    for (const role of roles) {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'build-role-'));
+      const loaded = path.join(dataDir, 'loaded.json');
+      fs.writeFileSync(path.join(dataDir, 'loaded.cjs'), `process.on('exit', () => { if (require('node:cluster').isPrimary) require('node:fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify(Object.keys(require.cache))); });`);
+      const t0 = Date.now();
+      const child = spawn(process.execPath, ['-r', path.join(dataDir, 'loaded.cjs'), path.join(ROOT, role.bin), ...role.args], {
+        env: { ...process.env, DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, GATEWAY_PORT: String(port), GATEWAY_PROCESSES: '2', GATEWAY_DRAIN_SECONDS: '1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const ready = new Promise<void>((resolve) => child.stdout.on('data', (d) => {
+        output += d;
+        if (output.includes(`"msg":"${role.ready}"`)) resolve();
+      }));
+      child.stderr.on('data', (d) => (output += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        await Promise.race([ready, exited.then((code) => assert.fail(`${role.bin} exited ${code} before it was ready: ${output}`))]);
+        const rssMiB = Math.round(Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024);
+        console.log(`      ${role.bin} from dist/: ready in ${Date.now() - t0} ms, primary RSS ${rssMiB} MiB`);
+        if (role.bin === 'bin/gateway.cjs') {
+          const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+          assert.equal(res.status, 200, `the gateway's children answer from dist/: ${output}`);
+        }
+        child.kill('SIGTERM');
+        assert.equal(await exited, 0, `${role.bin} stops cleanly at SIGTERM: ${output}`);
+        const modules = JSON.parse(fs.readFileSync(loaded, 'utf8')) as string[];
+        assert.ok(modules.includes(path.join(DIST, role.entry)), `the compiled ${role.entry} ran`);
+        assert.deepEqual(modules.filter((m) => m.endsWith('.ts')), [], 'no TypeScript was loaded');
+      } finally {
+        child.kill('SIGKILL');
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+  });
 });
