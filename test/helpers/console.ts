@@ -1,10 +1,21 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 // The web console's browser tests (test/panel/console/console*.test.ts): a page per fresh context, and
 // the page weight and time to interactive of a loaded page.
+
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
+
+/** Debian's chromium, headless; the screenshot folder made. */
+export function launchChromium(): Promise<Browser> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+}
+
+/** A full-page screenshot into test-artifacts/console/<name>.png, to look at. */
+export const screenshot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 /** A page in a fresh context (its own cookies), kept in `contexts` to be closed; uncaught errors go to `errors`. */
 export async function newConsolePage(browser: Browser, baseURL: string, contexts: BrowserContext[], errors: string[], timeoutMs = 15_000): Promise<Page> {
@@ -33,7 +44,6 @@ export function pageWeight(page: Page): Promise<PageWeight> {
   })()`) as Promise<PageWeight>;
 }
 
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
 
 /**
  * Loads a page twice with `load` (cold: nothing cached; warm: vendor files from the cache, the

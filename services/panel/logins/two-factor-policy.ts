@@ -21,7 +21,7 @@ export async function seedTwoFactorRoles(db: Db, roles: Role[]): Promise<void> {
   await db('panel_settings').insert({ key: KEY, value: JSON.stringify(roles), updated_by: '-require-2fa-roles' }).onConflict('key').ignore();
 }
 
-const policyOf = (row: { value: Role[]; updated_at: Date; updated_by: string } | undefined) => ({ require_roles: row?.value ?? [], updated_at: row?.updated_at ?? null, updated_by: row?.updated_by ?? null });
+const policyOf = (row: { value: Role[]; updated_at: Date; updated_by: string } | undefined) => ({ require_roles: row?.value ?? [], roles: ROLES, updated_at: row?.updated_at ?? null, updated_by: row?.updated_by ?? null });
 
 /** Readable by the platform's own logins; 404 below it (its existence is the platform's business). */
 export async function getTwoFactorPolicy(db: Db, actor: Actor) {

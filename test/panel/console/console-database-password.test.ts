@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
 import { asDbUser, consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
 import { env } from '../../setup/env';
 
@@ -9,8 +8,6 @@ import { env } from '../../setup/env';
 // chromium driven by playwright-core against a real panel whose hosting node runs MariaDB): a
 // dismissed confirmation changes nothing; an accepted one shows the new password once, and it is
 // the one MariaDB then takes. Screenshot in test-artifacts/console/database-password.png.
-
-const ARTIFACTS = path.join(__dirname, '..', '..', '..', 'test-artifacts', 'console');
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -27,8 +24,7 @@ describe('panel: console database password reset in chromium', function () {
 
   before(async function () {
     this.timeout(120_000);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    [panel, browser] = await Promise.all([startHostingPanel({ mariadb: true }), chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })]);
+    [panel, browser] = await Promise.all([startHostingPanel({ mariadb: true }), launchChromium()]);
   });
   after(async () => {
     await browser?.close();
@@ -44,12 +40,10 @@ describe('panel: console database password reset in chromium', function () {
     assert.equal(created.status, 201, JSON.stringify(created.json));
     await waitFor('active', async () => (await customer.client.get(`/v1/databases/${created.json.id}`)).json.status === 'active');
 
-    const context = await browser.newContext({ baseURL: panel.url });
+    const contexts: BrowserContext[] = [];
+    const errors: string[] = [];
     try {
-      const page: Page = await context.newPage();
-      page.setDefaultTimeout(15_000);
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
+      const page = await newConsolePage(browser, panel.url, contexts, errors);
       await consoleSignIn(page, customer.username, customer.id);
       await page.getByRole('link', { name: 'Databases' }).click();
       const row = page.getByRole('row').filter({ hasText: name });
@@ -72,13 +66,13 @@ describe('panel: console database password reset in chromium', function () {
       const as = (pw: string) => asDbUser(panel, name, pw, 'SELECT 1');
       assert.equal((await as(password)).code, 0);
       assert.notEqual((await as(created.json.password)).code, 0);
-      await page.screenshot({ path: path.join(ARTIFACTS, 'database-password.png'), fullPage: true });
+      await screenshot(page, 'database-password');
       await page.reload();
       await row.filter({ hasText: 'active' }).waitFor();
       assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
       assert.deepEqual(errors, []);
     } finally {
-      await context.close();
+      for (const c of contexts) await c.close();
     }
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
 import { recordCronRuns } from '../../../services/panel/sites/cron-runs';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
@@ -10,8 +11,6 @@ import { env } from '../../setup/env';
 // A website's own pages in the console (issue 32: site editing, PHP values, cron runs, PHP versions
 // a node offers), in Debian's chromium against a real panel whose hosting node runs nginx and
 // PHP-FPM: each save is a node operation the node applies. Screenshots in test-artifacts/console/.
-
-const ARTIFACTS = path.join(__dirname, '..', '..', '..', 'test-artifacts', 'console');
 
 async function waitFor<T>(what: string, check: () => Promise<T | null | false>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -30,8 +29,7 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
 
   before(async function () {
     this.timeout(120_000);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    [panel, browser] = await Promise.all([startHostingPanel(), chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] })]);
+    [panel, browser] = await Promise.all([startHostingPanel(), launchChromium()]);
   });
   after(async () => {
     await browser?.close();
@@ -46,12 +44,10 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
     assert.ok(offered.length > 0, 'the hosting node reports its PHP versions');
     const domain = `${unique('edit')}.example.com`;
 
-    const context = await browser.newContext({ baseURL: panel.url });
+    const contexts: BrowserContext[] = [];
+    const errors: string[] = [];
     try {
-      const page: Page = await context.newPage();
-      page.setDefaultTimeout(15_000);
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
+      const page = await newConsolePage(browser, panel.url, contexts, errors);
       await consoleSignIn(page, customer.username, customer.id);
       await page.getByRole('link', { name: 'Websites' }).click();
 
@@ -79,7 +75,7 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
       });
       assert.deepEqual(edited.aliases, [`www.${domain}`], 'the alias is stored');
       assert.match(fs.readFileSync(path.join(panel.root, 'etc/nginx/sites', `${domain}.conf`), 'utf8'), new RegExp(`server_name[^;]*www\\.${domain.replace(/\./g, '\\.')}`), 'and served by nginx');
-      await page.screenshot({ path: path.join(ARTIFACTS, 'site-settings.png'), fullPage: true });
+      await screenshot(page, 'site-settings');
 
       // PHP values: within bounds, a value out of bounds is refused with the API's message
       await page.getByRole('link', { name: 'PHP', exact: true }).click();
@@ -116,10 +112,22 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
       assert.match((await rows.nth(0).textContent())!, /failed3/, 'the newest first, with its status and exit code');
       await rows.nth(0).getByText('characters').click();
       await page.getByText('PHP Fatal error: out of memory').waitFor();
-      await page.screenshot({ path: path.join(ARTIFACTS, 'site-cron.png'), fullPage: true });
+      await screenshot(page, 'site-cron');
       assert.deepEqual(errors, [], 'no script error on the pages');
+
+      // Suspensions, seen from the provider: the site's own suspension, then the account's on top
+      assert.equal((await provider.client.post(`/v1/sites/${id}/suspend`)).status, 200, 'the provider suspends the site');
+      assert.equal((await provider.client.post(`/v1/orgs/${customer.id}/suspend`)).status, 200, 'and then the account');
+      const above = await newConsolePage(browser, panel.url, contexts, errors);
+      await consoleSignIn(above, provider.username, provider.id);
+      await above.goto(`/orgs/${provider.id}/suspensions`);
+      const orgRow = above.getByRole('table', { name: `Suspended organisations below ${provider.body.name}` }).getByRole('row').filter({ hasText: customer.body.name });
+      await orgRow.waitFor();
+      const siteRow = above.getByRole('table', { name: `Suspended websites at and below ${provider.body.name}` }).getByRole('row').filter({ hasText: domain });
+      assert.match((await siteRow.textContent())!, /its own suspension and its organisation's suspension/, 'the site says what stops it');
+      await screenshot(above, 'suspensions');
     } finally {
-      await context.close();
+      for (const c of contexts) await c.close();
     }
   });
 });

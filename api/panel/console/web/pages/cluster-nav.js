@@ -1,4 +1,4 @@
-// The tabs of the platform's cluster area (nodes, capacity, alerts, rules, reconciliation, backups):
+// The tabs of the platform's cluster area (nodes, capacity, alerts, rules, reconciliation, backups, security):
 // one file the cluster, alerts, reconcile and backups pages all import, so none imports another for it.
 import { html, Link } from '../lib/ui.js';
 
@@ -10,5 +10,6 @@ export function ClusterNav({ current }) {
     <${Link} href="/cluster/alert-rules" aria-current=${current === 'rules' ? 'page' : undefined}>Alert rules<//>
     <${Link} href="/cluster/reconcile" aria-current=${current === 'reconcile' ? 'page' : undefined}>Reconciliation<//>
     <${Link} href="/cluster/backups" aria-current=${current === 'backups' ? 'page' : undefined}>Backups<//>
+    <${Link} href="/cluster/security" aria-current=${current === 'security' ? 'page' : undefined}>Security<//>
   </nav>`;
 }

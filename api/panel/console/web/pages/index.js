@@ -6,6 +6,7 @@ import { BackupsPage, InspectionPage } from './backups.js';
 import { CapacityPage, NodePage, NodesPage } from './cluster.js';
 import { OrgPage } from './orgs.js';
 import { ReconcilePage, ReconcilePassPage, ReconcileSitePage } from './reconcile.js';
+import { SecurityPage } from './security.js';
 import { SignInPage } from './sign-in.js';
 import { SitePage } from './sites.js';
 
@@ -29,6 +30,7 @@ export const PAGES = [
   { path: '/cluster/reconcile/passes/:id', component: ReconcilePassPage },
   { path: '/cluster/backups', component: BackupsPage },
   { path: '/cluster/backups/inspections/:id', component: InspectionPage },
+  { path: '/cluster/security', component: SecurityPage },
 ];
 
 export const NAV = [
