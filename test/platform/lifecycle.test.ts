@@ -89,6 +89,18 @@ async function allGone(pids: number[], withinMs: number): Promise<void> {
   }
 }
 
+/** Every process whose command line names the data folder: nginx, PHP-FPM, MariaDB, PostgreSQL, Temporal of this system. */
+function processesOf(dataDir: string): Array<{ pid: number; cmd: string }> {
+  return fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      return cmd.includes(dataDir) ? [{ pid: Number(d), cmd }] : [];
+    } catch {
+      return []; // gone meanwhile
+    }
+  });
+}
+
 const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
 
 describe('npm start as a service', function () {
@@ -112,11 +124,16 @@ describe('npm start as a service', function () {
     const pids = servers(dataDir);
     assert.equal(pids.length, 2, 'PostgreSQL and Temporal pid files');
     assert.ok(pids.every(alive), `PostgreSQL and Temporal are running: pids ${pids.join(', ')}`);
+    const tree = processesOf(dataDir);
+    assert.ok(tree.some((p) => /php-fpm/.test(p.cmd)) && tree.some((p) => /nginx/.test(p.cmd)), `the hosting node's nginx and PHP-FPM run: ${tree.map((p) => p.cmd).join(' | ')}`);
     const t0 = Date.now();
     s.child.kill('SIGTERM');
     await allGone(pids, 20_000);
     await s.exited;
     assert.ok(Date.now() - t0 < 20_000, `SIGTERM stopped everything within 20 s: ${Date.now() - t0} ms`);
+    // issue 32 item 19: nothing of the tree outlives the stop (a PHP-FPM master once did)
+    await allGone(tree.map((p) => p.pid), 5_000).catch(() => undefined);
+    assert.deepEqual(processesOf(dataDir).map((p) => p.cmd), [], 'no process of this system is left');
   });
 
   it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9)', async function () {
