@@ -65,7 +65,16 @@ export async function installClient(name: ClientName, version: string): Promise<
     }
   }
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'client-version-'));
-  const reported = (await run(bin, ['--version'], { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 30_000 }).finally(() => fs.rmSync(home, { recursive: true, force: true }))).stdout.trim();
+  const ran = await run(bin, ['--version'], { env: { PATH: process.env.PATH ?? '', HOME: home }, timeout: 30_000 })
+    .catch((err: Error) => {
+      // an install that no longer runs (a Python venv is not relocatable: its folder was copied or moved) is made again, once
+      if (fresh) throw err;
+      fs.rmSync(marker, { force: true });
+      return null;
+    })
+    .finally(() => fs.rmSync(home, { recursive: true, force: true }));
+  if (!ran) return installClient(name, version);
+  const reported = ran.stdout.trim();
   if (!reported.includes(version)) throw new Error(`${name}: ${bin} --version printed "${reported}", expected ${version}`);
   fs.writeFileSync(marker, `${reported}\n`);
   return { name, version, reported, bin, fresh };
