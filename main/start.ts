@@ -124,11 +124,13 @@ async function main() {
   });
   await ensureSchedules(temporal);
   stops.push(runWorker(credits).stop);
-  // Recorded outcomes to settlement workflows, in batches (services/credits/relay.ts).
+  // Recorded outcomes to settlement workflows, in batches (services/credits/relay.ts), started
+  // eagerly on the worker's own connection (no task-queue round trip, no gRPC in this thread).
   const relay = await startSettlementRelay({
     db,
     databaseUrl: url,
-    temporal,
+    temporal: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, ...observedClientOptions() }),
+    eagerStart: true,
     taskQueue: RESERVATION_TASK_QUEUE,
     logger: log,
     holdTimeoutMs: config.HOLD_TIMEOUT_SECONDS * 1000,
