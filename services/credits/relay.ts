@@ -28,6 +28,7 @@ export interface RelayOptions {
   /** inputs of `reservation-<id>` workflows (uncertain and late-cost outcomes) */
   holdTimeoutMs: number;
   uncertainGraceMs: number;
+  /** outcomes per settlement workflow at most (default SETTLEMENT_BATCH_MAX); the server's search attribute limit bounds it (settlementBatchUnder) */
   batchSize?: number;
   flushMs?: number;
   pollMs?: number;
@@ -42,7 +43,7 @@ export interface Relay {
 }
 
 export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
-  const batchSize = Math.min(o.batchSize ?? SETTLEMENT_BATCH_MAX, SETTLEMENT_BATCH_MAX);
+  const batchSize = o.batchSize ?? SETTLEMENT_BATCH_MAX;
   const flushMs = o.flushMs ?? 200;
   const staleClaimMs = o.staleClaimMs ?? 10_000;
   let stopped = false;
@@ -53,6 +54,7 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
   let waiting: Array<{ seq: number; at: number; n: number }> = [];
   let waitingCount = 0;
   let seq = 0;
+  let lastNotified = 0;
   // Claim whatever is recorded, full batch or not: at start and on a poll that knows of nothing waiting.
   let sweep = true;
 
@@ -189,7 +191,8 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
     const client = new PgClient({ connectionString: o.databaseUrl });
     client.on('notification', (msg) => {
       // The payload is the number of outcomes the write recorded (an empty one: one).
-      waiting.push({ seq: ++seq, at: Date.now(), n: Math.max(1, Number(msg.payload) || 1) });
+      lastNotified = Date.now();
+      waiting.push({ seq: ++seq, at: lastNotified, n: Math.max(1, Number(msg.payload) || 1) });
       waitingCount += waiting[waiting.length - 1].n;
       schedule();
     });
@@ -204,14 +207,16 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
     listener = client;
   };
   await listen();
-  // The poll: the stale pass, and a sweep when no notification is known to be waiting (one may have been missed).
+  // The poll: the stale pass, and a sweep when no notification waits nor came for a poll interval
+  // (the listener may have missed some); while they flow, the counts decide.
+  const pollMs = o.pollMs ?? 1000;
   const poll = setInterval(() => {
-    if (waiting.length === 0) sweep = true;
+    if (waiting.length === 0 && Date.now() - lastNotified >= pollMs) sweep = true;
     if (draining) return;
     if (timer) clearTimeout(timer);
     timer = null;
     run();
-  }, o.pollMs ?? 1000);
+  }, pollMs);
   schedule(); // outcomes recorded while no relay ran
 
   return {
