@@ -134,7 +134,11 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
   /** One start per workflow of the claimed outcomes; a failed start is retried by the stale pass. */
   async function startWorkflows(claimed: ClaimedOutcome[]): Promise<void> {
     const byWorkflow = new Map<string, ClaimedOutcome[]>();
-    for (const c of claimed) byWorkflow.set(c.settlement_workflow_id, [...(byWorkflow.get(c.settlement_workflow_id) ?? []), c]);
+    for (const c of claimed) {
+      const rows = byWorkflow.get(c.settlement_workflow_id);
+      if (rows) rows.push(c);
+      else byWorkflow.set(c.settlement_workflow_id, [c]);
+    }
     await Promise.all(
       [...byWorkflow].map(async ([workflowId, rows]) => {
         try {
