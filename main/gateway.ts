@@ -131,6 +131,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await keyed?.close();
       await creditsLog?.log.close();
       await liveness.stop();
+      await reservations.flushOutcomes(); // outcomes queued for their batch's interval go out now
       await outcomeLine.stop();
       await invalidation.stop();
       await connection.close();

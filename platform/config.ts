@@ -72,6 +72,9 @@ const schema = z.object({
   API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),
   KEY_CACHE_TTL_MS: z.coerce.number().int().positive().default(60_000),
   DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+  // Outcomes per settlement workflow at most: unset, 210 on the embedded dev server (its search
+  // attribute limit is raised to 8 KB), 50 on a TEMPORAL_ADDRESS cluster at the default 2 KB.
+  SETTLEMENT_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).optional(),
   // Load pg_stat_statements into the embedded PostgreSQL (benchmarks count statements per request).
   PG_STAT_STATEMENTS: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
   // Admin HTTP API (/admin/…): unset means every admin request gets 401.

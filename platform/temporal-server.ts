@@ -25,6 +25,9 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** The dev server's size limit per search attribute value, in bytes (a server's default is 2 KB). */
+export const DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT = 8192;
+
 export function searchAttributeFlags(): string[] {
   return Object.entries(searchAttributes.attributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
 }
@@ -37,6 +40,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   args.push(...searchAttributeFlags());
   // Reservations are short and many: keep the dev server from throttling a benchmark.
   args.push('--dynamic-config-value', 'frontend.rps=100000', '--dynamic-config-value', 'frontend.namespaceRPS=100000');
+  // Settlement batches larger than 50 list every request id in one search attribute value.
+  args.push('--dynamic-config-value', `frontend.searchAttributesSizeOfValueLimit=${DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT}`);
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     // WAL with normal sync: still crash-safe for the file, without an fsync per write (the

@@ -6,10 +6,17 @@ export const RESERVATION_TASK_QUEUE = 'billing';
 export const reservationWorkflowId = (requestId: string) => `reservation-${requestId}`;
 
 /**
- * Outcomes a settlement workflow takes at most: 50 request ids keep its RequestIds search
- * attribute (a KeywordList) under the server's 2 KB per value (50 × 39 + 2 = 1,952 bytes).
+ * Outcomes a settlement workflow takes at most on a server with the default size limit per
+ * search attribute value (2 KB): its RequestIds (a KeywordList of every request id) must fit.
  */
 export const SETTLEMENT_BATCH_MAX = 50;
+
+/**
+ * Outcomes a settlement workflow can take under a server's size limit per search attribute value:
+ * each request id is 39 bytes of the RequestIds JSON list, plus its brackets (2 KB: 52, so 50 is
+ * kept; 8 KB: 210). One workflow costs about the same for 1 outcome or 200.
+ */
+export const settlementBatchUnder = (valueLimitBytes: number): number => Math.floor((valueLimitBytes - 2) / 39);
 
 export const settlementWorkflowId = (firstRequestId: string) => `settlement-${firstRequestId}`;
 

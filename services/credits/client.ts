@@ -45,6 +45,11 @@ export interface BatchStart {
   reservationIds: string[];
   accountIds: string[];
   held: string;
+  /**
+   * Eager start: the server hands the first workflow task back with the start, to this process's
+   * worker (the client must be on the worker's NativeConnection), sparing a task-queue round trip.
+   */
+  eager?: boolean;
 }
 
 /** Starts a batch's settlement workflow; one already running under that id is left to finish (idempotent). */
@@ -59,6 +64,7 @@ export async function startSettlement(temporal: Client, b: BatchStart): Promise<
         { key: SA.AccountIds, value: [...new Set(b.accountIds)] },
       ],
       memo: { requests: b.reservationIds.length, held: b.held },
+      requestEagerStart: b.eager,
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

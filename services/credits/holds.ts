@@ -12,6 +12,13 @@ import { Counter } from 'prom-client';
 import { registry } from '../../platform/metrics';
 import { currentTraceparent } from '../../platform/tracing';
 
+/**
+ * Outcome batches leave a process at most this often (no client waits for them): at a moderate
+ * rate a batch then holds the outcomes of this many milliseconds, not one or two, so the outcome
+ * write is a small share of the statements and commits per request.
+ */
+export const OUTCOME_INTERVAL_MS = 25;
+
 /** Hold attempts by model and provider (catalog entries: bounded) and result. */
 const holdsTaken = new Counter({ name: 'credits_hold_attempts_total', help: 'Hold attempts by model, provider and result (taken, insufficient_quota, spend_limit)', labelNames: ['model', 'provider', 'result'] as const, registers: [registry] });
 
@@ -72,7 +79,12 @@ export class Reservations {
     },
   ) {
     this.holds = new GroupCommit((batch) => this.takeHolds(batch));
-    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine));
+    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine), { intervalMs: OUTCOME_INTERVAL_MS });
+  }
+
+  /** Writes the outcomes still queued (a process that stops) and waits for those in flight. */
+  flushOutcomes(): Promise<void> {
+    return this.outcomes.flush();
   }
 
   /**
@@ -134,11 +146,11 @@ export class Reservations {
   /**
    * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): a durable
    * commit, before anything depends on Temporal. It carries the hold's terms, so a hold that a
-   * PostgreSQL crash lost is written again with it. With an outcome line and no outcome batch of
-   * this process in flight, the statement has left the process when this returns its promise (the
-   * API reports before it ends the answer); else it leaves with the next batch, the moment the one
-   * in flight returns (a few milliseconds, under load only). The
-   * body id is readable by /v1/generation from then on. A database that is down is retried for
+   * PostgreSQL crash lost is written again with it. With an outcome line, no outcome batch of this
+   * process in flight and none sent in the last OUTCOME_INTERVAL_MS, the statement has left the
+   * process when this returns its promise (the API reports before it ends the answer); else it
+   * leaves with the next batch, at most OUTCOME_INTERVAL_MS later (or when the one in flight
+   * returns: under load only). The body id is readable by /v1/generation from then on. A database that is down is retried for
    * about 45 s; this process's heartbeat keeps the hold from the sweeper meanwhile.
    */
   private async report(t: HoldTerms, r: RequestReport): Promise<void> {
@@ -146,7 +158,7 @@ export class Reservations {
     for (let attempt = 0; ; attempt++) {
       try {
         // The first attempt goes out in this process's next batch (on the outcome line, synchronously
-        // when no batch is in flight); retries alone through the pool.
+        // when no batch is due to wait); retries alone through the pool.
         const write = { reservationId: t.reservationId, report: r, lost: t };
         const recorded = attempt === 0 ? await this.outcomes.submit(write) : (await recordOutcomes(this.db, [write]))[0];
         if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');

@@ -19,14 +19,14 @@ export interface OutcomeWrite {
   lost?: HoldTerms;
 }
 
-/** Records each outcome on its held row, one durable commit and one NOTIFY for the batch; the ids recorded. */
+/** Records each outcome on its held row, one durable commit and one NOTIFY for the batch (payload: how many); the ids recorded. */
 const RECORD_SQL = `WITH o AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS o(id uuid, report jsonb, body_id text)),
   u AS (
     UPDATE reservations r SET report = o.report, reported_at = now(), body_id = COALESCE(r.body_id, o.body_id)
     FROM o WHERE r.id = o.id AND r.status = 'held' AND r.report IS NULL
     RETURNING r.id
   )
-  SELECT COALESCE(array_agg(id::text), '{}') AS ids, CASE WHEN count(*) > 0 THEN pg_notify(?, '') END AS notified FROM u`;
+  SELECT COALESCE(array_agg(id::text), '{}') AS ids, CASE WHEN count(*) > 0 THEN pg_notify(?, count(*)::text) END AS notified FROM u`;
 const RECORD = prepared('credits_record_outcomes', RECORD_SQL);
 
 /**

@@ -10,19 +10,25 @@ import { reportOutcome, startSettlement } from './client';
 import { claimOutcomes, OUTBOX_CHANNEL, staleClaims, touchClaims, type ClaimedOutcome } from './outbox';
 
 // The settlement relay (runs in the credits worker): hands recorded outcomes to workflows in
-// batches. Woken by NOTIFY, flushed at a full batch or after `flushMs`, with a poll as a
-// fallback. Crash-safe: a claim whose workflow did not start is started again under the same
-// id, so Temporal being slow, down or restarting delays settlement and loses nothing.
+// batches. Each outcome write's NOTIFY says how many outcomes it recorded; a batch is claimed as
+// soon as a full one is waiting, else when the oldest waiting outcome is `flushMs` old, so at
+// moderate rates the batches are full too (one workflow costs the same for 1 or 50 outcomes). A
+// poll is the fallback for missed notifications. Crash-safe: a claim whose workflow did not start
+// is started again under the same id, so Temporal being slow, down or restarting delays
+// settlement and loses nothing.
 
 export interface RelayOptions {
   db: Db;
   databaseUrl: string;
   temporal: Client;
   taskQueue: string;
+  /** `temporal` is on the credits worker's NativeConnection: settlement workflows start eagerly on it */
+  eagerStart?: boolean;
   logger: Logger;
   /** inputs of `reservation-<id>` workflows (uncertain and late-cost outcomes) */
   holdTimeoutMs: number;
   uncertainGraceMs: number;
+  /** outcomes per settlement workflow at most (default SETTLEMENT_BATCH_MAX); the server's search attribute limit bounds it (settlementBatchUnder) */
   batchSize?: number;
   flushMs?: number;
   pollMs?: number;
@@ -37,44 +43,66 @@ export interface Relay {
 }
 
 export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
-  const batchSize = Math.min(o.batchSize ?? SETTLEMENT_BATCH_MAX, SETTLEMENT_BATCH_MAX);
+  const batchSize = o.batchSize ?? SETTLEMENT_BATCH_MAX;
   const flushMs = o.flushMs ?? 200;
   const staleClaimMs = o.staleClaimMs ?? 10_000;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let draining: Promise<void> | null = null;
-  let again = false;
-  let notified = 0;
   let lastStalePass = 0;
+  // Outcomes notified and not yet claimed, oldest first (seq orders them against a claim's start).
+  let waiting: Array<{ seq: number; at: number; n: number }> = [];
+  let waitingCount = 0;
+  let seq = 0;
+  let lastNotified = 0;
+  // Claim whatever is recorded, full batch or not: at start and on a poll that knows of nothing waiting.
+  let sweep = true;
 
-  const kick = (delayMs: number) => {
-    if (stopped) return;
-    if (draining) {
-      again = true;
+  const due = () => sweep || waitingCount >= batchSize || (waiting.length > 0 && Date.now() - waiting[0].at >= flushMs);
+
+  /** Runs a pass now if one is due, else sets the timer for when the oldest waiting outcome is. */
+  const schedule = () => {
+    if (stopped || draining) return; // the pass in progress schedules the next when it ends
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (due()) return run();
+    if (waiting.length) timer = setTimeout(schedule, waiting[0].at + flushMs - Date.now());
+  };
+
+  const run = () => {
+    draining = drain()
+      .catch((err) => o.logger.error({ err }, 'settlement relay pass failed; the next pass retries'))
+      .finally(() => {
+        draining = null;
+        schedule();
+      });
+  };
+
+  /** Forgets `n` claimed outcomes, oldest first; a short claim took every outcome notified before it started. */
+  const claimedSome = (n: number, before: number) => {
+    if (n < batchSize) {
+      waiting = waiting.filter((w) => w.seq > before);
+      waitingCount = waiting.reduce((sum, w) => sum + w.n, 0);
       return;
     }
-    if (timer && delayMs > 0) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = null;
-      notified = 0;
-      draining = drain()
-        .catch((err) => o.logger.error({ err }, 'settlement relay pass failed; the next pass retries'))
-        .finally(() => {
-          draining = null;
-          if (again) {
-            again = false;
-            kick(0);
-          }
-        });
-    }, delayMs);
+    waitingCount = Math.max(0, waitingCount - n);
+    while (n > 0 && waiting.length) {
+      const take = Math.min(n, waiting[0].n);
+      waiting[0].n -= take;
+      n -= take;
+      if (waiting[0].n === 0) waiting.shift();
+    }
   };
 
   async function drain(): Promise<void> {
-    for (;;) {
+    const sweeping = sweep;
+    sweep = false;
+    while (!stopped && (sweeping || due())) {
+      const before = seq;
       const claimed = await claimOutcomes(o.db, batchSize);
+      claimedSome(claimed.length, before);
       if (claimed.length) await startWorkflows(claimed);
-      if (claimed.length < batchSize || stopped) break;
+      if (claimed.length < batchSize) break;
     }
     if (Date.now() - lastStalePass >= staleClaimMs / 2) {
       lastStalePass = Date.now();
@@ -106,7 +134,11 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
   /** One start per workflow of the claimed outcomes; a failed start is retried by the stale pass. */
   async function startWorkflows(claimed: ClaimedOutcome[]): Promise<void> {
     const byWorkflow = new Map<string, ClaimedOutcome[]>();
-    for (const c of claimed) byWorkflow.set(c.settlement_workflow_id, [...(byWorkflow.get(c.settlement_workflow_id) ?? []), c]);
+    for (const c of claimed) {
+      const rows = byWorkflow.get(c.settlement_workflow_id);
+      if (rows) rows.push(c);
+      else byWorkflow.set(c.settlement_workflow_id, [c]);
+    }
     await Promise.all(
       [...byWorkflow].map(async ([workflowId, rows]) => {
         try {
@@ -153,6 +185,7 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
       reservationIds: rows.map((r) => r.id),
       accountIds: rows.map((r) => r.account_id),
       held: rows.reduce((sum, r) => add(sum, r.held_credits), '0'),
+      eager: o.eagerStart,
     });
   }
 
@@ -160,9 +193,12 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
   let listener: PgClient | null = null;
   const listen = async (): Promise<void> => {
     const client = new PgClient({ connectionString: o.databaseUrl });
-    client.on('notification', () => {
-      if (++notified >= batchSize) kick(0);
-      else kick(flushMs);
+    client.on('notification', (msg) => {
+      // The payload is the number of outcomes the write recorded (an empty one: one).
+      lastNotified = Date.now();
+      waiting.push({ seq: ++seq, at: lastNotified, n: Math.max(1, Number(msg.payload) || 1) });
+      waitingCount += waiting[waiting.length - 1].n;
+      schedule();
     });
     client.on('error', (err) => {
       o.logger.warn({ err }, 'settlement relay listener lost; reconnecting');
@@ -175,8 +211,17 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
     listener = client;
   };
   await listen();
-  const poll = setInterval(() => kick(0), o.pollMs ?? 1000);
-  kick(0); // outcomes recorded while no relay ran
+  // The poll: the stale pass, and a sweep when no notification waits nor came for a poll interval
+  // (the listener may have missed some); while they flow, the counts decide.
+  const pollMs = o.pollMs ?? 1000;
+  const poll = setInterval(() => {
+    if (waiting.length === 0 && Date.now() - lastNotified >= pollMs) sweep = true;
+    if (draining) return;
+    if (timer) clearTimeout(timer);
+    timer = null;
+    run();
+  }, pollMs);
+  schedule(); // outcomes recorded while no relay ran
 
   return {
     async stop() {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
+import { settlementBatchUnder } from '../../domain/credits/reservation';
+import { DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT } from '../../platform/temporal-server';
 import { startSettlementRelay } from '../../services/credits/relay';
 import { call, checkInvariants, newAccount, settled, useStack, type Stack } from '../helpers/stack';
 import { env } from '../setup/env';
@@ -90,5 +92,80 @@ describe('settlement outbox and relay', function () {
     assert.equal(Number(inv.account.reserved_credits), 0);
     assert.equal(inv.account.pending_requests, 0);
     assert.equal(inv.ledger.usage, inv.account.total_usage);
+  });
+
+  /** Waits until `n` of the rows are claimed (a workflow named on them); returns the claimed rows. */
+  async function claimedRows(ids: string[], n: number, withinMs: number) {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      const rows = await env.db('reservations').whereIn('id', ids).whereNotNull('settlement_workflow_id').select('id', 'settlement_workflow_id');
+      if (rows.length >= n || Date.now() > deadline) return rows;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it('a full batch is claimed at once; a partial one waits for its window (flushMs) so that it can fill', async function () {
+    const acct = await newAccount({ credits: '50' });
+    await stack.stopWorker();
+    const relay = await startSettlementRelay({ db: env.db, databaseUrl: env.databaseUrl, temporal: stack.temporal, taskQueue: stack.taskQueue, logger: env.logger, holdTimeoutMs: 60_000, uncertainGraceMs: 200, batchSize: 20, flushMs: 4000, pollMs: 60_000 });
+    let ids: string[];
+    try {
+      // Its first pass (a sweep of whatever is recorded) is over before the requests; the poll, a
+      // fallback that sweeps after a quiet interval, stays out of the way.
+      await new Promise((r) => setTimeout(r, 300));
+      const answers = await Promise.all(Array.from({ length: 25 }, () => chat(stack, acct.key)));
+      assert.ok(answers.every((a) => a.status === 200), `every request answered 200: ${answers.map((a) => a.status).join(', ')}`);
+      ids = answers.map((a) => a.headers.get('x-gateway-request-id')!);
+      const first = await claimedRows(ids, 20, 3000);
+      assert.equal(first.length, 20, 'the full batch of 20 is claimed without waiting for the window');
+      assert.equal(new Set(first.map((r) => r.settlement_workflow_id)).size, 1, 'one workflow for the full batch');
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal((await claimedRows(ids, 25, 0)).length, 20, 'the 5 left wait for their window');
+      const all = await claimedRows(ids, 25, 8000);
+      assert.equal(all.length, 25, 'the partial batch is claimed once its oldest outcome is flushMs old');
+    } finally {
+      await relay.stop();
+      await stack.startWorker();
+    }
+    for (const id of ids) assert.equal((await settled(id, 20_000)).status, 'settled', `request ${id} settled`);
+    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, 25, 'each request charged once');
+  });
+
+  it('a batch of more than 50 outcomes settles in one workflow where the server takes a longer RequestIds (the dev server: 8 KB)', async function () {
+    const acct = await newAccount({ credits: '100' });
+    const n = 120;
+    await stack.stopWorker();
+    // The outcomes are recorded first, so the relay's first pass finds them all (else a partial
+    // batch goes when its window ends: on a busy box before the last request is answered).
+    const answers = await Promise.all(Array.from({ length: n }, () => chat(stack, acct.key)));
+    assert.ok(answers.every((a) => a.status === 200), `every request answered 200: ${answers.map((a) => a.status).join(', ')}`);
+    const ids = answers.map((a) => a.headers.get('x-gateway-request-id')!);
+    // An answer can end before its outcome's batch leaves (a batch in flight, or the 25 ms interval).
+    for (let i = 0; ; i++) {
+      const n = (await env.db('reservations').whereIn('id', ids).whereNotNull('reported_at').select('id')).length;
+      if (n === ids.length) break;
+      assert.ok(i < 100, `every outcome recorded within 5 s (${n} of ${ids.length})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const relay = await startSettlementRelay({ db: env.db, databaseUrl: env.databaseUrl, temporal: stack.temporal, taskQueue: stack.taskQueue, logger: env.logger, holdTimeoutMs: 60_000, uncertainGraceMs: 200, batchSize: settlementBatchUnder(DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT) });
+    let workflowId: string;
+    try {
+      const rows = await claimedRows(ids, n, 8000);
+      assert.equal(rows.length, n, 'every outcome claimed');
+      const workflows = new Set(rows.map((r) => r.settlement_workflow_id));
+      assert.equal(workflows.size, 1, `one workflow for the ${n} outcomes: ${[...workflows].join(', ')}`);
+      workflowId = rows[0].settlement_workflow_id;
+    } finally {
+      await relay.stop();
+      await stack.startWorker();
+    }
+    const result = await stack.temporal.workflow.getHandle(workflowId).result();
+    assert.equal(result.settled, n, 'the one workflow settled every outcome');
+    const described = await stack.temporal.workflow.getHandle(workflowId).describe();
+    assert.equal((described.searchAttributes.RequestIds as string[]).length, n, 'RequestIds lists every request of the batch');
+    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, n, 'each request charged once');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(Number(inv.account.reserved_credits), 0, 'no credits left reserved');
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
   });
 });

@@ -9,7 +9,8 @@ const { settleBatch } = proxyLocalActivities<SettlementActivities>({
 });
 
 /**
- * One per batch of 1–50 recorded outcomes (`settlement-<first request id>`): settles every
+ * One per batch of recorded outcomes (`settlement-<first request id>`; 1–50, or more where the
+ * server takes a longer RequestIds: services/credits/relay.ts): settles every
  * reservation of the batch exactly once (each guarded by status = 'held') from the outcome
  * recorded on its row, and states in its memo what it charged.
  */
