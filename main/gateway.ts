@@ -15,6 +15,7 @@ import type { CorsOrigins } from '../api/gateway/shared/cors';
 import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
+import { JOURNAL_DEFAULTS, OutcomeJournal, type JournalSettings } from '../services/credits/outcome-journal';
 import { registerApiProcess } from '../services/credits/processes';
 import { createDashboard } from '../api/gateway/dashboard/app';
 import { clientIpResolver } from '../api/gateway/keyed/client-ip';
@@ -50,6 +51,8 @@ export interface GatewayRuntimeOptions {
   routeBreaker?: Partial<BreakerSettings>;
   /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
   webhookAllowTargets?: string[];
+  /** where outcomes PostgreSQL cannot take wait (DATA_DIR/outcome-journal) and its bounds; absent: in memory */
+  outcomeJournal?: Partial<JournalSettings>;
   /** REFUSAL_LOG_LINES_PER_MINUTE: the info lines of 4xx answers per client; defaults in REFUSAL_LOG_DEFAULTS */
   refusalLog?: Partial<RefusalLogSettings>;
 }
@@ -78,9 +81,12 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   // Outcomes leave the process before the answer's last byte (services/credits/outcome-line.ts).
   const outcomeLine = new OutcomeLine(o.databaseUrl, o.logger);
   await outcomeLine.start();
+  const journal = new OutcomeJournal(o.db, o.logger, { dir: null, ...JOURNAL_DEFAULTS, ...o.outcomeJournal });
+  journal.open(); // replays what processes that are gone left in it
   const reservations = new Reservations(o.db, {
     processId: liveness.id,
     outcomeLine,
+    journal,
     logger: o.logger,
     // Keyed variant: every hold also takes part in its key's spend limit.
     trackKeySpend: isKeyed,
@@ -131,6 +137,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await creditsLog?.log.close();
       await liveness.stop();
       await outcomeLine.stop();
+      journal.stop();
       await invalidation.stop();
       await connection.close();
     },

@@ -152,6 +152,7 @@ async function main() {
     host: '0.0.0.0',
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES },
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { startGatewayApi } from '../../main/gateway';
 import { loadConfig } from '../../platform/config';
 import { databaseUrl } from '../../platform/database-url';
@@ -25,6 +26,7 @@ async function main() {
     host: '127.0.0.1',
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES },
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     keyed: { requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS, requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS },
