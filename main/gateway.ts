@@ -110,8 +110,13 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals, drain });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
+  // Settled once nothing has been in flight for 200 ms: a client whose stream began before the
+  // drain may still send one more request on its connection (answered with Connection: close).
   const settle = async (untilMs: number) => {
-    while (listening.inFlight() > 0 && Date.now() < untilMs) await new Promise((r) => setTimeout(r, 50));
+    for (let quietSince = Date.now(); Date.now() - quietSince < 200 && Date.now() < untilMs; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (listening.inFlight() > 0) quietSince = Date.now();
+    }
   };
   const runtime: GatewayRuntime = {
     url: listening.url,
@@ -119,8 +124,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     async drain(graceMs) {
       drain.draining = true;
       markDraining(); // /readyz: 503 from now on
-      listening.server.close(); // no new connections; idle keep-alive ones are closed
-      listening.server.closeIdleConnections();
+      listening.stopAccepting(); // answers say Connection: close from now on
       o.logger.info({ inFlight: listening.inFlight(), graceMs }, 'draining: requests in flight may finish');
       await settle(Date.now() + graceMs);
       if (listening.inFlight() > 0) {

@@ -9,6 +9,12 @@ export interface Listening {
   close(): Promise<void>;
   /** requests whose response has not ended or closed yet */
   inFlight(): number;
+  /**
+   * A drain's start: no new connections, idle ones closed; a request that still arrives on an open
+   * one is served, and every answer from now on says Connection: close, so no client reuses a
+   * connection that is about to close (a rolling restart loses no request).
+   */
+  stopAccepting(): void;
 }
 
 /**
@@ -22,7 +28,9 @@ export async function listen(handler: http.RequestListener, port: number, host =
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
   let inFlight = 0;
+  let draining = false;
   server.on('request', (_req, res: http.ServerResponse) => {
+    if (draining) res.setHeader('connection', 'close');
     inFlight++;
     res.once('close', () => inFlight--);
   });
@@ -45,6 +53,11 @@ export async function listen(handler: http.RequestListener, port: number, host =
     url: `http://127.0.0.1:${bound}`,
     server,
     inFlight: () => inFlight,
+    stopAccepting: () => {
+      draining = true;
+      server.close();
+      server.closeIdleConnections();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

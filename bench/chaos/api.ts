@@ -8,7 +8,7 @@ import { createLogger } from '../../platform/logger';
 // One gateway API process of the chaos run (bench/chaos.ts), wired as main/start.ts wires the
 // gateway, from the same environment variables (GATEWAY_VARIANT, GATEWAY_PORT, DATABASE_URL,
 // TEMPORAL_ADDRESS, …). A process of its own, so the run can kill it (kill -9) alone.
-// Prints `ready <url>` once it listens.
+// Prints `ready <url>` once it listens; SIGTERM drains it.
 
 async function main() {
   const config = loadConfig();
@@ -31,13 +31,14 @@ async function main() {
     adminToken: config.ADMIN_TOKEN ?? null,
     keyed: { requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS, requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS },
   });
-  const stop = async () => {
-    await gateway.close().catch(() => {});
+  // SIGTERM drains as the gateway of npm start does (GATEWAY_DRAIN_SECONDS); SIGINT stops at once.
+  const stop = async (drain: boolean) => {
+    await (drain ? gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000) : gateway.close()).catch(() => {});
     await db.destroy().catch(() => {});
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop(true));
+  process.once('SIGINT', () => void stop(false));
   process.stdout.write(`ready ${gateway.url}\n`);
 }
 
