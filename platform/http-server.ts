@@ -27,12 +27,12 @@ export type ClientErrorAnswer = (kind: 'header_too_large' | 'malformed', limit: 
 export async function listen(handler: http.RequestListener, port: number, host = '127.0.0.1', clientError?: ClientErrorAnswer): Promise<Listening> {
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
-  let inFlight = 0;
+  const inFlight = new Set<http.ServerResponse>();
   let draining = false;
   server.on('request', (_req, res: http.ServerResponse) => {
     if (draining) res.setHeader('connection', 'close');
-    inFlight++;
-    res.once('close', () => inFlight--);
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
   });
   if (clientError) {
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -52,9 +52,10 @@ export async function listen(handler: http.RequestListener, port: number, host =
   return {
     url: `http://127.0.0.1:${bound}`,
     server,
-    inFlight: () => inFlight,
+    inFlight: () => inFlight.size,
     stopAccepting: () => {
       draining = true;
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
       server.close();
       server.closeIdleConnections();
     },
