@@ -118,6 +118,9 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       if (listening.inFlight() > 0) quietSince = Date.now();
     }
   };
+  // Then idle keep-alive connections get a few seconds to be used once more or closed by their
+  // clients: closing one under a client that is sending on it loses that request.
+  const IDLE_WAIT_MS = 5000;
   const runtime: GatewayRuntime = {
     url: listening.url,
     server: listening.server,
@@ -126,7 +129,13 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       markDraining(); // /readyz: 503 from now on
       listening.stopAccepting(); // answers say Connection: close from now on
       o.logger.info({ inFlight: listening.inFlight(), graceMs }, 'draining: requests in flight may finish');
-      await settle(Date.now() + graceMs);
+      const end = Date.now() + graceMs;
+      await settle(end);
+      const idleEnd = Math.min(end, Date.now() + IDLE_WAIT_MS);
+      while (listening.openConnections() > 0 && Date.now() < idleEnd) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (listening.inFlight() > 0) await settle(end);
+      }
       if (listening.inFlight() > 0) {
         o.logger.warn({ inFlight: listening.inFlight() }, 'drain grace over: cutting the requests still in flight');
         drain.cutAll();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 export interface Listening {
   url: string;
@@ -9,10 +9,12 @@ export interface Listening {
   close(): Promise<void>;
   /** requests whose response has not ended or closed yet */
   inFlight(): number;
+  /** open client connections, idle keep-alive ones included */
+  openConnections(): number;
   /**
-   * A drain's start: no new connections, idle ones closed; a request that still arrives on an open
-   * one is served, and every answer from now on says Connection: close, so no client reuses a
-   * connection that is about to close (a rolling restart loses no request).
+   * A drain's start: no new connections; open ones stay, a request that arrives on one is served,
+   * and every answer not yet begun says Connection: close, so each connection closes after its
+   * next answer instead of under a client that is sending on it (a rolling restart loses no request).
    */
   stopAccepting(): void;
 }
@@ -28,6 +30,11 @@ export async function listen(handler: http.RequestListener, port: number, host =
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
   const inFlight = new Set<http.ServerResponse>();
+  const connections = new Set<net.Socket>();
+  server.on('connection', (socket: net.Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   let draining = false;
   server.on('request', (_req, res: http.ServerResponse) => {
     if (draining) res.setHeader('connection', 'close');
@@ -53,15 +60,20 @@ export async function listen(handler: http.RequestListener, port: number, host =
     url: `http://127.0.0.1:${bound}`,
     server,
     inFlight: () => inFlight.size,
+    openConnections: () => connections.size,
     stopAccepting: () => {
       draining = true;
       for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
-      server.close();
-      server.closeIdleConnections();
+      // The listener only: http.Server.close() would also close the idle keep-alive connections,
+      // and a client sending on one at that moment loses its request.
+      net.Server.prototype.close.call(server);
     },
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // After stopAccepting the listener is closed already: 'close' comes once the last connection ends.
+        if (server.listening) server.close(() => resolve());
+        else if (connections.size === 0) resolve();
+        else server.once('close', () => resolve());
         server.closeAllConnections();
       }),
   };
