@@ -16,6 +16,7 @@ import { killPostgres } from '../test/helpers/pg-crash';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
 import { send, startLoad, target, type Sent, type Target } from './chaos/load';
 import { startTcpProxy, type TcpProxy } from './chaos/tcp-proxy';
+import { startBalancer, type Balancer } from './chaos/balancer';
 import { num, table } from './stats';
 
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
@@ -24,7 +25,9 @@ import { num, table } from './stats';
 // credits and the keyed variant; the provider simulator runs in this process). Under load, one
 // after the other: the API processes killed during streams and non-streaming requests; the
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
-// killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery). After each:
+// killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
+// killed and kept down 120 s (outcomes wait in the API processes' journals); a rolling restart
+// (SIGTERM, drain, start) of two credits API processes behind a balancer. After each:
 // the client-visible errors, the recovery time (the fault's end → every reservation it touched
 // resolved), and the money checks: no reservation charged twice, every answered request charged
 // exactly once with the charge its answer showed, no hold left, ledger drift 0, the key's spend
@@ -35,7 +38,7 @@ import { num, table } from './stats';
 const ROOT = path.resolve(__dirname, '..');
 const RESULTS = path.resolve(process.env.CHAOS_RESULTS_FILE ?? path.join(__dirname, 'chaos-results.md'));
 const T0 = Date.now();
-const BUDGET_MS = num('CHAOS_BUDGET_MS', 600_000);
+const BUDGET_MS = num('CHAOS_BUDGET_MS', 1_200_000);
 const log = (msg: string) => process.stderr.write(`[chaos +${((Date.now() - T0) / 1000).toFixed(0)}s] ${msg}\n`);
 
 // The thresholds, configured down so that the run stays short (defaults: 60 s, 900 s, 120 s).
@@ -116,6 +119,25 @@ class Supervised {
     this.start();
     await this.ready();
   }
+
+  /** SIGTERM (the process drains, then exits), then started again; how it exited. */
+  async drainAndRestart(): Promise<string> {
+    this.held = true;
+    const how = await this.child!.stop(60_000);
+    await this.restart();
+    return how;
+  }
+}
+
+/** Outcomes waiting in the outcome journals of the API processes at these URLs (their /metrics). */
+async function journalDepth(urls: string[]): Promise<number> {
+  const depths = await Promise.all(
+    urls.map(async (u) => {
+      const text = await fetch(`${u}/metrics`).then((r) => r.text(), () => '');
+      return Number(/^credits_outcome_journal_entries (\S+)$/m.exec(text)?.[1] ?? 0);
+    }),
+  );
+  return depths.reduce((a, b) => a + b, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,7 +261,11 @@ interface PhaseResult {
   recoveryNote: string;
   checks: Checks;
   notes: string[];
+  /** answers a clean fault must not produce (the rolling restart: 5xx, failed connections, cut streams); null: not counted */
+  clientFailures: number | null;
 }
+
+const phasePassed = (x: PhaseResult) => passed(x.checks) && x.recoveryMs !== null && !x.clientFailures;
 
 function errorsOf(sent: Sent[]): string {
   const by = new Map<string, number>();
@@ -267,6 +293,7 @@ async function main(): Promise<number> {
   let temporal: DevServer | null = null;
   let db: Db | null = null;
   let proxy: TcpProxy | null = null;
+  let balancer: Balancer | null = null;
   let sim: { url: string; close(): Promise<void> } | null = null;
   let connection: Connection | null = null;
   const supervised: Supervised[] = [];
@@ -278,6 +305,7 @@ async function main(): Promise<number> {
     for (const line of await stopAll()) log(line);
     await connection?.close().catch(() => {});
     await proxy?.close().catch(() => {});
+    await balancer?.close().catch(() => {});
     await sim?.close().catch(() => {});
     await db?.destroy().catch(() => {});
     await (temporal as DevServer | null)?.stop().catch(() => {});
@@ -332,14 +360,14 @@ async function main(): Promise<number> {
     const phaseAccounts: string[] = [probe.accountId];
 
     /** One fault under load: `inject` returns when the system is whole again (the fault's end). */
-    const phase = async (name: string, fault: string, inject: (notes: string[]) => Promise<void>, recoveryLimitMs: number) => {
+    const phase = async (name: string, fault: string, inject: (notes: string[]) => Promise<void>, recoveryLimitMs: number, opts: { creditsUrl?: string; clean?: boolean } = {}) => {
       log(`${name}: load`);
       const notes: string[] = [];
       const credits = await account(db!, name, 'gw_ai', null);
       // The keyed key's limit binds during the phase: about 40 requests' worth.
       const keyed = await account(db!, `${name} keyed`, 'mt', perRequest.mul(40).plus(held).toFixed(12));
       phaseAccounts.push(credits.accountId, keyed.accountId);
-      const tc = target(name, creditsUrl, credits.key);
+      const tc = target(name, opts.creditsUrl ?? creditsUrl, credits.key);
       const tk = target(`${name} keyed`, keyedUrl, keyed.key);
       targets.push(tc, tk);
       const loads = [
@@ -384,8 +412,11 @@ async function main(): Promise<number> {
       const recoveryNote = r.held > 0 ? `NOT recovered: ${r.held} still held after ${recoveryLimitMs / 1000} s` : '';
       const checks = await check(db!, accounts, keyed.keyId, sent, spendMax);
       for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
-      results.push({ name, fault, sent, faultMs: faultEnd - faultStart, recoveryMs, recoveryNote, checks, notes });
-      log(`${name}: ${passed(checks) ? 'checks pass' : 'CHECKS FAIL'}; recovery ${recoveryMs ?? recoveryNote} ms`);
+      // A clean fault: every request answered, or refused by the key's limit (403); never a 5xx, a failed connection or a cut stream.
+      const clientFailures = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403).length : null;
+      const result: PhaseResult = { name, fault, sent, faultMs: faultEnd - faultStart, recoveryMs, recoveryNote, checks, notes, clientFailures };
+      results.push(result);
+      log(`${name}: ${phasePassed(result) ? 'checks pass' : 'CHECKS FAIL'}; recovery ${recoveryMs ?? recoveryNote} ms`);
     };
 
     const describeAll = async (ids: string[]) => {
@@ -488,8 +519,37 @@ async function main(): Promise<number> {
         pg = await startEmbeddedPostgres({ dir: pgDir, port: pgPort, database: 'gateway', persistent: true, logger });
         restarts.push(`${pids.length} processes, up again in ${((Date.now() - t) / 1000).toFixed(1)} s`);
       }
-      notes.push(`kills: ${restarts.join('; ')}; outcome writes that met an outage are retried (about 45 s in all)`);
+      notes.push(`kills: ${restarts.join('; ')}; an outcome write that met an outage waits in its process's outcome journal until the database takes it`);
     }, 90_000);
+
+    // 6. PostgreSQL, killed and kept down 120 s: answers that end meanwhile keep their outcomes in the journals.
+    await phase('PostgreSQL down 120 s', 'kill -9 of PostgreSQL, kept down 120 s, started again (crash recovery)', async (notes) => {
+      await killPostgres(pgDir);
+      let most = 0;
+      const until = Date.now() + 120_000;
+      while (Date.now() < until) {
+        most = Math.max(most, await journalDepth([creditsUrl, keyedUrl]));
+        await sleep(2000);
+      }
+      pg = await startEmbeddedPostgres({ dir: pgDir, port: pgPort, database: 'gateway', persistent: true, logger });
+      const back = Date.now();
+      while ((await journalDepth([creditsUrl, keyedUrl])) > 0 && Date.now() - back < 60_000) await sleep(250);
+      const left = await journalDepth([creditsUrl, keyedUrl]);
+      notes.push(`at most ${most} outcomes waited in the two API processes' outcome journals; ${left === 0 ? `all written ${((Date.now() - back) / 1000).toFixed(1)} s after the database was back` : `${left} STILL WAITING 60 s after the database was back`}`);
+    }, 180_000);
+
+    // 7. A rolling restart: two credits API processes behind a balancer, each drained (SIGTERM) and started again in turn.
+    const [rollA, rollB] = await freePorts(2);
+    const rolling = [rollA, rollB].map((p, i) => new Supervised(`api (credits ${i + 1})`, 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(p), GATEWAY_VARIANT: 'credits', GATEWAY_DRAIN_SECONDS: '30' }));
+    supervised.push(...rolling);
+    for (const r of rolling) r.start();
+    await Promise.all(rolling.map((r) => r.ready()));
+    balancer = await startBalancer([rollA, rollB]);
+    await phase('rolling restart of two API processes', 'two credits API processes behind a balancer (a refused connection is tried on the other); each in turn gets SIGTERM (drains up to 30 s, exits), is started again and is ready before the next', async (notes) => {
+      const how: string[] = [];
+      for (const r of rolling) how.push(await r.drainAndRestart());
+      notes.push(`${how.join('; ')}; the balancer sent ${balancer!.retried()} connection(s) to the other process because the first refused; streams last about 2 s, under the 30 s grace`);
+    }, 90_000, { creditsUrl: `http://127.0.0.1:${balancer.port}`, clean: true });
 
     log('waiting for the long stream');
     const long = await longStream;
@@ -506,7 +566,7 @@ async function main(): Promise<number> {
     process.stdout.write(text + '\n');
     fs.appendFileSync(RESULTS, (fs.existsSync(RESULTS) ? '\n' : '# Chaos results\n\nAppended by `npm run chaos` (bench/chaos.ts); one section per run.\n\n') + text + '\n');
     log(`appended to ${path.relative(ROOT, RESULTS)}`);
-    const ok = results.every((r) => passed(r.checks) && r.recoveryMs !== null) && long.answered && passed(longCheck) && passed(all);
+    const ok = results.every(phasePassed) && long.answered && passed(longCheck) && passed(all);
     return ok ? 0 : 1;
   } finally {
     await cleanup();
@@ -578,13 +638,14 @@ function render(r: Report): string {
         x.checks.holdsLeft,
         x.checks.drift,
         `${yes(x.checks.keyOk)} (${x.checks.keySpendMax} / ${x.checks.keyLimit})`,
-        yes(passed(x.checks) && x.recoveryMs !== null),
+        yes(phasePassed(x)),
       ]),
     ),
   );
   out.push('');
   for (const x of r.results) {
-    out.push(`- **${x.name}**: ${x.fault}. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
+    const clean = x.clientFailures === null ? '' : ` ${x.clientFailures} request(s) failed on the client's side (5xx, failed connection or cut stream; must be 0).`;
+    out.push(`- **${x.name}**: ${x.fault}.${clean} ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
     for (const b of x.checks.answeredNotChargedOnce.slice(0, 5)) out.push(`  - not charged exactly once: ${b}`);
   }
   out.push('');
@@ -598,7 +659,7 @@ function render(r: Report): string {
   const a = r.all;
   out.push(
     `Whole run (every account): ${a.doubleCharged + a.chargeRowMismatch} reservations charged twice or with ledger rows that differ, ${a.holdsLeft} holds left, ledger drift ${a.drift}, ${a.recreated} holds written again after the PostgreSQL crash. ` +
-      `${r.results.every((x) => passed(x.checks) && x.recoveryMs !== null) && r.long.answered && passed(lc) && passed(a) ? 'Every check passed.' : 'SOME CHECKS FAILED.'}`,
+      `${r.results.every(phasePassed) && r.long.answered && passed(lc) && passed(a) ? 'Every check passed.' : 'SOME CHECKS FAILED.'}`,
   );
   return out.join('\n');
 }

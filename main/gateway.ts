@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type http from 'node:http';
 import { markDraining } from '../platform/readiness';
 import { Client, Connection } from '@temporalio/client';
@@ -16,6 +17,7 @@ import type { CorsOrigins } from '../api/gateway/shared/cors';
 import { KEYED_DEFAULTS, startKeyedVariant, startRequestLog, type KeyedSettings, type KeyedVariant } from '../api/gateway/keyed/variant';
 import { Reservations } from '../services/credits/holds';
 import { OutcomeLine } from '../services/credits/outcome-line';
+import { JOURNAL_DEFAULTS, OutcomeJournal, type JournalSettings } from '../services/credits/outcome-journal';
 import { registerApiProcess } from '../services/credits/processes';
 import { createDashboard } from '../api/gateway/dashboard/app';
 import { clientIpResolver } from '../api/gateway/keyed/client-ip';
@@ -51,6 +53,8 @@ export interface GatewayRuntimeOptions {
   routeBreaker?: Partial<BreakerSettings>;
   /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
   webhookAllowTargets?: string[];
+  /** where outcomes PostgreSQL cannot take wait (DATA_DIR/outcome-journal) and its bounds; absent: in memory */
+  outcomeJournal?: Partial<JournalSettings>;
   /** REFUSAL_LOG_LINES_PER_MINUTE: the info lines of 4xx answers per client; defaults in REFUSAL_LOG_DEFAULTS */
   refusalLog?: Partial<RefusalLogSettings>;
 }
@@ -79,9 +83,12 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   // Outcomes leave the process before the answer's last byte (services/credits/outcome-line.ts).
   const outcomeLine = new OutcomeLine(o.databaseUrl, o.logger);
   await outcomeLine.start();
+  const journal = new OutcomeJournal(o.db, o.logger, { dir: null, ...JOURNAL_DEFAULTS, ...o.outcomeJournal });
+  journal.open(); // replays what processes that are gone left in it
   const reservations = new Reservations(o.db, {
     processId: liveness.id,
     outcomeLine,
+    journal,
     logger: o.logger,
     // Keyed variant: every hold also takes part in its key's spend limit.
     trackKeySpend: isKeyed,
@@ -105,19 +112,32 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
   const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals, drain });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
+  // Settled once nothing has been in flight for 200 ms: a client whose stream began before the
+  // drain may still send one more request on its connection (answered with Connection: close).
   const settle = async (untilMs: number) => {
-    while (listening.inFlight() > 0 && Date.now() < untilMs) await new Promise((r) => setTimeout(r, 50));
+    for (let quietSince = Date.now(); Date.now() - quietSince < 200 && Date.now() < untilMs; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (listening.inFlight() > 0) quietSince = Date.now();
+    }
   };
+  // Then idle keep-alive connections get a few seconds to be used once more or closed by their
+  // clients: closing one under a client that is sending on it loses that request.
+  const IDLE_WAIT_MS = 5000;
   const runtime: GatewayRuntime = {
     url: listening.url,
     server: listening.server,
     async drain(graceMs) {
       drain.draining = true;
       markDraining(); // /readyz: 503 from now on
-      listening.server.close(); // no new connections; idle keep-alive ones are closed
-      listening.server.closeIdleConnections();
+      listening.stopAccepting(); // answers say Connection: close from now on
       o.logger.info({ inFlight: listening.inFlight(), graceMs }, 'draining: requests in flight may finish');
-      await settle(Date.now() + graceMs);
+      const end = Date.now() + graceMs;
+      await settle(end);
+      const idleEnd = Math.min(end, Date.now() + IDLE_WAIT_MS);
+      while (listening.openConnections() > 0 && Date.now() < idleEnd) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (listening.inFlight() > 0) await settle(end);
+      }
       if (listening.inFlight() > 0) {
         o.logger.warn({ inFlight: listening.inFlight() }, 'drain grace over: cutting the requests still in flight');
         drain.cutAll();
@@ -133,6 +153,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await liveness.stop();
       await reservations.flushOutcomes(); // outcomes queued for their batch's interval go out now
       await outcomeLine.stop();
+      journal.stop();
       await invalidation.stop();
       await connection.close();
     },
@@ -149,6 +170,8 @@ export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string;
     host: '0.0.0.0',
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    // one file per process; a process on the same DATA_DIR replays what a dead one left (docs/credits.md)
+    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES },
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,

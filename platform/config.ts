@@ -67,6 +67,10 @@ const schema = z.object({
   ROUTE_BREAKER_FAILURES: z.coerce.number().int().positive().default(5),
   ROUTE_BREAKER_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   ROUTE_BREAKER_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
+  // Outcomes PostgreSQL cannot take wait in DATA_DIR/outcome-journal; past either bound a gateway
+  // process refuses new requests with 503 until they are written (docs/credits.md).
+  OUTCOME_JOURNAL_MAX_ENTRIES: z.coerce.number().int().positive().default(100_000),
+  OUTCOME_JOURNAL_MAX_BYTES: z.coerce.number().int().positive().default(256 * 1024 * 1024),
   HOLD_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(900),
   // An API process silent this long is dead: the sweeper releases its holds that have no outcome.
   API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),

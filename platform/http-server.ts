@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 export interface Listening {
   url: string;
@@ -9,6 +9,14 @@ export interface Listening {
   close(): Promise<void>;
   /** requests whose response has not ended or closed yet */
   inFlight(): number;
+  /** open client connections, idle keep-alive ones included */
+  openConnections(): number;
+  /**
+   * A drain's start: no new connections; open ones stay, a request that arrives on one is served,
+   * and every answer not yet begun says Connection: close, so each connection closes after its
+   * next answer instead of under a client that is sending on it (a rolling restart loses no request).
+   */
+  stopAccepting(): void;
 }
 
 /**
@@ -21,10 +29,17 @@ export type ClientErrorAnswer = (kind: 'header_too_large' | 'malformed', limit: 
 export async function listen(handler: http.RequestListener, port: number, host = '127.0.0.1', clientError?: ClientErrorAnswer): Promise<Listening> {
   const server = http.createServer(handler);
   server.keepAliveTimeout = 65_000;
-  let inFlight = 0;
+  const inFlight = new Set<http.ServerResponse>();
+  const connections = new Set<net.Socket>();
+  server.on('connection', (socket: net.Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  let draining = false;
   server.on('request', (_req, res: http.ServerResponse) => {
-    inFlight++;
-    res.once('close', () => inFlight--);
+    if (draining) res.setHeader('connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
   });
   if (clientError) {
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -44,10 +59,21 @@ export async function listen(handler: http.RequestListener, port: number, host =
   return {
     url: `http://127.0.0.1:${bound}`,
     server,
-    inFlight: () => inFlight,
+    inFlight: () => inFlight.size,
+    openConnections: () => connections.size,
+    stopAccepting: () => {
+      draining = true;
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+      // The listener only: http.Server.close() would also close the idle keep-alive connections,
+      // and a client sending on one at that moment loses its request.
+      net.Server.prototype.close.call(server);
+    },
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // After stopAccepting the listener is closed already: 'close' comes once the last connection ends.
+        if (server.listening) server.close(() => resolve());
+        else if (connections.size === 0) resolve();
+        else server.once('close', () => resolve());
         server.closeAllConnections();
       }),
   };

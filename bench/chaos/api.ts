@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { startGatewayApi } from '../../main/gateway';
 import { loadConfig } from '../../platform/config';
 import { databaseUrl } from '../../platform/database-url';
@@ -7,7 +8,7 @@ import { createLogger } from '../../platform/logger';
 // One gateway API process of the chaos run (bench/chaos.ts), wired as main/start.ts wires the
 // gateway, from the same environment variables (GATEWAY_VARIANT, GATEWAY_PORT, DATABASE_URL,
 // TEMPORAL_ADDRESS, …). A process of its own, so the run can kill it (kill -9) alone.
-// Prints `ready <url>` once it listens.
+// Prints `ready <url>` once it listens; SIGTERM drains it.
 
 async function main() {
   const config = loadConfig();
@@ -25,17 +26,19 @@ async function main() {
     host: '127.0.0.1',
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
+    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES },
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     keyed: { requestLogFlushMs: config.REQUEST_LOG_FLUSH_MS, requestLogRetentionDays: config.REQUEST_LOG_RETENTION_DAYS },
   });
-  const stop = async () => {
-    await gateway.close().catch(() => {});
+  // SIGTERM drains as the gateway of npm start does (GATEWAY_DRAIN_SECONDS); SIGINT stops at once.
+  const stop = async (drain: boolean) => {
+    await (drain ? gateway.drain(config.GATEWAY_DRAIN_SECONDS * 1000) : gateway.close()).catch(() => {});
     await db.destroy().catch(() => {});
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop(true));
+  process.once('SIGINT', () => void stop(false));
   process.stdout.write(`ready ${gateway.url}\n`);
 }
 

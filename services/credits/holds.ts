@@ -8,6 +8,7 @@ import { HOLD_BATCH, holdElement, type HoldTerms, type HoldVerdict } from './hol
 import { GroupCommit } from './group-commit';
 import { recordOutcomes, type OutcomeWrite, type Recorded } from './outbox';
 import type { OutcomeLine } from './outcome-line';
+import { JOURNAL_DEFAULTS, OutcomeJournal } from './outcome-journal';
 import { Counter } from 'prom-client';
 import { registry } from '../../platform/metrics';
 import { currentTraceparent } from '../../platform/tracing';
@@ -66,6 +67,7 @@ export class Reservations {
   private readonly holds: GroupCommit<HoldTerms, HoldVerdict>;
   /** This process's outcome writes, batched the same way, on the outcome line when it is up. */
   private readonly outcomes: GroupCommit<OutcomeWrite, Recorded | null>;
+  private readonly journal: OutcomeJournal;
 
   constructor(
     private readonly db: Db,
@@ -76,8 +78,11 @@ export class Reservations {
       processId?: string;
       /** outcomes leave the process synchronously, before the answer's last byte (services/credits/outcome-line.ts) */
       outcomeLine?: OutcomeLine;
+      /** where outcomes PostgreSQL cannot take wait (services/credits/outcome-journal.ts); default: in memory */
+      journal?: OutcomeJournal;
     },
   ) {
+    this.journal = opts.journal ?? new OutcomeJournal(db, opts.logger, { dir: null, ...JOURNAL_DEFAULTS });
     this.holds = new GroupCommit((batch) => this.takeHolds(batch));
     this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine), { intervalMs: OUTCOME_INTERVAL_MS });
   }
@@ -101,6 +106,9 @@ export class Reservations {
 
   async hold(h: HoldRequest): Promise<Hold> {
     const count = (result: string) => holdsTaken.inc({ model: h.model, provider: h.provider, result });
+    if (!this.journal.admits()) {
+      throw new GatewayError('service_unavailable', { detail: `This gateway process holds ${this.journal.depth} outcomes the database has not taken yet (its outcome journal is full); it takes new requests once they are written. Retry shortly.` }, { 'retry-after': '5' });
+    }
     const terms = this.termsOf(h);
     const row = await this.holds.submit(terms);
     if (row.verdict === 'spend_limit') {
@@ -150,26 +158,21 @@ export class Reservations {
    * process in flight and none sent in the last OUTCOME_INTERVAL_MS, the statement has left the
    * process when this returns its promise (the API reports before it ends the answer); else it
    * leaves with the next batch, at most OUTCOME_INTERVAL_MS later (or when the one in flight
-   * returns: under load only). The body id is readable by /v1/generation from then on. A database that is down is retried for
-   * about 45 s; this process's heartbeat keeps the hold from the sweeper meanwhile.
+   * returns: under load only). The body id is readable by /v1/generation from then on. An outcome
+   * the database does not take goes to the outcome journal, which replays it until it does; while
+   * outcomes wait there, or no outcome-line connection is up (the database is down), a new one is
+   * appended (fsynced) at once, before the answer ends.
    */
   private async report(t: HoldTerms, r: RequestReport): Promise<void> {
     if (t.ownerWorkflowId) throw new Error(`hold ${t.reservationId} is resolved by ${t.ownerWorkflowId}, not by a report`);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        // The first attempt goes out in this process's next batch (on the outcome line, synchronously
-        // when no batch is due to wait); retries alone through the pool.
-        const write = { reservationId: t.reservationId, report: r, lost: t };
-        const recorded = attempt === 0 ? await this.outcomes.submit(write) : (await recordOutcomes(this.db, [write]))[0];
-        if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');
-        return;
-      } catch (err) {
-        if (attempt >= 10) {
-          this.opts.logger.error({ err, reservation: t.reservationId }, 'could not record the outcome; the hold is released once this process is gone');
-          return;
-        }
-        await new Promise((res) => setTimeout(res, Math.min(100 * 2 ** attempt, 10_000)));
-      }
+    const write = { reservationId: t.reservationId, report: r, lost: t };
+    if (this.journal.depth > 0 || this.opts.outcomeLine?.connected === false) return this.journal.append(write);
+    try {
+      const recorded = await this.outcomes.submit(write);
+      if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');
+    } catch (err) {
+      this.opts.logger.warn({ err, reservation: t.reservationId }, 'could not record the outcome; it waits in the outcome journal');
+      return this.journal.append(write);
     }
   }
 }

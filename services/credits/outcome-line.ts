@@ -55,6 +55,11 @@ export class OutcomeLine {
     }
   }
 
+  /** Some connection is up (none: the database is down or unreachable). */
+  get connected(): boolean {
+    return this.clients.some((c) => c !== null);
+  }
+
   /**
    * Writes the statement to the database now (its bytes have left the process when this returns)
    * and resolves with its result; null when no connection is up.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readyUrl } from '../helpers/child-ready';
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { env } from '../setup/env';
 import { checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
@@ -92,6 +93,42 @@ describe('SIGTERM drains a gateway process (issue 33 item 3)', function () {
       assert.equal(inv.account.pending_requests, 0, 'no hold left');
       assert.equal(Number(inv.account.total_usage), 0, 'no usage');
     } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('while draining, answers say Connection: close, and a request that still arrives on a connection opened before is answered', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const { child, url, exited } = await startChild(10);
+    const agents = [0, 1].map(() => new http.Agent({ keepAlive: true, maxSockets: 1 })); // one connection each, reused
+    const post = (agent: http.Agent, content: string, stream: boolean) =>
+      new Promise<{ status: number; connection: string | undefined; body: string }>((resolve, reject) => {
+        const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent, headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'sim-gpt', stream, messages: [{ role: 'user', content }] }));
+      });
+    try {
+      const stream = post(agents[0], 'first [sim tokens=10 chunk_delay=100]', true);
+      const plain = post(agents[1], 'slow [sim latency=1500]', false);
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill('SIGTERM');
+      const p = await plain;
+      assert.equal(p.status, 200, 'the plain request in flight is answered');
+      assert.equal(p.connection, 'close', 'its head went out during the drain: Connection: close');
+      const a = await stream;
+      assert.equal(a.status, 200, 'the stream finished');
+      assert.equal(a.connection, 'keep-alive', 'its head went out before the drain: the client may reuse the connection');
+      const b = await post(agents[0], 'second', false);
+      assert.equal(b.status, 200, `the request on the open connection is answered: ${b.body.slice(0, 200)}`);
+      assert.equal(b.connection, 'close', 'and tells the client not to reuse the connection');
+      assert.equal(await exited, 0, 'the drained process exits 0');
+    } finally {
+      for (const a of agents) a.destroy();
       child.kill('SIGKILL');
     }
   });
