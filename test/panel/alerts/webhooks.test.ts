@@ -16,10 +16,10 @@ import { env } from '../../setup/env';
 
 // Webhooks (spec 2 section 6, issue 17 item 4) end to end: a real receiver (an HTTP server on
 // 127.0.0.1, which the test operator setting allows) checks the HMAC-SHA256 signature exactly as
-// docs/panel.md tells integrators to; deliveries run in webhook-<delivery_id> workflows with short
+// docs/panel/alerts.md tells integrators to; deliveries run in webhook-<delivery_id> workflows with short
 // retries; attempts are recorded; redelivery; private targets refused; org scoping.
 
-/** The verification snippet of docs/panel.md. */
+/** The verification snippet of docs/panel/alerts.md. */
 function verifyPanelSignature(secret: string, header: string, rawBody: string, toleranceSeconds = 300): boolean {
   const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
   const t = Number(parts.t);
