@@ -1,18 +1,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isSafeRoot, listenAddress, nodePaths, phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../domain/panel/node-config';
+import { isSafeRoot, listenAddress, nodePaths, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths, validateOperation, validateSite } from '../domain/panel/node-config';
 import type { CronRun } from '../domain/panel/cron';
-import type { NodeFacts, NodeMetrics, NodeOperation, OperationResult, SiteSpec, SiteUsage } from '../domain/panel/node-ops';
+import { NO_SITE_LIMITS, type NodeFacts, type NodeMetrics, type NodeOperation, type OperationResult, type SiteSpec, type SiteUsage } from '../domain/panel/node-ops';
 import type { Listening } from '../platform/http-server';
 import type { Logger } from '../platform/logger';
 import { startBuiltinWeb } from './builtin-web';
+import { openCgroups } from './cgroups';
 import { startCronDaemon } from './cron';
 import { readIfExists, readJson, restoreFile, sha256, writeFileAtomic, writeJson } from './files';
 import { reservedDbName, startMariaDb, type MariaDb } from './mariadb';
 import { createMetricsSampler, treeUsage } from './metrics';
 import { startNginx, type Nginx } from './nginx';
-import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
+import { createSitePhp, installedPhpVersions, type SitePhp } from './php-fpm';
 import { findBinary } from './processes';
 import { listManagedFiles, readManagedFile, type ManagedRead } from './managed-files';
 import { createSiteBackups, type NodeBackups } from './site-backups';
@@ -49,7 +50,8 @@ export interface HostingNodeOptions {
 
 /** A managed file of a site: what the node's last applied spec renders, and what is on disk. */
 export interface ManagedFile {
-  kind: 'vhost' | 'pool' | 'cron';
+  /** `cgroup`: the site's control group, its settings read from the kernel (hosting-node/cgroups.ts) */
+  kind: 'vhost' | 'pool' | 'cron' | 'cgroup';
   path: string;
   /** SHA-256 of the file as rendered from the applied spec */
   expected: string;
@@ -208,10 +210,14 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const nginxBin = opts.builtinWebServer ? null : findBinary('nginx');
   let nginx: Nginx | null = null;
   let builtin: Listening | null = null;
-  const fpm = new Map<string, PhpFpm>();
+  let php: SitePhp | null = null;
   let mariadb: MariaDb | null = null;
+  // each site's control group, with its limits, before anything of the site runs
+  const groups = openCgroups({ root, logger: log });
+  const limitsOf = (s: SiteSpec) => s.limits ?? NO_SITE_LIMITS;
+  for (const s of Object.values(sites)) groups.apply(s.domain, limitsOf(s));
   const stopAll = async () => {
-    await Promise.allSettled([nginx?.stop(), builtin?.close(), ...[...fpm.values()].map((f) => f.stop()), mariadb?.stop()]);
+    await Promise.allSettled([nginx?.stop(), builtin?.close(), php?.stop(), mariadb?.stop()]);
   };
   const startMariaDbIfAsked = async () => {
     if (opts.mariadbPort == null) return;
@@ -226,8 +232,11 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (nginxBin) {
       writeFileAtomic(p.nginxSiteIndex, siteIndex());
       const versions = opts.phpFpm === false ? [] : installedPhpVersions();
+      const sitePhp = createSitePhp({ root, versions, asRoot: webUser !== null, procsFiles: (domain) => groups.procsFiles(domain), logger: log });
+      php = sitePhp;
+      const pools = Object.values(sites).flatMap((s) => (s.phpVersion ? [sitePaths(root, s.domain).pool(s.phpVersion)] : []));
       const started = await Promise.allSettled([
-        ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
+        sitePhp.sync(pools),
         startNginx({ bin: nginxBin, root, listen, tlsListen, probe: { host: probeHost, port: opts.webPort }, user: webUser, logger: log }).then((n) => void (nginx = n)),
         startMariaDbIfAsked(),
       ]);
@@ -254,19 +263,21 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     root,
     sites: () => Object.values(sites),
     userOf: (siteId) => (siteUsers ? siteOwner(root, siteId) : sharedUser),
+    procsFiles: (site) => groups.procsFiles(site.domain),
     timeoutMs: opts.cronTimeoutMs,
     logger: log,
   });
 
   const facts = (): NodeFacts => ({
     webServer: nginx ? 'nginx' : 'builtin',
-    phpVersions: [...fpm.keys()],
+    phpVersions: php?.versions ?? [],
     mariadb: mariadb !== null,
     roles: mariadb ? ['web', 'db'] : ['web'],
     webAddress: listen,
     backups: !!opts.backupDir,
     tls: !!nginx && tlsListen !== null,
     siteUsers,
+    limits: groups.enforced,
   });
 
   // ---- rendering of one site's managed files ----
@@ -277,35 +288,35 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     const out: Array<{ kind: ManagedFile['kind']; path: string; text: string }> = [];
     if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen, tlsListen }) });
     const siteUser = siteUsers ? siteUserName(root, s.id) : null;
-    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
+    if (s.phpVersion && php?.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
     out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? sharedUser.name }) });
     return out;
   };
   /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
   const possibleFiles = (domain: string) => {
     const sp = sitePaths(root, domain);
-    return [...(nginx ? [sp.vhost] : []), ...[...fpm.keys()].map((v) => sp.pool(v)), sp.cron];
+    return [...(nginx ? [sp.vhost] : []), ...(php?.versions ?? []).map((v) => sp.pool(v)), sp.cron];
   };
 
   /**
    * Writes `wanted` (file → text, null: remove), tests nginx and PHP-FPM with the new files and,
    * only when both pass, reloads what changed. A failed test puts every file back as it was.
    */
-  const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
+  const commitFiles = async (wanted: Map<string, string | null>) => {
     if (nginx) wanted.set(p.nginxSiteIndex, siteIndex(wanted));
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
     const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
     if (changed.length === 0) return;
     for (const f of changed) restoreFile(f, wanted.get(f)!);
     const nginxChanged = !!nginx && changed.some((f) => f === p.nginxSiteIndex || f.startsWith(`${p.nginxSites}/`));
-    const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
-    const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
+    const pools = php ? changed.filter((c) => c.startsWith(`${root}/etc/php/`)) : [];
+    const problems = [...(nginxChanged ? [await nginx!.test()] : []), ...(pools.length ? await php!.test(pools) : [])].filter((x): x is string => x !== null);
     if (problems.length) {
       for (const f of changed) restoreFile(f, before.get(f)!);
       throw new Error(`config test failed, previous config kept: ${problems.join('; ')}`);
     }
     // PHP first, so the sockets a new vhost points at exist when nginx loads it
-    for (const f of fpmChanged) await f.reload(socket?.version === f.version ? [socket.path] : []);
+    if (pools.length) await php!.sync(pools);
     if (nginxChanged) await nginx!.reload();
   };
 
@@ -332,8 +343,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
 
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
-    if (s.phpVersion && !fpm.has(s.phpVersion)) {
-      throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${[...fpm.keys()].join(', ') || 'none'})`);
+    if (s.phpVersion && !php?.has(s.phpVersion)) {
+      throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${php?.versions.join(', ') || 'none'})`);
     }
     const prev = sites[s.id];
     if (prev && s.generation < prev.generation) throw new Refusal(`stale generation ${s.generation}: generation ${prev.generation} is applied`);
@@ -356,13 +367,16 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     // a new certificate is loaded by the reload of its vhost, which names the new generation in its header
     const undoTls = writeSiteTls(root, s, (message) => new Refusal(message));
     try {
-      await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
+      // the group first: a new PHP master starts inside it
+      groups.apply(s.domain, limitsOf(s));
+      await commitFiles(wanted);
     } catch (err) {
       undoTls();
       throw err;
     }
     if (!s.tls) removeSiteTls(root, s.domain);
     if (prev && prev.domain !== s.domain) removeSiteTls(root, prev.domain);
+    if (prev && prev.domain !== s.domain) await groups.remove(prev.domain);
     sites[s.id] = withoutKey(s);
     saveSites();
     return { ok: true, detail: { generation: s.generation, files: Object.fromEntries(files.map((f) => [f.kind, sha256(f.text)])) } };
@@ -386,7 +400,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     const domains = new Set([domain, ...(sites[siteId] ? [sites[siteId].domain] : [])]);
     const wanted = new Map<string, string | null>();
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
-    await commitFiles(wanted, null);
+    await commitFiles(wanted);
     const existed = !!sites[siteId];
     // the user's processes end with it, so nothing of the site can change its files while they go
     if (siteUsers) await removeSiteUser(root, siteId);
@@ -394,6 +408,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
       fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });
       removeSiteTls(root, d);
+      await groups.remove(d);
     }
     delete sites[siteId];
     saveSites();
@@ -480,7 +495,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       const prev = sites[s.id];
       if (!prev) return `the node has no record of site ${s.id}: it is created by an operation, not rewritten`;
       if (s.generation < prev.generation) return `stale generation ${s.generation}: generation ${prev.generation} is applied`;
-      if (s.phpVersion && !fpm.has(s.phpVersion)) return `PHP ${s.phpVersion} is not available on this node`;
+      if (s.phpVersion && !php?.has(s.phpVersion)) return `PHP ${s.phpVersion} is not available on this node`;
       return validateSite(s);
     };
     const refused = new Map(todo.map((b) => [b.opId, refusal(b.site)]));
@@ -509,7 +524,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         await makeSiteDirs(site, false);
         recreated.add(site.id);
       }
-      await commitFiles(wanted, null);
+      for (const { site } of go) groups.apply(site.domain, limitsOf(site));
+      await commitFiles(wanted);
     } catch (err) {
       failure = (err as Error).message;
       fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x, { failed: failure })}\n`).join(''));
@@ -571,13 +587,18 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         }),
       };
     },
-    renderSite: (s) => managedFiles(s),
+    renderSite: (s) => [...managedFiles(s), ...(groups.layout ? [{ kind: 'cgroup' as const, path: groups.pathOf(s.domain), text: groups.render(limitsOf(s)) }] : [])],
     appliedSite: (siteId) => (Object.hasOwn(sites, siteId) ? sites[siteId] : null),
     docroot: (domain) => {
       const d = sitePaths(root, domain).docroot;
       return { path: d, present: fs.existsSync(d) };
     },
-    readManaged: readManagedFile,
+    readManaged: (file) => {
+      const group = groups.nameOf(file);
+      if (group === null) return readManagedFile(file);
+      const text = groups.read(group);
+      return text === null ? { missing: true } : { text };
+    },
     listManaged: () => listManagedFiles(root),
     rewriteSites(batch) {
       const next = queue.then(() => {
@@ -602,6 +623,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       await queue;
       await cron.stop();
       await stopAll();
+      for (const s of Object.values(sites)) await groups.remove(s.domain);
+      groups.close();
       log.info({ root }, 'hosting node stopped');
     },
   };
