@@ -70,8 +70,9 @@ export function diskOf(dir: string): string | null {
 function renderLimits(limits: SiteLimits, enforced: EnforcedLimits): string {
   const v = (n: number | null, unit = '') => (n === null ? 'none' : `${n}${unit}`);
   return [
-    ...(enforced.cpu ? [`cpu=${v(limits.cpuPercent, '%')}`] : []),
-    ...(enforced.memory ? [`memory=${v(limits.memoryMb, ' MB')}`] : []),
+    // the kernel's floors: 1 % of a core, 1 MB (what a 0 limit becomes)
+    ...(enforced.cpu ? [`cpu=${v(limits.cpuPercent === null ? null : Math.max(1, limits.cpuPercent), '%')}`] : []),
+    ...(enforced.memory ? [`memory=${v(limits.memoryMb === null ? null : Math.max(1, limits.memoryMb), ' MB')}`] : []),
     ...(enforced.pids ? [`processes=${v(limits.processes)}`] : []),
     ...(enforced.io ? [`disk_io=${v(limits.diskIoBps, ' B/s')}`, `iops=${v(limits.iops)}`] : []),
   ]
@@ -128,12 +129,12 @@ function v1(mount: string, base: string, disk: string | null): Layout {
           ];
         case 'memory': {
           const m = dir('memory', name);
-          const bytes = l.memoryMb === null ? '-1' : String(l.memoryMb * MB);
+          const bytes = l.memoryMb === null ? '-1' : String(Math.max(1, l.memoryMb) * MB);
           // memory+swap must stay ≥ memory: raising writes it first, lowering last (the site never swaps past its limit)
           const sw = fs.existsSync(`${m}/memory.memsw.limit_in_bytes`) ? [[`${m}/memory.memsw.limit_in_bytes`, bytes] as [string, string]] : [];
           const cur = num(tryRead(`${m}/memory.limit_in_bytes`)) ?? 0;
           const mem: [string, string] = [`${m}/memory.limit_in_bytes`, bytes];
-          return l.memoryMb === null || l.memoryMb * MB > cur ? [...sw, mem] : [mem, ...sw];
+          return l.memoryMb === null || Math.max(1, l.memoryMb) * MB > cur ? [...sw, mem] : [mem, ...sw];
         }
         case 'pids':
           return [[`${dir('pids', name)}/pids.max`, l.processes === null ? 'max' : String(l.processes)]];
@@ -210,7 +211,7 @@ function v2(mount: string, base: string, disk: string | null): Layout {
         case 'cpu':
           return [[`${d}/cpu.max`, l.cpuPercent === null ? `max ${PERIOD_US}` : `${Math.max(1000, l.cpuPercent * 1000)} ${PERIOD_US}`]];
         case 'memory':
-          return [[`${d}/memory.max`, l.memoryMb === null ? 'max' : String(l.memoryMb * MB)], ...(fs.existsSync(`${d}/memory.swap.max`) ? [[`${d}/memory.swap.max`, l.memoryMb === null ? 'max' : '0'] as [string, string]] : [])];
+          return [[`${d}/memory.max`, l.memoryMb === null ? 'max' : String(Math.max(1, l.memoryMb) * MB)], ...(fs.existsSync(`${d}/memory.swap.max`) ? [[`${d}/memory.swap.max`, l.memoryMb === null ? 'max' : '0'] as [string, string]] : [])];
         case 'pids':
           return [[`${d}/pids.max`, l.processes === null ? 'max' : String(l.processes)]];
         case 'io': {

@@ -96,7 +96,7 @@ export function createPanelApp(d: PanelDeps): Koa {
 
   const v1 = new Router();
   v1.use('/v1', panelAuth({ db: d.db, settings: d.auth }));
-  for (const r of [accountRoutes(account), orgRoutes(sitesDeps(d, d.sites)), loginRoutes(d.db), orgSettingsRoutes(d.db), packageRoutes(d.db), capacityRoutes(d.db), dnsRoutes(d.db, d.dns), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false, sites: sitesDeps(d, d.sites) })]) {
+  for (const r of [accountRoutes(account), orgRoutes(sitesDeps(d, d.sites)), loginRoutes(d.db), orgSettingsRoutes(sitesDeps(d, d.sites)), packageRoutes(sitesDeps(d, d.sites)), capacityRoutes(d.db), dnsRoutes(d.db, d.dns), clusterRoutes({ db: d.db, controllerState: d.controllerState ?? false, sites: sitesDeps(d, d.sites) })]) {
     v1.use(r.routes());
     v1.use(r.allowedMethods());
   }

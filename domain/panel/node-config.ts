@@ -55,13 +55,13 @@ export function validateSite(s: SiteSpec): string | null {
   return validateLimits(s.limits) ?? validateTls(s.tls);
 }
 
-/** Limits are positive integers or null (unlimited); absent: no limits. */
+/** Limits are whole numbers ≥ 0 or null (unlimited); absent: no limits. */
 function validateLimits(l: SiteSpec['limits']): string | null {
   if (l === undefined) return null;
   if (typeof l !== 'object' || l === null) return 'limits: an object';
   for (const k of Object.keys(NO_SITE_LIMITS) as Array<keyof SiteLimits>) {
     const v = l[k];
-    if (v !== null && !(Number.isSafeInteger(v) && v >= 1)) return `limits.${k}: a positive integer or null`;
+    if (v !== null && !(Number.isSafeInteger(v) && v >= 0)) return `limits.${k}: a whole number ≥ 0, or null`;
   }
   return null;
 }

@@ -5,7 +5,8 @@ import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { parseCronLine } from '../../../domain/panel/cron';
 import { phpValuesProblem, PHP_VALUES, type PhpValueName, type PhpValues } from '../../../domain/panel/php-values';
-import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteSpec } from '../../../domain/panel/node-ops';
+import { siteLimits, siteLimitsView } from '../../../domain/panel/limits';
+import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type OperationResult, type SiteLimits, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
@@ -14,7 +15,7 @@ import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { checkCounted, effectiveLimits, effectiveRegions, findInScope, isUuid, loadChain, ownLimits, type ChainLevel } from '../shared/chain';
 import { NODE_OP_DEFAULTS, startNodeOp, type NodeOpSettings } from '../client';
-import { expireOperation, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
+import { expireOperation, getNode, operationStatus, queueOperation, recordResult, type OperationStatus } from '../nodes/nodes';
 import { allocatedQuotaMb, checkMeasuredUse } from './quotas';
 
 // Websites of customer accounts (spec 2 sections 2.6, 3, 4.2 "Add website", 4.4.1-4.4.2): create
@@ -41,6 +42,8 @@ export interface SiteRow {
   deleting: boolean;
   quota_mb: number;
   php_workers: number | null;
+  /** the account's effective limits its node binds in the site's control group (./site-limits.ts) */
+  limits: SiteLimits;
   allow_url_fopen: boolean;
   disabled_functions: string[];
   /** the owner's PHP values within the operator's bounds (domain/panel/php-values.ts) */
@@ -142,6 +145,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions, ...(Object.keys(s.php_values ?? {}).length ? { values: s.php_values } : {}) },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
+  limits: s.limits,
 });
 
 // ---- input ----------------------------------------------------------------------------------
@@ -414,6 +418,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
         node_name: placement.node,
         quota_mb: s.quota,
         php_workers: effectiveLimits(chain).php_workers.value,
+        limits: JSON.stringify(siteLimits(effectiveLimits(chain))),
         ...origin?.php,
         placement: JSON.stringify(placement),
         last_op_id: opId,
@@ -440,7 +445,9 @@ function domainOfUniqueViolation(err: unknown): string | null {
 }
 
 export async function getSite(db: Db, actor: Actor, id: string) {
-  return siteView(await siteInScope(db, actor, id));
+  const site = await siteInScope(db, actor, id);
+  const node = await getNode(db, site.node_name);
+  return { ...siteView(site), limits: siteLimitsView(site.limits, site.php_workers, node?.facts?.limits) };
 }
 
 /** Why the site is on its node; the other nodes' verdicts only for the platform's own logins. */
