@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { NO_SITE_LIMITS, type EnforcedLimits, type SiteLimits } from '../domain/panel/node-ops';
+import { NO_SITE_LIMITS, type EnforcedLimits, type GroupUsage, type SiteLimits } from '../domain/panel/node-ops';
 import type { Logger } from '../platform/logger';
 import { sleep } from './processes';
 
@@ -9,16 +9,6 @@ import { sleep } from './processes';
 // layouts: cgroup v1 (a hierarchy per controller under /sys/fs/cgroup/<controller>) and the unified
 // v2 tree (/sys/fs/cgroup with cgroup.controllers). A node claims only what a probe group it created
 // at start accepted: a limit it cannot write is reported as not enforced, never pretended.
-
-export interface GroupUsage {
-  cpuSeconds: number;
-  memoryMb: number;
-  /** highest memory use since the group was made; null where the kernel keeps no peak */
-  memoryPeakMb: number | null;
-  processes: number;
-  /** bytes read and written on the node root's disk */
-  ioBytes: number | null;
-}
 
 export interface Cgroups {
   layout: 'v1' | 'v2' | null;
@@ -329,7 +319,7 @@ export function openCgroups(o: { root: string; logger: Logger; mount?: string })
       return l ? renderLimits({ ...NO_SITE_LIMITS, ...l }, enforced) : null;
     },
     procsFiles: (name) => (impl && which().length ? impl.dirs(name).map((d) => `${d}/cgroup.procs`) : []),
-    usage: (name) => impl?.usage(name) ?? null,
+    usage: (name) => (impl && which().length ? impl.usage(name) : null),
     async remove(name) {
       if (!impl) return;
       for (let i = 0; i < 50; i++) {

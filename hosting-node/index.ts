@@ -568,7 +568,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       const out: SiteUsage[] = [];
       for (const s of Object.values(sites)) {
         const u = await treeUsage(sitePaths(root, s.domain).docroot);
-        out.push({ siteId: s.id, diskMb: Math.round((u.bytes / 1048576) * 100) / 100, inodes: u.inodes });
+        const group = groups.usage(s.domain);
+        out.push({ siteId: s.id, diskMb: Math.round((u.bytes / 1048576) * 100) / 100, inodes: u.inodes, ...(group ? { group } : {}) });
       }
       return out;
     },

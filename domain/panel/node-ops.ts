@@ -138,6 +138,19 @@ export interface SiteUsage {
   siteId: string;
   diskMb: number;
   inodes: number;
+  /** from the site's control group where the node has one (counters since the group was made); absent: none */
+  group?: GroupUsage;
+}
+
+/** What a site's control group counted: for metering and the usage page. */
+export interface GroupUsage {
+  cpuSeconds: number;
+  memoryMb: number;
+  /** highest memory use since the group was made; null where the kernel keeps no peak */
+  memoryPeakMb: number | null;
+  processes: number;
+  /** bytes read and written on the node root's disk; null: no block device to count on */
+  ioBytes: number | null;
 }
 
 const DOMAIN = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/;

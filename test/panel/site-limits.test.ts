@@ -144,6 +144,17 @@ describe('site limits on a real node (cgroup v1)', function () {
     assert.ok(used / wall <= 0.25, `≤ 25 % of one core: ${((100 * used) / wall).toFixed(1)} %`);
     assert.ok(used / wall >= 0.1, `the loop ran (not starved): ${((100 * used) / wall).toFixed(1)} %`);
     assert.ok(throttled > 0, 'the CFS quota throttled the group');
+    // the node reports the group's counters with its site usage (the hosting node every second here)
+    const usage = await until(
+      'the group counters in the recorded usage',
+      async () => {
+        const n = await env.db('panel_nodes').where({ name: 'hosting' }).first();
+        const u = (n.site_usage ?? []).find((x: { siteId: string }) => x.siteId === a.id);
+        return u?.group?.cpuSeconds >= used ? u.group : null;
+      },
+      15_000,
+    );
+    assert.ok(usage.memoryPeakMb > 0 && usage.memoryPeakMb <= 64.01, `memory peak ${usage.memoryPeakMb}`);
   });
 
   it('limits lowered from above reach the group within a minute, without restarting the node', async () => {
