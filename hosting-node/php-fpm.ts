@@ -94,6 +94,27 @@ export function createSitePhp(o: { root: string; versions: Array<{ version: stri
     await m?.svc.stop('SIGQUIT');
   };
 
+  const syncOne = async (x: { version: string; domain: string; pool: string }): Promise<void> => {
+    const m = running.get(x.domain);
+    if (!fs.existsSync(x.pool)) {
+      // a site moved to another version has its new pool in `changed` too: stop only this version's master
+      if (m?.version === x.version) await stopMaster(x.domain);
+      fs.rmSync(p.siteFpmConf(x.version, x.domain), { force: true });
+      return;
+    }
+    if (m && !m.svc.exited() && m.version === x.version) {
+      const log = p.siteFpmLog(x.domain);
+      const offset = logSize(log);
+      process.kill(m.svc.pid, 'SIGUSR2');
+      await waitFor(`php-fpm of ${x.domain} reload`, () => readySince(log, offset), 10_000, m.svc.exited);
+      await socketUp(x.domain, m.svc);
+    } else {
+      if (m) await stopMaster(x.domain);
+      writeFileAtomic(p.siteFpmConf(x.version, x.domain), renderSiteFpmMain({ root: o.root, version: x.version, domain: x.domain }));
+      await launch(x.version, x.domain);
+    }
+  };
+
   return {
     versions: [...bins.keys()],
     has: (v) => bins.has(v),
@@ -108,25 +129,14 @@ export function createSitePhp(o: { root: string; versions: Array<{ version: stri
       return problems;
     },
     async sync(changed) {
-      for (const x of pools(changed)) {
-        const m = running.get(x.domain);
-        if (!fs.existsSync(x.pool)) {
-          // a site moved to another version has its new pool in `changed` too: stop only this version's master
-          if (m?.version === x.version) await stopMaster(x.domain);
-          fs.rmSync(p.siteFpmConf(x.version, x.domain), { force: true });
-          continue;
-        }
-        if (m && !m.svc.exited() && m.version === x.version) {
-          const log = p.siteFpmLog(x.domain);
-          const offset = logSize(log);
-          process.kill(m.svc.pid, 'SIGUSR2');
-          await waitFor(`php-fpm of ${x.domain} reload`, () => readySince(log, offset), 10_000, m.svc.exited);
-          await socketUp(x.domain, m.svc);
-        } else {
-          if (m) await stopMaster(x.domain);
-          writeFileAtomic(p.siteFpmConf(x.version, x.domain), renderSiteFpmMain({ root: o.root, version: x.version, domain: x.domain }));
-          await launch(x.version, x.domain);
-        }
+      // a few sites at a time (a node starting with many sites); one site's pools in order, the removed one first
+      const bySite = new Map<string, Array<{ version: string; domain: string; pool: string }>>();
+      for (const x of pools(changed)) bySite.set(x.domain, [...(bySite.get(x.domain) ?? []), x].sort((a, b) => Number(fs.existsSync(a.pool)) - Number(fs.existsSync(b.pool))));
+      const sites = [...bySite.values()];
+      for (let i = 0; i < sites.length; i += 8) {
+        await Promise.all(sites.slice(i, i + 8).map(async (list) => {
+          for (const x of list) await syncOne(x);
+        }));
       }
     },
     masters: () => new Map([...running].filter(([, m]) => !m.svc.exited()).map(([d, m]) => [d, m.svc.pid])),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { nodeGroupBase } from '../../hosting-node/cgroups';
+import { nodeGroupBase, openCgroups } from '../../hosting-node/cgroups';
 import { startHostingNode } from '../../hosting-node';
 import { freePort } from '../../platform/ports';
 import { opId, siteSpec, tempNodeRoot } from '../helpers/hosting-node';
@@ -193,9 +193,10 @@ describe('site limits on a real node (cgroup v1)', function () {
 describe('one PHP-FPM master per site: its memory', function () {
   this.timeout(180_000);
 
-  it('measures the masters of 20 idle PHP sites (RSS and PSS) and extrapolates to 200', async () => {
+  it('measures the masters of 20 idle PHP sites (RSS and PSS) and extrapolates to 200; a restart brings them back in their groups', async () => {
     const root = tempNodeRoot('fpm-cost-');
-    const node = await startHostingNode({ root, webPort: await freePort(), webHost: '127.0.0.1', logger: env.logger });
+    const start = async () => startHostingNode({ root, webPort: await freePort(), webHost: '127.0.0.1', logger: env.logger });
+    let node = await start();
     try {
       const N = 20;
       for (let i = 0; i < N; i++) {
@@ -209,8 +210,53 @@ describe('one PHP-FPM master per site: its memory', function () {
       const pss = pids.reduce((n, p) => n + kb(p, 'Pss'), 0) / 1024;
       console.log(`      ${N} masters: RSS ${rss.toFixed(1)} MB (${(rss / N).toFixed(2)} MB each), PSS ${pss.toFixed(1)} MB (${(pss / N).toFixed(2)} MB each); 200 sites ≈ ${((pss / N) * 200).toFixed(0)} MB PSS`);
       assert.ok(pss / N < 32, `a master's own memory stays small: ${(pss / N).toFixed(2)} MB`);
+      // a restart brings every site's master back (a few at a time), each in its group
+      await node.stop();
+      const t0 = Date.now();
+      node = await start();
+      const again = fs.readdirSync(path.join(root, 'run/php')).filter((f) => f.endsWith('.pid'));
+      console.log(`      restart with ${N} PHP sites: ${Date.now() - t0} ms`);
+      assert.equal(again.length, N, 'every master is back');
+      for (const f of again) {
+        const pid = fs.readFileSync(path.join(root, 'run/php', f), 'utf8').trim();
+        assert.ok(fs.readFileSync(`${CG}/pids/${nodeGroupBase(root)}/${f.replace(/\.pid$/, '')}/cgroup.procs`, 'utf8').split('\n').includes(pid), `${f}: the master is in its group`);
+      }
     } finally {
       await node.stop();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('control groups: a node claims only what it can write', function () {
+  const none = { cpu: false, memory: false, pids: false, io: false };
+  const limits = { cpuPercent: 20, memoryMb: 64, processes: 10, diskIoBps: null, iops: null };
+
+  it("a cgroup v2 tree without the cpu, memory, pids and io controllers (this machine's /sys/fs/cgroup/unified) enforces nothing", () => {
+    assert.ok(fs.existsSync('/sys/fs/cgroup/unified/cgroup.controllers'), 'this machine mounts a v2 tree at /sys/fs/cgroup/unified (its controllers are bound to v1)');
+    const root = tempNodeRoot('cg2-');
+    try {
+      const g = openCgroups({ root, logger: env.logger, mount: '/sys/fs/cgroup/unified' });
+      assert.equal(g.layout, 'v2', 'detected by cgroup.controllers');
+      assert.deepEqual(g.enforced, none, 'the probe group accepted no limit');
+      g.apply('a.example.com', limits);
+      assert.deepEqual(g.procsFiles('a.example.com'), [], 'nothing is started in a group that binds nothing');
+      assert.equal(g.render(limits), '', 'reconciliation compares no settings');
+      g.close();
+      assert.ok(!fs.existsSync(`/sys/fs/cgroup/unified/${nodeGroupBase(root)}`), 'the base group is removed');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a folder that is no cgroup mount: no layout, nothing enforced', () => {
+    const root = tempNodeRoot('cg0-');
+    try {
+      const g = openCgroups({ root, logger: env.logger, mount: root });
+      assert.equal(g.layout, null, 'no layout');
+      assert.deepEqual(g.enforced, none, 'nothing enforced');
+      assert.equal(g.read('a.example.com'), null, 'no group to read');
+    } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
