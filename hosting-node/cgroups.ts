@@ -277,7 +277,14 @@ export function openCgroups(o: { root: string; logger: Logger; mount?: string })
   let impl: Layout | null = isV2 ? v2(mount, base, disk) : isV1 ? v1(mount, base, disk) : null;
   const enforced: EnforcedLimits = { ...NONE };
   const writeAll = (ws: Array<[string, string]>) => {
-    for (const [f, v] of ws) fs.writeFileSync(f, v);
+    for (const [f, v] of ws) {
+      try {
+        fs.writeFileSync(f, v);
+      } catch (err) {
+        // e.g. EBUSY: a memory limit below what the group holds and cannot reclaim
+        throw new Error(`control group: cannot write ${v} to ${f}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      }
+    }
   };
   const apply = (name: string, l: SiteLimits, which: Array<keyof EnforcedLimits>) => {
     for (const d of impl!.dirs(name)) fs.mkdirSync(d, { recursive: true });
