@@ -30,6 +30,8 @@ export interface Cgroups {
   nameOf(file: string): string | null;
   /** removes this node's base group (after its sites' groups were removed) */
   close(): void;
+  /** the site groups this node has (one name per group) */
+  names(): string[];
 }
 
 const NONE: EnforcedLimits = { cpu: false, memory: false, pids: false, io: false };
@@ -344,6 +346,10 @@ export function openCgroups(o: { root: string; logger: Logger; mount?: string })
     },
     close() {
       for (const d of impl?.dirs('x') ?? []) tryRmdir(path.dirname(d));
+    },
+    names() {
+      const base = impl ? path.dirname(impl.dirs('x')[0]) : null;
+      return base && fs.existsSync(base) ? fs.readdirSync(base, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name) : [];
     },
   };
 }

@@ -216,6 +216,9 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const groups = openCgroups({ root, logger: log });
   const limitsOf = (s: SiteSpec) => s.limits ?? NO_SITE_LIMITS;
   for (const s of Object.values(sites)) groups.apply(s.domain, limitsOf(s));
+  // groups of sites this node no longer has (a node that stopped without removing them)
+  const domains = new Set(Object.values(sites).map((s) => s.domain));
+  for (const g of groups.names()) if (!domains.has(g)) await groups.remove(g);
   const stopAll = async () => {
     await Promise.allSettled([nginx?.stop(), builtin?.close(), php?.stop(), mariadb?.stop()]);
   };
@@ -372,6 +375,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       await commitFiles(wanted);
     } catch (err) {
       undoTls();
+      // a group made for a name the node does not serve goes again (a kept site keeps its limits until the next apply)
+      if (!prev || prev.domain !== s.domain) await groups.remove(s.domain);
       throw err;
     }
     if (!s.tls) removeSiteTls(root, s.domain);
