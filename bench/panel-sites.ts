@@ -690,7 +690,9 @@ async function main(): Promise<void> {
   const vhosts = fs.readdirSync(np.nginxSites).length;
   const pools = fs.readdirSync(`${first.root}/etc/php/${PHP_VERSION}/pool.d`).length;
   const nginxT = await timeCommand('/usr/sbin/nginx', ['-p', `${first.root}/`, '-e', `${np.nginxLogs}/error.log`, '-c', np.nginxConf, '-t', '-q'], 5);
-  const fpmT = await timeCommand(php.bin, [...(process.getuid?.() === 0 ? ['-R'] : []), '-F', '-y', np.phpFpmConf(PHP_VERSION), '-t'], 5);
+  // one master per site (issue 34): the test of one site's master config
+  const oneMaster = fs.readdirSync(`${first.root}/etc/php/${PHP_VERSION}/masters`)[0].replace(/\.conf$/, '');
+  const fpmT = await timeCommand(php.bin, [...(process.getuid?.() === 0 ? ['-R'] : []), '-F', '-y', np.siteFpmConf(PHP_VERSION, oneMaster), '-t'], 5);
   const scans: number[] = [];
   for (let k = 0; k < 20 && hwm[0].nginxPid; k++) {
     const t = performance.now();
@@ -701,7 +703,8 @@ async function main(): Promise<void> {
   // PHP-FPM notes every reload in its log: counted before the reloads timed below
   const fpmReloads = agents.map((a) => {
     try {
-      return (fs.readFileSync(`${a.root}/log/php${PHP_VERSION}-fpm.log`, 'utf8').match(/Reloading in progress/g) ?? []).length;
+      const logs = fs.readdirSync(nodePaths(a.root).phpFpmLogs).map((f) => `${nodePaths(a.root).phpFpmLogs}/${f}`);
+      return logs.reduce((n, f) => n + (fs.readFileSync(f, 'utf8').match(/Reloading in progress/g) ?? []).length, 0);
     } catch {
       return NaN;
     }
@@ -710,7 +713,7 @@ async function main(): Promise<void> {
   const nginxReloads: number[] = [];
   const fpmReloadMs: number[] = [];
   for (let k = 0; k < 5 && hwm[0].nginxPid; k++) nginxReloads.push(await timeNginxReload(hwm[0].nginxPid));
-  for (let k = 0; k < 3 && hwm[0].fpmPid; k++) fpmReloadMs.push(await timeFpmReload(hwm[0].fpmPid, `${first.root}/log/php${PHP_VERSION}-fpm.log`));
+  for (let k = 0; k < 3 && hwm[0].fpmPid; k++) fpmReloadMs.push(await timeFpmReload(hwm[0].fpmPid, np.siteFpmLog(oneMaster)));
 
   // 11. A sample of sites answers on its node by Host header.
   const byNode = new Map(agents.map((a) => [a.name, a]));

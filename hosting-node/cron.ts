@@ -6,13 +6,15 @@ import { sitePaths } from '../domain/panel/node-config';
 import type { SiteSpec } from '../domain/panel/node-ops';
 import type { Logger } from '../platform/logger';
 import { readIfExists, readJson, writeFileAtomic, writeJson } from './files';
+import { inGroup } from './cgroups';
 import type { SiteUser } from './site-users';
 
 // The node's cron daemon (PANEL.md section 2): every minute it runs the due cron lines of each
 // applied, unsuspended site with /bin/sh -c, as the site's own system user, in its home (the site
-// folder), with a time limit per run and never two runs of the same line at once. `@reboot` lines
-// run once per machine boot, as Debian's cron does. The last runs of each site (status, exit code,
-// the tail of the output) are kept under <root>/state/ and reported to the panel with heartbeats.
+// folder), inside the site's control group, with a time limit per run and never two runs of the same
+// line at once. `@reboot` lines run once per machine boot, as Debian's cron does. The last runs of
+// each site (status, exit code, the tail of the output) are kept under <root>/state/ and reported to
+// the panel with heartbeats.
 
 /** Runs kept per site (on the node; the panel keeps as many). */
 export const RUNS_KEPT = 20;
@@ -27,6 +29,8 @@ export interface CronOptions {
   sites: () => SiteSpec[];
   /** the user a site's lines run as; `null`: the site has no user (yet), its lines do not run */
   userOf: (siteId: string) => SiteUser | null;
+  /** where a run writes its pid to enter the site's control group (none: the node enforces no limits) */
+  procsFiles?: (site: SiteSpec) => string[];
   /** kill a run after this long (default 15 minutes) */
   timeoutMs?: number;
   /** the clock (default Date.now; tests move it and call tick) */
@@ -95,8 +99,12 @@ export function startCronDaemon(o: CronOptions): CronDaemon {
     if (running.has(key)) return finish('skipped', null, 'the previous run of this line is still running');
     const home = sitePaths(o.root, site.domain).siteDir;
     const self = os.userInfo().uid === user.uid;
-    const child = spawn('/bin/sh', ['-c', parsed.command], {
-      ...(self ? {} : { uid: user.uid, gid: user.gid }),
+    // in the site's group: entered as root, then setpriv takes the site user's ids (nothing runs in between)
+    const files = o.procsFiles?.(site) ?? [];
+    const asUser = self || !files.length ? [] : ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups'];
+    const argv = inGroup(files, [...asUser, '/bin/sh', '-c', parsed.command]);
+    const child = spawn(argv[0], argv.slice(1), {
+      ...(self || files.length ? {} : { uid: user.uid, gid: user.gid }),
       cwd: home,
       env: { SHELL: '/bin/sh', PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, LOGNAME: user.name, USER: user.name },
       // its own process group, so a timeout or a stop kills whatever it started too

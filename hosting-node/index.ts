@@ -6,6 +6,7 @@ import type { OwnNode } from '../domain/panel/own-node';
 import type { Listening } from '../platform/http-server';
 import type { Logger } from '../platform/logger';
 import { startBuiltinWeb } from './builtin-web';
+import { openCgroups } from './cgroups';
 import { startCronDaemon } from './cron';
 import { writeFileAtomic } from './files';
 import { reservedDbName, startMariaDb, type MariaDb } from './mariadb';
@@ -14,10 +15,10 @@ import { listManagedFiles, readManagedFile } from './managed-files';
 import { startNginx, type Nginx } from './nginx';
 import { openNodeState } from './node-state';
 import { createOperationQueue, Refusal } from './operation-queue';
-import { installedPhpVersions, startPhpFpm, type PhpFpm } from './php-fpm';
+import { createSitePhp, installedPhpVersions, type SitePhp } from './php-fpm';
 import { findBinary } from './processes';
 import { createReconcileRewrite } from './reconcile-rewrite';
-import { createSiteApply, settleSiteUsers, siteIndex, type SiteInspection } from './site-apply';
+import { createSiteApply, limitsOf, settleSiteUsers, siteIndex, type SiteInspection } from './site-apply';
 import { createSiteBackups } from './site-backups';
 import { docrootUsage, nodeFiles } from './site-files';
 import { siteOwner } from './site-users';
@@ -25,7 +26,7 @@ import { siteOwner } from './site-users';
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
 // (`panel-host serve`) applies the operations it pulls. This file starts the services and composes
-// the node's parts: its state (node-state.ts), site apply (site-apply.ts), the operation queue that
+// the node's parts: its state (node-state.ts), the sites' control groups (cgroups.ts), site apply (site-apply.ts), the operation queue that
 // runs everything one at a time and idempotently by id (operation-queue.ts) and the reconciliation
 // rewrite (reconcile-rewrite.ts).
 
@@ -78,15 +79,21 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   const tlsListen = opts.webTlsPort == null ? null : listenAddress(webHost, opts.webTlsPort);
   const probeHost = webHost === '0.0.0.0' ? '127.0.0.1' : webHost === '::' ? '::1' : webHost;
   await settleSiteUsers(state, log);
+  // each site's control group, with its limits, before anything of the site runs
+  const groups = openCgroups({ root, logger: log });
+  for (const s of Object.values(sites)) groups.apply(s.domain, limitsOf(s));
+  // groups of sites this node no longer has (a node that stopped without removing them)
+  const domains = new Set(Object.values(sites).map((s) => s.domain));
+  for (const g of groups.names()) if (!domains.has(g)) await groups.remove(g);
 
   // ---- services ----
   const nginxBin = opts.builtinWebServer ? null : findBinary('nginx');
   let nginx: Nginx | null = null;
   let builtin: Listening | null = null;
-  const fpm = new Map<string, PhpFpm>();
+  let php: SitePhp | null = null;
   let mariadb: MariaDb | null = null;
   const stopAll = async () => {
-    await Promise.allSettled([nginx?.stop(), builtin?.close(), ...[...fpm.values()].map((f) => f.stop()), mariadb?.stop()]);
+    await Promise.allSettled([nginx?.stop(), builtin?.close(), php?.stop(), mariadb?.stop()]);
   };
   const startMariaDbIfAsked = async () => {
     if (opts.mariadbPort == null) return;
@@ -101,8 +108,11 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     if (nginxBin) {
       writeFileAtomic(state.paths.nginxSiteIndex, siteIndex(state));
       const versions = opts.phpFpm === false ? [] : installedPhpVersions();
+      const sitePhp = createSitePhp({ root, versions, asRoot: state.webUser !== null, procsFiles: (domain) => groups.procsFiles(domain), logger: log });
+      php = sitePhp;
+      const pools = Object.values(sites).flatMap((s) => (s.phpVersion ? [sitePaths(root, s.domain).pool(s.phpVersion)] : []));
       const started = await Promise.allSettled([
-        ...versions.map((v) => startPhpFpm({ bin: v.bin, root, version: v.version, user: state.webUser, logger: log }).then((f) => void fpm.set(v.version, f))),
+        sitePhp.sync(pools),
         startNginx({ bin: nginxBin, root, listen, tlsListen, probe: { host: probeHost, port: opts.webPort }, user: state.webUser, logger: log }).then((n) => void (nginx = n)),
         startMariaDbIfAsked(),
       ]);
@@ -129,22 +139,24 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     root,
     sites: () => Object.values(sites),
     userOf: (siteId) => (state.siteUsers ? siteOwner(root, siteId) : state.sharedUser),
+    procsFiles: (s) => groups.procsFiles(s.domain),
     timeoutMs: opts.cronTimeoutMs,
     logger: log,
   });
 
   const facts = (): NodeFacts => ({
     webServer: nginx ? 'nginx' : 'builtin',
-    phpVersions: [...fpm.keys()],
+    phpVersions: php?.versions ?? [],
     mariadb: mariadb !== null,
     roles: mariadb ? ['web', 'db'] : ['web'],
     webAddress: listen,
     backups: !!opts.backupDir,
     tls: !!nginx && tlsListen !== null,
     siteUsers: state.siteUsers,
+    limits: groups.enforced,
   });
 
-  const site = createSiteApply({ state, nginx, fpm, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });
+  const site = createSiteApply({ state, nginx, php, groups, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });
   const siteBackups = createSiteBackups({
     root,
     backupDir: opts.backupDir ?? null,
@@ -182,7 +194,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
   };
 
   const queue = createOperationQueue({ state, applyOne, logger: log });
-  const rewriteBatch = createReconcileRewrite({ state, site, fpm, logger: log });
+  const rewriteBatch = createReconcileRewrite({ state, site, php, groups, logger: log });
 
   const sample = createMetricsSampler();
   return {
@@ -195,17 +207,25 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     metrics: sample,
     async usage() {
       const out: SiteUsage[] = [];
-      for (const s of Object.values(sites)) out.push({ siteId: s.id, ...(await docrootUsage(sitePaths(root, s.domain).docroot)) });
+      for (const s of Object.values(sites)) {
+        const group = groups.usage(s.domain);
+        out.push({ siteId: s.id, ...(await docrootUsage(sitePaths(root, s.domain).docroot)), ...(group ? { group } : {}) });
+      }
       return out;
     },
     inspectSite: site.inspectSite,
-    renderSite: (s) => site.managedFiles(s),
+    renderSite: (s) => [...site.managedFiles(s), ...(groups.layout ? [{ kind: 'cgroup' as const, path: groups.pathOf(s.domain), text: groups.render(limitsOf(s)) }] : [])],
     appliedSite: (siteId) => (Object.hasOwn(sites, siteId) ? sites[siteId] : null),
     docroot: (domain) => {
       const d = sitePaths(root, domain).docroot;
       return { path: d, present: fs.existsSync(d) };
     },
-    readManaged: readManagedFile,
+    readManaged: (file) => {
+      const group = groups.nameOf(file);
+      if (group === null) return readManagedFile(file);
+      const text = groups.read(group);
+      return text === null ? { missing: true } : { text };
+    },
     listManaged: () => listManagedFiles(root),
     rewriteSites: (batch) => queue.whileRunning(() => rewriteBatch(batch)),
     backups: {
@@ -223,6 +243,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
       await queue.stop();
       await cron.stop();
       await stopAll();
+      for (const s of Object.values(sites)) await groups.remove(s.domain);
+      groups.close();
       log.info({ root }, 'hosting node stopped');
     },
   };

@@ -4,8 +4,9 @@ import type { OperationResult, SiteSpec } from '../domain/panel/node-ops';
 import type { Logger } from '../platform/logger';
 import { readIfExists, sha256 } from './files';
 import type { NodeState } from './node-state';
-import type { PhpFpm } from './php-fpm';
-import type { SiteApply } from './site-apply';
+import type { Cgroups } from './cgroups';
+import type { SitePhp } from './php-fpm';
+import { limitsOf, type SiteApply } from './site-apply';
 
 // The reconciliation rewrite (OwnNode.rewriteSites), run in the operation queue: the managed files
 // of sites the node already serves are rewritten to match their specs, a whole batch in one config
@@ -13,7 +14,7 @@ import type { SiteApply } from './site-apply';
 // the files are written, so a crash right after cannot lose it; a repeated rewrite id returns its
 // first result and is logged once.
 
-export function createReconcileRewrite(o: { state: NodeState; site: SiteApply; fpm: Map<string, PhpFpm>; logger: Logger }) {
+export function createReconcileRewrite(o: { state: NodeState; site: SiteApply; php: SitePhp | null; groups: Cgroups; logger: Logger }) {
   const { state, site: apply, logger: log } = o;
   const { root, sites, ops } = state;
   const rewriteLog = `${state.paths.state}/reconcile.log`;
@@ -30,7 +31,7 @@ export function createReconcileRewrite(o: { state: NodeState; site: SiteApply; f
       const prev = sites[s.id];
       if (!prev) return `the node has no record of site ${s.id}: it is created by an operation, not rewritten`;
       if (s.generation < prev.generation) return `stale generation ${s.generation}: generation ${prev.generation} is applied`;
-      if (s.phpVersion && !o.fpm.has(s.phpVersion)) return `PHP ${s.phpVersion} is not available on this node`;
+      if (s.phpVersion && !o.php?.has(s.phpVersion)) return `PHP ${s.phpVersion} is not available on this node`;
       return validateSite(s);
     };
     const refused = new Map(todo.map((b) => [b.opId, refusal(b.site)]));
@@ -59,7 +60,8 @@ export function createReconcileRewrite(o: { state: NodeState; site: SiteApply; f
         await apply.makeSiteDirs(site, false);
         recreated.add(site.id);
       }
-      await apply.commitFiles(wanted, null);
+      for (const { site } of go) o.groups.apply(site.domain, limitsOf(site));
+      await apply.commitFiles(wanted);
     } catch (err) {
       failure = (err as Error).message;
       fs.appendFileSync(rewriteLog, ahead.map((x) => `${line(x, { failed: failure })}\n`).join(''));

@@ -1,18 +1,20 @@
 import fs from 'node:fs';
-import { phpSocketPath, renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths } from '../domain/panel/node-config';
+import { renderCron, renderNginxSiteIndex, renderPhpPool, renderVhost, renderWelcomePage, sitePaths } from '../domain/panel/node-config';
 import type { ArchiveInfo, RenderedFile } from '../domain/panel/own-node';
-import type { OperationResult, SiteSpec } from '../domain/panel/node-ops';
+import { NO_SITE_LIMITS, type OperationResult, type SiteSpec } from '../domain/panel/node-ops';
 import type { Logger } from '../platform/logger';
 import { readIfExists, restoreFile, sha256, writeFileAtomic } from './files';
 import type { NodeState } from './node-state';
 import type { Nginx } from './nginx';
 import { Refusal } from './operation-queue';
-import type { PhpFpm } from './php-fpm';
+import type { Cgroups } from './cgroups';
+import type { SitePhp } from './php-fpm';
 import { removeSiteTls, withoutKey, writeSiteTls } from './site-tls';
 import { chownTree, ensureSiteUser, pruneSiteUsers, removeSiteUser, siteUserName } from './site-users';
 
-// Applying a site on the node: its managed files (vhost, PHP pool, cron file) rendered from its
-// spec, its docroot and temp folder given to its user, and its deletion. Files are changed in one
+// Applying a site on the node: its control group with its limits (cgroups.ts), its managed files
+// (vhost, PHP pool, cron file) rendered from its spec, its docroot and temp folder given to its
+// user, and its deletion. Files are changed in one
 // step (commitFiles): written, tested with nginx and PHP-FPM, reloaded only when both pass, else
 // every file is put back as it was, so a bad spec never leaves the node half changed.
 
@@ -81,8 +83,10 @@ export interface SiteApplyOptions {
   state: NodeState;
   /** the running web server (null: the built-in one, which has no config files) */
   nginx: Nginx | null;
-  /** PHP-FPM by version, as started */
-  fpm: Map<string, PhpFpm>;
+  /** the sites' PHP-FPM masters (one per site, in its group); null: no PHP on this node */
+  php: SitePhp | null;
+  /** the sites' control groups */
+  groups: Cgroups;
   listen: string;
   tlsListen: string | null;
   /** archives a site about to be deleted (site-backups.ts), null: not archived */
@@ -91,8 +95,11 @@ export interface SiteApplyOptions {
 
 export type SiteApply = ReturnType<typeof createSiteApply>;
 
+/** The limits a site's group binds (none recorded: unlimited). */
+export const limitsOf = (s: SiteSpec) => s.limits ?? NO_SITE_LIMITS;
+
 export function createSiteApply(o: SiteApplyOptions) {
-  const { state, nginx, fpm, listen, tlsListen } = o;
+  const { state, nginx, php, groups, listen, tlsListen } = o;
   const { root, paths: p, sites, siteUsers, webUser, webUserIds, sharedUser } = state;
 
   // A site's certificate files are not managed files: the panel never holds the private key in
@@ -102,35 +109,35 @@ export function createSiteApply(o: SiteApplyOptions) {
     const out: RenderedFile[] = [];
     if (nginx) out.push({ kind: 'vhost', path: sp.vhost, text: renderVhost(s, { root, listen, tlsListen }) });
     const siteUser = siteUsers ? siteUserName(root, s.id) : null;
-    if (s.phpVersion && fpm.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
+    if (s.phpVersion && php?.has(s.phpVersion)) out.push({ kind: 'pool', path: sp.pool(s.phpVersion), text: renderPhpPool(s, { root, user: webUser, siteUser }) });
     out.push({ kind: 'cron', path: sp.cron, text: renderCron(s, { user: siteUser ?? sharedUser.name }) });
     return out;
   };
   /** every file a site may have under a domain (any PHP version), to remove what the new spec does not render */
   const possibleFiles = (domain: string) => {
     const sp = sitePaths(root, domain);
-    return [...(nginx ? [sp.vhost] : []), ...[...fpm.keys()].map((v) => sp.pool(v)), sp.cron];
+    return [...(nginx ? [sp.vhost] : []), ...(php?.versions ?? []).map((v) => sp.pool(v)), sp.cron];
   };
 
   /**
    * Writes `wanted` (file → text, null: remove), tests nginx and PHP-FPM with the new files and,
    * only when both pass, reloads what changed. A failed test puts every file back as it was.
    */
-  const commitFiles = async (wanted: Map<string, string | null>, socket: { version: string; path: string } | null) => {
+  const commitFiles = async (wanted: Map<string, string | null>) => {
     if (nginx) wanted.set(p.nginxSiteIndex, siteIndex(state, wanted));
     const before = new Map([...wanted.keys()].map((f) => [f, readIfExists(f)]));
     const changed = [...wanted].filter(([f, text]) => before.get(f) !== text).map(([f]) => f);
     if (changed.length === 0) return;
     for (const f of changed) restoreFile(f, wanted.get(f)!);
     const nginxChanged = !!nginx && changed.some((f) => f === p.nginxSiteIndex || f.startsWith(`${p.nginxSites}/`));
-    const fpmChanged = [...fpm.values()].filter((f) => changed.some((c) => c.startsWith(`${root}/etc/php/${f.version}/`)));
-    const problems = (await Promise.all([nginxChanged ? nginx!.test() : null, ...fpmChanged.map((f) => f.test())])).filter((x): x is string => x !== null);
+    const pools = php ? changed.filter((c) => c.startsWith(`${root}/etc/php/`)) : [];
+    const problems = [...(nginxChanged ? [await nginx!.test()] : []), ...(pools.length ? await php!.test(pools) : [])].filter((x): x is string => x !== null);
     if (problems.length) {
       for (const f of changed) restoreFile(f, before.get(f)!);
       throw new Error(`config test failed, previous config kept: ${problems.join('; ')}`);
     }
     // PHP first, so the sockets a new vhost points at exist when nginx loads it
-    for (const f of fpmChanged) await f.reload(socket?.version === f.version ? [socket.path] : []);
+    if (pools.length) await php!.sync(pools);
     if (nginxChanged) await nginx!.reload();
   };
 
@@ -155,8 +162,8 @@ export function createSiteApply(o: SiteApplyOptions) {
   };
 
   const applySite = async (s: SiteSpec): Promise<OperationResult> => {
-    if (s.phpVersion && !fpm.has(s.phpVersion)) {
-      throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${[...fpm.keys()].join(', ') || 'none'})`);
+    if (s.phpVersion && !php?.has(s.phpVersion)) {
+      throw new Refusal(`PHP ${s.phpVersion} is not available on this node (available: ${php?.versions.join(', ') || 'none'})`);
     }
     const prev = sites[s.id];
     if (prev && s.generation < prev.generation) throw new Refusal(`stale generation ${s.generation}: generation ${prev.generation} is applied`);
@@ -179,13 +186,18 @@ export function createSiteApply(o: SiteApplyOptions) {
     // a new certificate is loaded by the reload of its vhost, which names the new generation in its header
     const undoTls = writeSiteTls(root, s, (message) => new Refusal(message));
     try {
-      await commitFiles(wanted, s.phpVersion ? { version: s.phpVersion, path: phpSocketPath(root, s) } : null);
+      // the group first: a new PHP master starts inside it
+      groups.apply(s.domain, limitsOf(s));
+      await commitFiles(wanted);
     } catch (err) {
       undoTls();
+      // a group made for a name the node does not serve goes again (a kept site keeps its limits until the next apply)
+      if (!prev || prev.domain !== s.domain) await groups.remove(s.domain);
       throw err;
     }
     if (!s.tls) removeSiteTls(root, s.domain);
     if (prev && prev.domain !== s.domain) removeSiteTls(root, prev.domain);
+    if (prev && prev.domain !== s.domain) await groups.remove(prev.domain);
     sites[s.id] = withoutKey(s);
     state.saveSites();
     return { ok: true, detail: { generation: s.generation, files: Object.fromEntries(files.map((f) => [f.kind, sha256(f.text)])) } };
@@ -199,7 +211,7 @@ export function createSiteApply(o: SiteApplyOptions) {
     const domains = new Set([domain, ...(sites[siteId] ? [sites[siteId].domain] : [])]);
     const wanted = new Map<string, string | null>();
     for (const d of domains) for (const f of possibleFiles(d)) wanted.set(f, null);
-    await commitFiles(wanted, null);
+    await commitFiles(wanted);
     const existed = !!sites[siteId];
     // the user's processes end with it, so nothing of the site can change its files while they go
     if (siteUsers) await removeSiteUser(root, siteId);
@@ -207,6 +219,7 @@ export function createSiteApply(o: SiteApplyOptions) {
       fs.rmSync(sitePaths(root, d).siteDir, { recursive: true, force: true });
       fs.rmSync(`${p.nginxLogs}/${d}.access.log`, { force: true });
       removeSiteTls(root, d);
+      await groups.remove(d);
     }
     delete sites[siteId];
     state.saveSites();

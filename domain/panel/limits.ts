@@ -1,6 +1,8 @@
 // Limits (spec 2 section 2.3): the tightest value set on an org or any level above is in force;
 // an absent value inherits; absent everywhere means no limit. Pure.
 
+import type { EnforcedLimits, SiteLimits } from './node-ops';
+
 /** API field names and units of every limit. `mailboxes` is kept and passed through unchanged. */
 export const LIMITS = {
   cpu_percent: '% of one core',
@@ -65,4 +67,32 @@ export function aboveOwn(proposed: Limits, own: Record<LimitName, Effective>): A
     if (v !== undefined && cap !== null && v > cap) over.push({ limit: name, value: v, own: cap });
   }
   return over;
+}
+
+/** The limits a site's node binds in its control group (the rest are counted, not enforced there). */
+export function siteLimits(effective: Record<LimitName, Effective>): SiteLimits {
+  return {
+    cpuPercent: effective.cpu_percent.value,
+    memoryMb: effective.memory_mb.value,
+    processes: effective.processes.value,
+    diskIoBps: effective.disk_io_bps.value,
+    iops: effective.iops.value,
+  };
+}
+
+/**
+ * A site's limits as the API shows them: each value with what binds it on the site's node,
+ * `enforced` (the kernel, the site's control group; PHP workers: the pool) or `bookkeeping`
+ * (counted and shown, not bound there). `node` null or absent: the node never said, so nothing is enforced.
+ */
+export function siteLimitsView(l: SiteLimits, phpWorkers: number | null, node: EnforcedLimits | null | undefined) {
+  const v = (value: number | null, enforced: boolean | undefined) => ({ value, on_node: enforced ? ('enforced' as const) : ('bookkeeping' as const) });
+  return {
+    cpu_percent: v(l.cpuPercent, node?.cpu),
+    memory_mb: v(l.memoryMb, node?.memory),
+    processes: v(l.processes, node?.pids),
+    disk_io_bps: v(l.diskIoBps, node?.io),
+    iops: v(l.iops, node?.io),
+    php_workers: v(phpWorkers, true),
+  };
 }

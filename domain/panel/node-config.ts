@@ -1,5 +1,5 @@
 import { parseCronLine } from './cron';
-import { isDomain, isPhpIdentifier, type BackupOperation, type NodeOperation, type SiteSpec } from './node-ops';
+import { isDomain, isPhpIdentifier, NO_SITE_LIMITS, type BackupOperation, type NodeOperation, type SiteLimits, type SiteSpec } from './node-ops';
 import { phpValueLines, phpValuesProblem } from './php-values';
 
 // What a hosting node writes under its root (PANEL.md section 2), rendered from validated values
@@ -52,7 +52,18 @@ export function validateSite(s: SiteSpec): string | null {
   for (const f of php.disabledFunctions) if (!isPhpIdentifier(f)) return `bad PHP function name ${JSON.stringify(f)}`;
   const values = php.values === undefined ? null : phpValuesProblem(php.values);
   if (values) return `${values[0]}: ${values[1]}`;
-  return validateTls(s.tls);
+  return validateLimits(s.limits) ?? validateTls(s.tls);
+}
+
+/** Limits are whole numbers ≥ 0 or null (unlimited); absent: no limits. */
+function validateLimits(l: SiteSpec['limits']): string | null {
+  if (l === undefined) return null;
+  if (typeof l !== 'object' || l === null) return 'limits: an object';
+  for (const k of Object.keys(NO_SITE_LIMITS) as Array<keyof SiteLimits>) {
+    const v = l[k];
+    if (v !== null && !(Number.isSafeInteger(v) && v >= 0)) return `limits.${k}: a whole number ≥ 0, or null`;
+  }
+  return null;
 }
 
 const PEM_BLOCK = (label: string) => `-----BEGIN ${label}-----\n[A-Za-z0-9+/=\n]{1,16384}-----END ${label}-----\n`;
@@ -150,10 +161,11 @@ export const nodePaths = (root: string) => ({
   nginxPid: `${root}/run/nginx.pid`,
   nginxLogs: `${root}/log/nginx`,
   nginxTemp: `${root}/tmp/nginx`,
-  phpFpmConf: (version: string) => `${root}/etc/php/${version}/php-fpm.conf`,
-  phpFpmPid: (version: string) => `${root}/run/php/php${version}-fpm.pid`,
-  /** the pool every PHP-FPM master keeps so it starts with no site (PHP-FPM refuses to run without a pool) */
-  idleSocket: (version: string) => `${root}/run/php/idle-${version}.sock`,
+  /** a site's own PHP-FPM master: its config (which includes only the site's pool), pid and log */
+  siteFpmConf: (version: string, domain: string) => `${root}/etc/php/${version}/masters/${domain}.conf`,
+  siteFpmPid: (domain: string) => `${root}/run/php/${domain}.pid`,
+  phpFpmLogs: `${root}/log/php-fpm`,
+  siteFpmLog: (domain: string) => `${root}/log/php-fpm/${domain}.log`,
   cronDir: `${root}/etc/cron.d`,
   sites: `${root}/sites`,
   state: `${root}/state`,
@@ -306,21 +318,15 @@ function renderTlsListen(site: SiteSpec, o: { root: string; tlsListen?: string |
 
 // ---- PHP-FPM ----
 
-/** php-fpm.conf of one PHP version: foreground master, pid and log under the root, an idle pool so it starts with no site. */
-export function renderPhpFpmMain(o: { root: string; version: string; user: string | null }): string {
+/** The php-fpm.conf of a site's own master: foreground, pid and log under the root, the site's pool only. */
+export function renderSiteFpmMain(o: { root: string; version: string; domain: string }): string {
   const p = nodePaths(o.root);
-  return `; Managed by the hosting node; rewritten at every start.
+  return `; Managed by the hosting node; rewritten before every start and test.
 [global]
-pid = ${p.phpFpmPid(o.version)}
-error_log = ${o.root}/log/php${o.version}-fpm.log
+pid = ${p.siteFpmPid(o.domain)}
+error_log = ${p.siteFpmLog(o.domain)}
 daemonize = no
-include = ${o.root}/etc/php/${o.version}/pool.d/*.conf
-
-; keeps the master running while no site uses this version
-[panel-idle]
-${poolUser(o.user)}listen = ${p.idleSocket(o.version)}
-pm = ondemand
-pm.max_children = 1
+include = ${sitePaths(o.root, o.domain).pool(o.version)}
 `;
 }
 

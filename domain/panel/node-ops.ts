@@ -24,6 +24,30 @@ export interface SiteSpec {
   generation: number;
   /** the attached TLS certificate; absent or null: HTTP only */
   tls?: SiteTls | null;
+  /** the account's effective resource limits, bound on the node by the site's control group; absent: none (an older panel) */
+  limits?: SiteLimits;
+}
+
+/** A site's resource limits (spec 2.3) as the node enforces them; null: unlimited. */
+export interface SiteLimits {
+  /** % of one core (200: two cores) */
+  cpuPercent: number | null;
+  memoryMb: number | null;
+  processes: number | null;
+  /** disk I/O, bytes per second (reads and writes each) */
+  diskIoBps: number | null;
+  /** disk I/O operations per second (reads and writes each) */
+  iops: number | null;
+}
+
+export const NO_SITE_LIMITS: SiteLimits = { cpuPercent: null, memoryMb: null, processes: null, diskIoBps: null, iops: null };
+
+/** Which limits a node's kernel binds (a control group per site); the others are bookkeeping only there. */
+export interface EnforcedLimits {
+  cpu: boolean;
+  memory: boolean;
+  pids: boolean;
+  io: boolean;
 }
 
 /**
@@ -92,6 +116,8 @@ export interface NodeFacts {
   tls?: boolean;
   /** whether each site runs as its own system user (a root agent with useradd); absent: unknown (an older agent) */
   siteUsers?: boolean;
+  /** which limits the node binds per site (control groups); absent: none (an older agent) */
+  limits?: EnforcedLimits;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */
@@ -112,6 +138,19 @@ export interface SiteUsage {
   siteId: string;
   diskMb: number;
   inodes: number;
+  /** from the site's control group where the node has one (counters since the group was made); absent: none */
+  group?: GroupUsage;
+}
+
+/** What a site's control group counted: for metering and the usage page. */
+export interface GroupUsage {
+  cpuSeconds: number;
+  memoryMb: number;
+  /** highest memory use since the group was made; null where the kernel keeps no peak */
+  memoryPeakMb: number | null;
+  processes: number;
+  /** bytes read and written on the node root's disk; null: no block device to count on */
+  ioBytes: number | null;
 }
 
 const DOMAIN = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$/;

@@ -7,7 +7,8 @@ import type { NodeOperation, OperationResult, SiteSpec } from './node-ops';
 
 /** A managed file of a site as a spec renders it on the node. */
 export interface RenderedFile {
-  kind: 'vhost' | 'pool' | 'cron';
+  /** `cgroup`: the site's control group, its settings read from the kernel (hosting-node/cgroups.ts) */
+  kind: 'vhost' | 'pool' | 'cron' | 'cgroup';
   path: string;
   text: string;
 }

@@ -16,7 +16,7 @@ export const STATUS_WORDS: Record<ReconcileStatus | 'orphan', string> = {
 
 export type ReconcileMode = 'dry-run' | 'on';
 export type ReconcilePolicy = 'observe' | 'remediate';
-export type ManagedKind = 'vhost' | 'pool' | 'cron';
+export type ManagedKind = 'vhost' | 'pool' | 'cron' | 'cgroup';
 
 /** One managed file as the panel renders it and as read on the node. */
 export interface FileCheck {

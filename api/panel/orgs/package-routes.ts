@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
-import type { Db } from '../../../platform/db';
+import { withLimitsCascade } from '../../../services/panel/sites/site-limits';
+import type { SitesDeps } from '../../../services/panel/sites/sites';
 import { assignPackage, createPackage, deletePackage, getPackage, listPackages, updatePackage } from '../../../services/panel/orgs/packages';
 import { principalOf } from '../shared/auth';
 import { bodyOf } from '../shared/http';
@@ -19,7 +20,8 @@ export const packageBody = z.strictObject({
 export const assignBody = z.strictObject({ package_id: z.string().max(64).nullable() });
 export const packagePatchBody = packageBody.partial();
 
-export function packageRoutes(db: Db): Router {
+export function packageRoutes(sites: SitesDeps): Router {
+  const db = sites.db;
   const r = new Router({ prefix: '/v1' });
   r.get('/orgs/:id/packages', async (ctx) => {
     ctx.body = await listPackages(db, principalOf(ctx), ctx.params.id);
@@ -31,13 +33,14 @@ export function packageRoutes(db: Db): Router {
   });
   r.put('/orgs/:id/package', async (ctx) => {
     const b = await bodyOf(ctx, assignBody);
-    ctx.body = await assignPackage(db, principalOf(ctx), ctx.params.id, b.package_id);
+    ctx.body = await withLimitsCascade(sites, (cascade) => assignPackage(db, principalOf(ctx), ctx.params.id, b.package_id, cascade));
   });
   r.get('/packages/:id', async (ctx) => {
     ctx.body = await getPackage(db, principalOf(ctx), ctx.params.id);
   });
   r.patch('/packages/:id', async (ctx) => {
-    ctx.body = await updatePackage(db, principalOf(ctx), ctx.params.id, await bodyOf(ctx, packagePatchBody));
+    const patch = await bodyOf(ctx, packagePatchBody);
+    ctx.body = await withLimitsCascade(sites, (cascade) => updatePackage(db, principalOf(ctx), ctx.params.id, patch, cascade));
   });
   r.delete('/packages/:id', async (ctx) => {
     await deletePackage(db, principalOf(ctx), ctx.params.id);

@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { Db } from '../../../platform/db';
+import { withLimitsCascade } from '../../../services/panel/sites/site-limits';
+import type { SitesDeps } from '../../../services/panel/sites/sites';
 import { getBranding, limitsOf, publicBranding, setBranding, setLimits, setPowers, setRegions } from '../../../services/panel/orgs/settings';
 import { principalOf } from '../shared/auth';
 import { bodyOf, parse } from '../shared/http';
@@ -25,14 +27,16 @@ export const powersBody = z.strictObject({ powers: powersSchema });
 export const publicBrandingQuery = z.strictObject({ hostname: z.string().max(253).optional() });
 export const regionsBody = z.strictObject({ preferred_region: regionSchema.nullable().optional(), required_region: regionSchema.nullable().optional() });
 
-export function orgSettingsRoutes(db: Db): Router {
+export function orgSettingsRoutes(sites: SitesDeps): Router {
+  const db = sites.db;
   const r = new Router({ prefix: '/v1/orgs/:id' });
   r.get('/limits', async (ctx) => {
     ctx.body = await limitsOf(db, principalOf(ctx), ctx.params.id);
   });
   r.put('/limits', async (ctx) => {
     const b = await bodyOf(ctx, limitsBody);
-    ctx.body = await setLimits(db, principalOf(ctx), ctx.params.id, b.limits);
+    // the sites below get their new limits on their nodes (issue 34)
+    ctx.body = await withLimitsCascade(sites, (cascade) => setLimits(db, principalOf(ctx), ctx.params.id, b.limits, cascade));
   });
   r.put('/powers', async (ctx) => {
     const b = await bodyOf(ctx, powersBody);

@@ -8,7 +8,7 @@ import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { refusePackageAboveCapacity, withCapacityCheck } from '../nodes/capacity';
 import { checkRequiredRegion, editorChain, findInScope, isUuid, listedPackage, loadChain, lockedChain, ownLimits, refuseAboveOwn, requirePower, type ChainLevel } from '../shared/chain';
-import { given, isUniqueViolation, limitsView } from './settings';
+import { given, isUniqueViolation, limitsView, type LimitsCascade } from './settings';
 
 // Packages (spec 2 section 2.4): named limits and regions an org offers to the orgs below it. The
 // packages listed to an org are those owned by it or any level above it. Creating, editing and
@@ -115,7 +115,7 @@ export async function createPackage(db: Db, actor: Actor, ownerId: string, input
  * the edit is all or nothing: refused whole if its limits exceed the owner's own, or if its
  * required region contradicts one set above the owner or above any org using it.
  */
-export async function updatePackage(db: Db, actor: Actor, id: string, patch: Partial<PackageInput>) {
+export async function updatePackage(db: Db, actor: Actor, id: string, patch: Partial<PackageInput>, cascade: LimitsCascade = async () => {}) {
   return db.transaction(async (trx) => {
     const { pkg, chain, orgsUsing } = await editablePackage(trx, actor, id);
     if (patch.limits) refuseAboveOwn(patch.limits, chain);
@@ -135,6 +135,7 @@ export async function updatePackage(db: Db, actor: Actor, id: string, patch: Par
     }
     const owner = chain[chain.length - 1];
     await audit(trx, actor, { org: owner, action: 'package.update', target: { type: 'package', id: pkg.id }, before: packageView(pkg), after: packageView(updated) });
+    if (changes.limits) for (const u of await trx('panel_orgs').where({ package_id: pkg.id }).orderBy('path').select('path')) await cascade(trx, u.path);
     return packageView(updated, orgsUsing);
   });
 }
@@ -163,7 +164,7 @@ export async function deletePackage(db: Db, actor: Actor, id: string) {
  * Assigns a package listed above an org below the caller (its own limits become the package's;
  * custom limits are dropped), or with null returns it to custom limits, empty. Needs no power.
  */
-export async function assignPackage(db: Db, actor: Actor, orgId: string, packageId: string | null) {
+export async function assignPackage(db: Db, actor: Actor, orgId: string, packageId: string | null, cascade: LimitsCascade = async () => {}) {
   return db.transaction(async (trx) => {
     const { org, chain } = await lockedChain(trx, actor, orgId, { strictlyBelow: true });
     const above = chain.slice(0, -1);
@@ -176,6 +177,7 @@ export async function assignPackage(db: Db, actor: Actor, orgId: string, package
       before: { package_id: org.package_id, limits: ownLimits(org) },
       after: { package_id: packageId, limits: pkg?.limits ?? {} },
     });
+    await cascade(trx, org.path);
     return limitsView(trx, await loadChain(trx, org.path));
   });
 }

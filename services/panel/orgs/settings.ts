@@ -47,8 +47,11 @@ export async function limitsOf(db: Db, actor: Actor, id: string) {
   return limitsView(db, await loadChain(db, org.path));
 }
 
+/** Brings the sites below the org at `orgPath` to their new effective limits, in the change's transaction (services/panel/sites/site-limits.ts). */
+export type LimitsCascade = (trx: Knex.Transaction, orgPath: string) => Promise<void>;
+
 /** Sets custom limits from above; this detaches the org from its package. Never above the editor's own limits. */
-export async function setLimits(db: Db, actor: Actor, id: string, limits: Limits) {
+export async function setLimits(db: Db, actor: Actor, id: string, limits: Limits, cascade: LimitsCascade = async () => {}) {
   return db.transaction(async (trx) => {
     const { org, chain } = await lockedChain(trx, actor, id, { strictlyBelow: true });
     refuseAboveOwn(limits, editorChain(chain, actor));
@@ -60,6 +63,7 @@ export async function setLimits(db: Db, actor: Actor, id: string, limits: Limits
       before: { package_id: org.package_id, limits: ownLimits(org) },
       after: { package_id: null, limits },
     });
+    await cascade(trx, org.path);
     return limitsView(trx, await loadChain(trx, org.path));
   });
 }

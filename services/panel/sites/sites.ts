@@ -5,7 +5,8 @@ import type { Knex } from 'knex';
 import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { parseCronLine } from '../../../domain/panel/cron';
 import { phpValuesProblem, PHP_VALUES, type PhpValueName, type PhpValues } from '../../../domain/panel/php-values';
-import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type NodeOperation, type SiteSpec } from '../../../domain/panel/node-ops';
+import { siteLimits, siteLimitsView } from '../../../domain/panel/limits';
+import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type EnforcedLimits, type NodeOperation, type SiteLimits, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
 import type { Db } from '../../../platform/db';
@@ -42,6 +43,8 @@ export interface SiteRow {
   deleting: boolean;
   quota_mb: number;
   php_workers: number | null;
+  /** the account's effective limits its node binds in the site's control group (./site-limits.ts) */
+  limits: SiteLimits;
   allow_url_fopen: boolean;
   disabled_functions: string[];
   /** the owner's PHP values within the operator's bounds (domain/panel/php-values.ts) */
@@ -143,6 +146,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   php: { workers: s.php_workers, allowUrlFopen: s.allow_url_fopen, disabledFunctions: s.disabled_functions, ...(Object.keys(s.php_values ?? {}).length ? { values: s.php_values } : {}) },
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
+  limits: s.limits,
 });
 
 // ---- input ----------------------------------------------------------------------------------
@@ -254,7 +258,7 @@ export interface NodeRow {
   state: 'alive' | 'suspect' | 'dead';
   draining: boolean;
   roles: string[] | null;
-  facts: { roles?: string[]; phpVersions?: string[] } | null;
+  facts: { roles?: string[]; phpVersions?: string[]; limits?: EnforcedLimits } | null;
   logical_region: string | null;
   last_pull_at: Date | null;
   metrics: { cpuPercent?: number } | null;
@@ -403,6 +407,7 @@ export async function insertSite(trx: Knex.Transaction, deps: SitesDeps, actor: 
         node_name: placement.node,
         quota_mb: s.quota,
         php_workers: effectiveLimits(chain).php_workers.value,
+        limits: JSON.stringify(siteLimits(effectiveLimits(chain))),
         ...origin?.php,
         placement: JSON.stringify(placement),
         last_op_id: opId,
@@ -432,7 +437,7 @@ function domainOfUniqueViolation(err: unknown): string | null {
 export async function getSite(db: Db, actor: Actor, id: string) {
   const site = await siteInScope(db, actor, id);
   const node: Pick<NodeRow, 'facts'> | undefined = await db('panel_nodes').where({ name: site.node_name }).first('facts');
-  return { ...siteView(site), node_php_versions: phpVersionsOf(node?.facts) };
+  return { ...siteView(site), node_php_versions: phpVersionsOf(node?.facts), limits: siteLimitsView(site.limits, site.php_workers, node?.facts?.limits) };
 }
 
 const phpVersionsOf = (facts: NodeRow['facts'] | undefined) => (Array.isArray(facts?.phpVersions) ? [...facts.phpVersions].sort() : null);

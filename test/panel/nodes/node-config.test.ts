@@ -4,7 +4,7 @@ import {
   phpSocketPath,
   renderCron,
   renderNginxMain,
-  renderPhpFpmMain,
+  renderSiteFpmMain,
   renderPhpPool,
   renderVhost,
   renderWelcomePage,
@@ -87,9 +87,9 @@ describe('node config rendering', () => {
     assert.match(n, /include \/srv\/node1\/etc\/nginx\/sites\.conf;/, 'nginx.conf includes the site index');
     assert.doesNotMatch(n, /sites\/\*\.conf/, 'no wildcard over the sites folder');
     for (const m of n.matchAll(/(?:_path|pid|error_log|access_log|include) (\S+)/g)) assert.ok(m[1].startsWith(root), m[0]);
-    const f = renderPhpFpmMain({ root, version: '8.2', user: 'www-data' });
-    assert.match(f, /^include = \/srv\/node1\/etc\/php\/8\.2\/pool\.d\/\*\.conf$/m);
-    assert.match(f, /^daemonize = no$/m);
+    const f = renderSiteFpmMain({ root, version: '8.2', domain: 'a.example.com' });
+    assert.match(f, /^include = \/srv\/node1\/etc\/php\/8\.2\/pool\.d\/a\.example\.com\.conf$/m, "a site's master includes its own pool only");
+    assert.match(f, /^daemonize = no$/m, 'the master stays in the foreground, a child of the node');
   });
 
   it('names the PHP socket by a hash of the domain when the domain would pass the unix socket limit', () => {

@@ -1,11 +1,12 @@
 // Websites (spec 2 sections 2.6, 4.2 "Add website", 4.4.1-4.4.2): the account's websites with the
 // failed ones first, Add website with the node choice (the panel's hosting node, a listed eligible
-// node, or "Chosen by the scheduler"), and a site's page: status, placement reason, PHP tab
-// (operator settings, php.admin; the owner's PHP values), Settings and Cron (site-settings.js) and the
-// file manager of the hosting node.
+// node, or "Chosen by the scheduler"), and a site's page: status, placement reason, its limits and
+// which of them its node enforces, PHP tab (operator settings, php.admin; the owner's PHP values),
+// Settings and Cron (site-settings.js) and the file manager of the hosting node.
 import { useEffect, useState } from 'preact/hooks';
 import { api, csrfHeader, del, get, patch, post } from '../lib/api.js';
 import { BackupsTab } from './backups.js';
+import { LIMIT_LABELS } from '../lib/limits.js';
 import { CronTab, PhpValuesForm, phpOptions, SettingsTab } from './site-settings.js';
 import { ActionButton, dash, ErrorBox, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 
@@ -108,6 +109,7 @@ function Overview({ site, reload }) {
       <dt>Created</dt><dd>${when(site.created_at)}</dd>
       ${site.error ? html`<dt>Error</dt><dd class="error-text">${site.error}</dd>` : null}
     </dl>
+    <${SiteLimits} limits=${site.limits} node=${site.node} />
     <h2>Placement</h2>
     <${Loaded} state=${placement}>${(p) => html`<div>
       <p data-testid="placement-reason"><strong>${p.node}</strong>: ${p.reason}</p>
@@ -181,5 +183,18 @@ function FilesTab({ site }) {
     ]} />`}<//>
     <div class="field"><label for="upload">Upload a file here</label><input id="upload" type="file" onChange=${upload} /></div>
     <${ErrorBox} error=${error} />
+  </div>`;
+}
+
+/** The account's limits as they bind this site: enforced by its node's kernel (its control group), or counted only. */
+function SiteLimits({ limits, node }) {
+  if (!limits) return null;
+  return html`<div>
+    <h2>Limits</h2>
+    <${Table} caption=${`Limits of this website on node ${node}`} rows=${Object.entries(limits)} cols=${[
+      ['Limit', ([k]) => LIMIT_LABELS[k] || k],
+      ['Value', ([, l]) => (l.value === null ? 'unlimited' : String(l.value))],
+      ['On its node', ([, l]) => html`<span data-testid="limit-on-node">${l.on_node === 'enforced' ? 'enforced' : 'bookkeeping only (this node cannot enforce it)'}</span>`],
+    ]} />
   </div>`;
 }
