@@ -4,6 +4,7 @@ import { BILLING_TASK_QUEUE, ensureMeterSchedule } from '../services/panel/billi
 import type { Clock } from '../services/panel/billing/plans';
 import type { BillingSettings } from '../services/panel/billing/statements';
 import type { Db } from '../platform/db';
+import { temporalConnectOptions, type TemporalSecurity } from '../platform/temporal-connection';
 import { runWorker } from '../workers/base';
 import { createBillingWorker } from '../workers/panel-billing';
 
@@ -29,12 +30,12 @@ export const billingSettings = (metering: boolean, o: PanelBillingOptions = {}):
  * schedule exists and points at it; its first tick runs now and catches up missed hours in order.
  */
 export async function startBilling(
-  o: { db: Db; temporalAddress: string; namespace: string; billing?: PanelBillingOptions },
+  o: { db: Db; temporalAddress: string; temporalSecurity?: TemporalSecurity; namespace: string; billing?: PanelBillingOptions },
   temporal: Client,
   stops: Array<() => Promise<unknown>>,
 ): Promise<void> {
   const settings = billingSettings(true, o.billing);
-  const connection = await NativeConnection.connect({ address: o.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectOptions(o.temporalAddress, o.temporalSecurity));
   stops.push(() => connection.close());
   const worker = await createBillingWorker({ connection, namespace: o.namespace, taskQueue: settings.taskQueue, db: o.db, clock: settings.clock, workflowBundle: o.billing?.workflowBundle });
   stops.push(runWorker(worker).stop);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import knex, { Knex } from 'knex';
 import pg from 'pg';
 import { COMPILED } from './root';
+import { describeTlsError } from './tls-errors';
 
 // numeric columns come back as exact decimal strings; bigint counters as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -61,6 +62,23 @@ export async function pingDatabase(db: Db): Promise<void> {
   await db.raw('SELECT 1');
 }
 
+/**
+ * At start: one query, and a failure to connect said with the server it was meant for and the
+ * TLS in force (pg's own errors name neither: "self-signed certificate in certificate chain").
+ */
+export async function checkDatabase(db: Db): Promise<void> {
+  try {
+    await db.raw('SELECT 1');
+  } catch (err) {
+    const c = (db.client as { connectionSettings?: { host?: string; port?: number | string; database?: string; ssl?: unknown } }).connectionSettings ?? {};
+    const ssl = c.ssl ?? pg.defaults.ssl;
+    const mode = !ssl ? 'no TLS' : typeof ssl === 'object' && (ssl as { rejectUnauthorized?: boolean }).rejectUnauthorized === false ? 'TLS, unverified' : 'TLS, verified';
+    const why = describeTlsError(err as NodeJS.ErrnoException, 'DATABASE_SSL_CA', 'DATABASE_URL and DATABASE_SSLMODE verify-ca');
+    throw new Error(`PostgreSQL at ${c.host ?? 'localhost'}:${c.port ?? 5432}/${c.database ?? ''} (${mode}): ${why}`, { cause: err });
+  }
+}
+
 export async function migrate(db: Db): Promise<void> {
+  await checkDatabase(db);
   await db.migrate.latest();
 }
