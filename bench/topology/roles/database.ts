@@ -1,0 +1,31 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { createLogger } from '../../../platform/logger';
+import { startEmbeddedPostgres } from '../../../platform/postgres';
+
+// The database host of `npm run topology`: PostgreSQL listening on this host's address only
+// (TOPO_ADDRESS:5432), accepting password logins from the test subnet (TOPO_SUBNET, CIDR), its
+// cluster under TOPO_DIR. Prints `ready <url>`; SIGTERM stops PostgreSQL.
+
+async function main() {
+  const [address, subnet, dir] = [process.env.TOPO_ADDRESS!, process.env.TOPO_SUBNET!, process.env.TOPO_DIR!];
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const db = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: 5432, database: 'gateway', persistent: false, logger: createLogger('warn'), listen: address, flags: ['-c', 'max_connections=400'] });
+  // initdb allows loopback only: the other hosts log in from the subnet
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  const hba = (await admin.query('SHOW hba_file')).rows[0].hba_file as string;
+  fs.appendFileSync(hba, `host all all ${subnet} password\n`);
+  await admin.query('SELECT pg_reload_conf()');
+  await admin.end();
+  const stop = () => void db.stop().finally(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdout.write(`ready ${db.url}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`database host failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
