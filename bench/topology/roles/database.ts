@@ -6,14 +6,14 @@ import { startEmbeddedPostgres } from '../../../platform/postgres';
 
 // The database host of `npm run topology`: PostgreSQL listening on this host's address only
 // (TOPO_ADDRESS:5432), accepting password logins from the test subnet (TOPO_SUBNET, CIDR), its
-// cluster under TOPO_DIR. Prints `ready <url>`; SIGTERM stops PostgreSQL.
+// cluster under DATA_DIR. Prints `ready <url>`; SIGTERM stops PostgreSQL.
 
 async function main() {
-  const [address, subnet, dir] = [process.env.TOPO_ADDRESS!, process.env.TOPO_SUBNET!, process.env.TOPO_DIR!];
+  const [address, subnet, dir] = [process.env.TOPO_ADDRESS!, process.env.TOPO_SUBNET!, process.env.DATA_DIR!];
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
   const db = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: 5432, database: 'gateway', persistent: false, logger: createLogger('warn'), listen: address, flags: ['-c', 'max_connections=400'] });
-  // initdb allows loopback only: the other hosts log in from the subnet
-  const admin = new pg.Client({ connectionString: db.url });
+  // initdb allows loopback only: the other hosts log in from the subnet (set up over this host's own loopback)
+  const admin = new pg.Client({ connectionString: db.url.replace(`@${address}:`, '@127.0.0.1:') });
   await admin.connect();
   const hba = (await admin.query('SHOW hba_file')).rows[0].hba_file as string;
   fs.appendFileSync(hba, `host all all ${subnet} password\n`);

@@ -33,7 +33,7 @@ async function main() {
     db,
     abandonment: { deadAfterMs: config.API_PROCESS_DEAD_AFTER_SECONDS * 1000, unrecordedOlderThanMs: config.HOLD_TIMEOUT_SECONDS * 1000 + config.UPSTREAM_TIMEOUT_MS + 60_000 },
   });
-  if (process.env.TOPO_SCHEDULES === '1') await ensureSchedules(temporal);
+  if (process.env.TOPO_SCHEDULES === '1') await keepSchedules(temporal);
   const running = credits.run();
   const relay = await startSettlementRelay({
     db,
@@ -58,6 +58,19 @@ async function main() {
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
   process.stdout.write('ready\n');
+}
+
+/** ensureSchedules, retried: a dev server that has just started may refuse a schedule for a while. */
+async function keepSchedules(temporal: Client): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ensureSchedules(temporal);
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      process.stderr.write(`creating the schedules failed (attempt ${attempt}): ${String(err)} ${String((err as { cause?: unknown }).cause ?? '')}\n`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
 main().catch((err) => {
