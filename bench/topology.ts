@@ -69,6 +69,9 @@ const PLAN = { rate: Number(process.env.TOPOLOGY_RATE ?? 4), streams: 2, content
 const PHASE_MS = Number(process.env.TOPOLOGY_PHASE_SECONDS ?? 30) * 1000;
 const LINK_DOWN_MS = 60_000;
 const SECRET = 'topology run secret, not for production';
+/** TOPOLOGY_PHASES=gateway,link (say) runs only those fault phases (steady, gateway, worker, schedule, link); default all */
+const PHASES = new Set((process.env.TOPOLOGY_PHASES ?? 'steady,gateway,worker,schedule,link').split(','));
+const roles: Role[] = [];
 
 // ---------------------------------------------------------------------------------------------
 // Hosts and their processes
@@ -84,6 +87,7 @@ class Role {
   ) {}
 
   start(): Child {
+    if (!roles.includes(this)) roles.push(this);
     fs.mkdirSync(this.dataDir, { recursive: true, mode: 0o755 });
     this.child = spawnChild(this.name, 'ip', ['netns', 'exec', nsOf(this.host), ...this.command], { ...process.env, ...this.env, DATA_DIR: this.dataDir }, ROOT);
     return this.child;
@@ -223,12 +227,12 @@ async function inner(): Promise<number> {
       log(`${name}: ${ok ? 'audit passed' : 'AUDIT FAILED'}; ${outcome.takeover}; ${errorsOf(sent)}`);
     };
 
-    await phase('steady load, no fault', async () => {
+    if (PHASES.has('steady')) await phase('steady load, no fault', async () => {
       await sleep(PHASE_MS);
       return { takeover: '—' };
     });
 
-    await phase('gateway host 1: its processes killed (kill -9)', async (sentSoFar) => {
+    if (PHASES.has('gateway')) await phase('gateway host 1: its processes killed (kill -9)', async (sentSoFar) => {
       await sleep(PHASE_MS / 3);
       const g = gateways[0];
       const killedAt = Date.now();
@@ -256,7 +260,7 @@ async function inner(): Promise<number> {
         return rows[0].n > 0;
       });
 
-    await phase('worker host 2: its processes killed (kill -9)', async () => {
+    if (PHASES.has('worker')) await phase('worker host 2: its processes killed (kill -9)', async () => {
       await sleep(PHASE_MS / 3);
       const killedAt = Date.now();
       await workers[1].kill9();
@@ -267,7 +271,7 @@ async function inner(): Promise<number> {
       return { takeover: `settlement went on on worker host 1: first request taken after the kill settled ${(s.ms / 1000).toFixed(1)} s after it`, notes: [`worker host 2 back after ${((Date.now() - killedAt) / 1000).toFixed(1)} s`] };
     });
 
-    await phase('schedule owner (worker host 1): its processes killed (kill -9)', async () => {
+    if (PHASES.has('schedule')) await phase('schedule owner (worker host 1): its processes killed (kill -9)', async () => {
       await sleep(PHASE_MS / 3);
       const killedAt = Date.now();
       await workers[0].kill9();
@@ -307,16 +311,19 @@ async function inner(): Promise<number> {
     }
     const alive = async (name: string) => {
       const r = await panelSend(panelPool, 'GET', `/v1/cluster/nodes/${name}`, admin);
-      return r.status === 200 && (JSON.parse(r.text) as { state: string }).state === 'alive';
+      return r.status === 200 && (JSON.parse(r.text) as { node: { state: string } }).node.state === 'alive';
     };
     await waitFor('both hosting nodes alive', 120_000, async () => (await alive('web-1')) && (await alive('web-2')));
     log('panel and hosting nodes ready');
-    const org = await panelSend(panelPool, 'POST', '/v1/orgs', admin, { type: 'customer', name: 'Topology customer', login: { username: 'topo-customer', password: 'temporary customer password' } });
+    const provider = await panelSend(panelPool, 'POST', '/v1/orgs', admin, { type: 'provider', name: 'Topology provider', login: { username: 'topo-provider', password: 'temporary provider password' } });
+    if (provider.status !== 201) throw new Error(`POST /v1/orgs (provider): HTTP ${provider.status} ${provider.text}`);
+    const parentId = (JSON.parse(provider.text) as { id: string }).id;
+    const org = await panelSend(panelPool, 'POST', '/v1/orgs', admin, { type: 'customer', name: 'Topology customer', parent_id: parentId, login: { username: 'topo-customer', password: 'temporary customer password' } });
     if (org.status !== 201) throw new Error(`POST /v1/orgs: HTTP ${org.status} ${org.text}`);
     const orgId = (JSON.parse(org.text) as { id: string }).id;
-    const customer = await firstSignIn(panelPool, 'topo-customer', 'temporary customer password', 'topology customer password 2026');
+    // placing a site on a named node is the platform's power (site.place): the admin creates them
     const createSite = async (domain: string, node: string) => {
-      const r = await panelSend(panelPool, 'POST', `/v1/orgs/${orgId}/sites`, customer, { domain, node });
+      const r = await panelSend(panelPool, 'POST', `/v1/orgs/${orgId}/sites`, admin, { domain, node });
       if (r.status !== 201 && r.status !== 202) throw new Error(`POST sites ${domain}: HTTP ${r.status} ${r.text}`);
       return (JSON.parse(r.text) as { id: string }).id;
     };
@@ -324,14 +331,14 @@ async function inner(): Promise<number> {
     const before = [await createSite('before-1.topology.test', 'web-1'), await createSite('before-2.topology.test', 'web-2')];
     await waitFor('sites before the cut active', 120_000, async () => (await Promise.all(before.map(siteStatus))).every((s) => s === 'active'));
 
-    await phase('hosting node web-1: its link cut for 60 s (ip link set … down)', async () => {
+    if (PHASES.has('link')) await phase('hosting node web-1: its link cut for 60 s (ip link set … down)', async () => {
       setLink(HOSTS.web1, false);
       const cutAt = Date.now();
       const during = [await createSite('during-1.topology.test', 'web-1'), await createSite('during-2.topology.test', 'web-2')];
       const states: string[] = [];
       while (Date.now() - cutAt < LINK_DOWN_MS) {
         const r = await panelSend(panelPool, 'GET', '/v1/cluster/nodes/web-1', admin);
-        const s = (JSON.parse(r.text) as { state: string }).state;
+        const s = (JSON.parse(r.text) as { node: { state: string } }).node.state;
         if (states[states.length - 1] !== s) states.push(s);
         await sleep(2000);
       }
@@ -348,8 +355,9 @@ async function inner(): Promise<number> {
 
     // Every panel operation final.
     const { rows: open } = await db.raw(`SELECT (SELECT count(*)::int FROM panel_sites WHERE status = 'pending') AS sites, (SELECT count(*)::int FROM panel_node_ops WHERE status IN ('queued', 'sent')) AS ops`);
-    const { rows: siteRows } = await db.raw(`SELECT domain, node_name, status FROM panel_sites ORDER BY domain`);
-    const finalNote = `panel: ${siteRows.map((s: { domain: string; node_name: string; status: string }) => `${s.domain} on ${s.node_name} ${s.status}`).join(', ')}; pending sites ${open[0].sites}, node operations not final ${open[0].ops}`;
+    const { rows: siteRows } = await db.raw(`SELECT s.domain, s.node_name, s.status, s.error, o.status AS op, o.attempts FROM panel_sites s LEFT JOIN panel_node_ops o ON o.id = s.last_op_id ORDER BY s.domain`);
+    type SiteRow = { domain: string; node_name: string; status: string; error: string | null; op: string | null; attempts: number | null };
+    const finalNote = `panel: ${siteRows.map((s: SiteRow) => `${s.domain} on ${s.node_name} ${s.status} (operation ${s.op}, ${s.attempts} hand-out(s)${s.error ? `; ${s.error}` : ''})`).join(', ')}; pending sites ${open[0].sites}, node operations not final ${open[0].ops}`;
     if (open[0].sites !== 0 || open[0].ops !== 0) failures.push('panel operations not final');
     results.push({ name: 'panel operations at the end', sent: [], takeover: '—', checks: null, notes: [finalNote] });
     log(finalNote);
@@ -359,6 +367,7 @@ async function inner(): Promise<number> {
   } catch (err) {
     failures.push(`run failed: ${err instanceof Error ? err.message : String(err)}`);
     log(`run failed: ${err instanceof Error ? err.stack : String(err)}`);
+    for (const r of roles) log(`--- ${r.name}, last output:\n${r.child?.output().slice(-1500)}`);
   } finally {
     await temporal?.connection.close().catch(() => {});
     await db?.destroy().catch(() => {});
