@@ -10,7 +10,11 @@ import { HOLD_SWEEPER_SCHEDULE_ID } from '../domain/credits/reservation';
 import { createKey } from '../services/keys/keys';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startSimulator } from '../simulator/server';
+import { loadConfig } from '../platform/config';
+import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate, type Db } from '../platform/db';
+import { temporalConnectOptions, temporalSecurity } from '../platform/temporal-connection';
+import { TestCa } from '../test/helpers/pki';
 import { check, passed, type Checks } from './chaos/audit';
 import { startLoad, target, type Load, type Sent, type Target } from './chaos/load';
 import { sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
@@ -72,6 +76,8 @@ const SECRET = 'topology run secret, not for production';
 /** TOPOLOGY_PHASES=gateway,link (say) runs only those fault phases (steady, gateway, worker, schedule, link); default all */
 const PHASES = new Set((process.env.TOPOLOGY_PHASES ?? 'steady,gateway,worker,schedule,link').split(','));
 const roles: Role[] = [];
+/** TOPOLOGY_TLS=1: PostgreSQL with ssl=on admitting the subnet over TLS only (verify-full), Temporal behind an mTLS front */
+const TLS = process.env.TOPOLOGY_TLS === '1';
 
 // ---------------------------------------------------------------------------------------------
 // Hosts and their processes
@@ -174,7 +180,36 @@ async function inner(): Promise<number> {
     DB_POOL_MAX_WORKER: '10',
     DB_POOL_MAX_PANEL: '10',
   };
-  const role = (name: string, host: Host, command: string[], env: NodeJS.ProcessEnv = {}) => new Role(name, host, command, { ...common, TOPO_ADDRESS: addressOf(host), ...env });
+  // TLS: certificates made here; each host gets its own copies in its own directory (no shared files).
+  let tlsFiles: (host: Host, server?: 'db' | 'temporal') => NodeJS.ProcessEnv = () => ({});
+  if (TLS) {
+    const pki = path.join(runDir, 'pki');
+    fs.mkdirSync(pki, { mode: 0o755 });
+    const ca = new TestCa(pki, 'topology');
+    const servers = { db: ca.issue('db', [`IP:${addressOf(HOSTS.db)}`], 'server'), temporal: ca.issue('temporal', ['temporal.internal'], 'server') };
+    const client = ca.issue('role', ['topology-role'], 'client');
+    tlsFiles = (host, server) => {
+      const dir = path.join(runDir, host.name, 'tls');
+      fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+      const copy = (file: string) => {
+        const to = path.join(dir, path.basename(file));
+        fs.copyFileSync(file, to);
+        return to;
+      };
+      if (server) return { TOPO_TLS_CERT: copy(servers[server].cert), TOPO_TLS_KEY: copy(servers[server].key), TOPO_TLS_CA: copy(ca.cert) };
+      const caCopy = copy(ca.cert);
+      return {
+        DATABASE_SSLMODE: 'verify-full',
+        DATABASE_SSL_CA: caCopy,
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH: caCopy,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: copy(client.cert),
+        TEMPORAL_TLS_CLIENT_KEY_PATH: copy(client.key),
+        TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+      };
+    };
+  }
+  const role = (name: string, host: Host, command: string[], env: NodeJS.ProcessEnv = {}) =>
+    new Role(name, host, command, { ...common, TOPO_ADDRESS: addressOf(host), ...tlsFiles(host, host === HOSTS.db ? 'db' : host === HOSTS.temporal ? 'temporal' : undefined), ...env });
   const results: PhaseResult[] = [];
   const failures: string[] = [];
   let db: Db | null = null;
@@ -187,9 +222,11 @@ async function inner(): Promise<number> {
     temporalHost.start();
     await Promise.all([database.ready(), temporalHost.ready()]);
     log(`database ${dbUrl.replace(/:[^:@]*@/, ':…@')}, Temporal ${temporalAddress}`);
-    db = createDb(dbUrl, 5);
+    // this script connects as the roles do, with the client host's own copies of the certificates
+    const own = loadConfig({ DATABASE_URL: dbUrl, TEMPORAL_ADDRESS: temporalAddress, ...tlsFiles(HOSTS.client) });
+    db = createDb(databaseUrl(own), 5);
     await migrate(db);
-    temporal = new Client({ connection: await Connection.connect({ address: temporalAddress }) });
+    temporal = new Client({ connection: await Connection.connect(temporalConnectOptions(temporalAddress, temporalSecurity(own))) });
     const sim = await startSimulator({ port: 8199, host: '0.0.0.0' });
     await seedSimulatorCatalog(db, `http://${addressOf(HOSTS.client)}:8199`);
     const account = await createAccount(db, { name: 'topology', tier: 'business', credits: '100000' });
@@ -385,7 +422,7 @@ function render(results: PhaseResult[], failures: string[]): string {
   const lines = [
     `## ${new Date().toISOString()} — commit ${git(['rev-parse', '--short', 'HEAD'])}${git(['status', '--porcelain']) ? ' (uncommitted changes)' : ''}`,
     '',
-    `Hosts (network namespaces on ${SUBNET}.0/24): ${Object.values(HOSTS).map((h) => `${h.name} .${h.octet}`).join(', ')}. Load per gateway: ${PLAN.rate} requests/s + ${PLAN.streams} streams; node ${process.version}, ${os.availableParallelism()} cores, load ${os.loadavg().map((l) => l.toFixed(2)).join('/')}.`,
+    `Hosts (network namespaces on ${SUBNET}.0/24): ${Object.values(HOSTS).map((h) => `${h.name} .${h.octet}`).join(', ')}. Load per gateway: ${PLAN.rate} requests/s + ${PLAN.streams} streams; ${TLS ? 'PostgreSQL over TLS (verify-full; hostssl only), Temporal over mTLS (server name override)' : 'plain connections'}; node ${process.version}, ${os.availableParallelism()} cores, load ${os.loadavg().map((l) => l.toFixed(2)).join('/')}.`,
     '',
     '| phase | requests (answered) | takeover | money audit | notes |',
     '|---|---|---|---|---|',
