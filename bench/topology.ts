@@ -76,8 +76,8 @@ const SECRET = 'topology run secret, not for production';
 /** TOPOLOGY_PHASES=gateway,link (say) runs only those fault phases (steady, gateway, worker, schedule, link); default all */
 const PHASES = new Set((process.env.TOPOLOGY_PHASES ?? 'steady,gateway,worker,schedule,link').split(','));
 const roles: Role[] = [];
-/** TOPOLOGY_TLS=1: PostgreSQL with ssl=on admitting the subnet over TLS only (verify-full), Temporal behind an mTLS front */
-const TLS = process.env.TOPOLOGY_TLS === '1';
+/** PostgreSQL with ssl=on admitting the subnet over TLS only (verify-full), Temporal behind an mTLS front; TOPOLOGY_TLS=0: plain */
+const TLS = process.env.TOPOLOGY_TLS !== '0';
 
 // ---------------------------------------------------------------------------------------------
 // Hosts and their processes
