@@ -17,6 +17,7 @@ import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './ch
 import { send, startLoad, target, type Sent, type Target } from './chaos/load';
 import { startTcpProxy, type TcpProxy } from './chaos/tcp-proxy';
 import { startBalancer, type Balancer } from './chaos/balancer';
+import { check, passed, type Checks } from './chaos/audit';
 import { num, table } from './stats';
 
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
@@ -140,114 +141,6 @@ async function journalDepth(urls: string[]): Promise<number> {
   return depths.reduce((a, b) => a + b, 0);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The money checks
-
-interface Checks {
-  doubleCharged: number;
-  chargeRowMismatch: number;
-  answered: number;
-  answeredNotChargedOnce: string[];
-  holdsLeft: number;
-  drift: string;
-  keySpend: string;
-  keySpendMax: string;
-  keyLimit: string;
-  keyOk: boolean;
-  recreated: number;
-  abandoned: number;
-}
-
-async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal): Promise<Checks> {
-  const dup = await db.raw(
-    `SELECT count(*)::int AS n FROM (SELECT reservation_id, kind FROM ledger WHERE account_id = ANY(?::uuid[]) AND reservation_id IS NOT NULL
-       GROUP BY 1, 2 HAVING count(*) > 1) d`,
-    [accountIds],
-  );
-  const mismatch = await db.raw(
-    `SELECT count(*)::int AS n FROM reservations r
-     LEFT JOIN ledger c ON c.reservation_id = r.id AND c.kind = 'charge'
-     LEFT JOIN ledger rel ON rel.reservation_id = r.id AND rel.kind = 'release'
-     LEFT JOIN ledger h ON h.reservation_id = r.id AND h.kind = 'hold'
-     WHERE r.account_id = ANY(?::uuid[]) AND (h.id IS NULL OR h.amount <> r.held_credits
-       OR (r.status <> 'held' AND (rel.id IS NULL OR COALESCE(c.amount, 0) <> COALESCE(r.charge, 0))))`,
-    [accountIds],
-  );
-  const drift = await db.raw(
-    `SELECT COALESCE(sum(abs(a.total_usage - l.usage) + abs(a.total_credits - l.grants) + abs(a.reserved_credits - r.held)), 0) AS drift,
-            COALESCE(sum(abs(a.pending_requests - r.n)), 0) AS pending_drift
-     FROM accounts a
-     CROSS JOIN LATERAL (SELECT COALESCE(sum(amount) FILTER (WHERE kind = 'grant'), 0) AS grants,
-       COALESCE(sum(amount) FILTER (WHERE kind = 'hold'), 0) - COALESCE(sum(amount) FILTER (WHERE kind = 'release'), 0)
-         + COALESCE(sum(amount) FILTER (WHERE kind = 'charge'), 0) AS usage FROM ledger WHERE account_id = a.id) l
-     CROSS JOIN LATERAL (SELECT COALESCE(sum(held_credits), 0) AS held, count(*) AS n FROM reservations WHERE account_id = a.id AND status = 'held') r
-     WHERE a.id = ANY(?::uuid[])`,
-    [accountIds],
-  );
-  const counts = await db.raw(
-    `SELECT count(*) FILTER (WHERE status = 'held')::int AS held, count(*) FILTER (WHERE hold_recreated_at IS NOT NULL)::int AS recreated,
-            count(*) FILTER (WHERE outcome = 'abandoned')::int AS abandoned
-     FROM reservations WHERE account_id = ANY(?::uuid[])`,
-    [accountIds],
-  );
-  const answered = sent.filter((s) => s.answered && s.id);
-  const rows = new Map<string, { status: string; charge: string | null; charges: number }>();
-  for (let i = 0; i < answered.length; i += 500) {
-    const ids = answered.slice(i, i + 500).map((s) => s.id!);
-    const r = await db.raw(
-      `SELECT r.id, r.status, r.charge, (SELECT count(*)::int FROM ledger WHERE reservation_id = r.id AND kind = 'charge') AS charges
-       FROM reservations r WHERE r.id = ANY(?::uuid[])`,
-      [ids],
-    );
-    for (const row of r.rows) rows.set(row.id, row);
-  }
-  const bad: string[] = [];
-  for (const s of answered) {
-    const row = rows.get(s.id!);
-    const shown = s.cost === null ? null : new Decimal(s.cost);
-    const ok =
-      row &&
-      row.status === 'settled' &&
-      row.charges === 1 &&
-      row.charge !== null &&
-      new Decimal(row.charge).gt(0) &&
-      (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'}, answer showed ${s.cost}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
-  }
-  let keySpend = '—';
-  let keyLimit = '—';
-  let keyOk = true;
-  if (keyedKeyId) {
-    const k = await db.raw(
-      `SELECT k.spend, k.spend_limit, k.spend - (SELECT COALESCE(sum(CASE WHEN status = 'held' THEN held_credits ELSE charge END), 0)
-         FROM reservations WHERE key_id = k.id AND key_spend_tracked) AS drift
-       FROM api_keys k WHERE k.id = ?`,
-      [keyedKeyId],
-    );
-    const row = k.rows[0];
-    keySpend = new Decimal(row.spend).toFixed();
-    keyLimit = new Decimal(row.spend_limit).toFixed();
-    keyOk = new Decimal(row.spend).lte(row.spend_limit) && keySpendMax.lte(row.spend_limit) && new Decimal(row.drift).eq(0);
-    if (!new Decimal(row.drift).eq(0)) keySpend += ` (drift ${row.drift})`;
-  }
-  const d = drift.rows[0];
-  return {
-    doubleCharged: dup.rows[0].n,
-    chargeRowMismatch: mismatch.rows[0].n,
-    answered: answered.length,
-    answeredNotChargedOnce: bad,
-    holdsLeft: counts.rows[0].held,
-    drift: new Decimal(d.drift).plus(d.pending_drift).toFixed(),
-    keySpend,
-    keySpendMax: keySpendMax.toFixed(),
-    keyLimit,
-    keyOk,
-    recreated: counts.rows[0].recreated,
-    abandoned: counts.rows[0].abandoned,
-  };
-}
-
-const passed = (c: Checks) => c.doubleCharged === 0 && c.chargeRowMismatch === 0 && c.answeredNotChargedOnce.length === 0 && c.holdsLeft === 0 && c.drift === '0' && c.keyOk;
 
 // ---------------------------------------------------------------------------------------------
 // Phases

@@ -1,10 +1,11 @@
 import cluster from 'node:cluster';
 import os from 'node:os';
 import { DefaultLogger } from '@temporalio/worker';
-import { ConfigError, loadConfig, type Config } from '../platform/config';
+import { ConfigError, loadConfig, poolSize, type Config } from '../platform/config';
 import { superviseCluster } from '../platform/cluster';
 import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
+import { checkTemporalTls, temporalSecurity } from '../platform/temporal-connection';
 import { createLogger, type Logger } from '../platform/logger';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
 import { startTracing, stopTracing } from '../platform/tracing';
@@ -18,7 +19,8 @@ import { gatewayOptions, startGatewayApi } from './gateway';
 /** One API process: serves until SIGTERM/SIGINT (or its cluster primary goes away), then drains and exits. */
 async function serveGateway(config: Config, log: Logger): Promise<void> {
   const url = databaseUrl(config);
-  const db = createDb(url, config.DB_POOL_MAX);
+  const db = createDb(url, poolSize(config, 'gateway'));
+  if (config.TEMPORAL_ADDRESS) await checkTemporalTls(config.TEMPORAL_ADDRESS, temporalSecurity(config));
   // A lone process migrates; cluster children find the schema their primary brought up to date.
   if (cluster.isPrimary) await migrate(db);
   const gateway = await startGatewayApi(gatewayOptions(config, { db, databaseUrl: url, temporalAddress: temporalAddressOf(config), logger: log }));

@@ -24,6 +24,7 @@ import { clientIpResolver } from '../api/gateway/keyed/client-ip';
 import { DASHBOARD_AUTH_DEFAULTS, type DashboardAuthSettings } from '../services/dashboard/sessions';
 import { loadSealingKey } from '../platform/secret-box';
 import { observedClientOptions } from '../platform/temporal-client';
+import { temporalConnectOptions, temporalSecurity, type TemporalSecurity } from '../platform/temporal-connection';
 import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
 import { REFUSAL_LOG_DEFAULTS, RefusalLog, type RefusalLogSettings } from '../api/shared/refusal-log';
 
@@ -31,6 +32,8 @@ export interface GatewayRuntimeOptions {
   db: Db;
   databaseUrl: string;
   temporalAddress: string;
+  /** TLS and API key of the Temporal connection (platform/temporal-connection); absent: plain gRPC */
+  temporalSecurity?: TemporalSecurity;
   namespace: string;
   logger: Logger;
   port: number;
@@ -72,7 +75,7 @@ export interface GatewayRuntime {
 
 /** Wires one gateway API process: Temporal client, caches, Koa app, HTTP server. */
 export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<GatewayRuntime> {
-  const connection = await Connection.connect({ address: o.temporalAddress });
+  const connection = await Connection.connect(temporalConnectOptions(o.temporalAddress, o.temporalSecurity));
   const temporal = new Client({ connection, namespace: o.namespace, ...observedClientOptions() });
   const invalidation = new CacheInvalidation(o.databaseUrl, o.logger);
   await invalidation.start();
@@ -166,6 +169,7 @@ export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string;
   return {
     ...d,
     namespace: config.TEMPORAL_NAMESPACE,
+    temporalSecurity: temporalSecurity(config),
     port: config.GATEWAY_PORT,
     host: '0.0.0.0',
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,

@@ -1,4 +1,5 @@
-import { loadConfig, ConfigError } from '../platform/config';
+import { loadConfig, ConfigError, poolSize } from '../platform/config';
+import { checkTemporalTls, temporalSecurity } from '../platform/temporal-connection';
 import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
 import { createLogger } from '../platform/logger';
@@ -28,10 +29,12 @@ async function main(argv: string[]) {
   installTemporalRuntime({ logger: new DefaultLogger('WARN'), metrics: config.METRICS === 'on', prometheusAddress: config.TEMPORAL_METRICS_ADDR });
   startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });
   const url = databaseUrl(config);
-  const db = createDb(url, config.DB_POOL_MAX);
-  await migrate(db);
+  const db = createDb(url, poolSize(config, 'panel'));
+  await migrate(db); // a database that cannot be reached (or whose TLS fails) is named here
+  const temporalAddress = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+  await checkTemporalTls(temporalAddress, temporalSecurity(config));
   const initial = await ensurePlatform(db);
-  const panel = await startPanelApi(await panelOptions(config, { db, logger: log, temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`, flags }));
+  const panel = await startPanelApi(await panelOptions(config, { db, logger: log, temporalAddress, flags }));
   log.info({ url: panel.url, flags }, 'panel ready');
   process.stdout.write(`  Panel        http://127.0.0.1:${config.PANEL_PORT}\n`);
   if (panel.nodeApiUrl) process.stdout.write(`  Node API     ${panel.nodeApiUrl}   (on ${flags.nodeApiListen!.host}; what panel-host agents pull from)\n`);

@@ -33,10 +33,13 @@ import { keepSchedules } from '../workers/schedules';
 import { billingSettings, startBilling, type PanelBillingOptions } from './panel-billing';
 import { importSettings, type ImportOptions } from './panel-imports';
 import { observedClientOptions } from '../platform/temporal-client';
+import { temporalConnectOptions, type TemporalSecurity } from '../platform/temporal-connection';
 
 export interface PanelRuntimeOptions {
   db: Db;
   temporalAddress: string;
+  /** TLS and API key of the Temporal connections (platform/temporal-connection); absent: plain gRPC */
+  temporalSecurity?: TemporalSecurity;
   namespace: string;
   logger: Logger;
   port: number;
@@ -118,7 +121,7 @@ export interface PanelRuntime {
 
 /** Wires one panel API process (`panel-api serve`): Temporal client, Koa app, HTTP server. */
 export async function startPanelApi(o: PanelRuntimeOptions): Promise<PanelRuntime> {
-  const connection = await Connection.connect({ address: o.temporalAddress });
+  const connection = await Connection.connect(temporalConnectOptions(o.temporalAddress, o.temporalSecurity));
   const temporal = new Client({ connection, namespace: o.namespace, ...observedClientOptions() });
   const throttle = { ...THROTTLE_DEFAULTS, ...o.throttle };
   // Sign-in counts of every address that ever signed in would pile up: prune the stale ones hourly.
@@ -210,7 +213,7 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
   const timer = setInterval(() => report().catch((err) => o.logger.warn({ err }, 'recording the hosting node report failed')), h.reportEveryMs ?? 30_000);
   timer.unref();
   stops.push(async () => clearInterval(timer));
-  const connection = await NativeConnection.connect({ address: o.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectOptions(o.temporalAddress, o.temporalSecurity));
   stops.push(() => connection.close());
   const imports = importSettings(o, temporal).run(() => node);
   const worker = await createPanelWorker({ connection, namespace: o.namespace, taskQueue: o.nodeOps?.taskQueue, db: o.db, hostingNode: node, workflowBundle: h.workflowBundle, sealingKey: o.sealingKey, webhookAllowTargets: o.webhooks?.allowTargets ?? [], imports });

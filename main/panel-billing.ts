@@ -7,6 +7,7 @@ import type { Clock } from '../services/panel/billing/plans';
 import type { BillingSettings } from '../services/panel/billing/statements';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
+import { temporalConnectOptions, type TemporalSecurity } from '../platform/temporal-connection';
 import { runWorker } from '../workers/base';
 import { createBillingWorker } from '../workers/panel-billing';
 import { keepSchedules } from '../workers/schedules';
@@ -34,12 +35,12 @@ export const billingSettings = (metering: boolean, o: PanelBillingOptions = {}):
  * its queue, and triggers a tick that catches up missed hours in order.
  */
 export async function startBilling(
-  o: { db: Db; databaseUrl: string | ClientConfig; temporalAddress: string; namespace: string; logger: Logger; billing?: PanelBillingOptions },
+  o: { db: Db; databaseUrl: string | ClientConfig; temporalAddress: string; temporalSecurity?: TemporalSecurity; namespace: string; logger: Logger; billing?: PanelBillingOptions },
   temporal: Client,
   stops: Array<() => Promise<unknown>>,
 ): Promise<void> {
   const settings = billingSettings(true, o.billing);
-  const connection = await NativeConnection.connect({ address: o.temporalAddress });
+  const connection = await NativeConnection.connect(temporalConnectOptions(o.temporalAddress, o.temporalSecurity));
   stops.push(() => connection.close());
   const worker = await createBillingWorker({ connection, namespace: o.namespace, taskQueue: settings.taskQueue, db: o.db, clock: settings.clock, workflowBundle: o.billing?.workflowBundle });
   stops.push(runWorker(worker).stop);

@@ -6,6 +6,7 @@ import type { Logger } from '../platform/logger';
 import { parsePanelFlags, splitFlags, type PanelFlags } from '../platform/panel-flags';
 import { loadSealingKey } from '../platform/secret-box';
 import { zoneCheckerAvailable } from '../platform/zone-files';
+import { temporalSecurity } from '../platform/temporal-connection';
 import type { PanelRuntimeOptions } from './panel-api';
 
 /**
@@ -29,6 +30,7 @@ export async function panelOptions(config: Config, o: { db: Db; logger: Logger; 
     db: o.db,
     databaseUrl: databaseUrl(config),
     temporalAddress: o.temporalAddress,
+    temporalSecurity: temporalSecurity(config),
     namespace: config.TEMPORAL_NAMESPACE,
     logger: o.logger,
     port: config.PANEL_PORT,

@@ -6,6 +6,7 @@ import type { Config } from '../platform/config';
 import type { Db } from '../platform/db';
 import type { Logger } from '../platform/logger';
 import { observedClientOptions } from '../platform/temporal-client';
+import type { TemporalSecurity } from '../platform/temporal-connection';
 import { DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT } from '../platform/temporal-server';
 import { startAccountEventRelay } from '../services/accounts/event-relay';
 import { startSettlementRelay } from '../services/credits/relay';
@@ -39,6 +40,8 @@ export interface QueueDeps {
   db: Db;
   databaseUrl: string;
   temporalAddress: string;
+  /** TLS and API key of Temporal connections this module opens (the billing worker's) */
+  temporalSecurity?: TemporalSecurity;
   connection: NativeConnection;
   temporal: Client;
   logger: Logger;
@@ -88,7 +91,7 @@ export async function startQueues(queues: WorkerQueue[], d: QueueDeps, stops: Ar
   // Test runs (spec 3 B): cases call the gateway at TESTRUN_GATEWAY_URL; settings TESTRUN_* (workers/testruns.ts).
   if (queues.includes('testruns')) stops.push((await startTestRunWorker({ connection, namespace, db, gatewayUrl: testRunGatewayUrl(config) })).stop);
   // Panel billing (metering, month close): the same worker panel-api -billing-meter runs.
-  if (queues.includes('panel-billing')) await startBilling({ db, databaseUrl: d.databaseUrl, temporalAddress: d.temporalAddress, namespace, logger }, temporal, stops);
+  if (queues.includes('panel-billing')) await startBilling({ db, databaseUrl: d.databaseUrl, temporalAddress: d.temporalAddress, temporalSecurity: d.temporalSecurity, namespace, logger }, temporal, stops);
 }
 
 /** The gateway test-run cases call: TESTRUN_GATEWAY_URL, else this host's gateway port. */

@@ -26,6 +26,7 @@ import { markDraining } from '../platform/readiness';
 import { startTracing, stopTracing } from '../platform/tracing';
 import { observedClientOptions } from '../platform/temporal-client';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
+import { checkTemporalTls, temporalConnectOptions, temporalSecurity } from '../platform/temporal-connection';
 
 // `npm start`: the whole system on embedded defaults, stopped cleanly by Ctrl-C / SIGTERM.
 
@@ -99,15 +100,17 @@ async function main() {
   // The demo account's dashboard sign-in (api/gateway/dashboard), printed like the demo key.
   const demoUser = await ensureDemoUser(db, loadSealingKey(), (await db('api_keys').where({ key_hash: hashKey(demoKey) }).first('account_id')).account_id, path.join(config.dataDir, 'demo-dashboard-password'));
 
-  const connection = await NativeConnection.connect({ address: temporalAddress });
-  const clientConnection = await Connection.connect({ address: temporalAddress });
+  const security = temporalSecurity(config);
+  if (config.TEMPORAL_ADDRESS) await checkTemporalTls(temporalAddress, security);
+  const connection = await NativeConnection.connect(temporalConnectOptions(temporalAddress, security));
+  const clientConnection = await Connection.connect(temporalConnectOptions(temporalAddress, security));
   stops.push(() => clientConnection.close());
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, ...observedClientOptions() });
   // The connection closes after every worker using it has stopped (stops run in reverse).
   stops.push(() => connection.close());
   // The workers of `worker --queues credits,media,testruns` (main/queues.ts), with the credits relays.
   const queues: WorkerQueue[] = ['credits', 'media', 'testruns'];
-  await startQueues(queues, { config, db, databaseUrl: url, temporalAddress, connection, temporal, logger: log }, stops);
+  await startQueues(queues, { config, db, databaseUrl: url, temporalAddress, temporalSecurity: security, connection, temporal, logger: log }, stops);
 
   // The gateway in this process, or GATEWAY_PROCESSES > 1 processes of the `gateway` role on its port.
   const gatewayProcesses = config.GATEWAY_PROCESSES ?? 1;

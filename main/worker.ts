@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection } from '@temporalio/worker';
-import { ConfigError, loadConfig } from '../platform/config';
+import { ConfigError, loadConfig, poolSize } from '../platform/config';
 import { databaseUrl } from '../platform/database-url';
 import { createDb, migrate } from '../platform/db';
+import { checkTemporalTls, temporalConnectOptions, temporalSecurity } from '../platform/temporal-connection';
 import { createLogger, type Logger } from '../platform/logger';
 import { observedClientOptions } from '../platform/temporal-client';
 import { installTemporalRuntime } from '../platform/temporal-metrics';
@@ -55,15 +56,17 @@ async function main(argv: string[]) {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
   const url = databaseUrl(config);
-  const db = createDb(url, config.DB_POOL_MAX);
+  const db = createDb(url, poolSize(config, 'worker'));
   stops.push(() => db.destroy());
   await migrate(db);
-  const connection = await NativeConnection.connect({ address: temporalAddress });
-  const clientConnection = await Connection.connect({ address: temporalAddress });
+  const security = temporalSecurity(config);
+  if (config.TEMPORAL_ADDRESS) await checkTemporalTls(temporalAddress, security);
+  const connection = await NativeConnection.connect(temporalConnectOptions(temporalAddress, security));
+  const clientConnection = await Connection.connect(temporalConnectOptions(temporalAddress, security));
   stops.push(() => clientConnection.close());
   stops.push(() => connection.close()); // closed after every worker using it has stopped
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, ...observedClientOptions() });
-  await startQueues(queues, { config, db, databaseUrl: url, temporalAddress, connection, temporal, logger: log }, stops);
+  await startQueues(queues, { config, db, databaseUrl: url, temporalAddress, temporalSecurity: security, connection, temporal, logger: log }, stops);
   log.info({ queues, pid: process.pid }, 'worker ready');
 }
 

@@ -1,3 +1,5 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
@@ -20,6 +22,25 @@ const ipList = z
   .default('')
   .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
   .pipe(z.array(z.string().refine(isIpOrCidr, 'must be a comma-separated list of IP addresses or CIDR blocks')));
+
+/** A PEM file (path) that is read and parsed now, so a wrong one stops the start with its name. */
+function pemFile(kind: 'certificate' | 'key') {
+  return z.string().min(1).superRefine((file, ctx) => {
+    if (!file) return; // said by min(1)
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      return ctx.addIssue({ code: 'custom', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` });
+    }
+    try {
+      if (kind === 'key') crypto.createPrivateKey(text);
+      else new crypto.X509Certificate(text);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `${file} is not a PEM ${kind}: ${(err as Error).message}` });
+    }
+  });
+}
 
 // Every environment variable the system reads, with its default. A wrong value stops
 // startup with a message that names the variable.
@@ -52,7 +73,22 @@ const schema = z.object({
   SIMULATOR_URL: z.string().url().optional(),
   DATABASE_URL: z.string().url().optional(),
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  // One namespace per environment (production, staging, …): each its own workflows, schedules and retention.
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  // Encrypted Temporal (docs/configuration.md, Encrypted connections), named as the temporal CLI
+  // names them (so setup-namespace.sh reads the same): TLS is on when any TEMPORAL_TLS_* setting or
+  // TEMPORAL_API_KEY is set, or TEMPORAL_TLS=true (with the system's CAs).
+  TEMPORAL_TLS: z.enum(['true', 'false', '1', '0']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: pemFile('certificate').optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: pemFile('certificate').optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: pemFile('key').optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().regex(/^[A-Za-z0-9.-]+$/, 'must be a host name').optional(),
+  // Temporal Cloud's API key (sent as `Authorization: Bearer …`, over TLS).
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  // PostgreSQL over TLS, as libpq's sslmode: require (encrypted), verify-ca (and signed by the CA),
+  // verify-full (and the certificate names the host). Unset: as DATABASE_URL says (no TLS by default).
+  DATABASE_SSLMODE: z.enum(['disable', 'require', 'verify-ca', 'verify-full']).optional(),
+  DATABASE_SSL_CA: pemFile('certificate').optional(),
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
   GATEWAY_VARIANT: z.enum(['credits', 'keyed']).default('credits'),
   PUBLIC_BASE_URL: z.string().url().optional(),
@@ -79,6 +115,10 @@ const schema = z.object({
   // Outcomes per settlement workflow at most: unset, 210 on the embedded dev server (its search
   // attribute limit is raised to 8 KB), 50 on a TEMPORAL_ADDRESS cluster at the default 2 KB.
   SETTLEMENT_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).optional(),
+  // The pool of each role when it runs alone (else DB_POOL_MAX): gateway, worker, panel-api.
+  DB_POOL_MAX_GATEWAY: z.coerce.number().int().positive().optional(),
+  DB_POOL_MAX_WORKER: z.coerce.number().int().positive().optional(),
+  DB_POOL_MAX_PANEL: z.coerce.number().int().positive().optional(),
   // Load pg_stat_statements into the embedded PostgreSQL (benchmarks count statements per request).
   PG_STAT_STATEMENTS: z.enum(['0', '1']).default('0').transform((v) => v === '1'),
   // Admin HTTP API (/admin/…): unset means every admin request gets 401.
@@ -140,12 +180,38 @@ export type Config = z.infer<typeof schema> & { dataDir: string };
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = schema.safeParse(env);
+  const parsed = schema.superRefine(checkTransport).safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+}
+
+/** The settings of encrypted connections that only make sense together. */
+function checkTransport(c: z.infer<typeof schema>, ctx: z.RefinementCtx): void {
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (!c.TEMPORAL_TLS_CLIENT_CERT_PATH !== !c.TEMPORAL_TLS_CLIENT_KEY_PATH) issue(c.TEMPORAL_TLS_CLIENT_CERT_PATH ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'the client certificate and its key (mTLS) are set together');
+  if (c.TEMPORAL_TLS_CLIENT_CERT_PATH && c.TEMPORAL_TLS_CLIENT_KEY_PATH && !matchingPair(c.TEMPORAL_TLS_CLIENT_CERT_PATH, c.TEMPORAL_TLS_CLIENT_KEY_PATH)) issue('TEMPORAL_TLS_CLIENT_KEY_PATH', `is not the key of the certificate in ${c.TEMPORAL_TLS_CLIENT_CERT_PATH}`);
+  const tlsAsked = c.TEMPORAL_TLS_SERVER_CA_CERT_PATH || c.TEMPORAL_TLS_CLIENT_CERT_PATH || c.TEMPORAL_TLS_SERVER_NAME || c.TEMPORAL_API_KEY;
+  if (c.TEMPORAL_TLS === false && tlsAsked) issue('TEMPORAL_TLS', 'is false while TLS settings (TEMPORAL_TLS_*, TEMPORAL_API_KEY) are set');
+  if ((tlsAsked || c.TEMPORAL_TLS) && !c.TEMPORAL_ADDRESS) issue('TEMPORAL_ADDRESS', 'must be set with TLS settings: the embedded dev server speaks plain gRPC');
+  if ((c.DATABASE_SSLMODE || c.DATABASE_SSL_CA) && !c.DATABASE_URL) issue('DATABASE_URL', 'must be set with DATABASE_SSLMODE / DATABASE_SSL_CA: the embedded PostgreSQL runs without TLS');
+  if (c.DATABASE_SSL_CA && (c.DATABASE_SSLMODE === undefined || c.DATABASE_SSLMODE === 'disable' || c.DATABASE_SSLMODE === 'require')) issue('DATABASE_SSL_CA', 'is used by DATABASE_SSLMODE verify-ca or verify-full only');
+  if (c.DATABASE_SSLMODE && c.DATABASE_URL && /[?&](sslmode|ssl|sslrootcert)=/.test(c.DATABASE_URL)) issue('DATABASE_SSLMODE', 'is set while DATABASE_URL has its own ssl parameters: keep one of them');
+}
+
+function matchingPair(certFile: string, keyFile: string): boolean {
+  try {
+    return new crypto.X509Certificate(fs.readFileSync(certFile)).checkPrivateKey(crypto.createPrivateKey(fs.readFileSync(keyFile)));
+  } catch {
+    return false; // unreadable files already have their own issue
+  }
+}
+
+/** The database pool of a role running alone: DB_POOL_MAX_<ROLE>, else DB_POOL_MAX. */
+export function poolSize(c: Config, role: 'gateway' | 'worker' | 'panel'): number {
+  return { gateway: c.DB_POOL_MAX_GATEWAY, worker: c.DB_POOL_MAX_WORKER, panel: c.DB_POOL_MAX_PANEL }[role] ?? c.DB_POOL_MAX;
 }
 
 /** A few settings, validated as loadConfig validates them, for code that needs only those. */

