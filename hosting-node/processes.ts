@@ -125,9 +125,12 @@ export interface Service {
   stop(signal: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
-/** Starts a long-running service as a child; its output goes to the logger at debug level. */
+/**
+ * Starts a long-running service as a child, in a process group of its own (a Ctrl-C to the
+ * terminal reaches the node, which stops its services in order); its output goes to the logger at debug level.
+ */
 export function startService(name: string, cmd: string, args: string[], logger: Logger): Service {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
   let tail = '';
   let ended: string | null = null;

@@ -57,7 +57,8 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   if (await portOpen(opts.ip ?? '127.0.0.1', opts.port)) {
     throw new Error(`port ${opts.port} is taken, so the Temporal dev server cannot start: another Temporal (or program) listens there. Stop it, set TEMPORAL_PORT to a free port, or TEMPORAL_ADDRESS to use that server.`);
   }
-  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // a process group of its own: a Ctrl-C to the terminal reaches `npm start`, which stops it in order
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   if (opts.pidFile && child.pid) fs.writeFileSync(opts.pidFile, `${child.pid}\n`);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {

@@ -40,8 +40,9 @@ async function systemEnv(dataDir: string): Promise<NodeJS.ProcessEnv> {
   return env;
 }
 
-function start(env: NodeJS.ProcessEnv): System {
-  const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `group`: in a process group of its own, as a terminal runs it (Ctrl-C signals the whole group). */
+function start(env: NodeJS.ProcessEnv, group = false): System {
+  const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: group });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -125,7 +126,8 @@ describe('npm start as a service', function () {
     assert.equal(pids.length, 2, 'PostgreSQL and Temporal pid files');
     assert.ok(pids.every(alive), `PostgreSQL and Temporal are running: pids ${pids.join(', ')}`);
     const tree = processesOf(dataDir);
-    assert.ok(tree.some((p) => /php-fpm/.test(p.cmd)) && tree.some((p) => /nginx/.test(p.cmd)), `the hosting node's nginx and PHP-FPM run: ${tree.map((p) => p.cmd).join(' | ')}`);
+    // (PHP-FPM runs one master per PHP site: none on a fresh start)
+    assert.ok(tree.some((p) => /nginx/.test(p.cmd)) && tree.some((p) => /mariadbd/.test(p.cmd)), `the hosting node's nginx and MariaDB run: ${tree.map((p) => p.cmd).join(' | ')}`);
     const t0 = Date.now();
     s.child.kill('SIGTERM');
     await allGone(pids, 20_000);
@@ -134,6 +136,22 @@ describe('npm start as a service', function () {
     // issue 32 item 19: nothing of the tree outlives the stop (a PHP-FPM master once did)
     await allGone(tree.map((p) => p.pid), 5_000).catch(() => undefined);
     assert.deepEqual(processesOf(dataDir).map((p) => p.cmd), [], 'no process of this system is left');
+  });
+
+  it('Ctrl-C (SIGINT to the whole process group) stops every component in order, prints no stack trace and leaves no process (issue 32 item 19)', async function () {
+    const s = start(await systemEnv(dataDir), true);
+    await ready(s);
+    const tree = processesOf(dataDir);
+    assert.ok(tree.some((p) => /mariadbd/.test(p.cmd)), `the hosting node's MariaDB runs: ${tree.map((p) => p.cmd).join(' | ')}`);
+    const before = s.output().length;
+    process.kill(-s.child.pid!, 'SIGINT');
+    await s.exited;
+    await allGone(tree.map((p) => p.pid), 20_000).catch(() => undefined);
+    assert.deepEqual(processesOf(dataDir).map((p) => p.cmd), [], 'no process of this system is left');
+    const stopping = s.output().slice(before);
+    assert.doesNotMatch(stopping, /^\s+at /m, `no stack trace while stopping:\n${stopping.slice(0, 3000)}`);
+    assert.doesNotMatch(stopping, /"level":(40|50)/, `no warning or error while stopping:\n${stopping.slice(0, 3000)}`);
+    assert.match(stopping, /"msg":"stopped"/, `the stop is reported once it is done:\n${stopping.slice(-2000)}`);
   });
 
   it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9)', async function () {
