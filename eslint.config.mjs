@@ -64,8 +64,6 @@ export default tseslint.config(
             { from: 'hosting-node', allow: ['hosting-node', 'domain', 'platform'] },
             { from: 'providers', allow: ['providers', 'domain', 'platform'] },
             { from: 'services', allow: ['services', 'domain', 'platform', 'providers'] },
-            // a domain's client.ts names its workflows by type only
-            { from: 'services', allow: ['workflows'], importKind: 'type' },
             { from: 'activities', allow: ['activities', 'services', 'providers', 'domain', 'platform'] },
             { from: 'workflows', allow: ['workflows', 'domain'] },
             { from: 'workflows', allow: ['activities'], importKind: 'type' },
@@ -125,14 +123,6 @@ export default tseslint.config(
         { selector: "MemberExpression[object.property.name='db'][property.name=/^(raw|transaction)$/]", message: 'No SQL in api/: call a service.' },
         { selector: "MemberExpression[object.name=/^(db|trx)$/][property.name=/^(raw|transaction)$/]", message: 'No SQL in api/: call a service.' },
       ],
-    },
-  },
-  {
-    // A panel area's client.ts starts its workflows by their inputs (domain/panel/workflows.ts), so
-    // services/panel/ names no workflow code and no circle runs client -> workflow -> activity -> service.
-    files: ['services/panel/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/workflows/**'], message: 'Start a panel workflow by its input type in domain/panel/workflows.ts (WorkflowOf), not by importing the workflow.' }] }],
     },
   },
   {

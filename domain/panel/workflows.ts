@@ -30,8 +30,6 @@ export const importWorkflowId = (importId: string): string => `import-${importId
 export const METER_SCHEDULE_ID = 'panel-billing-meter';
 export const monthCloseWorkflowId = (orgId: string, period: string): string => `month-close-${orgId}-${period}`;
 
-/** A workflow as its client starts it: the one input it takes (its result is read from Temporal). */
-export type WorkflowOf<I, R = unknown> = (input: I) => Promise<R>;
 
 // ---- what each workflow is started with --------------------------------------------------------
 

@@ -1,10 +1,10 @@
 import { Client as PgClient } from 'pg';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { SA } from '../../domain/shared/search-attributes';
-import { WEBHOOK_RETRY_DEFAULTS, type WebhookDeliveryRetry } from '../../domain/shared/webhooks';
+import { WEBHOOK_RETRY_DEFAULTS, type WebhookDeliveryInput, type WebhookDeliveryRetry } from '../../domain/shared/webhooks';
+import type { WorkflowOf } from '../../domain/shared/workflow-of';
 import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import type { accountWebhookWorkflow } from '../../workflows/credits/account-webhook';
 import { EVENTS_CHANNEL } from './event-sql';
 import { claimUnstarted, unclaim } from './webhooks';
 
@@ -27,7 +27,7 @@ export interface EventRelayOptions {
 
 async function startDelivery(o: EventRelayOptions, d: { id: string; account_id: string }): Promise<void> {
   try {
-    await o.temporal.workflow.start<typeof accountWebhookWorkflow>('accountWebhookWorkflow', {
+    await o.temporal.workflow.start<WorkflowOf<WebhookDeliveryInput>>('accountWebhookWorkflow', {
       taskQueue: o.taskQueue,
       workflowId: accountWebhookWorkflowId(d.id),
       args: [{ deliveryId: d.id, ...(o.retry ?? WEBHOOK_RETRY_DEFAULTS) }],

@@ -1,8 +1,7 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { HOLD_SWEEPER_SCHEDULE_ID, reportSignal, reservationWorkflowId, type RequestReport, type ReservationInput, type SettlementInput } from '../../domain/credits/reservation';
 import { SA } from '../../domain/shared/search-attributes';
-import type { reservationWorkflow } from '../../workflows/credits/reservation';
-import type { settlementWorkflow } from '../../workflows/credits/settlement';
+import type { WorkflowOf } from '../../domain/shared/workflow-of';
 
 // The one place that starts credits workflows: `settlement-<first request id>` for a batch of
 // recorded outcomes, `reservation-<request_id>` (signal-with-start with its outcome) for an
@@ -23,7 +22,7 @@ export interface ReservationStart {
  * Temporal round trip per request, off the client's path.
  */
 export async function reportOutcome(temporal: Client, s: ReservationStart, report: RequestReport): Promise<void> {
-  await temporal.workflow.signalWithStart<typeof reservationWorkflow, [RequestReport]>('reservationWorkflow', {
+  await temporal.workflow.signalWithStart<WorkflowOf<ReservationInput>, [RequestReport]>('reservationWorkflow', {
     taskQueue: s.taskQueue,
     workflowId: reservationWorkflowId(s.input.reservationId),
     args: [s.input],
@@ -55,7 +54,7 @@ export interface BatchStart {
 /** Starts a batch's settlement workflow; one already running under that id is left to finish (idempotent). */
 export async function startSettlement(temporal: Client, b: BatchStart): Promise<void> {
   try {
-    await temporal.workflow.start<typeof settlementWorkflow>('settlementWorkflow', {
+    await temporal.workflow.start<WorkflowOf<SettlementInput>>('settlementWorkflow', {
       taskQueue: b.taskQueue,
       workflowId: b.workflowId,
       args: [{ reservationIds: b.reservationIds } satisfies SettlementInput],

@@ -2,12 +2,14 @@ import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOp
 import { GatewayError } from '../../domain/shared/errors';
 import { SA } from '../../domain/shared/search-attributes';
 import { videoCreatedSignal, videoWorkflowId, type CreateOutcome, type VideoJobInput } from '../../domain/media/video';
-import type { videoWorkflow } from '../../workflows/media/video';
+import type { WorkflowOf } from '../../domain/shared/workflow-of';
 
 // The one place that starts video job workflows (`video-<job_id>`) and tells them the provider's
 // answer to the create.
 
-type StartOptions = WorkflowStartOptions<typeof videoWorkflow>;
+/** The video job workflow as this client starts it (named, never imported: workflows/media/video.ts). */
+type VideoWorkflow = WorkflowOf<VideoJobInput>;
+type StartOptions = WorkflowStartOptions<VideoWorkflow>;
 
 export interface VideoJobStart {
   input: VideoJobInput;
@@ -47,7 +49,7 @@ export function startVideoJob(temporal: Client, s: VideoJobStart, onStartFailed:
     ],
     memo: { job_id: input.jobId, model: s.model, duration: input.duration, resolution: input.resolution, held: s.held },
   };
-  const started = temporal.workflow.start<typeof videoWorkflow>('videoWorkflow', options).then(
+  const started = temporal.workflow.start<VideoWorkflow>('videoWorkflow', options).then(
     () => true,
     (err) => {
       onStartFailed(err);
@@ -62,7 +64,7 @@ async function tell(temporal: Client, options: StartOptions, started: Promise<bo
   for (let attempt = 0; ; attempt++) {
     try {
       if (ok) await temporal.workflow.getHandle(options.workflowId).signal(videoCreatedSignal, outcome);
-      else await temporal.workflow.signalWithStart<typeof videoWorkflow, [CreateOutcome]>('videoWorkflow', { ...options, signal: videoCreatedSignal, signalArgs: [outcome] });
+      else await temporal.workflow.signalWithStart<VideoWorkflow, [CreateOutcome]>('videoWorkflow', { ...options, signal: videoCreatedSignal, signalArgs: [outcome] });
       return;
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {

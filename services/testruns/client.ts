@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { SA } from '../../domain/shared/search-attributes';
 import { testRunWorkflowId, type Configuration, type TestRunInput } from '../../domain/testruns/runs';
-import type { testRunWorkflow } from '../../workflows/testruns/run';
+import type { WorkflowOf } from '../../domain/shared/workflow-of';
 
 // The one place that starts, cancels and inspects test-run workflows (`test-run-<run_id>`).
 
@@ -15,7 +15,7 @@ export interface RunStart {
 /** Starts the run's workflow; a run already started is left as it is (the id is the run id). */
 export async function startTestRun(temporal: Client, s: RunStart): Promise<void> {
   try {
-    await temporal.workflow.start<typeof testRunWorkflow>('testRunWorkflow', {
+    await temporal.workflow.start<WorkflowOf<TestRunInput>>('testRunWorkflow', {
       workflowId: testRunWorkflowId(s.input.runId),
       taskQueue: s.taskQueue,
       args: [s.input],

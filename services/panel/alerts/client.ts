@@ -1,5 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
-import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId, type AlertEvalInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { ALERT_EVAL_SCHEDULE_ID, webhookWorkflowId, type AlertEvalInput } from '../../../domain/panel/workflows';
 import type { WebhookDeliveryInput, WebhookDeliveryRetry } from '../../../domain/shared/webhooks';
 import { SA } from '../../../domain/shared/search-attributes';
 import { startOnce } from '../shared/start-once';

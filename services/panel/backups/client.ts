@@ -1,5 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { backupScheduleId, inspectionWorkflowId, nodeOpWorkflowId, type BackupOpInput, type InspectionInput, type ScheduledBackupInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { backupScheduleId, inspectionWorkflowId, nodeOpWorkflowId, type BackupOpInput, type InspectionInput, type ScheduledBackupInput } from '../../../domain/panel/workflows';
 import { backupOpSearchAttributes, removeInspectionSignal } from '../../../domain/panel/backups';
 import type { NodeOpSettings } from '../sites/client';
 import { startOnce } from '../shared/start-once';

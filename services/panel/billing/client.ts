@@ -1,5 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { METER_SCHEDULE_ID, monthCloseWorkflowId, type MonthCloseInput, type MonthCloseResult, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { METER_SCHEDULE_ID, monthCloseWorkflowId, type MonthCloseInput, type MonthCloseResult } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 
 // The one place that starts the billing workflows: the hourly metering schedule (its tick starts

@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { databaseOpWorkflowId, type DatabaseOpInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { databaseOpWorkflowId, type DatabaseOpInput } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 import type { NodeOpSettings } from '../sites/client';
 import { startOnce } from '../shared/start-once';

@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { importWorkflowId, type ImportInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { importWorkflowId, type ImportInput } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 import { startOnce } from '../shared/start-once';
 

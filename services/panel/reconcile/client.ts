@@ -1,5 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { PANEL_TASK_QUEUE, RECONCILE_SCHEDULE_ID, reconcileWorkflowId, type ReconcileInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { PANEL_TASK_QUEUE, RECONCILE_SCHEDULE_ID, reconcileWorkflowId, type ReconcileInput } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 import { startOnce } from '../shared/start-once';
 

@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { nodeOpWorkflowId, PANEL_TASK_QUEUE, type NodeOpInput, type WorkflowOf } from '../../../domain/panel/workflows';
+import type { WorkflowOf } from '../../../domain/shared/workflow-of';
+import { nodeOpWorkflowId, PANEL_TASK_QUEUE, type NodeOpInput } from '../../../domain/panel/workflows';
 import { SA } from '../../../domain/shared/search-attributes';
 import { startOnce } from '../shared/start-once';
 
