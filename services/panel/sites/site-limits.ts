@@ -23,16 +23,20 @@ export async function cascadeLimits(trx: Knex.Transaction, path: string): Promis
     .orderBy('s.id')
     .forUpdate('s')
     .select('s.*', 'o.path as org_path');
-  const byOrg = new Map<string, SiteLimits>();
+  // the group's limits and the pool's workers (pm.max_children), both from the account's effective limits
+  const byOrg = new Map<string, { limits: SiteLimits; phpWorkers: number | null }>();
   const out: SiteRow[] = [];
   for (const s of rows) {
-    if (!byOrg.has(s.org_path)) byOrg.set(s.org_path, siteLimits(effectiveLimits(await loadChain(trx, s.org_path))));
-    const limits = byOrg.get(s.org_path)!;
-    if (same(s.limits, limits)) continue;
+    if (!byOrg.has(s.org_path)) {
+      const effective = effectiveLimits(await loadChain(trx, s.org_path));
+      byOrg.set(s.org_path, { limits: siteLimits(effective), phpWorkers: effective.php_workers.value });
+    }
+    const { limits, phpWorkers } = byOrg.get(s.org_path)!;
+    if (same(s.limits, limits) && s.php_workers === phpWorkers) continue;
     const opId = randomUUID();
     const [row]: SiteRow[] = await trx('panel_sites')
       .where({ id: s.id })
-      .update({ limits: JSON.stringify(limits), generation: s.generation + 1, status: 'pending', last_op_id: opId, updated_at: trx.fn.now() })
+      .update({ limits: JSON.stringify(limits), php_workers: phpWorkers, generation: s.generation + 1, status: 'pending', last_op_id: opId, updated_at: trx.fn.now() })
       .returning('*');
     await queueOperation(trx, row.node_name, { id: opId, kind: 'site.apply', site: specOf(row) });
     out.push(row);

@@ -161,7 +161,7 @@ describe('site limits on a real node (cgroup v1)', function () {
   it('limits lowered from above reach the group within a minute, without restarting the node', async () => {
     const master = masterPid(a.domain);
     const t0 = Date.now();
-    const r = await provider.client.put(`/v1/orgs/${limited.id}/limits`, { limits: { cpu_percent: 10, memory_mb: 56, processes: 6 } });
+    const r = await provider.client.put(`/v1/orgs/${limited.id}/limits`, { limits: { cpu_percent: 10, memory_mb: 56, processes: 6, php_workers: 2 } });
     assert.equal(r.status, 200, JSON.stringify(r.json));
     await until('the lowered limits in the group', () => read('pids', 'pids.max') === '6' && read('cpu', 'cpu.cfs_quota_us') === '10000' && read('memory', 'memory.limit_in_bytes') === String(56 * 1048576), 60_000);
     console.log(`      lowered limits reached the group in ${Date.now() - t0} ms`);
@@ -172,6 +172,8 @@ describe('site limits on a real node (cgroup v1)', function () {
     assert.ok(Number(fork.body) <= 4, `6 processes now: ${fork.body} children`);
     const v = await limited.client.get(`/v1/sites/${a.id}`);
     assert.deepEqual(v.json.limits.processes, { value: 6, on_node: 'enforced' }, 'the site shows the new limit');
+    assert.equal(v.json.php.workers, 2, 'the lowered PHP workers limit is the site\'s too');
+    assert.match(fs.readFileSync(path.join(panel.root, 'etc/php/8.2/pool.d', `${a.domain}.conf`), 'utf8'), /^pm\.max_children = 2$/m, 'and its pool has that many workers at most');
   });
 
   it("cron runs are in the site's group; reconciliation reports a group changed by hand as drift", async () => {
