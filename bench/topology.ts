@@ -52,15 +52,15 @@ const HOSTS = {
 } satisfies Record<string, Host>;
 
 /**
- * The command of each role. Until the role commands of issue 35 item 1 land, the gateway and the
- * worker are small wirings of main/gateway.ts and the credits worker (bench/topology/roles/);
- * switch them here to `bin/gateway` / `bin/worker --queues credits` then.
+ * The command of each role: the role commands of docs/deploy.md (`gateway`, `worker --queues
+ * credits`, `panel-api serve`, `panel-host serve`), from the sources through tsx; the database and
+ * Temporal hosts run the embedded servers (bench/topology/roles/), standing in for managed ones.
  */
 const ROLE = {
   database: [TSX_BIN, 'bench/topology/roles/database.ts'],
   temporal: [TSX_BIN, 'bench/topology/roles/temporal.ts'],
-  gateway: [TSX_BIN, 'bench/topology/roles/gateway.ts'],
-  worker: [TSX_BIN, 'bench/topology/roles/worker.ts'],
+  gateway: [TSX_BIN, 'main/gateway-cli.ts'],
+  worker: [TSX_BIN, 'main/worker.ts', '--queues', 'credits'],
   panel: [TSX_BIN, 'main/panel-api-cli.ts', 'serve', '-node-api-listen', '0.0.0.0:8091', '-controller-state'],
   node: [TSX_BIN, 'main/panel-host.ts', 'serve'],
 };
@@ -103,8 +103,8 @@ class Role {
     return path.join(this.env.TOPO_RUN_DIR!, this.host.name);
   }
 
-  /** Resolves with the first match of `pattern` in its output once it prints `ready`. */
-  async ready(timeoutMs = 120_000, pattern = /(^|\n)ready\b[^\n]*/): Promise<string> {
+  /** Resolves with the first match of `pattern` in its output: by default its `ready` line (a role command logs `worker ready`, `gateway process ready`). */
+  async ready(timeoutMs = 120_000, pattern = /(^|\n)ready\b[^\n]*|"msg":"(worker|gateway process) ready"/): Promise<string> {
     const child = this.child!;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -232,10 +232,16 @@ async function inner(): Promise<number> {
     const account = await createAccount(db, { name: 'topology', tier: 'business', credits: '100000' });
     const { key } = await createKey(db, { accountId: account.id, label: 'topology', format: 'gw_ai' });
 
-    // Two worker hosts (the first keeps the schedules), two gateway hosts.
-    const workers = [role('worker-1', HOSTS.wk1, ROLE.worker, { TOPO_SCHEDULES: '1' }), role('worker-2', HOSTS.wk2, ROLE.worker)];
-    const gateways = [role('gateway-1', HOSTS.gw1, ROLE.gateway, { GATEWAY_PORT: '8080' }), role('gateway-2', HOSTS.gw2, ROLE.gateway, { GATEWAY_PORT: '8080' })];
-    for (const r of [...workers, ...gateways]) r.start();
+    // Two worker hosts and two gateway hosts, each one process of its role command (docs/deploy.md).
+    // Worker host 1 starts first, so it takes the schedules' lock (platform/leader.ts) and keeps them.
+    const KEEPS = /leader: this process keeps creditsSchedules/;
+    // (at LOG_LEVEL info: the roles say `… ready` and `leader: …` there)
+    const info = { LOG_LEVEL: 'info' };
+    const workers = [role('worker-1', HOSTS.wk1, ROLE.worker, info), role('worker-2', HOSTS.wk2, ROLE.worker, info)];
+    const gateways = [role('gateway-1', HOSTS.gw1, ROLE.gateway, { ...info, GATEWAY_PORT: '8080', GATEWAY_PROCESSES: '1' }), role('gateway-2', HOSTS.gw2, ROLE.gateway, { ...info, GATEWAY_PORT: '8080', GATEWAY_PROCESSES: '1' })];
+    workers[0].start();
+    await workers[0].ready(120_000, KEEPS);
+    for (const r of [workers[1], ...gateways]) r.start();
     await Promise.all([...workers, ...gateways].map((r) => r.ready()));
     log('workers and gateways ready');
     const targets: Target[] = gateways.map((g) => target(g.name, `http://${addressOf(g.host)}:8080`, key));
@@ -312,6 +318,9 @@ async function inner(): Promise<number> {
       await sleep(PHASE_MS / 3);
       const killedAt = Date.now();
       await workers[0].kill9();
+      // the other worker takes the schedules' lock once the dead one's session is gone
+      await workers[1].ready(150_000, KEEPS);
+      const tookOver = Date.now() - killedAt;
       const s = await settledAfter(killedAt);
       // The schedules live in Temporal: the next hold sweep runs on the surviving worker.
       const sweep = await waitFor('a hold sweep completed after the kill', 150_000, async () => {
@@ -324,7 +333,7 @@ async function inner(): Promise<number> {
       workers[0].start();
       await workers[0].ready();
       return {
-        takeover: `first request after the kill settled after ${(s.ms / 1000).toFixed(1)} s; the next hold sweep completed on worker host 2 ${(sweep.ms / 1000).toFixed(1)} s after the kill (schedule every minute)`,
+        takeover: `worker host 2 kept the schedules ${(tookOver / 1000).toFixed(1)} s after the kill; first request after the kill settled after ${(s.ms / 1000).toFixed(1)} s; the next hold sweep completed on worker host 2 ${(sweep.ms / 1000).toFixed(1)} s after the kill (schedule every minute)`,
         notes: [`worker host 1 back after ${((Date.now() - killedAt) / 1000).toFixed(1)} s`],
       };
     });
