@@ -326,7 +326,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await recordHeartbeat(env.db, 'hosting', heartbeat(10, [{ siteId, diskMb: 90, inodes: 1 }]));
     await rule('disk_quota_80', { enabled: true });
     await evaluateAlerts(env.db);
-    await rule('disk_quota_80', { enabled: false });
+    // the rule stays on until the alert is acknowledged: a scheduled evaluation would resolve it
     const deadline = Date.now() + 30_000;
     const delivery = async () => (await provider.client.get(`/v1/webhooks/${listed[0].id}/deliveries`)).json.deliveries[0];
     while ((await delivery())?.status !== 'delivered' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
@@ -361,6 +361,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByTestId('alert-state').filter({ hasText: 'acknowledged' }).waitFor();
     const quota = (await provider.client.get(`/v1/alerts/${page.url().split('/').pop()}`)).json;
     assert.deepEqual([quota.state, quota.note, quota.org_id, quota.scope], ['acknowledged', 'old backups removed tonight', customer.id, 'account']);
+    await rule('disk_quota_80', { enabled: false });
 
     await page.goto(`/orgs/${provider.id}/webhooks`);
     page.once('dialog', (d) => void d.accept()); // "Delete the endpoint …?"
