@@ -122,6 +122,7 @@ export const responsesRequestSchema = z
     prompt_cache_options: record.optional(),
     store: z.boolean().nullish(),
     background: z.boolean().nullish(),
+    background_options: z.object({ completion_window: z.enum(['soonest', '2h', '8h']).optional(), continuation_id: str.optional() }).strict().nullish(),
     previous_response_id: str.nullish(),
     conversation: z.union([str, z.object({ id: str }).loose()]).nullish(),
     prompt: z.object({ id: str }).loose().nullish(),

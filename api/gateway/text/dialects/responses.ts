@@ -159,6 +159,7 @@ function translate(req: ResponsesRequest): { canonical: CanonicalRequest; declar
   if (req.service_tier != null && req.service_tier !== 'auto' && req.service_tier !== 'default') ignored.add('service_tier');
   if (req.store === true) ignored.add('store'); // nothing is stored here
   if (req.background === true) ignored.add('background'); // answered in the foreground
+  if (req.background_options != null) ignored.add('background_options'); // no background window, so no discount either
   if (req.truncation === 'auto') ignored.add('truncation');
   const canonical: CanonicalRequest = {
     messages,
