@@ -3,8 +3,8 @@ import { GatewayError } from '../../domain/shared/errors';
 import type { CanonicalRequest, CanonicalResponse, FinishReason, Message, Part, StreamEvent, UpstreamUsage } from '../canonical';
 
 // Amazon Bedrock's Converse format: the canonical request as a ConverseCommandInput, and the
-// answer and stream events back. Bedrock reports no cost and not which stop sequence matched:
-// the charge follows the tokens, and the match is found in the text (as for OpenAI servers).
+// answer and stream events back. Bedrock reports no cost (the charge follows the tokens) and not
+// which stop sequence matched.
 
 const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
 
@@ -36,11 +36,13 @@ const FINISH: Record<string, FinishReason> = {
   model_context_window_exceeded: 'length',
 };
 
-/** The finish reason and, for `stop_sequence`, the request's sequence that ends the text (Bedrock does not name it). */
-function finishOf(stopReason: string | undefined, text: string, stop: readonly string[]): { finish: FinishReason; stopSequence: string | null } {
+/**
+ * The finish reason and, for `stop_sequence`, the sequence that matched: Bedrock does not name it
+ * and leaves it out of the text, so it is known only when the request had one (else null).
+ */
+function finishOf(stopReason: string | undefined, stop: readonly string[]): { finish: FinishReason; stopSequence: string | null } {
   const finish = FINISH[stopReason ?? 'end_turn'] ?? 'stop';
-  if (finish !== 'stop_sequence') return { finish, stopSequence: null };
-  return { finish, stopSequence: stop.find((s) => text.endsWith(s)) ?? stop[0] ?? null };
+  return { finish, stopSequence: finish === 'stop_sequence' && stop.length === 1 ? stop[0] : null };
 }
 
 const IMAGE_FORMATS = new Set(['png', 'jpeg', 'gif', 'webp']);
@@ -132,7 +134,7 @@ export function converseResponse(json: ConverseResponse & { requestId?: string }
     text,
     reasoning: content.map((c) => c.reasoningContent?.reasoningText?.text ?? '').join(''),
     toolCalls: content.filter((c) => c.toolUse).map((c) => ({ id: c.toolUse!.toolUseId ?? '', name: c.toolUse!.name ?? '', arguments: JSON.stringify(c.toolUse!.input ?? {}) })),
-    ...finishOf(json.stopReason, text, stop),
+    ...finishOf(json.stopReason, stop),
     usage: bedrockUsage(json.usage),
   };
 }
@@ -140,7 +142,6 @@ export function converseResponse(json: ConverseResponse & { requestId?: string }
 /** A fresh parser of ConverseStream events by name (relayed as `event: <name>` + JSON data, see client.ts). */
 export function converseStreamParser(stop: readonly string[]) {
   const toolIndex = new Map<number, number>();
-  let text = '';
   return (name: string, e: Record<string, unknown>): StreamEvent[] => {
     const block = typeof e.contentBlockIndex === 'number' ? e.contentBlockIndex : 0;
     switch (name) {
@@ -155,16 +156,13 @@ export function converseStreamParser(stop: readonly string[]) {
       }
       case 'contentBlockDelta': {
         const d = (e.delta ?? {}) as { text?: string; toolUse?: { input?: string }; reasoningContent?: { text?: string } };
-        if (d.text) {
-          text += d.text;
-          return [{ type: 'text', text: d.text }];
-        }
+        if (d.text) return [{ type: 'text', text: d.text }];
         if (d.toolUse?.input) return [{ type: 'tool_args', index: toolIndex.get(block) ?? 0, fragment: d.toolUse.input }];
         if (d.reasoningContent?.text) return [{ type: 'reasoning', text: d.reasoningContent.text }];
         return [];
       }
       case 'messageStop': {
-        const { finish, stopSequence } = finishOf(e.stopReason as string | undefined, text, stop);
+        const { finish, stopSequence } = finishOf(e.stopReason as string | undefined, stop);
         return [{ type: 'finish', reason: finish, stopSequence }];
       }
       case 'metadata': {
