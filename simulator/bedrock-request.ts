@@ -82,6 +82,7 @@ export function parseConverseRequest(body: unknown, model: string, stream: boole
   let lastUserText = '';
   let toolResult: string | null = null;
   let pendingToolUses = 0;
+  let toolBlocks = false;
   for (const [i, message] of messages.entries()) {
     const at = `messages.${i + 1}.member`;
     if (!isRecord(message)) return constraint(message, at, 'Member must be a structure');
@@ -105,12 +106,14 @@ export function parseConverseRequest(body: unknown, model: string, stream: boole
         const u = b.toolUse;
         if (!isRecord(u) || typeof u.toolUseId !== 'string' || typeof u.name !== 'string' || u.input === undefined) return constraint(u, `${at}.content.${j + 1}.member.toolUse`, 'Member must have toolUseId, name and input');
         toolUses += 1;
+        toolBlocks = true;
       }
       if (keys[0] === 'toolResult') {
         const r = b.toolResult;
         const resultText = isRecord(r) && typeof r.toolUseId === 'string' ? toolResultText(r.content) : null;
         if (resultText === null) return constraint(r, `${at}.content.${j + 1}.member.toolResult`, 'Member must have toolUseId and a content list');
         results.push(resultText);
+        toolBlocks = true;
       }
       if (typeof b.text === 'string') text += b.text;
     }
@@ -123,6 +126,7 @@ export function parseConverseRequest(body: unknown, model: string, stream: boole
     toolResult = role === 'user' && results.length > 0 ? results.join('\n') : null;
   }
   if (messages.length === 0) return constraint(messages, 'messages', 'Member must have length greater than or equal to 1');
+  if (toolBlocks && body.toolConfig === undefined) return fail('The toolConfig field must be defined when using toolUse and toolResult content blocks.', 'toolConfig');
   const chars = texts.reduce((n, t) => n + t.length, 0);
   return {
     ok: true,

@@ -101,7 +101,9 @@ function toolChoiceOf(c: CanonicalRequest['toolChoice']): BedrockToolChoice | un
 
 /**
  * The Converse input; what it cannot carry is added to `req.ignored`: reasoning effort, JSON
- * schema output and `user` (model-specific or absent in Converse), tool_choice none (tools are then left out).
+ * schema output and `user` (model-specific or absent in Converse). Converse has no tool choice
+ * `none`: the tools are left out, unless the conversation holds tool calls (Converse then needs
+ * its toolConfig), where the choice is `auto` and `tool_choice` is reported ignored.
  */
 export function converseInput(req: CanonicalRequest, modelId: string): ConverseCommandInput {
   const { system, turns } = conversation(req.messages);
@@ -113,10 +115,15 @@ export function converseInput(req: CanonicalRequest, modelId: string): ConverseC
   if (req.topP !== undefined) inference.topP = req.topP;
   if (req.stop.length) inference.stopSequences = req.stop;
   if (Object.keys(inference).length) input.inferenceConfig = inference;
-  const choice = toolChoiceOf(req.toolChoice);
+  let choice = toolChoiceOf(req.toolChoice);
+  const toolTurns = req.messages.some((m) => m.role === 'tool' || (m.role === 'assistant' && m.toolCalls.length > 0));
+  if (req.tools.length && !choice && toolTurns) {
+    choice = { auto: {} };
+    req.ignored.push('tool_choice');
+  }
   if (req.tools.length && choice) {
     input.toolConfig = { tools: req.tools.map((t) => ({ toolSpec: { name: t.name, description: t.description, inputSchema: { json: t.parameters as never } } })), toolChoice: choice };
-  } else if (req.tools.length) req.ignored.push('tool_choice');
+  }
   if (req.reasoningEffort) req.ignored.push('reasoning_effort');
   if (req.jsonSchema) req.ignored.push('response_format');
   if (req.user) req.ignored.push('user');
