@@ -249,6 +249,29 @@ describe('bedrock upstream kind (issue 36 part 1)', function () {
       assert.equal(s.by_key[KEY_A], 1, 'the second key answered');
     });
 
+    it('the client signs with the provider’s key and region only, whatever AWS_* variables the process has', async () => {
+      const id = `bedrock-env-${uid()}`;
+      const m = `br-env-${uid()}`;
+      await setProvider(env.db, { id, kind: 'bedrock', 'base-url': sim.url, 'api-keys': keyOf(KEY_A), region: 'ap-southeast-2' });
+      await setModel(env.db, { id: m, provider: id, upstream: UPSTREAM, capabilities: 'text', tiers: 'pro', ...PRICES });
+      const saved = { ...process.env };
+      Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIAENVIRONMENT00001', AWS_SECRET_ACCESS_KEY: 'environmentSecret0000', AWS_REGION: 'us-west-1', AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key-from-env', AWS_MAX_ATTEMPTS: '5' });
+      try {
+        const ask = (content: string) => call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: m, messages: [{ role: 'user', content }] } });
+        let r = await ask('hi');
+        for (const deadline = Date.now() + 5000; r.status === 404 && Date.now() < deadline; await new Promise((res) => setTimeout(res, 100))) r = await ask('hi');
+        assert.equal(r.status, 200, `answered: ${r.text}`);
+        r = await ask('once [sim status=500]');
+        assert.equal(r.status, 502, `one attempt at the 500, no SDK retries: ${r.text}`);
+      } finally {
+        for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION', 'AWS_BEARER_TOKEN_BEDROCK', 'AWS_MAX_ATTEMPTS']) if (saved[k] === undefined) delete process.env[k];
+      }
+      const s = await stats();
+      assert.equal(s.by_key.AKIAENVIRONMENT00001, undefined, 'the environment’s key was never used');
+      assert.ok(s.by_key[KEY_A] >= 2, `signed with the provider’s key (SigV4, not the bearer token): ${JSON.stringify(s.by_key)}`);
+      assert.equal(s.by_model[UPSTREAM], s.by_key[KEY_A], 'each call reached the model once: the 500 was not retried by the SDK');
+    });
+
     it('an in-stream exception ends the stream with an error, not billed', async () => {
       const r = await chat('fail midway [sim tokens=8 drop_after=2 error_code=modelStreamErrorException]', true);
       assert.equal(r.status, 200, 'the stream had started');
