@@ -280,6 +280,35 @@ describe('bedrock upstream kind (issue 36 part 1)', function () {
       assert.equal(Number(row.charge), 0, `not billed: ${JSON.stringify(row)}`);
     });
 
+    it('a client that leaves before a Converse answer aborts the call, not billed', async () => {
+      const ctl = new AbortController();
+      const timer = setTimeout(() => ctl.abort(), 800);
+      const left = await fetch(`${stack.gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        signal: ctl.signal,
+        headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'slow [sim latency=4000]' }] }),
+      }).then(
+        () => 'answered',
+        (err: Error) => err.name,
+      );
+      clearTimeout(timer);
+      assert.equal(left, 'AbortError', 'the client gave up before the answer');
+      let closed = 0;
+      for (const deadline = Date.now() + 5000; closed === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        closed = (await stats()).closed_early?.['/model/{modelId}/converse'] ?? 0;
+      }
+      assert.equal(closed, 1, 'the simulator saw the Converse call closed during its latency');
+      let rows: Array<{ id: string }> = [];
+      for (const deadline = Date.now() + 5000; rows.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        rows = await env.db('reservations').where({ account_id: acct.accountId }).select('id');
+      }
+      assert.equal(rows.length, 1, 'one hold was taken');
+      const done = await settled(rows[0].id);
+      assert.equal(done.outcome, 'cancelled', `cancelled: ${JSON.stringify(done)}`);
+      assert.equal(Number(done.charge), 0, 'nothing charged');
+    });
+
     it('a client that leaves mid-stream aborts the ConverseStream call', async () => {
       const ctl = new AbortController();
       const res = await fetch(`${stack.gateway.url}/v1/chat/completions`, {
