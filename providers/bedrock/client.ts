@@ -10,8 +10,8 @@ import { sendWithKeys, UpstreamFailure, type UpstreamOptions, type UpstreamRespo
 // with `{message}`. The client never retries (the gateway decides) and never looks for
 // credentials or settings of its own: the provider row's region and keys only.
 
-/** A provider key: `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]` (services/catalog checks it). */
-export function credentialsOf(key: string) {
+/** A provider key: `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]` (its shape checked by `bedrock.checkSettings`). */
+function credentialsOf(key: string) {
   const [accessKeyId, secretAccessKey, sessionToken] = key.split(':');
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
