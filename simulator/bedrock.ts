@@ -43,7 +43,9 @@ function exceptionOf(f: Failure): string {
 function failConverse(res: ServerResponse, f: Failure): void {
   const type = exceptionOf(f);
   const message = f.reason === 'rejected_key' && f.errorCode === undefined ? 'The security token included in the request is invalid.' : f.reason === 'sim_control' ? `invalid_sim_control: ${f.message}` : f.message;
-  sendJson(res, f.status, { message }, { ...f.headers, 'x-amzn-errortype': `${type}:${CORAL}`, 'x-amzn-requestid': randomUUID() });
+  // AWS refuses every credential problem with 403 (the shared pipeline says 401 for a rejected key)
+  const status = f.reason === 'rejected_key' ? 403 : f.status;
+  sendJson(res, status, { message }, { ...f.headers, 'x-amzn-errortype': `${type}:${CORAL}`, 'x-amzn-requestid': randomUUID() });
 }
 
 const AUTH = /^AWS4-HMAC-SHA256 Credential=([A-Z0-9]{16,128})\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
