@@ -1,4 +1,6 @@
+import type { Provider } from '../domain/catalog/model';
 import type { TokenUsage } from '../domain/credits/pricing';
+import type { UpstreamOptions, UpstreamResponse } from './upstream';
 
 // The gateway's own shape of a text request, answer and stream. Client dialects translate into
 // and out of it; upstream adapters translate it to and from their wire format.
@@ -91,21 +93,33 @@ export interface SseEvent {
   event: string | null;
 }
 
-/** One folder per upstream wire format implements this (providers/openai, providers/anthropic). */
-export interface UpstreamAdapter {
-  /** the client dialect this upstream speaks natively: such requests pass through untranslated */
-  native: Dialect;
-  path: string;
-  authHeaders(key: string): Record<string, string>;
+/** One folder per upstream wire format implements this (providers/openai, providers/anthropic, providers/bedrock). */
+export type UpstreamAdapter = AdapterBody & (({ native: Dialect } & NativeDialect) | { native: null }) & Transport;
+
+/** Where the request goes: POSTed by postUpstream to `path`, or sent by the adapter itself. */
+type Transport =
+  | { path: string; send?: undefined }
+  | {
+      path?: undefined;
+      /** for a kind whose official client does its own HTTP (Bedrock's signing and framing) */
+      send(provider: Provider, body: Record<string, unknown>, opts: UpstreamOptions): Promise<UpstreamResponse>;
+    };
+
+/** What an upstream with a client dialect of its own adds: such requests pass through untranslated. */
+interface NativeDialect {
   /** client headers that go with a native request (Anthropic's `anthropic-beta`) */
   nativeHeaders?: string[];
   /** the client's own body, for the native dialect: model id mapped, usage reporting turned on */
   nativeRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
+  /** usage and provider cost of a native response body; null when none was reported */
+  usage(json: unknown): UpstreamUsage | null;
+}
+
+interface AdapterBody {
+  authHeaders(key: string): Record<string, string>;
   request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;
   /** `stop`: the request's stop sequences, for formats that do not say which one matched */
   response(json: unknown, stop?: readonly string[]): CanonicalResponse;
-  /** usage and provider cost of a native response body; null when none was reported */
-  usage(json: unknown): UpstreamUsage | null;
   /** a fresh incremental parser of the upstream's stream events */
   streamParser(stop?: readonly string[]): (ev: SseEvent) => StreamEvent[];
   /** the provider's error message from an error body */

@@ -122,9 +122,17 @@ export interface VideosEndpoint {
   fetchContent(provider: Provider, upstreamId: string, range: string | undefined, signal: AbortSignal, timeoutMs: number): Promise<Dispatcher.ResponseData>;
 }
 
+/** A provider's settings as the operator sets them (services/catalog/entries.ts). */
+export interface ProviderSettings {
+  region: string | undefined;
+  apiKeys: string[];
+}
+
 export interface ProviderConfig {
   /** the headers that authenticate a call with one of the provider's keys */
   authHeaders(key: string): Record<string, string>;
+  /** problems of a provider's settings for this kind, by field (never quoting a key); absent: the kind takes no region */
+  checkSettings?(s: ProviderSettings): Array<{ field: string; message: string }>;
   chat?: UpstreamAdapter;
   embeddings?: EmbeddingsEndpoint;
   images?: ImagesEndpoint;
@@ -133,4 +141,4 @@ export interface ProviderConfig {
   videos?: VideosEndpoint;
 }
 
-export type Endpoint = Exclude<keyof ProviderConfig, 'authHeaders'>;
+export type Endpoint = Exclude<keyof ProviderConfig, 'authHeaders' | 'checkSettings'>;

@@ -1,5 +1,6 @@
 import { anthropic } from './anthropic';
-import type { Endpoint, ProviderConfig } from './endpoints';
+import { bedrock } from './bedrock';
+import type { Endpoint, ProviderConfig, ProviderSettings } from './endpoints';
 import { openai } from './openai';
 
 // The one registry of upstream provider kinds (the `kind` column of providers): a new kind adds
@@ -8,6 +9,8 @@ import { openai } from './openai';
 const PROVIDERS = {
   openai,
   anthropic,
+  // Amazon Bedrock (issue 36)
+  bedrock,
 } satisfies Record<string, ProviderConfig>;
 
 export type ProviderKind = keyof typeof PROVIDERS;
@@ -22,3 +25,10 @@ export function providerFor<E extends Endpoint>(kind: string, endpoint: E): Prov
 
 /** The headers that authenticate a call with `key` to a provider of this kind (none for an unknown kind). */
 export const providerAuthHeaders = (kind: string, key: string): Record<string, string> => configOf(kind)?.authHeaders(key) ?? {};
+
+/** Problems of a provider's settings for its kind, by field: the kind's own check, else no region allowed. */
+export function providerSettingsIssues(kind: string, s: ProviderSettings): Array<{ field: string; message: string }> {
+  const check = configOf(kind)?.checkSettings;
+  if (check) return check(s);
+  return s.region === undefined ? [] : [{ field: 'region', message: `a provider of kind ${kind} takes no region` }];
+}

@@ -78,28 +78,19 @@ export function postUpstreamForm(provider: Provider, path: string, parts: FormPa
  * Sends with the next upstream key only when the provider rejected the key itself. A connection
  * dropped after sending is never retried.
  */
-async function send(
+function send(
   provider: Provider,
   path: string,
   payload: () => { body: string | FormData; headers: Record<string, string> },
   opts: UpstreamOptions,
 ): Promise<UpstreamResponse> {
-  const keys = provider.api_keys.length ? provider.api_keys : [''];
-  for (let i = 0; ; i++) {
+  return sendWithKeys(provider, path, async (key) => {
     const { body, headers } = payload();
-    let res: UpstreamResponse;
-    const labels = { provider: provider.id, route: path };
-    const end = latency.startTimer(labels);
-    // A client span per attempt, until the answer's headers (as the latency histogram): the trace shows upstream latency.
-    const span = trace.getTracer('providers/upstream').startSpan(`POST ${path}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { 'http.request.method': 'POST', 'server.address': new URL(provider.base_url).host, 'gateway.provider': provider.id, 'gateway.upstream.path': path, 'gateway.key_retry': i > 0, ...attemptAttributes() },
-    });
     try {
-      res = await request(new URL(path, provider.base_url), {
+      return await request(new URL(path, provider.base_url), {
         method: 'POST',
         dispatcher: agent,
-        headers: { ...headers, ...(keys[i] ? opts.authHeaders(keys[i]) : {}) },
+        headers: { ...headers, ...(key ? opts.authHeaders(key) : {}) },
         body,
         headersTimeout: opts.timeoutMs,
         bodyTimeout: opts.timeoutMs,
@@ -107,19 +98,43 @@ async function send(
       });
     } catch (err) {
       // The caller's abort (a client that left) surfaces as an AbortError: never a provider failure.
-      const kind = opts.signal?.aborted || err instanceof errors.RequestAbortedError ? 'aborted' : err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError ? 'timeout' : 'connection';
+      if (opts.signal?.aborted || err instanceof errors.RequestAbortedError) throw err;
+      if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
+        throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
+      }
+      const code = (err as { code?: string }).code;
+      // Refused connections never carried the request; anything else may have.
+      throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
+    }
+  });
+}
+
+/**
+ * One provider call per key until one is not refused as a key (401/403), measured and traced:
+ * `attempt` sends with a key ('' when the provider has none) and throws an UpstreamFailure, or
+ * anything else for the caller's abort. Shared by kinds whose client library does its own HTTP.
+ */
+export async function sendWithKeys(provider: Provider, route: string, attempt: (key: string) => Promise<UpstreamResponse>): Promise<UpstreamResponse> {
+  const keys = provider.api_keys.length ? provider.api_keys : [''];
+  for (let i = 0; ; i++) {
+    let res: UpstreamResponse;
+    const labels = { provider: provider.id, route };
+    const end = latency.startTimer(labels);
+    // A client span per attempt, until the answer's headers (as the latency histogram): the trace shows upstream latency.
+    const span = trace.getTracer('providers/upstream').startSpan(`POST ${route}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': 'POST', 'server.address': new URL(provider.base_url).host, 'gateway.provider': provider.id, 'gateway.upstream.path': route, 'gateway.key_retry': i > 0, ...attemptAttributes() },
+    });
+    try {
+      res = await attempt(keys[i]);
+    } catch (err) {
+      const kind = err instanceof UpstreamFailure ? err.kind : 'aborted';
       end({ status: kind });
       span.setAttribute('error.type', kind);
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       span.end();
       if (kind !== 'aborted') failures.inc({ ...labels, kind });
-      if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
-        throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
-      }
-      if (kind === 'aborted') throw err;
-      const code = (err as { code?: string }).code;
-      // Refused connections never carried the request; anything else may have.
-      throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
+      throw err;
     }
     end({ status: String(res.statusCode) });
     span.setAttribute('http.response.status_code', res.statusCode);

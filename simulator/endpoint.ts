@@ -28,8 +28,10 @@ export interface Dialect<R extends GenRequest> {
   /** Path recorded in /_sim/stats. */
   endpoint: string;
   key(req: IncomingMessage): string | null;
+  /** Checks a signed request against its raw body (Bedrock's SigV4), before the body is parsed. */
+  authenticate?(req: IncomingMessage, raw: Buffer): Promise<Failure | null>;
   /** Lenient extraction of the stats fields, for any parsed body (valid or not). */
-  describe(body: unknown): { model: string | null; stream: boolean; include_usage: boolean };
+  describe(body: unknown, req: IncomingMessage): { model: string | null; stream: boolean; include_usage: boolean };
   parse(body: unknown, req: IncomingMessage): Parsed<R>;
   fail(res: ServerResponse, failure: Failure): void;
 }
@@ -76,6 +78,12 @@ export async function admit<R extends GenRequest>(
     return null;
   }
   const key = dialect.key(req);
+  const refused = await dialect.authenticate?.(req, read.body);
+  if (refused) {
+    state.stats.record({ endpoint: dialect.endpoint, model: null, stream: false, include_usage: false, key, body: null });
+    dialect.fail(res, refused);
+    return null;
+  }
   let body: unknown;
   try {
     body = JSON.parse(read.body.toString('utf8'));
@@ -85,7 +93,7 @@ export async function admit<R extends GenRequest>(
     return null;
   }
   const beta = headerValue(req.headers['anthropic-beta']);
-  state.stats.record({ endpoint: dialect.endpoint, ...dialect.describe(body), key, body, ...(beta ? { anthropic_beta: beta } : {}) });
+  state.stats.record({ endpoint: dialect.endpoint, ...dialect.describe(body, req), key, body, ...(beta ? { anthropic_beta: beta } : {}) });
 
   const parsed = dialect.parse(body, req);
   if (!parsed.ok) {

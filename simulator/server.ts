@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { parseDefaultsUpdate } from './behaviour';
 import { SIMULATOR_MODELS } from './catalog';
 import { serveMessages } from './anthropic';
+import { routeBedrock } from './bedrock';
 import { serveChat } from './chat';
 import { Generations } from './generations';
 import { bearerKey, readBody, sendError, sendJson } from './http';
@@ -102,6 +103,8 @@ async function route(req: IncomingMessage, res: ServerResponse, state: SimState)
     case '/_sim/videos':
       return method === 'GET' || method === 'DELETE' ? serveSimVideos(req, res, state, null) : methodNotAllowed(res, 'GET, DELETE');
     default:
+      // Amazon Bedrock's Converse routes (the model id is in the path)
+      if (await routeBedrock(req, res, state, path)) return;
       if (await routeMedia(req, res, state, path, query === -1 ? '' : url.slice(query + 1))) return;
       return sendError(res, 404, `Unknown path: ${method} ${path}`, { code: 'unknown_url' });
   }

@@ -1,12 +1,12 @@
-// Server-sent-event writer shared by every streaming format: chunk_delay between frames,
-// back-pressure, and the drop_after fault. Frames come from a lazy iterable so a long answer
+// Stream writer shared by every streaming format (server-sent events; Bedrock's binary
+// event-stream frames): chunk_delay between frames, back-pressure, and the drop_after fault. Frames come from a lazy iterable so a long answer
 // is never held in memory as a whole.
 import type { ServerResponse } from 'node:http';
 import { drained, pause } from './http';
 
 export interface Frame {
-  /** Bytes of the frame, including the blank line that ends it. */
-  text: string;
+  /** Bytes of the frame (an SSE frame includes the blank line that ends it). */
+  text: string | Uint8Array;
   /** Content deltas (text or tool-argument fragments) are what drop_after counts. */
   counted: boolean;
 }
@@ -18,6 +18,8 @@ export interface StreamOptions {
   dropAfter: number | undefined;
   /** How many counted frames the stream holds. */
   countedTotal: number;
+  /** default text/event-stream */
+  contentType?: string;
 }
 
 /** A `data: <json>` frame (chat completions). */
@@ -33,11 +35,11 @@ export function eventFrame(type: string, value: unknown, counted = false): Frame
 /**
  * Streams the frames, then ends the response. drop_after=N destroys the socket once the
  * min(N, countedTotal)-th counted frame reached the kernel (so a drop always happens; with 0,
- * after the first frame).
+ * after the first frame). Resolves false when the client closed the connection first.
  */
-export async function writeStream(res: ServerResponse, frames: Iterable<Frame>, opts: StreamOptions): Promise<void> {
+export async function writeStream(res: ServerResponse, frames: Iterable<Frame>, opts: StreamOptions): Promise<boolean> {
   res.writeHead(200, {
-    'content-type': 'text/event-stream',
+    'content-type': opts.contentType ?? 'text/event-stream',
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
   });
@@ -47,17 +49,18 @@ export async function writeStream(res: ServerResponse, frames: Iterable<Frame>, 
   let first = true;
   let counted = 0;
   for (const frame of frames) {
-    if (!first && !(await pause(opts.delay, res))) return;
+    if (!first && !(await pause(opts.delay, res))) return false;
     const isFirst = first;
     first = false;
-    if (res.destroyed) return;
+    if (res.destroyed) return false;
     if (frame.counted) counted += 1;
     if (dropAt === 0 ? isFirst : frame.counted && counted === dropAt) {
       // Destroy once these bytes reached the kernel, so the client does see them.
       res.write(frame.text, () => res.destroy());
-      return;
+      return true;
     }
-    if (!res.write(frame.text) && !(await drained(res))) return;
+    if (!res.write(frame.text) && !(await drained(res))) return false;
   }
   res.end();
+  return true;
 }

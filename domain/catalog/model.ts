@@ -21,6 +21,8 @@ export interface Provider {
   base_url: string;
   api_keys: string[];
   credits_per_cost_unit: string;
+  /** the AWS region a `bedrock` provider signs for (null for other kinds) */
+  region?: string | null;
 }
 
 /** One upstream route of a model: where a text request may go (services/catalog/routes.ts). */

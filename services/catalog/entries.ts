@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../platform/db';
-import { PROVIDER_KINDS } from '../../providers';
+import { PROVIDER_KINDS, providerSettingsIssues } from '../../providers';
 import { credits, TIERS } from '../accounts/accounts';
 import { followModelChange, knownProvider } from './routes';
 
@@ -95,11 +95,18 @@ export const providerInput = z.object({
   'base-url': z.string().url(),
   'api-keys': csv.default([]),
   'credits-per-cost-unit': credits.default('1'),
+  // the AWS region of a bedrock provider (other kinds take none)
+  region: z.string().min(1).max(50).optional(),
+});
+
+// Each kind checks its own settings (providers/<kind>): Bedrock's region and credential format.
+const checkedProvider = providerInput.superRefine((p, ctx) => {
+  for (const issue of providerSettingsIssues(p.kind, { region: p.region, apiKeys: p['api-keys'] })) ctx.addIssue({ code: 'custom', path: [issue.field], message: issue.message });
 });
 
 export async function setProvider(db: Db, input: z.input<typeof providerInput>) {
-  const p = providerInput.parse(input);
-  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'] };
-  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit']);
+  const p = checkedProvider.parse(input);
+  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'], region: p.region ?? null };
+  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit', 'region']);
   return { ...saved, api_keys: p['api-keys'].length };
 }

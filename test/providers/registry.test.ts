@@ -6,14 +6,16 @@ import { PROVIDER_KINDS, providerAuthHeaders, providerFor } from '../../provider
 
 describe('provider registry', function () {
   it('lists the registered kinds and answers each kind’s endpoints', () => {
-    assert.deepEqual(PROVIDER_KINDS, ['openai', 'anthropic'], 'the kinds a provider row may name');
+    assert.deepEqual(PROVIDER_KINDS, ['openai', 'anthropic', 'bedrock'], 'the kinds a provider row may name');
     for (const e of ['chat', 'embeddings', 'images', 'speech', 'transcription', 'videos'] as const) {
       assert.ok(providerFor('openai', e), `openai offers ${e}`);
     }
     assert.equal(providerFor('anthropic', 'chat')?.native, 'messages', 'anthropic chat speaks messages');
     for (const e of ['embeddings', 'images', 'speech', 'transcription', 'videos'] as const) {
       assert.equal(providerFor('anthropic', e), undefined, `anthropic lacks ${e}`);
+      assert.equal(providerFor('bedrock', e), undefined, `bedrock lacks ${e}`);
     }
+    assert.equal(providerFor('bedrock', 'chat')?.native, null, 'no client speaks Converse: always translated');
   });
 
   it('knows no endpoint and no auth for an unknown kind', () => {

@@ -37,7 +37,7 @@ interface Prepared {
   route: CatalogRoute;
   adapter: UpstreamAdapter;
   native: boolean;
-  upstreamBody: unknown;
+  upstreamBody: Record<string, unknown>;
   /** request fields this route's format could not carry, and clamps (x-gateway-ignored-params) */
   ignored: string[];
   /** client headers passed on with a native request */
@@ -125,7 +125,10 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
           }
         },
         refusal: (p) => ({ message: p.adapter.errorMessage }),
-        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
+        send: (p) => {
+          const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
+          return p.adapter.send ? p.adapter.send(p.route.provider, p.upstreamBody, o) : postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, o);
+        },
       });
     } catch (err) {
       if (client.gone()) return reportLeft(report, null);
@@ -160,7 +163,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       throw upstreamFailure(err, report, deps.upstreamTimeoutMs, model.id, 'generation_failed');
     }
     let canonicalAnswer: CanonicalResponse | null = null;
-    const usage = native ? adapter.usage(json) : (canonicalAnswer = adapter.response(json, stopSequences())).usage;
+    const usage = adapter.native === dialect.name ? adapter.usage(json) : (canonicalAnswer = adapter.response(json, stopSequences())).usage;
     const billing = billingOf(usage);
     // The provider did the work but the client left before the answer: what it reports it used.
     if (client.gone()) return reportLeft(report, billing);
