@@ -25,14 +25,15 @@ import { addressOf, createNetwork, nsOf, setLink, SUBNET, teardown, type Host } 
 // `npm run topology` (issue 35 item 6): the system on simulated hosts, one Linux network
 // namespace per host on a private subnet (bench/topology/net.ts): a database host (PostgreSQL), a
 // Temporal host (the dev server), two gateway hosts, two worker hosts (credits worker + relay;
-// the first keeps the schedules), a panel host (panel-api serve with the node API and the
-// controller) and two hosting nodes (panel-host serve). This script and the load run on a client
-// host. Every process reaches the others by their subnet address only (its own 127.0.0.1 holds
-// nothing of theirs) and keeps its files in a directory of its own. Under steady load through
-// both gateways, one after the other: a gateway host's processes killed, a worker host's, the
-// schedule owner's, and a hosting node's link cut for 60 s; after each the money audit of
-// `npm run chaos`, the time to takeover, and at the end every panel operation final. Appends the
-// report to bench/topology-results.md; exits 1 when a check fails. Needs root (ip netns).
+// the first keeps the schedules), two panel hosts (panel-api serve with the node API and a
+// controller candidate; the second with -no-hosting-node) and two hosting nodes (panel-host serve),
+// every role from the compiled build. This script and the load run on a client host. Every process
+// reaches the others by their subnet address only (its own 127.0.0.1 holds nothing of theirs) and
+// keeps its files in a directory of its own. Under steady load through both gateways, one after
+// the other: a gateway host's processes killed, a worker host's, the schedule owner's, a hosting
+// node's link cut for 60 s, and the panel controller leader's panel-api killed; after each the
+// money audit of `npm run chaos`, the time to takeover, and at the end every panel operation
+// final. Appends the report to bench/topology-results.md; exits 1 when a check fails. Needs root.
 
 const ROOT = path.resolve(__dirname, '..');
 const RESULTS = path.join(__dirname, 'topology-results.md');
