@@ -22,7 +22,8 @@ import { startTemporalDevServer } from '../platform/temporal-server';
 
 const ROOT = path.resolve(__dirname, '..');
 const RESULTS = path.join(__dirname, 'deploy-guide-results.md');
-const NODE24 = path.join(ROOT, '.tools', 'node-24.21.0', 'bin', 'node');
+/** the guide's Node 24 (`npm run tools` puts it into .tools/, temporal-config/NODE_VERSION) */
+const NODE24 = path.join(ROOT, '.tools', `node-${fs.readFileSync(path.join(ROOT, 'temporal-config', 'NODE_VERSION'), 'utf8').trim()}`, 'bin', 'node');
 const ROLES = (process.env.DEPLOY_GUIDE_ROLES ?? 'worker,gateway').split(',');
 const T0 = Date.now();
 const log = (msg: string) => process.stderr.write(`[deploy-guide +${((Date.now() - T0) / 1000).toFixed(0)}s] ${msg}\n`);
