@@ -75,7 +75,9 @@ export function spawnChild(name: string, command: string, args: string[], env: N
       const started = Date.now();
       const notes: string[] = [];
       if (!done) {
-        const scripts = childPids(pid);
+        // a tsx wrapper passes nothing on: its script (its child) gets the signal; any other
+        // process (node dist/…, whose children are nginx or PHP-FPM) gets it itself
+        const scripts = isTsxWrapper(pid) ? childPids(pid) : [];
         if (scripts.length) for (const p of scripts) signal(p, 'SIGTERM');
         else signal(pid, 'SIGTERM');
         const timedOut = await Promise.race([exit.then(() => false), sleep(graceMs).then(() => true)]);
@@ -113,6 +115,15 @@ function signal(pid: number, sig: NodeJS.Signals): void {
     process.kill(pid, sig);
   } catch {
     // already gone
+  }
+}
+
+/** Whether `pid` runs tsx (Linux /proc; false when unknown). */
+function isTsxWrapper(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((arg) => /(^|\/)tsx(\.m?js)?$|\/tsx\/dist\/cli/.test(arg));
+  } catch {
+    return false;
   }
 }
 

@@ -19,19 +19,21 @@ import { check, passed, type Checks } from './chaos/audit';
 import { startLoad, target, type Load, type Sent, type Target } from './chaos/load';
 import { sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
 import { firstSignIn, send as panelSend } from './panel-harness';
+import { currentLeader } from '../services/panel/nodes/controller';
 import { addressOf, createNetwork, nsOf, setLink, SUBNET, teardown, type Host } from './topology/net';
 
 // `npm run topology` (issue 35 item 6): the system on simulated hosts, one Linux network
 // namespace per host on a private subnet (bench/topology/net.ts): a database host (PostgreSQL), a
 // Temporal host (the dev server), two gateway hosts, two worker hosts (credits worker + relay;
-// the first keeps the schedules), a panel host (panel-api serve with the node API and the
-// controller) and two hosting nodes (panel-host serve). This script and the load run on a client
-// host. Every process reaches the others by their subnet address only (its own 127.0.0.1 holds
-// nothing of theirs) and keeps its files in a directory of its own. Under steady load through
-// both gateways, one after the other: a gateway host's processes killed, a worker host's, the
-// schedule owner's, and a hosting node's link cut for 60 s; after each the money audit of
-// `npm run chaos`, the time to takeover, and at the end every panel operation final. Appends the
-// report to bench/topology-results.md; exits 1 when a check fails. Needs root (ip netns).
+// the first keeps the schedules), two panel hosts (panel-api serve with the node API and a
+// controller candidate; the second with -no-hosting-node) and two hosting nodes (panel-host serve),
+// every role from the compiled build. This script and the load run on a client host. Every process
+// reaches the others by their subnet address only (its own 127.0.0.1 holds nothing of theirs) and
+// keeps its files in a directory of its own. Under steady load through both gateways, one after
+// the other: a gateway host's processes killed, a worker host's, the schedule owner's, a hosting
+// node's link cut for 60 s, and the panel controller leader's panel-api killed; after each the
+// money audit of `npm run chaos`, the time to takeover, and at the end every panel operation
+// final. Appends the report to bench/topology-results.md; exits 1 when a check fails. Needs root.
 
 const ROOT = path.resolve(__dirname, '..');
 const RESULTS = path.join(__dirname, 'topology-results.md');
@@ -47,22 +49,27 @@ const HOSTS = {
   wk1: { name: 'wk1', octet: 21 },
   wk2: { name: 'wk2', octet: 22 },
   panel: { name: 'panel', octet: 31 },
+  panel2: { name: 'panel2', octet: 32 },
   web1: { name: 'web1', octet: 41 },
   web2: { name: 'web2', octet: 42 },
 } satisfies Record<string, Host>;
 
 /**
  * The command of each role: the role commands of docs/deploy.md (`gateway`, `worker --queues
- * credits`, `panel-api serve`, `panel-host serve`), from the sources through tsx; the database and
- * Temporal hosts run the embedded servers (bench/topology/roles/), standing in for managed ones.
+ * credits`, `panel-api serve`, `panel-host serve`) from the compiled build (`npm run build` runs
+ * first), as the guide and deploy/systemd/ write them; TOPOLOGY_RUNTIME=tsx: from the sources
+ * through tsx (to compare start-up time and memory). The database and Temporal hosts run the
+ * embedded servers (bench/topology/roles/), standing in for managed ones.
  */
+const FROM_DIST = process.env.TOPOLOGY_RUNTIME !== 'tsx';
+const entry = (name: string) => (FROM_DIST ? [process.execPath, '--enable-source-maps', `dist/main/${name}.js`] : [TSX_BIN, `main/${name}.ts`]);
 const ROLE = {
   database: [TSX_BIN, 'bench/topology/roles/database.ts'],
   temporal: [TSX_BIN, 'bench/topology/roles/temporal.ts'],
-  gateway: [TSX_BIN, 'main/gateway-cli.ts'],
-  worker: [TSX_BIN, 'main/worker.ts', '--queues', 'credits'],
-  panel: [TSX_BIN, 'main/panel-api-cli.ts', 'serve', '-node-api-listen', '0.0.0.0:8091', '-controller-state'],
-  node: [TSX_BIN, 'main/panel-host.ts', 'serve'],
+  gateway: entry('gateway-cli'),
+  worker: [...entry('worker'), '--queues', 'credits'],
+  panel: [...entry('panel-api-cli'), 'serve', '-node-api-listen', '0.0.0.0:8091', '-controller-state'],
+  node: [...entry('panel-host'), 'serve'],
 };
 
 // Thresholds configured down so that takeovers happen within the run (defaults 60 s, 900 s, 120 s).
@@ -73,8 +80,8 @@ const PLAN = { rate: Number(process.env.TOPOLOGY_RATE ?? 4), streams: 2, content
 const PHASE_MS = Number(process.env.TOPOLOGY_PHASE_SECONDS ?? 30) * 1000;
 const LINK_DOWN_MS = 60_000;
 const SECRET = 'topology run secret, not for production';
-/** TOPOLOGY_PHASES=gateway,link (say) runs only those fault phases (steady, gateway, worker, schedule, link); default all */
-const PHASES = new Set((process.env.TOPOLOGY_PHASES ?? 'steady,gateway,worker,schedule,link').split(','));
+/** TOPOLOGY_PHASES=gateway,link (say) runs only those fault phases (steady, gateway, worker, schedule, link, controller); default all; `none`: start and stop only */
+const PHASES = new Set((process.env.TOPOLOGY_PHASES ?? 'steady,gateway,worker,schedule,link,controller').split(','));
 const roles: Role[] = [];
 /** PostgreSQL with ssl=on admitting the subnet over TLS only (verify-full), Temporal behind an mTLS front; TOPOLOGY_TLS=0: plain */
 const TLS = process.env.TOPOLOGY_TLS !== '0';
@@ -85,6 +92,9 @@ const TLS = process.env.TOPOLOGY_TLS !== '0';
 /** A role's process on its host, started again by restart() (as a supervisor would). */
 class Role {
   child: Child | null = null;
+  private startedAt = 0;
+  /** the first start: ms from spawn to its ready line, and the RSS of its processes then (MB) */
+  firstStart: { readyMs: number; rssMb: number } | null = null;
   constructor(
     readonly name: string,
     readonly host: Host,
@@ -96,6 +106,7 @@ class Role {
     if (!roles.includes(this)) roles.push(this);
     fs.mkdirSync(this.dataDir, { recursive: true, mode: 0o755 });
     this.child = spawnChild(this.name, 'ip', ['netns', 'exec', nsOf(this.host), ...this.command], { ...process.env, ...this.env, DATA_DIR: this.dataDir }, ROOT);
+    this.startedAt = Date.now();
     return this.child;
   }
 
@@ -109,7 +120,10 @@ class Role {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const m = pattern.exec(child.output());
-      if (m) return m[0];
+      if (m) {
+        this.firstStart ??= { readyMs: Date.now() - this.startedAt, rssMb: rssOfGroup(child.pid) };
+        return m[0];
+      }
       if (child.exited()) throw new Error(`${this.name} exited (${await child.exit}) before it was ready:\n${child.output().slice(-3000)}`);
       if (Date.now() > deadline) throw new Error(`${this.name} not ready within ${timeoutMs} ms:\n${child.output().slice(-3000)}`);
       await sleep(100);
@@ -126,6 +140,31 @@ class Role {
     }
     await child.exit;
   }
+}
+
+/** The process group of `pid` (null once it is gone). */
+function pgidOf(pid: number): number | null {
+  try {
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces, so split after its ')'
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return null;
+  }
+}
+
+/** The resident memory of every process in process group `pgid` (a role's processes), in MB. */
+function rssOfGroup(pgid: number): number {
+  let kb = 0;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (pgidOf(Number(pid)) !== pgid) continue;
+      kb += Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return Math.round(kb / 1024);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,18 +377,25 @@ async function inner(): Promise<number> {
       };
     });
 
-    // The panel host and two hosting nodes.
+    // Two panel hosts (docs/deploy.md): panel host 1 runs panel-api with the panel's own hosting node
+    // and the panel worker, panel host 2 with -no-hosting-node; both serve the API and the node API
+    // and compete for the controller's lock. And two hosting nodes, web-1 pulling from panel host 1,
+    // web-2 from panel host 2.
+    const PANEL_UP = /Panel\s+http:\S+/;
     const panel = role('panel', HOSTS.panel, ROLE.panel, { PANEL_PORT: '8090' });
     panel.start();
     const login = await panel.ready(180_000, /Panel login\s+admin \/ (\S+)/);
     const password = /admin \/ (\S+)/.exec(login)![1];
+    const panel2 = role('panel-2', HOSTS.panel2, [...ROLE.panel, '-no-hosting-node'], { PANEL_PORT: '8090' });
+    panel2.start();
+    await panel2.ready(180_000, PANEL_UP);
     const panelPool = new Pool(`http://${addressOf(HOSTS.panel)}:8090`, { connections: 8 });
     const admin = await firstSignIn(panelPool, 'admin', password, 'topology admin password 2026');
     const nodes: Role[] = [];
-    for (const [name, host] of [['web-1', HOSTS.web1], ['web-2', HOSTS.web2]] as const) {
+    for (const [name, host, api] of [['web-1', HOSTS.web1, HOSTS.panel], ['web-2', HOSTS.web2, HOSTS.panel2]] as const) {
       const r = await panelSend(panelPool, 'POST', '/v1/cluster/nodes', admin, { name });
       if (r.status !== 201) throw new Error(`POST /v1/cluster/nodes ${name}: HTTP ${r.status} ${r.text}`);
-      const node = role(name, host, [...ROLE.node, '-node', name, '-root', path.join(runDir, host.name, 'root'), '-panel', `http://${addressOf(HOSTS.panel)}:8091`, '-token-file', path.join(runDir, host.name, 'token'), '-web-listen', `${addressOf(host)}:8201`]);
+      const node = role(name, host, [...ROLE.node, '-node', name, '-root', path.join(runDir, host.name, 'root'), '-panel', `http://${addressOf(api)}:8091`, '-token-file', path.join(runDir, host.name, 'token'), '-web-listen', `${addressOf(host)}:8201`]);
       fs.mkdirSync(node.dataDir, { recursive: true, mode: 0o755 });
       fs.writeFileSync(path.join(node.dataDir, 'token'), `${(JSON.parse(r.text) as { token: string }).token}\n`, { mode: 0o600 });
       node.start();
@@ -399,6 +445,40 @@ async function inner(): Promise<number> {
       };
     });
 
+    if (PHASES.has('controller')) await phase('panel controller leader: its panel-api killed (kill -9)', async () => {
+      await sleep(PHASE_MS / 3);
+      const before = await currentLeader(db!);
+      if (!before) throw new Error('no panel controller leader');
+      // the leader is `host:pid:…`; a role's processes share its process group
+      const leaderPid = Number(before.leader.split(':')[1]);
+      const holder = [panel, panel2].find((p) => p.child!.pid === leaderPid || pgidOf(leaderPid) === p.child!.pid);
+      if (!holder) throw new Error(`the controller leader ${before.leader} is neither panel-api process`);
+      const other = holder === panel ? panel2 : panel;
+      // panel operations in flight at the kill: a site on each hosting node
+      const started = [await createSite('controller-1.topology.test', 'web-1'), await createSite('controller-2.topology.test', 'web-2')];
+      const killedAt = Date.now();
+      await holder.kill9();
+      const took = await waitFor('another panel-api leads the controller', 60_000, async () => {
+        const now = await currentLeader(db!);
+        return now && now.leader !== before.leader ? now : null;
+      });
+      const tookMs = Date.now() - killedAt;
+      const newPid = Number(took.value.leader.split(':')[1]);
+      const byOther = other.child!.pid === newPid || pgidOf(newPid) === other.child!.pid;
+      if (!byOther) failures.push(`controller: taken over by ${took.value.leader}, not by ${other.name}`);
+      // a supervisor (systemd's Restart=always) starts the killed one again
+      holder.start();
+      await holder.ready(180_000, PANEL_UP);
+      const restartMs = Date.now() - killedAt;
+      const final = await waitFor('the sites started before the kill final', 300_000, async () => (await Promise.all(started.map(siteStatus))).every((x) => x !== 'pending'));
+      const statuses = await Promise.all(started.map(siteStatus));
+      if (statuses.some((x) => x !== 'active')) failures.push(`controller: sites started before the kill ended ${statuses.join(', ')}`);
+      return {
+        takeover: `${other.name} took the controller lock ${(tookMs / 1000).toFixed(1)} s after ${holder.name} (the leader) was killed; the sites started before the kill ended ${statuses.join(', ')} ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`,
+        notes: [`${holder.name} back (restarted, serving) after ${(restartMs / 1000).toFixed(1)} s`, `final wait ${(final.ms / 1000).toFixed(1)} s after its restart`, holder === panel ? 'the panel worker runs on panel host 1 beside its hosting node: operations waited for its restart' : 'panel host 1 (panel worker) kept running'],
+      };
+    });
+
     // Every panel operation final.
     const { rows: open } = await db.raw(`SELECT (SELECT count(*)::int FROM panel_sites WHERE status = 'pending') AS sites, (SELECT count(*)::int FROM panel_node_ops WHERE status IN ('queued', 'sent')) AS ops`);
     const { rows: siteRows } = await db.raw(`SELECT s.domain, s.node_name, s.status, s.error, o.status AS op, o.attempts FROM panel_sites s LEFT JOIN panel_node_ops o ON o.id = s.last_op_id ORDER BY s.domain`);
@@ -433,6 +513,11 @@ function render(results: PhaseResult[], failures: string[]): string {
     '',
     `Hosts (network namespaces on ${SUBNET}.0/24): ${Object.values(HOSTS).map((h) => `${h.name} .${h.octet}`).join(', ')}. Load per gateway: ${PLAN.rate} requests/s + ${PLAN.streams} streams; ${TLS ? 'PostgreSQL over TLS (verify-full; hostssl only), Temporal over mTLS (server name override)' : 'plain connections'}; node ${process.version}, ${os.availableParallelism()} cores, load ${os.loadavg().map((l) => l.toFixed(2)).join('/')}.`,
     '',
+    `Role commands ${FROM_DIST ? 'from the compiled build (`node --enable-source-maps dist/main/…`)' : 'from the sources through tsx'}; first start, spawn to ready, and the RSS of the role's processes then: ${roles
+      .filter((r) => r.firstStart && !['database', 'temporal'].includes(r.name))
+      .map((r) => `${r.name} ${(r.firstStart!.readyMs / 1000).toFixed(1)} s ${r.firstStart!.rssMb} MB`)
+      .join(', ')}.`,
+    '',
     '| phase | requests (answered) | takeover | money audit | notes |',
     '|---|---|---|---|---|',
     ...results.map((r) => {
@@ -452,6 +537,14 @@ function outer(): number {
   if (process.getuid?.() !== 0) {
     process.stderr.write('npm run topology needs root (ip netns add); nothing was done\n');
     return 2;
+  }
+  if (FROM_DIST) {
+    // the roles run from the compiled build, as docs/deploy.md installs them
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
+    if (build.status !== 0) {
+      process.stderr.write('npm run build failed; nothing was run\n');
+      return 1;
+    }
   }
   createNetwork(Object.values(HOSTS));
   const stop = () => teardown();

@@ -17,14 +17,16 @@ import { startTracing, stopTracing } from '../platform/tracing';
 
 const USAGE = `usage: panel-api serve [-metrics-interval 60s] [-reconcile dry-run|on|off] [-reconcile-interval 15m] [-placement scheduled]
                        [-placement-node-facts FILE] [-node-api-listen HOST:PORT] [-billing-meter]
-                       [-require-2fa-roles ROLE,...] [-controller-state]`;
+                       [-require-2fa-roles ROLE,...] [-controller-state] [-no-hosting-node]`;
 
 async function main(argv: string[]) {
   const flags = serveFlags('panel-api', USAGE, argv, parsePanelFlags);
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
-  // What this process runs (docs/deploy.md): the panel worker beside its hosting node, billing with -billing-meter.
-  log.info({ roles: ['panel-api'], queues: ['panel', ...(flags.billingMeter ? ['panel-billing'] : [])], schedules: ['panelSchedules', ...(flags.billingMeter ? ['billingSchedules'] : [])], controller: flags.controllerState }, 'starting');
+  // What this process runs (docs/deploy.md): the panel worker beside its hosting node (not with
+  // -no-hosting-node), billing with -billing-meter.
+  const own = !flags.noHostingNode;
+  log.info({ roles: ['panel-api'], hostingNode: own, queues: [...(own ? ['panel'] : []), ...(flags.billingMeter ? ['panel-billing'] : [])], schedules: [...(own ? ['panelSchedules'] : []), ...(flags.billingMeter ? ['billingSchedules'] : [])], controller: flags.controllerState }, 'starting');
   // Temporal SDK metrics into /metrics (or on TEMPORAL_METRICS_ADDR); traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   installTemporalRuntime({ logger: new DefaultLogger('WARN'), metrics: config.METRICS === 'on', prometheusAddress: config.TEMPORAL_METRICS_ADDR });
   startTracing({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: config.OTEL_SERVICE_NAME });

@@ -55,8 +55,8 @@ export interface PanelRuntimeOptions {
   databaseUrl?: string | ClientConfig;
   /** -controller-state: tick and heartbeat-age bounds (tests shorten them) */
   controller?: Partial<ControllerBounds>;
-  /** -node-api-listen: heartbeat interval told to agents, fallback poll of waiting long polls */
-  nodeApi?: { heartbeatSeconds?: number; pollFallbackMs?: number };
+  /** -node-api-listen: heartbeat interval told to agents, fallback poll of waiting long polls, hand-out lease */
+  nodeApi?: { heartbeatSeconds?: number; pollFallbackMs?: number; operationLeaseMs?: number };
   /** node operations: the panel task queue and how long an agent has to report (tests shorten it) */
   nodeOps?: Partial<NodeOpSettings>;
   /**

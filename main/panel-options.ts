@@ -22,7 +22,7 @@ export function npmStartPanelFlags(config: Config): PanelFlags {
  * The options of a panel process from the configuration, shared by `npm start` and
  * `panel-api serve`: its port, secrets and sessions, its own hosting node under DATA_DIR/hosting
  * (nginx where installed, else the built-in server; MariaDB on PANEL_HOSTING_DB_PORT where installed)
- * and the zone files there (with named-checkzone).
+ * and the zone files there (with named-checkzone); with -no-hosting-node neither (another process has them).
  */
 export async function panelOptions(config: Config, o: { db: Db; logger: Logger; temporalAddress: string; flags: PanelFlags }): Promise<PanelRuntimeOptions> {
   const hostingRoot = path.join(config.dataDir, 'hosting');
@@ -40,9 +40,9 @@ export async function panelOptions(config: Config, o: { db: Db; logger: Logger; 
     sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
     sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
     webhooks: { allowTargets: config.PANEL_WEBHOOK_ALLOW_TARGETS },
-    hosting: { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webTlsPort: config.PANEL_HOSTING_TLS_PORT, webHost: '0.0.0.0', mariadbPort: config.PANEL_HOSTING_DB_PORT, backupDir: path.join(hostingRoot, 'backups') },
+    hosting: o.flags.noHostingNode ? undefined : { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webTlsPort: config.PANEL_HOSTING_TLS_PORT, webHost: '0.0.0.0', mariadbPort: config.PANEL_HOSTING_DB_PORT, backupDir: path.join(hostingRoot, 'backups') },
     dns: {
-      zonesDir: (await zoneCheckerAvailable()) ? path.join(hostingRoot, 'etc', 'bind', 'zones') : null,
+      zonesDir: !o.flags.noHostingNode && (await zoneCheckerAvailable()) ? path.join(hostingRoot, 'etc', 'bind', 'zones') : null,
       nameservers: config.PANEL_DNS_NAMESERVERS.length ? config.PANEL_DNS_NAMESERVERS : DEFAULT_NAMESERVERS,
     },
   };

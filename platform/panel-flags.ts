@@ -21,6 +21,11 @@ export interface PanelFlags {
   billingMeter: boolean;
   requireTwoFactorRoles: Array<(typeof ROLES)[number]>;
   controllerState: boolean;
+  /**
+   * -no-hosting-node: this process runs neither the panel's own hosting node nor the panel worker
+   * beside it (one other panel-api does): the API, the node API and a controller candidate only
+   */
+  noHostingNode: boolean;
 }
 
 /**
@@ -51,6 +56,7 @@ const PANEL_FLAGS = {
   'require-2fa-roles': { type: 'string' },
   'billing-meter': { type: 'boolean' },
   'controller-state': { type: 'boolean' },
+  'no-hosting-node': { type: 'boolean' },
 } as const;
 
 /** `60s`, `5m`, `1h`, `500ms`, or a number of seconds; at least 1 s. */
@@ -69,10 +75,11 @@ const nodeFactsFile = z.object({
 export const splitFlags = (raw: string): string[] => raw.split(/\s+/).filter(Boolean);
 
 export function parsePanelFlags(argv: string[]): PanelFlags {
-  const flags: PanelFlags = { metricsIntervalMs: null, reconcile: null, placement: null, placementNodeFacts: null, nodeApiListen: null, billingMeter: false, requireTwoFactorRoles: [], controllerState: false };
+  const flags: PanelFlags = { metricsIntervalMs: null, reconcile: null, placement: null, placementNodeFacts: null, nodeApiListen: null, billingMeter: false, requireTwoFactorRoles: [], controllerState: false, noHostingNode: false };
   const { values } = parseFlags(argv, PANEL_FLAGS, { dash: '-' });
   flags.billingMeter = values['billing-meter'] ?? false;
   flags.controllerState = values['controller-state'] ?? false;
+  flags.noHostingNode = values['no-hosting-node'] ?? false;
   for (const [name, value] of Object.entries(values)) if (typeof value === 'string') apply(flags, name, value);
   return flags;
 }

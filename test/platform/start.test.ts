@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { npmStartPanelFlags } from '../../main/panel-options';
 import { ConfigError, loadConfig } from '../../platform/config';
+import { parsePanelFlags } from '../../platform/panel-flags';
 import { resolveTemporalCli } from '../../platform/temporal-cli';
 import { call, newAccount, startStack, type Stack } from '../helpers/stack';
 
@@ -56,6 +57,12 @@ describe('platform', function () {
       const plain = npmStartPanelFlags(loadConfig({}));
       assert.equal(plain.reconcile, 'dry-run', 'without PANEL_FLAGS: reconcile dry-run');
       assert.equal(plain.placement, null, 'without PANEL_FLAGS: no scheduled placement');
+    });
+
+    it('issue 35: panel-api -no-hosting-node runs no hosting node (a further panel host); npm start and plain panel-api keep theirs', function () {
+      assert.equal(parsePanelFlags(['-no-hosting-node', '-controller-state']).noHostingNode, true, '-no-hosting-node is read');
+      assert.equal(parsePanelFlags(['-controller-state']).noHostingNode, false, 'without it the process runs its hosting node');
+      assert.equal(npmStartPanelFlags(loadConfig({})).noHostingNode, false, 'npm start runs the hosting node');
     });
 
     it('issue 32 item 13: a bad PANEL_FLAGS stops with a ConfigError naming PANEL_FLAGS and the flag', function () {

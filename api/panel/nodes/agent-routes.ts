@@ -26,6 +26,8 @@ export interface AgentRouteOptions {
   heartbeatSeconds: number;
   /** how often a waiting long poll re-reads the queue anyway (ms); while the LISTEN connection is down, 1 s */
   pollFallbackMs: number;
+  /** an operation handed out and not reported within this lease is handed out again (ms) */
+  operationLeaseMs: number;
 }
 
 /** The longest a long poll waits (s). */
@@ -145,14 +147,14 @@ export function agentRoutes(o: AgentRouteOptions): Router {
     let operations: NodeOperation[];
     try {
       await touchPull(o.db, name);
-      operations = await claimOperations(o.db, name, PULL_LIMIT);
+      operations = await claimOperations(o.db, name, PULL_LIMIT, o.operationLeaseMs);
       if (!operations.length && waitMs > 0) {
         // LISTEN before reading the queue again, so an operation queued in between is not missed.
         sub = await o.wakeups.subscribe(name);
         for (;;) {
           // The agent went away: hand it nothing (what it would miss stays queued).
           if (gone) break;
-          operations = await claimOperations(o.db, name, PULL_LIMIT);
+          operations = await claimOperations(o.db, name, PULL_LIMIT, o.operationLeaseMs);
           const left = deadline - Date.now();
           if (operations.length || left <= 0) break;
           await sub.next(Math.min(left, o.wakeups.healthy ? o.pollFallbackMs : 1000));

@@ -15,6 +15,11 @@ export interface NodeApiDeps {
   heartbeatSeconds?: number;
   /** how often a waiting long poll re-reads the queue besides NOTIFY wake-ups; default 5 s */
   pollFallbackMs?: number;
+  /**
+   * an operation handed out and neither reported nor expired within this lease is handed out again
+   * (its answer may have been lost); default 30 s. Agents report each batch before they poll again.
+   */
+  operationLeaseMs?: number;
 }
 
 /** The node API (`panel-api serve -node-api-listen ADDR`), on a listener of its own: what agents call. */
@@ -22,7 +27,7 @@ export function createNodeApp(d: NodeApiDeps): Koa {
   const app = new Koa();
   app.proxy = false;
   app.use(panelContext(d.logger));
-  const routes = agentRoutes({ db: d.db, temporal: d.temporal, logger: d.logger, wakeups: d.wakeups, heartbeatSeconds: d.heartbeatSeconds ?? 10, pollFallbackMs: d.pollFallbackMs ?? 5000 });
+  const routes = agentRoutes({ db: d.db, temporal: d.temporal, logger: d.logger, wakeups: d.wakeups, heartbeatSeconds: d.heartbeatSeconds ?? 10, pollFallbackMs: d.pollFallbackMs ?? 5000, operationLeaseMs: d.operationLeaseMs ?? 30_000 });
   app.use(routes.routes());
   app.use(routes.allowedMethods());
   return app;

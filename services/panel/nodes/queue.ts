@@ -7,8 +7,8 @@ import type { Logger } from '../../../platform/logger';
 import { isUuid } from '../shared/chain';
 
 // The queue of operations each node's agent pulls (PANEL.md section 4): queued in the transaction
-// of the change they carry, claimed by the agent, closed once by its result or by expiry, and
-// announced on NOTIFY channels so long polls and waiting workflows wake at once.
+// of the change they carry, handed out to the agent (again after a lease while not reported), closed
+// once by its result or by expiry, and announced on NOTIFY channels so long polls and waiting workflows wake at once.
 
 type Q = Knex | Knex.Transaction;
 
@@ -45,14 +45,21 @@ export async function queueOperation(trx: Q, node: string, op: NodeOperation): P
   return inserted.length > 0;
 }
 
-/** Marks up to `limit` queued operations of `node` sent (oldest first) and returns them, in queue order. */
-export async function claimOperations(db: Q, node: string, limit: number): Promise<NodeOperation[]> {
+/**
+ * Hands out up to `limit` operations of `node` (oldest first, in queue order): the queued ones, and
+ * those sent more than `leaseMs` ago and neither reported nor expired since (the answer that carried
+ * them may never have reached the node: a link cut after the hand-out). The node applies an id it
+ * applied already only once (hosting-node/operation-queue.ts), so a second hand-out is safe.
+ */
+export async function claimOperations(db: Q, node: string, limit: number, leaseMs: number): Promise<NodeOperation[]> {
   const { rows } = await db.raw(
     `UPDATE panel_node_ops o SET status = 'sent', sent_at = now(), attempts = o.attempts + 1
-     FROM (SELECT id FROM panel_node_ops WHERE node_name = ? AND status = 'queued' ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) q
+     FROM (SELECT id FROM panel_node_ops
+           WHERE node_name = ? AND (status = 'queued' OR (status = 'sent' AND sent_at <= now() - make_interval(secs => ?)))
+           ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) q
      WHERE o.id = q.id
      RETURNING o.payload, o.created_at, o.id`,
-    [node, Math.max(1, Math.floor(limit))],
+    [node, Math.max(0, leaseMs) / 1000, Math.max(1, Math.floor(limit))],
   );
   rows.sort((a: { created_at: Date; id: string }, b: { created_at: Date; id: string }) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));
   return rows.map((r: { payload: NodeOperation }) => r.payload);
