@@ -2,6 +2,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
 import { Counter, Histogram } from 'prom-client';
 import type { Provider } from '../domain/catalog/model';
+import type { KeyCooldowns } from '../domain/catalog/route-health';
 import { registry } from '../platform/metrics';
 import { attemptAttributes } from '../platform/tracing';
 
@@ -25,6 +26,8 @@ export interface UpstreamOptions {
   timeoutMs: number;
   signal?: AbortSignal;
   authHeaders: (key: string) => Record<string, string>;
+  /** this process's rejected keys: skipped while they cool down (issue 36 part 3); absent: every key in order */
+  keyHealth?: KeyCooldowns;
 }
 
 export interface FormPart {
@@ -75,8 +78,8 @@ export function postUpstreamForm(provider: Provider, path: string, parts: FormPa
 }
 
 /**
- * Sends with the next upstream key only when the provider rejected the key itself. A connection
- * dropped after sending is never retried.
+ * Sends with the next upstream key only when the provider rejected the key itself (that key then
+ * cools down, with opts.keyHealth). A connection dropped after sending is never retried.
  */
 async function send(
   provider: Provider,
@@ -84,7 +87,7 @@ async function send(
   payload: () => { body: string | FormData; headers: Record<string, string> },
   opts: UpstreamOptions,
 ): Promise<UpstreamResponse> {
-  const keys = provider.api_keys.length ? provider.api_keys : [''];
+  const keys = !provider.api_keys.length ? [''] : opts.keyHealth ? opts.keyHealth.usable(provider.id, provider.api_keys) : provider.api_keys;
   for (let i = 0; ; i++) {
     const { body, headers } = payload();
     let res: UpstreamResponse;
@@ -126,6 +129,10 @@ async function send(
     if (res.statusCode >= 500 || res.statusCode === 429) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
     if (res.statusCode >= 400) failures.inc({ ...labels, kind: `http_${res.statusCode}` });
+    if (keys[i]) {
+      if (KEY_REJECTED.has(res.statusCode)) opts.keyHealth?.rejected(provider.id, keys[i], res.statusCode);
+      else if (res.statusCode < 400) opts.keyHealth?.accepted(provider.id, keys[i]);
+    }
     if (KEY_REJECTED.has(res.statusCode) && i + 1 < keys.length) {
       await res.body.dump();
       continue;
