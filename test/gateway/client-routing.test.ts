@@ -180,6 +180,16 @@ describe('issue 36 parts 2 and 3: models, provider preferences, retries, key coo
       assert.ok(r.status === 400 || r.status === 403, `${JSON.stringify(extra)}: ${r.text}`);
       assert.ok(String(r.json.error.param).startsWith(param), `${JSON.stringify(extra)} names ${param}: ${r.text}`);
     }
+    // one hold is complimentary or billed: a free-trial plan's free model cannot fall back to a billed one
+    const trial = await newAccount({ tier: 'free_trial' });
+    const free = `cr-free-${uid()}`;
+    await setModel(env.db, { id: free, provider: pa, upstream: `f-${uid()}`, capabilities: 'text', tiers: 'pro,free_trial', 'free-trial': 'true', ...CHEAP });
+    const billed = `cr-billed-${uid()}`;
+    await setModel(env.db, { id: billed, provider: pa, upstream: `g-${uid()}`, capabilities: 'text', tiers: 'pro,free_trial', ...CHEAP });
+    await new Promise((r) => setTimeout(r, 200));
+    const mixed = await raw(trial.key, { model: free, models: [billed] });
+    assert.equal(mixed.status, 400, mixed.text);
+    assert.equal(mixed.json.error.param, 'models[0]', 'names the fallback billed otherwise');
     const none = await raw(acct.key, { model, provider: { only: [pc] } });
     assert.equal(none.status, 400, none.text);
     assert.equal(none.json.error.code, 'no_route', 'no_route');

@@ -72,8 +72,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const access = typeof body.model === 'string' && body.model ? await checkAccess(deps.catalog, auth, body.model, 'text', dialect.endpoint) : null;
     const req = validate(dialect.schema, body);
     const { model, complimentary: primaryFree } = access ?? (await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint));
-    const { candidates, models } = await requestCandidates(deps, auth, dialect.endpoint, model, req as RoutingRequest);
-    const complimentary = primaryFree && models.every((m) => m.complimentary);
+    const { candidates } = await requestCandidates(deps, auth, dialect.endpoint, { model, complimentary: primaryFree }, req as RoutingRequest);
+    const complimentary = primaryFree;
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     // Above the model's limit, the output-token limit is clamped to it (coding tools send their own
     // default for models they do not know) and the clamp reported; the hold is sized by the clamped value.
@@ -112,8 +112,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     let fallbackTariff: Tariff | null = null;
     const promptBound = dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0);
     const audioUse = { input: audio.input !== null, output: audio.output !== null };
-    // The hold covers the dearest candidate model that may answer.
-    const held = [model, ...models.map((m) => m.model)].map((m) => holdForText(m, promptBound, Math.min(asked ?? m.max_output_tokens, m.max_output_tokens), audioUse)).reduce((a, b) => (lt(a, b) ? b : a));
+    // The hold covers the dearest model with a candidate route (one that may answer).
+    const held = [...new Set(candidates.map((c) => c.model))].map((m) => holdForText(m, promptBound, Math.min(asked ?? m.max_output_tokens, m.max_output_tokens), audioUse)).reduce((a, b) => (lt(a, b) ? b : a));
 
     const { hold, report } = await beginBillableCall(deps, ctx, {
       started,
@@ -226,7 +226,8 @@ function withoutRouting(body: Record<string, unknown>): Record<string, unknown> 
  * and unknown provider ids are refused naming the field; preferences that leave no route, with
  * the reason of each route (no_route).
  */
-async function requestCandidates(deps: InferenceDeps, auth: AuthRecord, endpoint: string, model: CatalogModel, req: RoutingRequest) {
+async function requestCandidates(deps: InferenceDeps, auth: AuthRecord, endpoint: string, primary: { model: CatalogModel; complimentary: boolean }, req: RoutingRequest) {
+  const { model } = primary;
   const prefs = req.provider ?? {};
   const fallbackIds = [...new Set(req.models ?? [])].filter((id) => id !== model.id);
   const wrong = contradiction(prefs, fallbackIds.length);
@@ -245,12 +246,15 @@ async function requestCandidates(deps: InferenceDeps, auth: AuthRecord, endpoint
       if (err instanceof GatewayError && err.param === 'model') throw new GatewayError(err.code, { ...err.vars, param: `models[${req.models!.indexOf(id)}]` }, err.headers);
       throw err;
     }
+    // One hold is either complimentary or billed: a free model's fallback must be free too, and the reverse.
+    const m = models[models.length - 1];
+    if (m.complimentary !== primary.complimentary) throw new GatewayError('invalid_parameter', { param: `models[${req.models!.indexOf(id)}]`, detail: `'${id}' is ${m.complimentary ? '' : 'not '}complimentary on this plan, '${model.id}' is ${primary.complimentary ? '' : 'not '}complimentary; a request's models are billed alike` });
   }
   const all: ModelRoutes[] = [];
   for (const m of [model, ...models.map((x) => x.model)]) all.push({ model: m, routes: routeOrder(await deps.catalog.routes(m), Math.random) });
   const plan = planRoutes(all, prefs, (k) => deps.health.measures.get(k));
   if (!plan.ok) throw new GatewayError('no_route', { param: 'provider', detail: plan.reasons.map((r) => `${r.model} via ${r.provider} (${r.upstream_model}): ${r.reason}`).join('; ') });
-  return { candidates: plan.candidates, models };
+  return { candidates: plan.candidates };
 }
 
 function clientHeaders(ctx: Context, names: string[] = []): Record<string, string> {
