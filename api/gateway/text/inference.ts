@@ -71,9 +71,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     // The model first: an unknown model is reported as such, whatever else the body holds.
     const access = typeof body.model === 'string' && body.model ? await checkAccess(deps.catalog, auth, body.model, 'text', dialect.endpoint) : null;
     const req = validate(dialect.schema, body);
-    const { model, complimentary: primaryFree } = access ?? (await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint));
-    const { candidates } = await requestCandidates(deps, auth, dialect.endpoint, { model, complimentary: primaryFree }, req as RoutingRequest);
-    const complimentary = primaryFree;
+    const { model, complimentary } = access ?? (await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint));
+    const { candidates } = await requestCandidates(deps, auth, dialect.endpoint, { model, complimentary }, req as RoutingRequest);
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     // Above the model's limit, the output-token limit is clamped to it (coding tools send their own
     // default for models they do not know) and the clamp reported; the hold is sized by the clamped value.
