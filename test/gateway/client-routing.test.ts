@@ -260,6 +260,30 @@ describe('issue 36 parts 2 and 3: models, provider preferences, retries, key coo
     assert.equal(new Decimal(row.charge).toString(), '0', 'a broken stream is not billed');
   });
 
+  it('money under concurrency: 24 requests at once over retries and fallback models, each held once and charged once at its answering model price', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const [flaky, down] = [`flaky-${uid()}`, `down-${uid()}`];
+    await behave(down, { status: 503 });
+    await behave(flaky, { status: 502, status_times: 6 });
+    const primary = await routedModel(CHEAP, [pa, down]);
+    const fallback = await routedModel(DEAR, [pb, flaky], [pc, `ok-${uid()}`]);
+    await setRoute(env.db, { model: fallback, provider: pb, upstream: flaky, priority: 0, retries: 1, retry_backoff_ms: 20 });
+    await new Promise((r) => setTimeout(r, 200));
+    const answers = await Promise.all(Array.from({ length: 24 }, () => chat(acct.key, primary, { models: [fallback] }, 'busy [sim tokens=4]')));
+    let total = new Decimal(0);
+    for (const { data, response } of answers) {
+      assert.equal(data.model, fallback, 'the fallback model answered');
+      const { expected } = await chargedOnce(response.headers.get('x-gateway-request-id')!, data.usage!, DEAR);
+      total = total.plus(expected);
+    }
+    const account = await env.db('accounts').where({ id: acct.accountId }).first();
+    assert.equal(new Decimal(account.total_usage).toString(), total.toString(), 'usage is the sum of the charges');
+    assert.equal(new Decimal(account.reserved_credits).toString(), '0', 'no hold left');
+    const ledger = await env.db('ledger').where({ account_id: acct.accountId }).select('kind', 'amount');
+    const sum = (k: string) => ledger.filter((l) => l.kind === k).reduce((s, l) => s.plus(l.amount), new Decimal(0));
+    assert.equal(sum('hold').minus(sum('release')).plus(sum('charge')).toString(), total.toString(), 'the balance is derivable from the ledger');
+  });
+
   it('a provider key rejected with 401 cools down: skipped by the next requests, shown in the admin API and /metrics', async () => {
     const acct = await newAccount();
     const pk = `cr-keys-${uid()}`;
