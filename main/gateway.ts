@@ -26,6 +26,7 @@ import { loadSealingKey } from '../platform/secret-box';
 import { observedClientOptions } from '../platform/temporal-client';
 import { temporalConnectOptions, temporalSecurity, type TemporalSecurity } from '../platform/temporal-connection';
 import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
+import { ROUTING_DEFAULTS, UpstreamHealth, type RoutingSettings } from '../api/gateway/text/routing';
 import { REFUSAL_LOG_DEFAULTS, RefusalLog, type RefusalLogSettings } from '../api/shared/refusal-log';
 
 export interface GatewayRuntimeOptions {
@@ -54,6 +55,8 @@ export interface GatewayRuntimeOptions {
   corsOrigins?: CorsOrigins;
   /** ROUTE_BREAKER_*: when a model's route is skipped after failures; absent: BREAKER_DEFAULTS */
   routeBreaker?: Partial<BreakerSettings>;
+  /** ROUTE_RETRY_BUDGET_MS, UPSTREAM_KEY_COOLDOWN_MS; absent: ROUTING_DEFAULTS */
+  routing?: Partial<RoutingSettings>;
   /** GATEWAY_WEBHOOK_ALLOW_TARGETS: internal addresses account webhooks may target */
   webhookAllowTargets?: string[];
   /** where outcomes PostgreSQL cannot take wait (DATA_DIR/outcome-journal) and its bounds; absent: in memory */
@@ -101,7 +104,9 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     : undefined;
   // The credits variant keeps the same request log (REQUEST_LOG_*), keyed by its request ids.
   const creditsLog = isKeyed ? undefined : startRequestLog(o.db, o.logger, { ...KEYED_DEFAULTS, ...o.keyed });
-  const admin = adminRoutes({ db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation, webhookAllowTargets: o.webhookAllowTargets ?? [] });
+  const routing = { ...ROUTING_DEFAULTS, ...o.routing };
+  const health = new UpstreamHealth(routing, Date.now);
+  const admin = adminRoutes({ health, db: o.db, token: o.adminToken ?? null, defaultKeyFormat: isKeyed ? 'mt' : 'gw_ai', variant: isKeyed ? 'keyed' : 'credits', invalidation, webhookAllowTargets: o.webhookAllowTargets ?? [] });
   const dashboard = createDashboard({
     db: o.db,
     logger: o.logger,
@@ -113,7 +118,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   });
   const drain = new Drain();
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), refusals, drain });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), health, retryBudgetMs: routing.retryBudgetMs, refusals, drain });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   // Settled once nothing has been in flight for 200 ms: a client whose stream began before the
   // drain may still send one more request on its connection (answered with Connection: close).
@@ -182,6 +187,7 @@ export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string;
     webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
     refusalLog: { linesPerWindow: config.REFUSAL_LOG_LINES_PER_MINUTE },
     routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
+    routing: { retryBudgetMs: config.ROUTE_RETRY_BUDGET_MS, keyCooldownMs: config.UPSTREAM_KEY_COOLDOWN_MS },
     keyed: {
       authFailureLimit: config.AUTH_FAILURE_LIMIT,
       authFailureWindowMs: config.AUTH_FAILURE_WINDOW_SECONDS * 1000,

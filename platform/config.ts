@@ -103,6 +103,8 @@ const schema = z.object({
   ROUTE_BREAKER_FAILURES: z.coerce.number().int().positive().default(5),
   ROUTE_BREAKER_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   ROUTE_BREAKER_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
+  ROUTE_RETRY_BUDGET_MS: z.coerce.number().int().min(0).default(10_000),
+  UPSTREAM_KEY_COOLDOWN_MS: z.coerce.number().int().positive().default(60_000),
   // Outcomes PostgreSQL cannot take wait in DATA_DIR/outcome-journal; past either bound a gateway
   // process refuses new requests with 503 until they are written (docs/credits.md).
   OUTCOME_JOURNAL_MAX_ENTRIES: z.coerce.number().int().positive().default(100_000),

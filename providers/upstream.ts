@@ -2,6 +2,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
 import { Counter, Histogram } from 'prom-client';
 import type { Provider } from '../domain/catalog/model';
+import type { KeyCooldowns } from '../domain/catalog/route-health';
 import { registry } from '../platform/metrics';
 import { attemptAttributes } from '../platform/tracing';
 
@@ -25,6 +26,8 @@ export interface UpstreamOptions {
   timeoutMs: number;
   signal?: AbortSignal;
   authHeaders: (key: string) => Record<string, string>;
+  /** this process's rejected keys: skipped while they cool down (issue 36 part 3); absent: every key in order */
+  keyHealth?: KeyCooldowns;
 }
 
 export interface FormPart {
@@ -75,8 +78,8 @@ export function postUpstreamForm(provider: Provider, path: string, parts: FormPa
 }
 
 /**
- * Sends with the next upstream key only when the provider rejected the key itself. A connection
- * dropped after sending is never retried.
+ * Sends with the next upstream key only when the provider rejected the key itself (that key then
+ * cools down, with opts.keyHealth). A connection dropped after sending is never retried.
  */
 function send(
   provider: Provider,
@@ -84,7 +87,10 @@ function send(
   payload: () => { body: string | FormData; headers: Record<string, string> },
   opts: UpstreamOptions,
 ): Promise<UpstreamResponse> {
-  return sendWithKeys(provider, path, async (key) => {
+  return sendWithKeys(
+    provider,
+    path,
+    async (key) => {
     const { body, headers } = payload();
     try {
       return await request(new URL(path, provider.base_url), {
@@ -106,16 +112,19 @@ function send(
       // Refused connections never carried the request; anything else may have.
       throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
     }
-  });
+    },
+    opts.keyHealth,
+  );
 }
 
 /**
  * One provider call per key until one is not refused as a key (401/403), measured and traced:
  * `attempt` sends with a key ('' when the provider has none) and throws an UpstreamFailure, or
- * anything else for the caller's abort. Shared by kinds whose client library does its own HTTP.
+ * anything else for the caller's abort; a rejected key cools down (keyHealth). Shared by kinds whose client library does its own HTTP.
  */
-export async function sendWithKeys(provider: Provider, route: string, attempt: (key: string) => Promise<UpstreamResponse>): Promise<UpstreamResponse> {
-  const keys = provider.api_keys.length ? provider.api_keys : [''];
+export async function sendWithKeys(provider: Provider, route: string, attempt: (key: string) => Promise<UpstreamResponse>, keyHealth?: KeyCooldowns): Promise<UpstreamResponse> {
+  // keys cooling after a rejection go last (domain/catalog/route-health.ts)
+  const keys = !provider.api_keys.length ? [''] : keyHealth ? keyHealth.usable(provider.id, provider.api_keys) : provider.api_keys;
   for (let i = 0; ; i++) {
     let res: UpstreamResponse;
     const labels = { provider: provider.id, route };
@@ -141,6 +150,10 @@ export async function sendWithKeys(provider: Provider, route: string, attempt: (
     if (res.statusCode >= 500 || res.statusCode === 429) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
     if (res.statusCode >= 400) failures.inc({ ...labels, kind: `http_${res.statusCode}` });
+    if (keys[i]) {
+      if (KEY_REJECTED.has(res.statusCode)) keyHealth?.rejected(provider.id, keys[i], res.statusCode);
+      else if (res.statusCode < 400) keyHealth?.accepted(provider.id, keys[i]);
+    }
     if (KEY_REJECTED.has(res.statusCode) && i + 1 < keys.length) {
       await res.body.dump();
       continue;

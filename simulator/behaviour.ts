@@ -50,6 +50,8 @@ export const PARSERS = {
   latency: int(0, MAX_MS),
   chunk_delay: int(0, MAX_MS),
   status: int(400, 599), // errors only; unset the control for a normal answer
+  status_times: int(1, 1_000_000), // `status` for this many requests of the model, then normal answers
+  retry_after: int(0, 86_400), // Retry-After seconds sent with `status` (429: 1 unless set)
   error_code: text,
   hang: flag,
   drop_after: int(0, MAX_TOKENS),

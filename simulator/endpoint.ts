@@ -118,15 +118,18 @@ export async function admit<R extends GenRequest>(
     return null;
   }
 
-  if (behaviour.status !== undefined) {
+  const given = state.statusGiven.get(request.model) ?? 0;
+  if (behaviour.status !== undefined && (behaviour.status_times === undefined || given < behaviour.status_times)) {
+    state.statusGiven.set(request.model, given + 1);
     const status = behaviour.status;
+    const retryAfter = behaviour.retry_after ?? (status === 429 ? 1 : undefined);
     dialect.fail(res, {
       reason: 'simulated',
       status,
       message: `Simulated upstream error (status ${status}).`,
       code: behaviour.error_code ?? DEFAULT_ERROR_CODES[status] ?? null,
       errorCode: behaviour.error_code,
-      headers: status === 429 ? { 'retry-after': '1' } : {},
+      headers: retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {},
     });
     return null;
   }

@@ -144,7 +144,7 @@ async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimS
 
 export async function startSimulator(opts: SimulatorOptions): Promise<SimulatorHandle> {
   const host = opts.host ?? '127.0.0.1';
-  const state: SimState = { stats: new Stats(), defaults: new BehaviourDefaults(), videos: new VideoJobs(), generations: new Generations() };
+  const state: SimState = { stats: new Stats(), defaults: new BehaviourDefaults(), videos: new VideoJobs(), generations: new Generations(), statusGiven: new Map() };
 
   const server = createServer((req, res) => {
     // Whatever a client sends or does, the process must survive it.

@@ -122,4 +122,6 @@ export interface SimState {
   videos: VideoJobs;
   /** Late costs of audio requests (`/v1/generations/{id}`). */
   generations: Generations;
+  /** `status` answers given per model, for `status_times` */
+  statusGiven: Map<string, number>;
 }

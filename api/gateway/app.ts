@@ -17,6 +17,7 @@ import { chatDialect } from './text/dialects/chat';
 import { messagesDialect } from './text/dialects/messages';
 import { responsesDialect } from './text/dialects/responses';
 import { inference } from './text/inference';
+import { ROUTING_DEFAULTS, UpstreamHealth } from './text/routing';
 import { imageRoutes } from './media/images/routes';
 import { installerRoutes } from './installer/routes';
 import { credits, generation, keyInfo, model, models, usage } from './reads/reads';
@@ -57,6 +58,10 @@ export interface GatewayDeps {
   metrics?: MetricsSettings;
   /** the circuit breakers of the models' routes (one set per process); absent: default settings */
   breakers?: CircuitBreakers;
+  /** route measures and cooled provider keys (one per process, the admin API shows it too); absent: a new one */
+  health?: UpstreamHealth;
+  /** ROUTE_RETRY_BUDGET_MS; absent: ROUTING_DEFAULTS */
+  retryBudgetMs?: number;
   /** the info lines of 4xx answers, rate-limited per client; absent: default settings */
   refusals?: RefusalLog;
   /** this process's drain (SIGTERM): /readyz answers 503 meanwhile, requests see its cut */
@@ -73,7 +78,12 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
     if (deps.drain?.draining) ctx.set('connection', 'close');
     return next();
   });
-  const textDeps = { ...deps, breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS, Date.now) };
+  const textDeps = {
+    ...deps,
+    breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS, Date.now),
+    health: deps.health ?? new UpstreamHealth(ROUTING_DEFAULTS, Date.now),
+    retryBudgetMs: deps.retryBudgetMs ?? ROUTING_DEFAULTS.retryBudgetMs,
+  };
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key
   const tracing = tracingMiddleware('gateway'); // OTEL_EXPORTER_OTLP_ENDPOINT unset: null, nothing added

@@ -33,4 +33,15 @@ export interface CatalogRoute {
   priority: number;
   /** share of the traffic among routes of equal priority */
   weight: number;
+  /** how a failed attempt is tried again on this route (services/catalog/routes.ts) */
+  retry: RetryPolicy;
 }
+
+/** A route's retries: count, backoff base, and the failures that trigger one ('connect' or a status). */
+export interface RetryPolicy {
+  retries: number;
+  backoffMs: number;
+  on: string[];
+}
+
+export const RETRY_DEFAULTS: RetryPolicy = { retries: 0, backoffMs: 250, on: ['connect', '429', '500', '502', '503', '504'] };

@@ -67,21 +67,32 @@ export interface RequestReport {
   lateCost?: { providerId: string; generationId: string };
   /** the request span's W3C traceparent (tracing on): the settlement workflow's start links to it */
   trace?: string;
+  /**
+   * Text requests answered by a fallback model of their `models` (issue 36 part 2): that model's
+   * tariff, taken from the catalog when the request began, prices the charge; the hold was sized
+   * for the dearest candidate, so the charge stays within it. Absent: the hold's tariff.
+   */
+  tariff?: Tariff;
   /** text requests: the route that answered and every route tried (issue 23, feature 1) */
   routing?: Routing;
 }
 
 /** One try of a model's route: answered (`ok`, or `refused` the request itself), failed, or skipped (circuit open). */
 export interface RouteAttempt {
+  /** the model the route serves (a request's `models` may name several) */
+  model?: string;
   provider: string;
   upstream_model: string;
   result: 'ok' | 'refused' | 'failed' | 'skipped';
   http_status?: number | null;
   error?: string | null;
+  /** the retry on the same route (1 for the first); absent on a route's first attempt */
+  retry?: number;
 }
 
 export interface Routing {
-  /** the route that answered; null when none did */
+  /** the model and route that answered; null when none did */
+  model?: string | null;
   provider: string | null;
   upstream_model: string | null;
   attempts: RouteAttempt[];
@@ -99,14 +110,14 @@ export interface HoldTerms {
   complimentary: boolean;
 }
 
-export type ChargedOutcome = Pick<RequestReport, 'usage' | 'providerCost' | 'billable' | 'media'>;
+export type ChargedOutcome = Pick<RequestReport, 'usage' | 'providerCost' | 'billable' | 'media' | 'tariff'>;
 
 /**
  * The charge of an outcome: the one rule behind both what the answer shows (the API, at once)
  * and what settlement writes to the ledger, so the two never differ.
  */
 export function chargeOf(t: HoldTerms, o: ChargedOutcome): Charge {
-  return computeCharge({ tariff: t.tariff, held: t.held, complimentary: t.complimentary, usage: o.usage, providerCost: o.providerCost, billable: o.billable, media: o.media });
+  return computeCharge({ tariff: o.tariff ?? t.tariff, held: t.held, complimentary: t.complimentary, usage: o.usage, providerCost: o.providerCost, billable: o.billable, media: o.media });
 }
 
 /** The state a hold resolves to (invariant 3): cancelled by the client, released when nothing is billed, else settled. */

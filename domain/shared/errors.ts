@@ -50,6 +50,8 @@ export const ERRORS = {
   generation_failed: { status: 502, type: 'api_error', message: 'The provider returned no result.' },
   provider_error: { status: 502, type: 'api_error', message: 'The provider failed: {detail}' },
   provider_timeout: { status: 504, type: 'api_error', message: 'The provider did not answer within {timeout_ms} ms.' },
+  // detail: why each route was left out (domain/catalog/preferences.ts)
+  no_route: { status: 400, type: 'invalid_request_error', message: 'No route is left for this request by its provider preferences: {detail}' },
   provider_unavailable: { status: 503, type: 'api_error', message: 'Model {model} is temporarily unavailable; retry later.' },
   model_pricing_unavailable: { status: 503, type: 'api_error', message: 'The tariff of model {model} is not synchronised yet; retry later.' },
   service_unavailable: { status: 503, type: 'api_error', message: '{detail}' },

@@ -109,5 +109,5 @@ export function sendBedrock(provider: Provider, call: BedrockCall, opts: Upstrea
     } catch (err) {
       return failure(err, opts);
     }
-  });
+  }, opts.keyHealth);
 }

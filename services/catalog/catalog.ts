@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import type { CatalogModel, CatalogRoute, Provider } from '../../domain/catalog/model';
+import { RETRY_DEFAULTS, type CatalogModel, type CatalogRoute, type Provider } from '../../domain/catalog/model';
 import type { CacheInvalidation } from '../../platform/cache-invalidation';
 
 /** A provider's row read now (workers, which keep no catalog); undefined when unknown. */
@@ -38,7 +38,7 @@ export class Catalog {
       const provider = this.providers.get(r.provider_id);
       if (!provider) continue;
       const list = byModel.get(r.model_id) ?? [];
-      list.push({ provider, upstreamModel: r.upstream_model, priority: r.priority, weight: r.weight });
+      list.push({ provider, upstreamModel: r.upstream_model, priority: r.priority, weight: r.weight, retry: { retries: r.retries, backoffMs: r.retry_backoff_ms, on: r.retry_on } });
       byModel.set(r.model_id, list);
     }
     this.routesByModel = byModel;
@@ -71,7 +71,7 @@ export class Catalog {
     const own = this.routesByModel.get(model.id);
     if (own?.length) return own;
     const provider = this.providers.get(model.provider_id);
-    return provider ? [{ provider, upstreamModel: model.upstream_model, priority: 0, weight: 1 }] : [];
+    return provider ? [{ provider, upstreamModel: model.upstream_model, priority: 0, weight: 1, retry: RETRY_DEFAULTS }] : [];
   }
 
   async provider(id: string): Promise<Provider | undefined> {

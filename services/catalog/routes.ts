@@ -10,6 +10,13 @@ import { InvalidInput, NotFound } from '../shared/errors';
 
 const int = (min: number, max: number) => z.union([z.number(), z.string().regex(/^\d+$/, 'must be a whole number').transform(Number)]).pipe(z.number().int().min(min).max(max));
 
+/** The failures that trigger a retry: 'connect' (no answer's headers) or statuses 408, 409, 425, 429, 5xx; a list or 'a,b'. */
+const RETRY_ON = /^(connect|408|409|425|429|5\d\d)$/;
+const retryOn = z
+  .union([z.array(z.string()), z.string().transform((s) => (s ? s.split(',').map((x) => x.trim()) : []))])
+  .pipe(z.array(z.string().regex(RETRY_ON, "each entry is 'connect' or a status: 408, 409, 425, 429 or 5xx")).max(20))
+  .transform((l) => [...new Set(l)]);
+
 export const routeInput = z.object({
   model: z.string().min(1).max(200),
   provider: z.string().min(1).max(100),
@@ -17,6 +24,10 @@ export const routeInput = z.object({
   // lower first; equal priorities share the traffic by weight
   priority: int(0, 1000).default(0),
   weight: int(1, 1000).default(1),
+  // retries on this route before the request moves on (issue 36 part 3); absent: kept as they are
+  retries: int(0, 10).optional(),
+  retry_backoff_ms: int(0, 60_000).optional(),
+  retry_on: retryOn.optional(),
 });
 
 export const routeKey = routeInput.pick({ model: true, provider: true, upstream: true });
@@ -27,9 +38,12 @@ export interface RouteRow {
   upstream_model: string;
   priority: number;
   weight: number;
+  retries: number;
+  retry_backoff_ms: number;
+  retry_on: string[];
 }
 
-const COLUMNS = ['model_id', 'provider_id', 'upstream_model', 'priority', 'weight'];
+const COLUMNS = ['model_id', 'provider_id', 'upstream_model', 'priority', 'weight', 'retries', 'retry_backoff_ms', 'retry_on'];
 const ORDER = [{ column: 'priority' }, { column: 'weight', order: 'desc' }, { column: 'provider_id' }, { column: 'upstream_model' }] as const;
 
 async function knownModel(db: Knex, id: string): Promise<void> {
@@ -53,16 +67,18 @@ async function mirrorTopRoute(trx: Knex, modelId: string): Promise<void> {
   if (top) await trx('models').where({ id: modelId }).update({ provider_id: top.provider_id, upstream_model: top.upstream_model, updated_at: trx.fn.now() });
 }
 
-/** Adds a route, or changes the priority and weight of an existing one. */
+/** Adds a route, or changes the priority, weight and retries of an existing one (retry settings not given are kept). */
 export async function setRoute(db: Db, input: z.input<typeof routeInput>) {
   const r = routeInput.parse(input);
   return db.transaction(async (trx) => {
     await knownModel(trx, r.model);
     await knownProvider(trx, r.provider);
+    const retry = { retries: r.retries, retry_backoff_ms: r.retry_backoff_ms, retry_on: r.retry_on };
+    const given = Object.keys(retry).filter((k) => retry[k as keyof typeof retry] !== undefined);
     await trx('model_routes')
-      .insert({ model_id: r.model, provider_id: r.provider, upstream_model: r.upstream, priority: r.priority, weight: r.weight })
+      .insert({ model_id: r.model, provider_id: r.provider, upstream_model: r.upstream, priority: r.priority, weight: r.weight, ...retry })
       .onConflict(['model_id', 'provider_id', 'upstream_model'])
-      .merge(['priority', 'weight']);
+      .merge(['priority', 'weight', ...given]);
     await mirrorTopRoute(trx, r.model);
     return { model: r.model, routes: await trx('model_routes').where({ model_id: r.model }).orderBy([...ORDER]).select(COLUMNS) };
   });

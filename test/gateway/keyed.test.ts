@@ -500,7 +500,7 @@ describe('keyed gateway variant (spec 3 A)', function () {
           held: null,
           billing: 'settled',
           // the route that answered (issue 23, feature 1)
-          route: { provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', attempts: [{ provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', result: 'ok', http_status: 200, error: null }] },
+          route: { model: 'sim-gpt', provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', attempts: [{ model: 'sim-gpt', provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', result: 'ok', http_status: 200, error: null }] },
           ip: '',
           created_at: '',
         },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { CatalogRoute } from '../../domain/catalog/model';
+import { RETRY_DEFAULTS, type CatalogRoute } from '../../domain/catalog/model';
 import { CircuitBreakers, routeOrder } from '../../domain/catalog/routing';
 
 // The pure rules behind routing (domain/catalog/routing.ts): the order of routes and the breaker's states.
@@ -7,6 +7,7 @@ import { CircuitBreakers, routeOrder } from '../../domain/catalog/routing';
 const route = (provider: string, priority: number, weight = 1): CatalogRoute => ({
   provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1' },
   upstreamModel: 'm',
+  retry: RETRY_DEFAULTS,
   priority,
   weight,
 });

@@ -167,7 +167,7 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     const good = `ok-${uid()}`;
     const model = await routedModel([provider, dropping], [provider, good]);
     const r = await chat(acct.key, model, { stream: true, messages: [{ role: 'user', content: 'break [sim tokens=10 drop_after=3]' }] });
-    assert.equal(r.status, 200);
+    assert.equal(r.status, 200, r.text);
     assert.match(r.text, /Echo/);
     assert.match(r.text, /provider_error/);
     assert.equal(await callsTo(dropping), 1);
@@ -277,6 +277,6 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
   it('the fallback counter counts moves to the next route', async () => {
     const metrics = await fetch(`${stack.gateway.url}/metrics`);
     const text = await metrics.text();
-    assert.match(text, /gateway_route_fallbacks_total\{model="routed-[0-9a-f]{8}",provider="route-sim-[0-9a-f]{8}"\} [1-9]/, text.slice(0, 300));
+    assert.match(text, /gateway_route_fallbacks_total\{model="routed-[0-9a-f]{8}",provider="route-sim-[0-9a-f]{8}",reason="http_503"\} [1-9]/, text.slice(0, 300));
   });
 });

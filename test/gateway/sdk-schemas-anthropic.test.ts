@@ -4,6 +4,7 @@ import ts from 'typescript';
 import Anthropic from '@anthropic-ai/sdk';
 import { countTokensSchema, messagesRequestSchema } from '../../api/gateway/text/messages-schema';
 import { env } from '../setup/env';
+import { ROUTING_FIELDS } from '../../api/gateway/text/routing-schema';
 import { call, newAccount, useStack, type TestAccount } from '../helpers/stack';
 
 // The gateway's Messages schema against the newest @anthropic-ai/sdk's request TYPES (GA and beta,
@@ -75,7 +76,8 @@ function fields(file: string, name: string): Map<string, Sample[]> {
 // The SDK sends `betas` as the anthropic-beta header (checked over HTTP below), not in the body.
 const HEADER_PARAMS = new Set(['betas']);
 // Names the gateway still takes though the newest SDK no longer lists them (older clients send them).
-const LEGACY = ['temperature', 'top_k', 'top_p'];
+// older clients' names, and the gateway's own routing fields (api/gateway/text/routing-schema.ts)
+const LEGACY = ['temperature', 'top_k', 'top_p', ...ROUTING_FIELDS];
 const BASE = { model: 'sim-claude', max_tokens: 50, messages: [{ role: 'user', content: 'hello [sim tokens=2]' }] };
 
 const REQUEST_TYPES = [

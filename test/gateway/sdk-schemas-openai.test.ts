@@ -7,6 +7,7 @@ import { responsesDialect } from '../../api/gateway/text/dialects/responses';
 import { responsesRequestSchema } from '../../api/gateway/text/responses-schema';
 import type { CatalogModel } from '../../domain/catalog/model';
 import { call, newAccount, settled, useStack } from '../helpers/stack';
+import { ROUTING_FIELDS } from '../../api/gateway/text/routing-schema';
 import { loadSdkTypes, type SdkTypes } from '../helpers/sdk-types';
 
 // The gateway's OpenAI request schemas against the newest openai SDK's request types (devDependency,
@@ -18,7 +19,8 @@ import { loadSdkTypes, type SdkTypes } from '../helpers/sdk-types';
 const RESPONSES = 'resources/responses/responses.d.ts';
 const CHAT = 'resources/chat/completions/completions.d.ts';
 /** Names taken beyond the SDK's: Codex sends `client_metadata` on /v1/responses (its ResponsesApiRequest). */
-const EXTRA: Record<string, string[]> = { responses: ['client_metadata'], chat: [] };
+// the gateway's own routing fields (api/gateway/text/routing-schema.ts) are in no SDK type
+const EXTRA: Record<string, string[]> = { responses: ['client_metadata', ...ROUTING_FIELDS], chat: [...ROUTING_FIELDS] };
 /** Ids of state stored at OpenAI: refused as unknown (nothing is stored here), null accepted. */
 const STORED_STATE = ['previous_response_id', 'conversation', 'prompt'];
 

@@ -14,6 +14,7 @@ import { env } from '../setup/env';
 import { observedClientOptions } from '../../platform/temporal-client';
 import type { BreakerSettings } from '../../domain/catalog/routing';
 import { startAccountEventRelay } from '../../services/accounts/event-relay';
+import type { RoutingSettings } from '../../api/gateway/text/routing';
 import type { WebhookDeliveryRetry } from '../../domain/shared/webhooks';
 
 export interface Stack {
@@ -47,6 +48,8 @@ export interface StackOptions {
   workflowBundle?: WorkflowBundleOption;
   /** ROUTE_BREAKER_* */
   routeBreaker?: Partial<BreakerSettings>;
+  /** ROUTE_RETRY_BUDGET_MS, UPSTREAM_KEY_COOLDOWN_MS */
+  routing?: Partial<RoutingSettings>;
   /** account webhooks: GATEWAY_WEBHOOK_ALLOW_TARGETS and the delivery retries */
   accountWebhooks?: { allowTargets: string[]; retry?: WebhookDeliveryRetry };
 }
@@ -78,6 +81,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       corsOrigins: opts.corsOrigins,
       heartbeatMs: opts.heartbeatMs,
       routeBreaker: opts.routeBreaker,
+      routing: opts.routing,
       webhookAllowTargets: opts.accountWebhooks?.allowTargets,
     }),
     async startWorker() {

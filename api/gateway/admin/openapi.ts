@@ -26,6 +26,7 @@ const operations: ApiOperation[] = [
   { method: 'post', path: '/admin/accounts/:id/reactivate', summary: 'Reactivate an account', tags: ['accounts'] },
   { method: 'get', path: '/admin/models', summary: 'The model catalog', tags: ['catalog'], response: list },
   { method: 'put', path: '/admin/models/:id', summary: 'Create or replace a model', tags: ['catalog'], body: catalogEntry },
+  { method: 'get', path: '/admin/upstream-health', summary: "This process's provider keys cooling down after a 401/403 (which key, until when) and its routes' measured latency and throughput", tags: ['catalog'] },
   { method: 'put', path: '/admin/providers/:id', summary: 'Create or replace a provider', tags: ['catalog'], body: catalogEntry },
   { method: 'post', path: '/admin/accounts/:id/cycle', summary: 'Start a new billing cycle (the balance carries over, with an optional grant)', tags: ['accounts'], body: cycle },
   { method: 'get', path: '/admin/models/:id/routes', summary: "A model's upstream routes", tags: ['catalog'] },

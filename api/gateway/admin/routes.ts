@@ -13,6 +13,7 @@ import { KeyChangeAcks } from '../../../services/keys/change-acks';
 import type { CacheInvalidation } from '../../../platform/cache-invalidation';
 import { readJsonObject } from '../../shared/http';
 import { serviceErrors } from '../../shared/service-errors';
+import type { UpstreamHealth } from '../text/routing';
 import { validate } from '../../shared/validate';
 
 export interface AdminDeps {
@@ -26,6 +27,8 @@ export interface AdminDeps {
   invalidation: CacheInvalidation;
   /** GATEWAY_WEBHOOK_ALLOW_TARGETS */
   webhookAllowTargets?: string[];
+  /** this process's route measures and cooled provider keys (GET /admin/upstream-health); absent: none shown */
+  health?: UpstreamHealth;
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -60,6 +63,15 @@ export function adminRoutes(deps: AdminDeps): Router {
   const acks = new KeyChangeAcks(deps.db, deps.invalidation);
   const r = new Router({ prefix: '/admin' });
   r.use(adminAuth(deps.token), serviceErrors);
+
+  // What this process learnt of its upstreams (issue 36 part 3): keys cooling down, route measures.
+  r.get('/upstream-health', (ctx) => {
+    const h = deps.health;
+    ctx.body = {
+      cooled_keys: (h?.keys.list() ?? []).map((c) => ({ provider: c.provider, key: c.key, status: c.status, until: new Date(c.until).toISOString() })),
+      routes: (h?.measures.entries() ?? []).map(([k, m]) => ({ route: k, latency_ms: m.latencyMs === null ? null : Math.round(m.latencyMs), tokens_per_second: m.tokensPerSecond })),
+    };
+  });
 
   r.post('/keys', async (ctx) => {
     const b = validate(createBody, await readJsonObject(ctx));

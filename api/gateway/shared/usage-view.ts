@@ -1,10 +1,10 @@
-import { sub, toNumber, type Charge, type TokenUsage } from '../../../domain/credits/pricing';
+import { sub, toNumber, type Charge, type Tariff, type TokenUsage } from '../../../domain/credits/pricing';
 import { chargeOf } from '../../../domain/credits/reservation';
 import type { Hold } from '../../../services/credits/holds';
 
-/** The charge settlement will write, by the same rule (chargeOf), so the answer can show it. */
-export function chargeFor(hold: Hold, usage: TokenUsage | null, providerCost: string | null): Charge {
-  return chargeOf(hold, { usage, providerCost, billable: true });
+/** The charge settlement will write, by the same rule (chargeOf), so the answer can show it; `tariff`: a fallback model's. */
+export function chargeFor(hold: Hold, usage: TokenUsage | null, providerCost: string | null, tariff?: Tariff): Charge {
+  return chargeOf(hold, { usage, providerCost, billable: true, tariff });
 }
 
 /** A capped provider cost shows what was not charged. */

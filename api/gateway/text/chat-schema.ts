@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REASONING_EFFORTS } from '../../../providers/canonical';
 import { byType, typed } from './zod-kit';
+import { routingFields } from './routing-schema';
 
 // The OpenAI chat-completions request as the vendor accepts it (the openai SDK's
 // ChatCompletionCreateParams): every top-level name, message role, content part and tool type is
@@ -80,6 +81,7 @@ export const chatRequestSchema = z
     prompt_cache_options: record.optional(),
     safety_identifier: str.nullish(),
     moderation: record.nullish(),
+    ...routingFields,
   })
   .strict();
 

@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
 import { GatewayError } from '../../../domain/shared/errors';
-import { convertProviderCost, holdForText, type TokenUsage } from '../../../domain/credits/pricing';
+import { convertProviderCost, holdForText, lt, type Tariff, type TokenUsage } from '../../../domain/credits/pricing';
 import type { CanonicalRequest, CanonicalResponse, StreamEvent, UpstreamAdapter, UpstreamUsage } from '../../../providers/canonical';
 import { providerFor } from '../../../providers';
 import { sseEvents } from '../../../providers/sse';
 import { postUpstream, type UpstreamResponse } from '../../../providers/upstream';
 import type { AuthRecord } from '../../../services/keys/auth-store';
 import type { Catalog } from '../../../services/catalog/catalog';
-import type { Provider } from '../../../domain/catalog/model';
+import type { CatalogModel, Provider } from '../../../domain/catalog/model';
 import { readJsonObject } from '../../shared/http';
 import type { Hold, Reservations } from '../../../services/credits/holds';
 import type { Db } from '../../../platform/db';
@@ -19,9 +19,10 @@ import { watchClient, type ClientWatch } from '../shared/client-watch';
 import { beginBillableCall, type Report } from '../shared/billable-call';
 import { routeFailure, upstreamFailure, upstreamRefusal } from '../shared/upstream-failure';
 import { chargeFor } from '../shared/usage-view';
-import type { CatalogRoute } from '../../../domain/catalog/model';
-import { routeOrder, type CircuitBreakers } from '../../../domain/catalog/routing';
-import { allRoutesOpen, RouteLog, sendOverRoutes, type Routed } from './routing';
+import { routeKey, routeOrder, type CircuitBreakers } from '../../../domain/catalog/routing';
+import { contradiction, planRoutes, type Candidate, type ModelRoutes, type ProviderPreferences } from '../../../domain/catalog/preferences';
+import { allRoutesOpen, RouteLog, sendOverRoutes, type Routed, type UpstreamHealth } from './routing';
+import { ROUTING_FIELDS } from './routing-schema';
 
 export interface InferenceDeps {
   db: Db;
@@ -30,11 +31,21 @@ export interface InferenceDeps {
   upstreamTimeoutMs: number;
   /** this process's circuit breakers of the models' routes */
   breakers: CircuitBreakers;
+  /** this process's route measures and cooled provider keys */
+  health: UpstreamHealth;
+  /** what a request may wait in total between retries */
+  retryBudgetMs: number;
+}
+
+/** The routing fields of any dialect's request (api/gateway/text/routing-schema.ts). */
+interface RoutingRequest {
+  models?: string[];
+  provider?: ProviderPreferences;
 }
 
 /** A route with the request in its wire format. */
 interface Prepared {
-  route: CatalogRoute;
+  route: Candidate['route'];
   adapter: UpstreamAdapter;
   native: boolean;
   upstreamBody: Record<string, unknown>;
@@ -61,6 +72,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const access = typeof body.model === 'string' && body.model ? await checkAccess(deps.catalog, auth, body.model, 'text', dialect.endpoint) : null;
     const req = validate(dialect.schema, body);
     const { model, complimentary } = access ?? (await checkAccess(deps.catalog, auth, dialect.model(req), 'text', dialect.endpoint));
+    const { candidates } = await requestCandidates(deps, auth, dialect.endpoint, { model, complimentary }, req as RoutingRequest);
     const audio = (await dialect.inspect?.(req, model)) ?? NO_AUDIO;
     // Above the model's limit, the output-token limit is clamped to it (coding tools send their own
     // default for models they do not know) and the clamp reported; the hold is sized by the clamped value.
@@ -69,17 +81,18 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const clamped = askedRaw !== null && askedRaw > limit;
     const asked = clamped ? limit : askedRaw;
     const clampNote = clamped ? [`${dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens'};clamped=${limit}`] : [];
-    const nativeBody = clamped ? dialect.withMaxTokens(body, limit) : body;
+    const nativeBody = withoutRouting(clamped ? dialect.withMaxTokens(body, limit) : body);
     const stream = dialect.stream(req);
-    const routes = routeOrder(await deps.catalog.routes(model), Math.random);
-    allRoutesOpen(routes, deps.breakers, model.id);
-    // Translated once, for every route of another wire format than the client's.
+    allRoutesOpen(candidates, deps.breakers, model.id);
+    // Translated once per model, for every route of another wire format than the client's.
+    const canonicals = new Map<string, CanonicalRequest>();
     let canonical: CanonicalRequest | null = null;
-    const prepare = (route: CatalogRoute): Prepared | null => {
+    const prepare = ({ route, model: m }: Candidate): Prepared | null => {
       const adapter = providerFor(route.provider.kind, 'chat');
       if (!adapter) return null;
       const native = adapter.native === dialect.name;
-      canonical ??= native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
+      if (!native && !canonicals.has(m.id)) canonicals.set(m.id, { ...dialect.toCanonical(req, m), maxTokens: Math.min(asked ?? m.max_output_tokens, m.max_output_tokens) });
+      canonical = canonicals.get(m.id) ?? canonical;
       // the adapter's `request` adds what its format cannot carry to a copy of the canonical list
       const translated = native ? null : { ...canonical!, ignored: [...canonical!.ignored] };
       const upstreamBody = native ? adapter.nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
@@ -87,13 +100,19 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote], headers };
     };
     // Translate the first route's request before holding: a request the upstream cannot take is refused without a hold.
-    const first = prepare(routes[0]);
+    const first = prepare(candidates[0]);
     if (!first) throw new GatewayError('provider_unavailable', { model: model.id });
-    const prepared = new Map<CatalogRoute, Prepared>([[routes[0], first]]);
+    const prepared = new Map<Candidate, Prepared>([[candidates[0], first]]);
     // (set by prepare, so TypeScript's narrowing of `canonical` does not see it)
     const stopSequences = () => (canonical as CanonicalRequest | null)?.stop ?? [];
     const routeLog = new RouteLog();
     let ignored: string[] = [];
+    // set when a fallback model answered: its tariff prices the charge (RequestReport.tariff)
+    let fallbackTariff: Tariff | null = null;
+    const promptBound = dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0);
+    const audioUse = { input: audio.input !== null, output: audio.output !== null };
+    // The hold covers the dearest model with a candidate route (one that may answer).
+    const held = [...new Set(candidates.map((c) => c.model))].map((m) => holdForText(m, promptBound, Math.min(asked ?? m.max_output_tokens, m.max_output_tokens), audioUse)).reduce((a, b) => (lt(a, b) ? b : a));
 
     const { hold, report } = await beginBillableCall(deps, ctx, {
       started,
@@ -102,19 +121,21 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
         provider: first.route.provider.id,
         endpoint: dialect.endpoint,
         tariff: model,
-        held: complimentary ? '0' : holdForText(model, dialect.promptTokenBound(req) + (audio.input?.tokenBound ?? 0), asked ?? model.max_output_tokens, { input: audio.input !== null, output: audio.output !== null }),
+        held: complimentary ? '0' : held,
         complimentary,
         modality: audio.input || audio.output ? 'audio' : 'text',
       },
       // Audio requests show their audio tokens at GET /v1/generation (spec 2.9); every request its route.
-      details: (r) => ({ ...audioDetails(audio, r.usage), routing: { ...routeLog.view(), ...(ignored.length ? { ignored_params: ignored } : {}) } }),
+      details: (r) => ({ ...audioDetails(audio, r.usage), routing: { ...routeLog.view(), ...(ignored.length ? { ignored_params: ignored } : {}) }, ...(fallbackTariff ? { tariff: fallbackTariff } : {}) }),
     });
     let routed: Routed<Prepared>;
     try {
-      routed = await sendOverRoutes(routes, {
-        model: model.id,
+      routed = await sendOverRoutes(candidates, {
         breakers: deps.breakers,
+        health: deps.health,
         log: routeLog,
+        retryBudgetMs: deps.retryBudgetMs,
+        signal: client.abort.signal,
         prepare: (r) => {
           if (prepared.has(r)) return prepared.get(r)!;
           try {
@@ -126,7 +147,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
         },
         refusal: (p) => ({ message: p.adapter.errorMessage }),
         send: (p) => {
-          const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
+          const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, keyHealth: deps.health.keys, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
           return p.adapter.send ? p.adapter.send(p.route.provider, p.upstreamBody, o) : postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, o);
         },
       });
@@ -137,22 +158,30 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     }
     if (!routed.ok) throw routeFailure(routed.failure, report, deps.upstreamTimeoutMs, model.id);
     const { adapter, native, route } = routed.route;
+    const answering = routed.candidate.model;
+    if (answering !== model) fallbackTariff = tariffOf(answering);
+    const sentAt = routed.sentAt;
+    /** a whole answer's output tokens per second (provider.sort throughput) */
+    const measured = (b: Billing) => {
+      const s = (Date.now() - sentAt) / 1000;
+      if (b.usage?.tokens && s > 0) deps.health.measures.throughput(routeKey(route), b.usage.tokens.completion_tokens / s);
+    };
     ignored = routed.route.ignored;
     if (ignored.length) ctx.set('x-gateway-ignored-params', ignored.join(', '));
     const provider = route.provider;
     const upstream = routed.res;
     if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
     ctx.set('x-gateway-request-id', hold.reservationId);
-    const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
-    // Passed through, the answer names the model as the client did (the public id), as translated answers do.
-    const publicModel = native ? renameModel(route.upstreamModel, model.id) : (raw: string) => raw;
+    // The answer names the model that answered (a fallback of `models` too) by its public id.
+    const rc: RenderContext = { requestId: hold.reservationId, model: answering.id, created: Math.floor(started / 1000) };
+    const publicModel = native ? renameModel(route.upstreamModel, answering.id) : (raw: string) => raw;
     const billingOf = (usage: UpstreamUsage | null): Billing => {
       const cost = usage?.cost ? convertProviderCost(usage.cost, provider.credits_per_cost_unit) : null;
-      return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
+      return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost, fallbackTariff ?? undefined) };
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
+      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, measured, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
     try {
@@ -168,10 +197,66 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     // The provider did the work but the client left before the answer: what it reports it used.
     if (client.gone()) return reportLeft(report, billing);
     const out = canonicalAnswer ? dialect.render(canonicalAnswer, billing, rc) : dialect.renderNative(json, billing);
+    measured(billing);
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
     ctx.body = out.body;
   };
+}
+
+/** The tariff fields of a model (a report carries them, not the whole catalog row). */
+const tariffOf = (m: CatalogModel): Tariff => ({
+  input_multiplier: m.input_multiplier,
+  output_multiplier: m.output_multiplier,
+  cache_multiplier: m.cache_multiplier,
+  cache_creation_multiplier: m.cache_creation_multiplier,
+  audio_input_multiplier: m.audio_input_multiplier ?? null,
+  audio_output_multiplier: m.audio_output_multiplier ?? null,
+});
+
+/** A body passed on as it is, without the gateway's routing fields. */
+function withoutRouting(body: Record<string, unknown>): Record<string, unknown> {
+  if (!ROUTING_FIELDS.some((f) => f in body)) return body;
+  const out = { ...body };
+  for (const f of ROUTING_FIELDS) delete out[f];
+  return out;
+}
+
+/**
+ * The request's candidates: the model's routes, then those of its fallback `models` (each checked
+ * as the model is), filtered and ordered by its `provider` preferences. Contradictory preferences
+ * and unknown provider ids are refused naming the field; preferences that leave no route, with
+ * the reason of each route (no_route).
+ */
+async function requestCandidates(deps: InferenceDeps, auth: AuthRecord, endpoint: string, primary: { model: CatalogModel; complimentary: boolean }, req: RoutingRequest) {
+  const { model } = primary;
+  const prefs = req.provider ?? {};
+  const fallbackIds = [...new Set(req.models ?? [])].filter((id) => id !== model.id);
+  const wrong = contradiction(prefs, fallbackIds.length);
+  if (wrong) throw new GatewayError('invalid_parameter', { param: wrong.field, detail: wrong.detail });
+  for (const f of ['order', 'only', 'ignore'] as const) {
+    for (const [i, id] of (prefs[f] ?? []).entries()) {
+      if (!(await deps.catalog.provider(id))) throw new GatewayError('invalid_parameter', { param: `provider.${f}[${i}]`, detail: `unknown provider '${id}'` });
+    }
+  }
+  const models: Array<{ model: CatalogModel; complimentary: boolean }> = [];
+  for (const id of fallbackIds) {
+    try {
+      models.push(await checkAccess(deps.catalog, auth, id, 'text', endpoint));
+    } catch (err) {
+      // the refusal names the fallback's place in `models`
+      if (err instanceof GatewayError && err.param === 'model') throw new GatewayError(err.code, { ...err.vars, param: `models[${req.models!.indexOf(id)}]` }, err.headers);
+      throw err;
+    }
+    // One hold is either complimentary or billed: a free model's fallback must be free too, and the reverse.
+    const m = models[models.length - 1];
+    if (m.complimentary !== primary.complimentary) throw new GatewayError('invalid_parameter', { param: `models[${req.models!.indexOf(id)}]`, detail: `'${id}' is ${m.complimentary ? '' : 'not '}complimentary on this plan, '${model.id}' is ${primary.complimentary ? '' : 'not '}complimentary; a request's models are billed alike` });
+  }
+  const all: ModelRoutes[] = [];
+  for (const m of [model, ...models.map((x) => x.model)]) all.push({ model: m, routes: routeOrder(await deps.catalog.routes(m), Math.random) });
+  const plan = planRoutes(all, prefs, (k) => deps.health.measures.get(k));
+  if (!plan.ok) throw new GatewayError('no_route', { param: 'provider', detail: plan.reasons.map((r) => `${r.model} via ${r.provider} (${r.upstream_model}): ${r.reason}`).join('; ') });
+  return { candidates: plan.candidates };
 }
 
 function clientHeaders(ctx: Context, names: string[] = []): Record<string, string> {
@@ -230,6 +315,8 @@ interface RelayContext {
   client: ClientWatch;
   report: Report;
   billingOf: (u: UpstreamUsage | null) => Billing;
+  /** notes a whole answer's throughput */
+  measured: (b: Billing) => void;
   promptEstimate: number;
   audio: RequestAudio;
   /** the translated request's stop sequences (which one matched, for formats that do not say) */
@@ -299,6 +386,7 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   }
   if (!finished) return broken('the provider stream ended early');
   const billing = r.billingOf(usage);
+  r.measured(billing);
   reportCompleted(r.report, billing, bodyId);
   writer.end(billing);
   res.end();

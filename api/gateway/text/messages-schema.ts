@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { routingFields } from './routing-schema';
 
 // The Anthropic Messages request (POST /v1/messages and /v1/messages/count_tokens) as the vendor's
 // current API takes it, beta fields included (@anthropic-ai/sdk MessageCreateParams and
@@ -144,6 +145,7 @@ export const messagesRequestSchema = z
     fallbacks: z.union([z.literal('default'), z.array(z.object({ model: z.string() }).passthrough())]).nullish(),
     fallback_credit_token: z.union([z.string(), z.object({ token: z.string() }).passthrough()]).nullish(),
     thread: typed(['create', 'continue']).nullish(),
+    ...routingFields,
   })
   .strict();
 

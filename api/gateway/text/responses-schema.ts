@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REASONING_EFFORTS } from '../../../providers/canonical';
 import { byType, each, typed } from './zod-kit';
+import { routingFields } from './routing-schema';
 
 // The OpenAI Responses request as the vendor accepts it (the openai SDK's ResponseCreateParams, plus
 // Codex's `client_metadata`). Every top-level name, input item, content part and tool type is known by
@@ -132,6 +133,7 @@ export const responsesRequestSchema = z
     moderation: record.nullish(),
     access_programs: record.optional(),
     image: record.optional(),
+    ...routingFields,
   })
   .strict();
 
