@@ -1,3 +1,4 @@
+import type { Provider } from '../domain/catalog/model';
 import type { TokenUsage } from '../domain/credits/pricing';
 
 // The gateway's own shape of a text request, answer and stream. Client dialects translate into
@@ -91,16 +92,17 @@ export interface SseEvent {
   event: string | null;
 }
 
-/** One folder per upstream wire format implements this (providers/openai, providers/anthropic). */
+/** One folder per upstream wire format implements this (providers/openai, providers/anthropic, …). */
 export interface UpstreamAdapter {
-  /** the client dialect this upstream speaks natively: such requests pass through untranslated */
-  native: Dialect;
-  path: string;
+  /** the client dialect this upstream speaks natively (such requests pass through untranslated); null: none */
+  native: Dialect | null;
+  /** the path the request is posted to, relative to the provider's base URL (some formats name the model or the stream there) */
+  path(provider: Provider, upstreamModel: string, stream: boolean): string;
   authHeaders(key: string): Record<string, string>;
   /** client headers that go with a native request (Anthropic's `anthropic-beta`) */
   nativeHeaders?: string[];
   /** the client's own body, for the native dialect: model id mapped, usage reporting turned on */
-  nativeRequest(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
+  nativeRequest?(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown>;
   request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;
   /** `stop`: the request's stop sequences, for formats that do not say which one matched */
   response(json: unknown, stop?: readonly string[]): CanonicalResponse;

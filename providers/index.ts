@@ -1,5 +1,7 @@
 import { anthropic } from './anthropic';
+import { azureOpenai } from './azure-openai';
 import type { Endpoint, ProviderConfig } from './endpoints';
+import { gemini } from './gemini';
 import { openai } from './openai';
 
 // The one registry of upstream provider kinds (the `kind` column of providers): a new kind adds
@@ -8,6 +10,8 @@ import { openai } from './openai';
 const PROVIDERS = {
   openai,
   anthropic,
+  gemini,
+  'azure-openai': azureOpenai,
 } satisfies Record<string, ProviderConfig>;
 
 export type ProviderKind = keyof typeof PROVIDERS;

@@ -21,6 +21,8 @@ export interface Provider {
   base_url: string;
   api_keys: string[];
   credits_per_cost_unit: string;
+  /** the kind's own settings (Azure OpenAI: `api_version`), validated when the provider is set */
+  settings: Record<string, unknown>;
 }
 
 /** One upstream route of a model: where a text request may go (services/catalog/routes.ts). */

@@ -94,7 +94,7 @@ export function chatMessages(messages: Message[]): Array<Record<string, unknown>
 
 export const openaiChat: UpstreamAdapter = {
   native: 'chat',
-  path: 'v1/chat/completions',
+  path: () => 'v1/chat/completions',
   authHeaders: (key) => ({ authorization: `Bearer ${key}` }),
 
   nativeRequest(body, upstreamModel, stream) {

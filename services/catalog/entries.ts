@@ -95,11 +95,23 @@ export const providerInput = z.object({
   'base-url': z.string().url(),
   'api-keys': csv.default([]),
   'credits-per-cost-unit': credits.default('1'),
+  // azure-openai only: the API version every call names (Azure's `api-version` query parameter)
+  'api-version': z.string().regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an Azure OpenAI API version, YYYY-MM-DD or YYYY-MM-DD-preview').optional(),
+}).superRefine((p, ctx) => {
+  // azure-openai: an API version is required, and no other kind takes one
+  if (p.kind === 'azure-openai' && p['api-version'] === undefined) ctx.addIssue({ code: 'custom', path: ['api-version'], message: 'required for kind azure-openai (e.g. 2024-10-21)' });
+  if (p.kind !== 'azure-openai' && p['api-version'] !== undefined) ctx.addIssue({ code: 'custom', path: ['api-version'], message: 'only kind azure-openai takes an API version' });
 });
+
+/** The kind's own settings (providers.settings) from the validated flags. */
+function settingsOf(p: z.output<typeof providerInput>): Record<string, unknown> {
+  if (p.kind === 'azure-openai') return { api_version: p['api-version'] };
+  return {};
+}
 
 export async function setProvider(db: Db, input: z.input<typeof providerInput>) {
   const p = providerInput.parse(input);
-  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'] };
-  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit']);
+  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'], settings: settingsOf(p) };
+  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit', 'settings']);
   return { ...saved, api_keys: p['api-keys'].length };
 }

@@ -78,11 +78,12 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const prepare = (route: CatalogRoute): Prepared | null => {
       const adapter = providerFor(route.provider.kind, 'chat');
       if (!adapter) return null;
-      const native = adapter.native === dialect.name;
+      const nativeRequest = adapter.native === dialect.name ? adapter.nativeRequest : undefined;
+      const native = nativeRequest !== undefined;
       canonical ??= native ? null : { ...dialect.toCanonical(req, model), maxTokens: asked ?? model.max_output_tokens };
       // the adapter's `request` adds what its format cannot carry to a copy of the canonical list
       const translated = native ? null : { ...canonical!, ignored: [...canonical!.ignored] };
-      const upstreamBody = native ? adapter.nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
+      const upstreamBody = nativeRequest ? nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
       const headers = native ? clientHeaders(ctx, adapter.nativeHeaders) : {};
       return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote], headers };
     };
@@ -125,7 +126,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
           }
         },
         refusal: (p) => ({ message: p.adapter.errorMessage }),
-        send: (p) => postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
+        send: (p) => postUpstream(p.route.provider, p.adapter.path(p.route.provider, p.route.upstreamModel, stream), p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
       });
     } catch (err) {
       if (client.gone()) return reportLeft(report, null);
