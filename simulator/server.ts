@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { parseDefaultsUpdate } from './behaviour';
 import { SIMULATOR_MODELS } from './catalog';
 import { serveMessages } from './anthropic';
+import { serveAzureChat } from './azure';
 import { serveChat } from './chat';
+import { serveGemini } from './gemini';
 import { Generations } from './generations';
 import { bearerKey, readBody, sendError, sendJson } from './http';
 import { serveImageEdits, serveImageGenerations } from './images';
@@ -112,6 +114,8 @@ const VIDEO = new RegExp(`^/v1/videos/${SEGMENT}$`);
 const VIDEO_CONTENT = new RegExp(`^/v1/videos/${SEGMENT}/content$`);
 const GENERATION = new RegExp(`^/v1/generations/${SEGMENT}$`);
 const SIM_VIDEO = new RegExp(`^/_sim/videos/${SEGMENT}$`);
+const GEMINI = /^\/(?:v1|v1beta)\/models\/([^/:]{1,200}):(generateContent|streamGenerateContent)$/;
+const AZURE_CHAT = /^\/openai\/deployments\/([^/]{1,200})\/chat\/completions$/;
 
 /** Paths with an id in them; false when none matches. */
 async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimState, path: string, query: string): Promise<boolean> {
@@ -133,6 +137,14 @@ async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimS
   } else if ((m = SIM_VIDEO.exec(path)) && m[1]) {
     if (method !== 'GET') methodNotAllowed(res, 'GET');
     else serveSimVideos(req, res, state, m[1]);
+  } else if ((m = GEMINI.exec(path)) && m[1] && m[2]) {
+    // Gemini: the model and the method are in the path ({v1,v1beta}/models/{model}:{method})
+    if (method !== 'POST') methodNotAllowed(res, 'POST');
+    else await serveGemini(req, res, state, decodeURIComponent(m[1]), m[2] === 'streamGenerateContent', new URLSearchParams(query).get('alt') === 'sse');
+  } else if ((m = AZURE_CHAT.exec(path)) && m[1]) {
+    // Azure OpenAI: the deployment in the path, the API version in the query
+    if (method !== 'POST') methodNotAllowed(res, 'POST');
+    else await serveAzureChat(req, res, state, decodeURIComponent(m[1]), new URLSearchParams(query));
   } else {
     return false;
   }
