@@ -1,5 +1,5 @@
 // Provider simulator: a plain node:http server speaking OpenAI's chat-completions and
-// Responses formats and Anthropic's Messages format, with fault injection and request stats for tests. No framework and no per-request logging,
+// Responses formats, Anthropic's Messages format, Gemini's generateContent and Azure OpenAI's deployments, with fault injection and request stats for tests. No framework and no per-request logging,
 // so benchmarks measure the gateway rather than the simulator. Media (OpenAI style): images,
 // speech, transcription with late costs, and asynchronous video jobs.
 import { serveEmbeddings } from './embeddings';
