@@ -112,6 +112,8 @@ export interface UpstreamAdapter {
   streamParser(stop?: readonly string[]): (ev: SseEvent) => StreamEvent[];
   /** the provider's error message from an error body */
   errorMessage(json: unknown): string | null;
+  /** an error body that refuses the provider key rather than the request, for formats that say so with another status than 401/403 */
+  keyRejected?(json: unknown): boolean;
 }
 
 export const textOf = (parts: Part[]): string =>

@@ -89,11 +89,19 @@ function parseArgs(args: string): Record<string, unknown> {
 type Content = { role: 'user' | 'model'; parts: Array<Record<string, unknown>> };
 
 /**
+ * Gemini 3 refuses a replayed function call without the thought signature it came with, which the
+ * canonical form does not keep: Google's documented sentinel stands in for it (on the first call of
+ * a turn, where Gemini puts the signature).
+ */
+export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+const needsSignature = (upstreamModel: string) => /^(models\/)?gemini-3/.test(upstreamModel);
+
+/**
  * Canonical messages as Gemini contents: system messages (wherever they are) joined into the
  * system instruction, assistant turns as `model`, tool results as `functionResponse` parts of a
  * user turn (named after the call they answer), consecutive turns of one role merged.
  */
-export function geminiContents(messages: Message[]): { systemInstruction: { parts: Array<{ text: string }> } | undefined; contents: Content[] } {
+export function geminiContents(messages: Message[], sign = false): { systemInstruction: { parts: Array<{ text: string }> } | undefined; contents: Content[] } {
   const system: string[] = [];
   const contents: Content[] = [];
   const names = new Map<string, string>();
@@ -109,10 +117,10 @@ export function geminiContents(messages: Message[]): { systemInstruction: { part
       push('user', [{ functionResponse: { id: m.toolCallId, name: names.get(m.toolCallId) ?? m.toolCallId, response: { output: m.content } } }]);
     } else {
       const parts = m.parts.filter((p) => p.type !== 'text' || p.text !== '').map(part);
-      for (const t of m.toolCalls) {
+      m.toolCalls.forEach((t, i) => {
         names.set(t.id, t.name);
-        parts.push({ functionCall: { id: t.id, name: t.name, args: parseArgs(t.arguments) } });
-      }
+        parts.push({ functionCall: { id: t.id, name: t.name, args: parseArgs(t.arguments) }, ...(sign && i === 0 ? { thoughtSignature: SKIP_SIGNATURE } : {}) });
+      });
       push('model', parts);
     }
   }
@@ -149,8 +157,8 @@ export const geminiGenerate: UpstreamAdapter = {
   path: (_provider, upstreamModel, stream) => `v1beta/models/${encodeURIComponent(upstreamModel)}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
   authHeaders: (key) => ({ 'x-goog-api-key': key }),
 
-  request(req: CanonicalRequest, _upstreamModel, _stream) {
-    const { systemInstruction, contents } = geminiContents(req.messages);
+  request(req: CanonicalRequest, upstreamModel) {
+    const { systemInstruction, contents } = geminiContents(req.messages, needsSignature(upstreamModel));
     const out: Record<string, unknown> = { contents };
     if (systemInstruction) out.systemInstruction = systemInstruction;
     const config: Record<string, unknown> = {};
@@ -239,4 +247,7 @@ export const geminiGenerate: UpstreamAdapter = {
   },
 
   errorMessage: (json) => (json as { error?: { message?: string } })?.error?.message ?? null,
+
+  /** Gemini refuses a bad key with 400 INVALID_ARGUMENT, its ErrorInfo detail saying API_KEY_INVALID. */
+  keyRejected: (json) => ((json as { error?: { details?: Array<{ reason?: string }> } })?.error?.details ?? []).some((d) => d?.reason === 'API_KEY_INVALID'),
 };

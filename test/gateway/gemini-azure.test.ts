@@ -160,6 +160,19 @@ describe('gemini: what the format cannot carry is reported', function () {
   });
 });
 
+describe('gemini: a key the provider refuses is the gateway’s problem, not the client’s', function () {
+  const stack = useStack();
+  it('Gemini’s 400 API_KEY_INVALID answers 503 provider_unavailable, not billed', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gemini', messages: [{ role: 'user', content: 'hi [sim reject_keys=sim-upstream-key]' }] } });
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.error.code, 'provider_unavailable', 'the model is unavailable, the request is fine');
+    const row = await settled(r.headers.get('x-gateway-request-id') ?? (await env.db('reservations').where({ account_id: acct.accountId }).first('id')).id);
+    assert.deepEqual([row.http_status, row.charge === null || Number(row.charge) === 0], [400, true], 'the provider’s status recorded, nothing charged');
+    await checkInvariants(acct.accountId);
+  });
+});
+
 describe('provider set --kind gemini|azure-openai: settings validated', function () {
   this.timeout(60_000);
   useStack();

@@ -125,7 +125,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
             throw err;
           }
         },
-        refusal: (p) => ({ message: p.adapter.errorMessage }),
+        refusal: (p) => ({ message: p.adapter.errorMessage, keyRejected: p.adapter.keyRejected }),
         send: (p) => postUpstream(p.route.provider, p.adapter.path(p.route.provider, p.route.upstreamModel, stream), p.upstreamBody, { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, authHeaders: (k) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) }),
       });
     } catch (err) {
@@ -139,7 +139,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     if (ignored.length) ctx.set('x-gateway-ignored-params', ignored.join(', '));
     const provider = route.provider;
     const upstream = routed.res;
-    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
+    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage, keyRejected: adapter.keyRejected });
     ctx.set('x-gateway-request-id', hold.reservationId);
     const rc: RenderContext = { requestId: hold.reservationId, model: model.id, created: Math.floor(started / 1000) };
     // Passed through, the answer names the model as the client did (the public id), as translated answers do.
