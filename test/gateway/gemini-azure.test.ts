@@ -175,7 +175,32 @@ describe('gemini: a key the provider refuses is the gateway’s problem, not the
 
 describe('provider set --kind gemini|azure-openai: settings validated', function () {
   this.timeout(60_000);
-  useStack();
+  const ADMIN_TOKEN = 'issue-36-admin-token';
+  const stack = useStack({ adminToken: ADMIN_TOKEN });
+  const admin = (p: string, body: unknown) => call(stack.gateway.url, p, { body, method: 'PUT', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+  it('admin API: an azure-openai provider needs api_version; its models answer from the named deployment', async () => {
+    const provider = { kind: 'azure-openai', base_url: env.simulator.url, api_keys: ['az-key'] };
+    const refused = await admin('/admin/providers/az-api', provider);
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.text, /api-version/, 'names the missing setting');
+    const saved = await admin('/admin/providers/az-api', { ...provider, api_version: '2024-06-01' });
+    assert.equal(saved.status, 200, saved.text);
+    assert.deepEqual(saved.json.settings, { api_version: '2024-06-01' }, 'stored');
+    const prices = { input: '0.000001', output: '0.000001', cache: '0', cache_write: '0' };
+    const m = await admin('/admin/models/az-model', { provider: 'az-api', upstream: 'my-deployment', capabilities: ['text'], tiers: ['pro'], ...prices });
+    assert.equal(m.status, 200, m.text);
+    const acct = await newAccount({ credits: '10' });
+    let r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'az-model', messages: [{ role: 'user', content: 'hi [sim tokens=2]' }] } });
+    for (const end = Date.now() + 5000; r.status !== 200 && Date.now() < end; await new Promise((res) => setTimeout(res, 100))) {
+      r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'az-model', messages: [{ role: 'user', content: 'hi [sim tokens=2]' }] } });
+    }
+    assert.equal(r.status, 200, r.text);
+    const stats = (await (await fetch(`${env.simulator.url}/_sim/stats`)).json()) as { last_requests: Array<{ endpoint: string; model: string; key: string }> };
+    const last = stats.last_requests.filter((x) => x.endpoint.startsWith('/openai/deployments/')).at(-1);
+    assert.deepEqual([last?.model, last?.key], ['my-deployment', 'az-key'], 'the deployment and the api-key');
+  });
+
   it('azure-openai needs an API version of the right form; other kinds take none; a good one is stored', async () => {
     const base = ['provider', 'set', '--base-url', env.simulator.url, '--api-keys', 'k'];
     const missing = await cliWith({}, ...base, '--id', 'az-missing', '--kind', 'azure-openai');
