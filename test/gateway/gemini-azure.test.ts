@@ -173,6 +173,42 @@ describe('gemini: a key the provider refuses is the gateway’s problem, not the
   });
 });
 
+describe('gemini and azure-openai: fault injection through the gateway', function () {
+  const stack = useStack();
+  const stats = async () => (await (await fetch(`${env.simulator.url}/_sim/stats`)).json()) as { requests: number; by_key: Record<string, number> };
+
+  it('a Gemini stream the provider cuts ends with provider_error, not billed, sent once', async () => {
+    const acct = await newAccount({ credits: '10' });
+    await fetch(`${env.simulator.url}/_sim/stats`, { method: 'DELETE' });
+    const res = await fetch(`${stack.gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-gemini', stream: true, messages: [{ role: 'user', content: 'cut me [sim drop_after=2 tokens=10]' }] }),
+    });
+    assert.equal(res.status, 200, 'the stream had begun');
+    const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    assert.equal(JSON.parse(events.at(-1)!).error.code, 'provider_error', `the last event is the error: ${events.at(-1)}`);
+    assert.equal((await stats()).requests, 1, 'sent once');
+    const [row] = await env.db('reservations').where({ account_id: acct.accountId });
+    assert.equal((await settled(row.id)).billing_source, 'not_billed', 'not billed');
+  });
+
+  it('an Azure key the provider rejects (401) is skipped for the next key', async () => {
+    const acct = await newAccount({ credits: '10' });
+    await env.db('providers').where({ id: 'simulator-azure' }).update({ api_keys: ['bad-azure-key', 'sim-upstream-key'] });
+    try {
+      await new Promise((r) => setTimeout(r, 200)); // the catalog reloads on NOTIFY
+      await fetch(`${env.simulator.url}/_sim/stats`, { method: 'DELETE' });
+      const r = await call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-azure-gpt', messages: [{ role: 'user', content: 'failover [sim reject_keys=bad-azure-key tokens=2]' }] } });
+      assert.equal(r.status, 200, r.text);
+      const s = await stats();
+      assert.deepEqual([s.by_key['bad-azure-key'], s.by_key['sim-upstream-key']], [1, 1], 'the bad key once, then the good one');
+    } finally {
+      await env.db('providers').where({ id: 'simulator-azure' }).update({ api_keys: ['sim-upstream-key'] });
+    }
+  });
+});
+
 describe('provider set --kind gemini|azure-openai: settings validated', function () {
   this.timeout(60_000);
   const ADMIN_TOKEN = 'issue-36-admin-token';
