@@ -118,7 +118,7 @@ for (const [kind, model] of [['gemini', 'sim-gemini'], ['azure-openai', 'sim-azu
       assert.match(back.content[0]?.type === 'text' ? back.content[0].text : '', /^Tool said: rainy/, 'the tool result answered');
     });
 
-    it('responses: text and a stream, usage equal to the charge', async () => {
+    it('responses: text, a stream, a function call round trip; usage equal to the charge', async () => {
       const { data, response } = await openai.responses.create({ model, instructions: 'Be brief.', input: 'respond please [sim tokens=2]' }).withResponse();
       assert.equal(data.output_text, 'Echo: respond', 'the text');
       await charged(response.headers.get('x-gateway-request-id'), { prompt: data.usage!.input_tokens, cached: 0, completion: 2 }, response.headers.get('x-gateway-cost'));
@@ -127,6 +127,12 @@ for (const [kind, model] of [['gemini', 'sim-gemini'], ['azure-openai', 'sim-azu
       const streamed = done?.output.flatMap((o) => (o.type === 'message' ? o.content.map((c) => (c.type === 'output_text' ? c.text : '')) : [])).join('');
       assert.equal(streamed, 'Echo: stream response', 'the streamed text');
       assert.equal(done?.usage?.output_tokens, 3, 'the usage');
+      const tools = [{ type: 'function' as const, strict: false, ...WEATHER }];
+      const first = await openai.responses.create({ model, tools, input: 'Oslo weather [sim tool_call=get_weather]' });
+      const fc = first.output.find((o): o is OpenAI.Responses.ResponseFunctionToolCall => o.type === 'function_call');
+      assert.deepEqual([fc?.name, fc && JSON.parse(fc.arguments)], ['get_weather', { input: 'Oslo weather' }], 'the function call');
+      const back = await openai.responses.create({ model, tools, input: [{ role: 'user', content: 'Oslo weather [sim tool_call=get_weather]' }, fc!, { type: 'function_call_output', call_id: fc!.call_id, output: 'snowing' }] });
+      assert.match(back.output_text, /^Tool said: snowing/, 'the function output answered');
     });
 
     it('upstream errors map to the gateway’s table, not billed', async () => {
