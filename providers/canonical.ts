@@ -93,17 +93,8 @@ export interface SseEvent {
   event: string | null;
 }
 
-/** One folder per upstream wire format implements this (providers/openai, providers/anthropic, providers/bedrock). */
-export type UpstreamAdapter = AdapterBody & (({ native: Dialect } & NativeDialect) | { native: null }) & Transport;
-
-/** Where the request goes: POSTed by postUpstream to `path`, or sent by the adapter itself. */
-type Transport =
-  | { path: string; send?: undefined }
-  | {
-      path?: undefined;
-      /** for a kind whose official client does its own HTTP (Bedrock's signing and framing) */
-      send(provider: Provider, body: Record<string, unknown>, opts: UpstreamOptions): Promise<UpstreamResponse>;
-    };
+/** One folder per upstream wire format implements this (providers/openai, anthropic, bedrock, gemini, azure-openai). */
+export type UpstreamAdapter = AdapterBody & (({ native: Dialect } & NativeDialect) | { native: null; nativeRequest?: undefined; nativeHeaders?: undefined });
 
 /** What an upstream with a client dialect of its own adds: such requests pass through untranslated. */
 interface NativeDialect {
@@ -116,6 +107,10 @@ interface NativeDialect {
 }
 
 interface AdapterBody {
+  /** the path the request is posted to, relative to the provider's base URL (some formats name the model or the stream there) */
+  path(provider: Provider, upstreamModel: string, stream: boolean): string;
+  /** for a kind whose official client does its own HTTP (Bedrock's signing and framing): called instead of posting to `path` */
+  send?(provider: Provider, body: Record<string, unknown>, opts: UpstreamOptions): Promise<UpstreamResponse>;
   authHeaders(key: string): Record<string, string>;
   request(req: CanonicalRequest, upstreamModel: string, stream: boolean): Record<string, unknown>;
   /** `stop`: the request's stop sequences, for formats that do not say which one matched */
@@ -124,6 +119,8 @@ interface AdapterBody {
   streamParser(stop?: readonly string[]): (ev: SseEvent) => StreamEvent[];
   /** the provider's error message from an error body */
   errorMessage(json: unknown): string | null;
+  /** an error body that refuses the provider key rather than the request, for formats that say so with another status than 401/403 */
+  keyRejected?(json: unknown): boolean;
 }
 
 export const textOf = (parts: Part[]): string =>

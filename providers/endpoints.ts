@@ -124,14 +124,17 @@ export interface VideosEndpoint {
 
 /** A provider's settings as the operator sets them (services/catalog/entries.ts). */
 export interface ProviderSettings {
+  /** Bedrock: the AWS region the calls are signed for */
   region: string | undefined;
+  /** Azure OpenAI: the API version every call names */
+  apiVersion: string | undefined;
   apiKeys: string[];
 }
 
 export interface ProviderConfig {
   /** the headers that authenticate a call with one of the provider's keys */
   authHeaders(key: string): Record<string, string>;
-  /** problems of a provider's settings for this kind, by field (never quoting a key); absent: the kind takes no region */
+  /** problems of a provider's settings for this kind, by field (never quoting a key); absent: the kind takes neither region nor API version */
   checkSettings?(s: ProviderSettings): Array<{ field: string; message: string }>;
   chat?: UpstreamAdapter;
   embeddings?: EmbeddingsEndpoint;

@@ -1,6 +1,8 @@
 import { anthropic } from './anthropic';
+import { azureOpenai } from './azure-openai';
 import { bedrock } from './bedrock';
 import type { Endpoint, ProviderConfig, ProviderSettings } from './endpoints';
+import { gemini } from './gemini';
 import { openai } from './openai';
 
 // The one registry of upstream provider kinds (the `kind` column of providers): a new kind adds
@@ -9,8 +11,9 @@ import { openai } from './openai';
 const PROVIDERS = {
   openai,
   anthropic,
-  // Amazon Bedrock (issue 36)
   bedrock,
+  gemini,
+  'azure-openai': azureOpenai,
 } satisfies Record<string, ProviderConfig>;
 
 export type ProviderKind = keyof typeof PROVIDERS;
@@ -26,9 +29,11 @@ export function providerFor<E extends Endpoint>(kind: string, endpoint: E): Prov
 /** The headers that authenticate a call with `key` to a provider of this kind (none for an unknown kind). */
 export const providerAuthHeaders = (kind: string, key: string): Record<string, string> => configOf(kind)?.authHeaders(key) ?? {};
 
-/** Problems of a provider's settings for its kind, by field: the kind's own check, else no region allowed. */
+/** Problems of a provider's settings for its kind, by field: the kind's own check, else neither region nor API version allowed. */
 export function providerSettingsIssues(kind: string, s: ProviderSettings): Array<{ field: string; message: string }> {
   const check = configOf(kind)?.checkSettings;
-  if (check) return check(s);
-  return s.region === undefined ? [] : [{ field: 'region', message: `a provider of kind ${kind} takes no region` }];
+  const issues = check ? check(s) : [];
+  if (kind !== 'bedrock' && s.region !== undefined) issues.push({ field: 'region', message: `a provider of kind ${kind} takes no region (only bedrock does)` });
+  if (kind !== 'azure-openai' && s.apiVersion !== undefined) issues.push({ field: 'api-version', message: `a provider of kind ${kind} takes no API version (only azure-openai does)` });
+  return issues;
 }

@@ -5,7 +5,7 @@
 export interface SimulatorModel {
   id: string;
   /** the wire format the gateway uses to call it (its provider kind) */
-  wire: 'openai' | 'anthropic';
+  wire: 'openai' | 'anthropic' | 'gemini' | 'azure-openai';
   upstream_model: string;
   capabilities: string[];
   tiers: string[];
@@ -97,6 +97,34 @@ export const SIMULATOR_MODELS: readonly SimulatorModel[] = [
     output_multiplier: '0.000015',
     cache_multiplier: '0.0000003',
     cache_creation_multiplier: '0.00000375',
+  },
+  {
+    // Google's Gemini API (issue 36): every dialect translated; cached tokens reported, none written
+    id: 'sim-gemini',
+    wire: 'gemini',
+    upstream_model: 'sim-gemini-2026-01-15',
+    capabilities: ['text'],
+    tiers: PAID_TIERS,
+    free_trial: false,
+    max_output_tokens: 8192,
+    input_multiplier: '0.0000003',
+    output_multiplier: '0.0000025',
+    cache_multiplier: '0.000000075',
+    cache_creation_multiplier: '0',
+  },
+  {
+    // An Azure OpenAI deployment (issue 36): the upstream model is the deployment's name
+    id: 'sim-azure-gpt',
+    wire: 'azure-openai',
+    upstream_model: 'sim-azure-gpt-prod',
+    capabilities: ['text'],
+    tiers: PAID_TIERS,
+    free_trial: false,
+    max_output_tokens: 8192,
+    input_multiplier: '0.000002',
+    output_multiplier: '0.000008',
+    cache_multiplier: '0.0000005',
+    cache_creation_multiplier: '0',
   },
   {
     // Chat with audio in and out (spec 1 section 4.7); audio tokens have their own rates.

@@ -17,13 +17,23 @@ const CHAT: Dialect<ChatRequest> = {
   fail: (res, f) => sendError(res, f.status, f.message, { code: f.code, param: f.param, headers: f.headers }),
 };
 
-export async function serveChat(req: IncomingMessage, res: ServerResponse, state: SimState): Promise<void> {
-  const admitted = await admit(req, res, state, CHAT);
+/** What a vendor speaking the chat format adds to OpenAI's answer (Azure: its content-filter results). */
+export interface ChatFlavour {
+  /** fields of the answer object (streamed: of a first chunk with no choices) */
+  head: object;
+  /** fields of each choice (streamed: of the finish chunk's choice) */
+  choice: object;
+}
+
+const OPENAI: ChatFlavour = { head: {}, choice: {} };
+
+export async function serveChat(req: IncomingMessage, res: ServerResponse, state: SimState, dialect: Dialect<ChatRequest> = CHAT, flavour: ChatFlavour = OPENAI): Promise<void> {
+  const admitted = await admit(req, res, state, dialect);
   if (!admitted) return;
   const { request, behaviour, plan } = admitted;
   if (request.stream) {
     const withUsage = request.includeUsage && !behaviour.no_usage;
-    await writeStream(res, chatFrames(request, plan, withUsage), {
+    await writeStream(res, chatFrames(request, plan, withUsage, flavour), {
       delay: behaviour.chunk_delay ?? 0,
       dropAfter: behaviour.drop_after,
       countedTotal: plan.toolCall ? plan.toolCall.fragments.length : plan.pieces.length,
@@ -36,8 +46,9 @@ export async function serveChat(req: IncomingMessage, res: ServerResponse, state
       object: 'chat.completion',
       created: nowSeconds(),
       model: request.model,
-      choices: [{ index: 0, message: chatMessage(plan), logprobs: null, finish_reason: plan.finishReason }],
+      choices: [{ index: 0, message: chatMessage(plan), logprobs: null, finish_reason: plan.finishReason, ...flavour.choice }],
       ...(behaviour.no_usage ? {} : { usage: plan.usage }),
+      ...flavour.head,
     }),
   );
 }
@@ -78,12 +89,15 @@ function nowSeconds(): number {
  * names the tool; spoken: a transcript chunk and an audio data chunk per word, then a chunk with
  * `expires_at`), the finish chunk, the usage chunk when asked for, then `[DONE]`.
  */
-function* chatFrames(request: ChatRequest, plan: Plan, withUsage: boolean): Generator<Frame> {
+function* chatFrames(request: ChatRequest, plan: Plan, withUsage: boolean, flavour: ChatFlavour): Generator<Frame> {
   const head = { id: completionId(), object: 'chat.completion.chunk', created: nowSeconds(), model: request.model };
   // OpenAI sends `usage: null` on every chunk but the last when usage was requested.
   const tail = withUsage ? { usage: null } : {};
   const chunk = (delta: object, finishReason: string | null, counted = false): Frame =>
-    dataFrame({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...tail }, counted);
+    dataFrame({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason, ...(finishReason ? flavour.choice : {}) }], ...tail }, counted);
+
+  // Azure opens its stream with a chunk of no choices holding the prompt's filter results.
+  if (Object.keys(flavour.head).length) yield dataFrame({ id: '', object: '', created: 0, model: '', choices: [], ...flavour.head });
 
   if (plan.toolCall) {
     const call = { index: 0, id: toolCallId(), type: 'function', function: { name: plan.toolCall.name, arguments: '' } };

@@ -1,5 +1,5 @@
 // Provider simulator: a plain node:http server speaking OpenAI's chat-completions and
-// Responses formats and Anthropic's Messages format, with fault injection and request stats for tests. No framework and no per-request logging,
+// Responses formats, Anthropic's Messages format, Gemini's generateContent and Azure OpenAI's deployments, with fault injection and request stats for tests. No framework and no per-request logging,
 // so benchmarks measure the gateway rather than the simulator. Media (OpenAI style): images,
 // speech, transcription with late costs, and asynchronous video jobs.
 import { serveEmbeddings } from './embeddings';
@@ -8,8 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { parseDefaultsUpdate } from './behaviour';
 import { SIMULATOR_MODELS } from './catalog';
 import { serveMessages } from './anthropic';
+import { serveAzureChat } from './azure';
 import { routeBedrock } from './bedrock';
 import { serveChat } from './chat';
+import { serveGemini } from './gemini';
 import { Generations } from './generations';
 import { bearerKey, readBody, sendError, sendJson } from './http';
 import { serveImageEdits, serveImageGenerations } from './images';
@@ -115,6 +117,8 @@ const VIDEO = new RegExp(`^/v1/videos/${SEGMENT}$`);
 const VIDEO_CONTENT = new RegExp(`^/v1/videos/${SEGMENT}/content$`);
 const GENERATION = new RegExp(`^/v1/generations/${SEGMENT}$`);
 const SIM_VIDEO = new RegExp(`^/_sim/videos/${SEGMENT}$`);
+const GEMINI = /^\/(?:v1|v1beta)\/models\/([^/:]{1,200}):(generateContent|streamGenerateContent)$/;
+const AZURE_CHAT = /^\/openai\/deployments\/([^/]{1,200})\/chat\/completions$/;
 
 /** Paths with an id in them; false when none matches. */
 async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimState, path: string, query: string): Promise<boolean> {
@@ -136,6 +140,14 @@ async function routeMedia(req: IncomingMessage, res: ServerResponse, state: SimS
   } else if ((m = SIM_VIDEO.exec(path)) && m[1]) {
     if (method !== 'GET') methodNotAllowed(res, 'GET');
     else serveSimVideos(req, res, state, m[1]);
+  } else if ((m = GEMINI.exec(path)) && m[1] && m[2]) {
+    // Gemini: the model and the method are in the path ({v1,v1beta}/models/{model}:{method})
+    if (method !== 'POST') methodNotAllowed(res, 'POST');
+    else await serveGemini(req, res, state, decodeURIComponent(m[1]), m[2] === 'streamGenerateContent', new URLSearchParams(query).get('alt') === 'sse');
+  } else if ((m = AZURE_CHAT.exec(path)) && m[1]) {
+    // Azure OpenAI: the deployment in the path, the API version in the query
+    if (method !== 'POST') methodNotAllowed(res, 'POST');
+    else await serveAzureChat(req, res, state, decodeURIComponent(m[1]), new URLSearchParams(query));
   } else {
     return false;
   }

@@ -23,6 +23,8 @@ export interface Provider {
   credits_per_cost_unit: string;
   /** the AWS region a `bedrock` provider signs for (null for other kinds) */
   region?: string | null;
+  /** the kind's own settings (Azure OpenAI: `api_version`), validated when the provider is set */
+  settings: Record<string, unknown>;
 }
 
 /** One upstream route of a model: where a text request may go (services/catalog/routes.ts). */

@@ -125,7 +125,7 @@ function thinkingOf(req: CanonicalRequest): Record<string, unknown> {
 
 export const anthropicMessagesAdapter: UpstreamAdapter = {
   native: 'messages',
-  path: 'v1/messages',
+  path: () => 'v1/messages',
   authHeaders: (key) => ({ 'x-api-key': key, 'anthropic-version': ANTHROPIC_VERSION }),
   // the beta features the client's body uses (context_management, interleaved thinking…)
   nativeHeaders: ['anthropic-beta'],

@@ -8,7 +8,7 @@ import { sendWithKeys, UpstreamFailure, type UpstreamOptions, type UpstreamRespo
 // gateway an ordinary UpstreamResponse: a Converse answer as its JSON, a ConverseStream as
 // server-sent events (`event: <event name>`, `data: <event JSON>`), an exception as its status
 // with `{message}`. The client never retries (the gateway decides) and never looks for
-// credentials or settings of its own: the provider row's region and keys only.
+// credentials or settings of its own: the provider row's region (settings) and keys only.
 
 /** A provider key: `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]` (its shape checked by `bedrock.checkSettings`). */
 function credentialsOf(key: string) {
@@ -20,12 +20,12 @@ function credentialsOf(key: string) {
 const clients = new Map<string, BedrockRuntimeClient>();
 
 function clientFor(provider: Provider, key: string, timeoutMs: number): BedrockRuntimeClient {
-  const id = JSON.stringify([provider.id, provider.base_url, provider.region, key, timeoutMs]);
+  const id = JSON.stringify([provider.id, provider.base_url, provider.settings.region, key, timeoutMs]);
   let client = clients.get(id);
   if (!client) {
     client = new BedrockRuntimeClient({
       endpoint: provider.base_url,
-      region: provider.region ?? '',
+      region: String(provider.settings.region ?? ''),
       credentials: credentialsOf(key),
       maxAttempts: 1,
       retryMode: 'standard',

@@ -11,6 +11,8 @@ const bedrockChat: UpstreamAdapter = {
   native: null,
   // SigV4 signs each call with the key's credentials: no header carries a key
   authHeaders: () => ({}),
+  // the Converse path, as the client posts it (named in metrics and traces); send() does the call
+  path: (_provider, upstreamModel, stream) => `model/${encodeURIComponent(upstreamModel)}/${stream ? 'converse-stream' : 'converse'}`,
   request: (req, upstreamModel, stream) => ({ stream, input: converseInput(req, upstreamModel) }) satisfies BedrockCall,
   send: (provider, body, opts) => sendBedrock(provider, body as unknown as BedrockCall, opts),
   response: (json, stop = []) => converseResponse(json as ConverseResponse & { requestId?: string }, stop),

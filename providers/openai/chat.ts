@@ -94,7 +94,7 @@ export function chatMessages(messages: Message[]): Array<Record<string, unknown>
 
 export const openaiChat: UpstreamAdapter = {
   native: 'chat',
-  path: 'v1/chat/completions',
+  path: () => 'v1/chat/completions',
   authHeaders: (key) => ({ authorization: `Bearer ${key}` }),
 
   nativeRequest(body, upstreamModel, stream) {
@@ -157,6 +157,8 @@ export const openaiChat: UpstreamAdapter = {
       } catch {
         return [];
       }
+      // Azure opens with a chunk holding only the prompt's filter results (no id, no choices): no answer yet.
+      if (!started && !chunk.id && chunk.choices?.length === 0 && !chunk.usage) return [];
       const out: StreamEvent[] = [];
       if (!started) {
         started = true;

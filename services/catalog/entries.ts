@@ -95,18 +95,27 @@ export const providerInput = z.object({
   'base-url': z.string().url(),
   'api-keys': csv.default([]),
   'credits-per-cost-unit': credits.default('1'),
-  // the AWS region of a bedrock provider (other kinds take none)
+  // bedrock only: the AWS region the calls are signed for
   region: z.string().min(1).max(50).optional(),
+  // azure-openai only: the API version every call names (Azure's `api-version` query parameter)
+  'api-version': z.string().min(1).max(40).optional(),
 });
 
-// Each kind checks its own settings (providers/<kind>): Bedrock's region and credential format.
+// Each kind checks its own settings (providers/<kind>): Bedrock's region and credentials, Azure's API version.
 const checkedProvider = providerInput.superRefine((p, ctx) => {
-  for (const issue of providerSettingsIssues(p.kind, { region: p.region, apiKeys: p['api-keys'] })) ctx.addIssue({ code: 'custom', path: [issue.field], message: issue.message });
+  for (const issue of providerSettingsIssues(p.kind, { region: p.region, apiVersion: p['api-version'], apiKeys: p['api-keys'] })) ctx.addIssue({ code: 'custom', path: [issue.field], message: issue.message });
 });
+
+/** The kind's own settings (providers.settings) from the validated flags. */
+function settingsOf(p: z.output<typeof providerInput>): Record<string, unknown> {
+  if (p.kind === 'azure-openai') return { api_version: p['api-version'] };
+  if (p.kind === 'bedrock') return { region: p.region };
+  return {};
+}
 
 export async function setProvider(db: Db, input: z.input<typeof providerInput>) {
   const p = checkedProvider.parse(input);
-  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'], region: p.region ?? null };
-  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit', 'region']);
+  const row = { id: p.id, kind: p.kind, base_url: p['base-url'].replace(/\/?$/, '/'), api_keys: p['api-keys'], credits_per_cost_unit: p['credits-per-cost-unit'], settings: settingsOf(p) };
+  const [saved] = await db('providers').insert(row).onConflict('id').merge().returning(['id', 'kind', 'base_url', 'credits_per_cost_unit', 'settings']);
   return { ...saved, api_keys: p['api-keys'].length };
 }

@@ -66,7 +66,7 @@ describe('bedrock upstream kind (issue 36 part 1)', function () {
       const id = `bedrock-cli-${uid()}`;
       const ok = await cli('provider', 'set', '--id', id, '--kind', 'bedrock', '--base-url', sim.url, '--region', 'eu-west-3', '--api-keys', `${keyOf(KEY_A)},${keyOf(KEY_B, 'someOtherSecret/1234567:FwoGZXIvYXdzEXAMPLETOKEN')}`);
       assert.equal(ok.code, 0, `provider set: ${ok.stderr}`);
-      assert.equal(ok.json.region, 'eu-west-3', 'the region is kept');
+      assert.equal(ok.json.settings?.region, 'eu-west-3', 'the region is kept');
       assert.equal(ok.json.api_keys, 2, 'the key count, not the keys');
       assert.ok(!ok.stdout.includes('simSecret') && !ok.stdout.includes('someOtherSecret'), `no secret printed: ${ok.stdout}`);
       const row = await env.db('providers').where({ id }).first();
@@ -74,7 +74,7 @@ describe('bedrock upstream kind (issue 36 part 1)', function () {
 
       const put = await admin(id, { kind: 'bedrock', 'base-url': sim.url, region: 'us-west-2', 'api-keys': keyOf(KEY_A) });
       assert.equal(put.status, 200, `admin PUT: ${put.text}`);
-      assert.equal(put.json.region, 'us-west-2', 'the admin API sets the region');
+      assert.equal(put.json.settings?.region, 'us-west-2', 'the admin API sets the region');
     });
 
     it('refuses a bedrock provider without a region, with a malformed region or credentials, and a region on another kind', async () => {

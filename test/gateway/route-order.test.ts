@@ -5,7 +5,7 @@ import { CircuitBreakers, routeOrder } from '../../domain/catalog/routing';
 // The pure rules behind routing (domain/catalog/routing.ts): the order of routes and the breaker's states.
 
 const route = (provider: string, priority: number, weight = 1): CatalogRoute => ({
-  provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1' },
+  provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1', settings: {} },
   upstreamModel: 'm',
   retry: RETRY_DEFAULTS,
   priority,

@@ -8,7 +8,7 @@ import { KeyCooldowns } from '../../domain/catalog/route-health';
 
 const model = (id: string, input: string, output: string) => ({ id, input_multiplier: input, output_multiplier: output }) as unknown as CatalogModel;
 const route = (provider: string, upstream = 'u'): CatalogRoute => ({
-  provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1' },
+  provider: { id: provider, kind: 'openai', base_url: 'http://x/', api_keys: [], credits_per_cost_unit: '1', settings: {} },
   upstreamModel: upstream,
   priority: 0,
   weight: 1,

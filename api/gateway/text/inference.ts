@@ -90,12 +90,13 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const prepare = ({ route, model: m }: Candidate): Prepared | null => {
       const adapter = providerFor(route.provider.kind, 'chat');
       if (!adapter) return null;
-      const native = adapter.native === dialect.name;
+      const nativeRequest = adapter.native === dialect.name ? adapter.nativeRequest : undefined;
+      const native = nativeRequest !== undefined;
       if (!native && !canonicals.has(m.id)) canonicals.set(m.id, { ...dialect.toCanonical(req, m), maxTokens: Math.min(asked ?? m.max_output_tokens, m.max_output_tokens) });
       canonical = canonicals.get(m.id) ?? canonical;
       // the adapter's `request` adds what its format cannot carry to a copy of the canonical list
       const translated = native ? null : { ...canonical!, ignored: [...canonical!.ignored] };
-      const upstreamBody = native ? adapter.nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
+      const upstreamBody = nativeRequest ? nativeRequest(nativeBody, route.upstreamModel, stream) : adapter.request(translated!, route.upstreamModel, stream);
       const headers = native ? clientHeaders(ctx, adapter.nativeHeaders) : {};
       return { route, adapter, native, upstreamBody, ignored: [...(translated?.ignored ?? []), ...clampNote], headers };
     };
@@ -145,10 +146,10 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
             throw err;
           }
         },
-        refusal: (p) => ({ message: p.adapter.errorMessage }),
+        refusal: (p) => ({ message: p.adapter.errorMessage, keyRejected: p.adapter.keyRejected }),
         send: (p) => {
           const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, keyHealth: deps.health.keys, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
-          return p.adapter.send ? p.adapter.send(p.route.provider, p.upstreamBody, o) : postUpstream(p.route.provider, p.adapter.path, p.upstreamBody, o);
+          return p.adapter.send ? p.adapter.send(p.route.provider, p.upstreamBody, o) : postUpstream(p.route.provider, p.adapter.path(p.route.provider, p.route.upstreamModel, stream), p.upstreamBody, o);
         },
       });
     } catch (err) {
@@ -170,7 +171,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     if (ignored.length) ctx.set('x-gateway-ignored-params', ignored.join(', '));
     const provider = route.provider;
     const upstream = routed.res;
-    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
+    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage, keyRejected: adapter.keyRejected });
     ctx.set('x-gateway-request-id', hold.reservationId);
     // The answer names the model that answered (a fallback of `models` too) by its public id.
     const rc: RenderContext = { requestId: hold.reservationId, model: answering.id, created: Math.floor(started / 1000) };
