@@ -122,9 +122,13 @@ export async function startSftp(o: { root: string; host: string; port: number; s
 
   const sessions = new Map<number, Session>();
   const userSite = new Map<string, SiteSpec>();
+  /** The processes of the connection from client `port`: those holding its socket and what they forked (the session's internal-sftp). */
   const sessionPids = (port: number) => {
     const inodes = socketInodes(o.port, port);
-    return inodes.size ? descendants(svc.pid).filter((d) => holdsSocket(d.pid, inodes)) : [];
+    if (!inodes.size) return [];
+    const below = descendants(svc.pid);
+    const holders = below.filter((d) => holdsSocket(d.pid, inodes));
+    return [...holders, ...holders.flatMap((h) => descendants(h.pid))];
   };
   // a session enters its site's group as it starts (its user child runs the site user's internal-sftp)
   const intoGroup = (user: string, port: number) => {
@@ -141,9 +145,8 @@ export async function startSftp(o: { root: string; host: string; port: number; s
     }
   };
   let pending = '';
-  const log = fs.openSync(p.log, 'a', 0o600);
   const onOutput = (text: string) => {
-    fs.writeSync(log, text);
+    fs.appendFileSync(p.log, text, { mode: 0o600 });
     pending += text;
     const lines = pending.split('\n');
     pending = lines.pop()!;
@@ -218,7 +221,6 @@ export async function startSftp(o: { root: string; host: string; port: number; s
       stopping = true;
       clearInterval(watch);
       await svc.stop('SIGTERM', 5000);
-      fs.closeSync(log);
     },
   };
 }
