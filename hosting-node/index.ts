@@ -176,7 +176,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     tls: !!nginx && tlsListen !== null,
     siteUsers: state.siteUsers,
     limits: groups.enforced,
-    sftp: sftp ? { host: sftp.host, port: sftp.port, users: sftp.users() } : null,
+    ...(sftp ? { sftp: { host: sftp.host, port: sftp.port, users: sftp.users() } } : {}),
   });
 
   const siteApply = createSiteApply({ state, nginx, php, groups, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });

@@ -3,10 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { BrowserContext } from 'playwright-core';
 import { nodeGroupBase } from '../../../hosting-node/cgroups';
 import { findBinary, run } from '../../../hosting-node/processes';
 import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
-import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
+import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
+import { consoleSignIn, createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 
 // SFTP for site owners (issue 34 §2) with the real OpenSSH client and keys from ssh-keygen: keys
 // over the API (weak ones refused, other orgs get 404), uploads served over HTTP, the chroot that
@@ -278,5 +280,43 @@ describe('panel: SFTP for site owners', function () {
     const back = await login(ed2.file, ['ls -1 public_html']);
     assert.equal(back.code, 0, back.out);
     assert.match(back.out, /kept\.txt/, 'the site files are there again');
+  });
+
+  it('shows the endpoint and the keys on the site page in the console, adds a key, refuses a DSA key with its message and removes a key', async () => {
+    const browser = await launchChromium();
+    const contexts: BrowserContext[] = [];
+    const errors: string[] = [];
+    try {
+      const [dsa, ed3] = await Promise.all([keyPair('dsa-console', 'dsa'), keyPair('ed3', 'ed25519')]);
+      const page = await newConsolePage(browser, panel.url, contexts, errors);
+      await consoleSignIn(page, owner.username, owner.id);
+      await page.goto(`/sites/${site.id}/sftp`);
+      const ep = page.getByTestId('sftp-endpoint');
+      await ep.waitFor();
+      const text = await ep.textContent();
+      for (const part of ['127.0.0.1', String(panel.sftpPort), site.user]) assert.ok(text?.includes(part), `the endpoint shows ${part}: ${text}`);
+      const form = page.getByRole('form', { name: 'Add an SFTP key' });
+      await form.getByLabel('Label').fill('old dsa');
+      await form.getByLabel('Public key').fill(dsa.pub);
+      await page.getByRole('button', { name: 'Add key' }).click();
+      await page.getByRole('alert').filter({ hasText: 'DSA keys are refused' }).waitFor();
+      await form.getByLabel('Label').fill('console key');
+      await form.getByLabel('Public key').fill(ed3.pub);
+      await page.getByRole('button', { name: 'Add key' }).click();
+      const fp = (await run('ssh-keygen', ['-l', '-E', 'sha256', '-f', `${ed3.file}.pub`])).stdout.split(' ')[1];
+      await page.getByRole('table', { name: /SFTP keys of/ }).getByText(fp).waitFor();
+      await settled(owner.client, site.id);
+      assert.equal((await login(ed3.file, ['pwd'])).code, 0, 'the key added in the console logs in');
+      await screenshot(page, 'site-sftp');
+      page.once('dialog', (d) => void d.accept());
+      await page.getByRole('button', { name: 'Remove console key' }).click();
+      await page.getByRole('table', { name: /SFTP keys of/ }).getByText(fp).waitFor({ state: 'detached' });
+      await settled(owner.client, site.id);
+      assert.match((await login(ed3.file, ['pwd'])).out, /Permission denied/, 'removed in the console: refused');
+      assert.deepEqual(errors, [], 'no console errors');
+    } finally {
+      for (const c of contexts) await c.close();
+      await browser.close();
+    }
   });
 });
