@@ -138,7 +138,8 @@ describe('panel: SFTP for site owners', function () {
   after(async () => {
     for (const s of sessions) s.kill();
     await panel?.close();
-    await pruneSiteUsers({});
+    // this panel's site users only (others' tests add and remove theirs at the same time)
+    if (panel) await pruneSiteUsers({ root: panel.root, keep: () => false });
     fs.rmSync(keyDir, { recursive: true, force: true });
   });
 
@@ -280,6 +281,13 @@ describe('panel: SFTP for site owners', function () {
     const back = await login(ed2.file, ['ls -1 public_html']);
     assert.equal(back.code, 0, back.out);
     assert.match(back.out, /kept\.txt/, 'the site files are there again');
+
+    // the account's suspension from above: the same on the node, and its reactivation restores
+    assert.equal((await reseller.client.post(`/v1/orgs/${owner.id}/suspend`)).status, 200, 'org suspension');
+    await until('the org suspension reached the node', async () => (await login(ed2.file, ['pwd'])).code !== 0, 30_000);
+    assert.equal((await reseller.client.post(`/v1/orgs/${owner.id}/reactivate`)).status, 200, 'org reactivation');
+    await until('the org reactivation reached the node', async () => (await login(ed2.file, ['pwd'])).code === 0, 30_000);
+    await settled(owner.client, site.id);
   });
 
   it('shows the endpoint and the keys on the site page in the console, adds a key, refuses a DSA key with its message and removes a key', async () => {
@@ -319,4 +327,24 @@ describe('panel: SFTP for site owners', function () {
       await browser.close();
     }
   });
+  it('holds at most 20 keys per site (409 limit_reached) and starts sshd again when it dies', async () => {
+    const have = (await owner.client.get(`/v1/sites/${site.id}/sftp`)).json.keys.length;
+    const extra = await Promise.all(Array.from({ length: 20 - have }, (_, i) => keyPair(`many${i}`, 'ed25519')));
+    for (const [i, k] of extra.entries()) assert.equal((await addKey(owner.client, `key ${i}`, k.pub)).status, 201, `key ${i} added`);
+    const over = await addKey(owner.client, 'one too many', (await keyPair('over', 'ed25519')).pub);
+    refused(over, 409, 'limit_reached');
+    assert.equal(over.json.error.details.limit, 'sftp_keys', 'names the limit');
+    await settled(owner.client, site.id);
+    assert.equal(fs.readFileSync(path.join(panel.root, 'sftp/keys', site.user), 'utf8').trim().split('\n').length, 20, 'the node holds 20 keys');
+    assert.equal((await login(extra.at(-1)!.file, ['pwd'])).code, 0, 'the 20th key logs in');
+
+    const pid = Number(fs.readFileSync(path.join(panel.root, 'run/sshd.pid'), 'utf8').trim());
+    process.kill(pid, 'SIGKILL');
+    await until('sshd back', async () => {
+      const now = Number(fs.readFileSync(path.join(panel.root, 'run/sshd.pid'), 'utf8').trim());
+      return now !== pid && (await login(ed2.file, ['pwd'])).code === 0;
+    }, 20_000);
+    assert.match(fs.readFileSync(path.join(panel.root, 'log/sshd.log'), 'utf8'), /Server listening on 127\.0\.0\.1 port/, 'its log is kept');
+  });
+
 });
