@@ -164,7 +164,7 @@ export async function startSftp(o: { root: string; host: string; port: number; s
   let svc: Service;
   const launch = async () => {
     svc = startService('sshd', sshd, ['-D', '-e', '-f', p.config], o.logger, onOutput);
-    await waitFor('sshd', () => canConnect({ host: o.host === '0.0.0.0' ? '127.0.0.1' : o.host, port: o.port }), 15_000, svc.exited);
+    await waitFor('sshd', () => canConnect({ host: o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host, port: o.port }), 15_000, svc.exited);
   };
   await launch();
   o.logger.info({ pid: svc!.pid, port: o.port }, 'sshd started (SFTP)');
