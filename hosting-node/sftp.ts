@@ -39,6 +39,7 @@ export function sftpUnavailable(root: string, siteUsers: boolean): string | null
   if (!siteUsers) return 'sites have no system users of their own here (the node is not root, or useradd or www-data is missing)';
   if (!findBinary('sshd') || !findBinary('ssh-keygen')) return 'OpenSSH (sshd, ssh-keygen) is not installed';
   for (let d = `${root}/sites`; ; d = path.dirname(d)) {
+    if (!fs.existsSync(d)) continue; // made root's 0755 by the node
     const st = fs.statSync(d);
     if (st.uid !== 0 || (st.mode & 0o022) !== 0) return `sshd cannot chroot below ${d} (it must be root's and not writable by group or others): choose a node root under such folders`;
     if (d === path.dirname(d)) return null;
@@ -58,25 +59,30 @@ function socketInodes(serverPort: number, port: number): Set<string> {
   return out;
 }
 
-/** The processes below `pid` (sshd's per-connection monitors and their user children), with their uids. */
-function descendants(pid: number): Array<{ pid: number; uid: number }> {
-  const parent = new Map<number, number>();
-  const uid = new Map<number, number>();
+/** Every process with its parent and real uid (from /proc). */
+function processTable(): Array<{ pid: number; ppid: number; uid: number }> {
+  const out: Array<{ pid: number; ppid: number; uid: number }> = [];
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const status = fs.readFileSync(`/proc/${name}/status`, 'utf8');
-      parent.set(Number(name), Number(/^PPid:\s+(\d+)/m.exec(status)![1]));
-      uid.set(Number(name), Number(/^Uid:\s+(\d+)/m.exec(status)![1]));
+      out.push({ pid: Number(name), ppid: Number(/^PPid:\s+(\d+)/m.exec(status)![1]), uid: Number(/^Uid:\s+(\d+)/m.exec(status)![1]) });
     } catch {
       // gone meanwhile
     }
   }
+  return out;
+}
+
+/** The processes below `pid` (sshd's per-connection monitors and their user children), with their uids. */
+function descendants(pid: number): Array<{ pid: number; uid: number }> {
+  const table = processTable();
+  const parent = new Map(table.map((t) => [t.pid, t.ppid]));
   const below = (p: number): boolean => {
-    for (let x = parent.get(p); x !== undefined && x > 1; x = parent.get(x)) if (x === pid) return true;
+    for (let x = parent.get(p); x !== undefined && x > 0; x = parent.get(x)) if (x === pid) return true;
     return false;
   };
-  return [...parent.keys()].filter(below).map((p) => ({ pid: p, uid: uid.get(p)! }));
+  return table.filter((t) => below(t.pid)).map((t) => ({ pid: t.pid, uid: t.uid }));
 }
 
 /** Whether process `pid` holds one of the sockets `inodes`. */
@@ -90,6 +96,14 @@ function holdsSocket(pid: number, inodes: Set<string>): boolean {
     return false;
   }
 }
+
+const commandOf = (pid: number): string => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+};
 
 const kill = (pid: number) => {
   try {
@@ -119,6 +133,9 @@ export async function startSftp(o: { root: string; host: string; port: number; s
   const test = await run(sshd, ['-t', '-f', p.config]);
   if (test.code !== 0) throw new Error(`sshd config ${p.config} fails its test: ${test.stderr.trim()}`);
   await stopOrphan(p.pid, /sshd/, 'sshd', o.logger);
+  // sessions an earlier sshd of this node left (its listener was killed): no key change could reach them
+  const uids = new Set(o.sites().flatMap((s) => siteOwner(o.root, s.id)?.uid ?? []));
+  for (const t of processTable()) if (uids.has(t.uid) && commandOf(t.pid).startsWith('sshd:')) kill(t.pid);
 
   const sessions = new Map<number, Session>();
   const userSite = new Map<string, SiteSpec>();

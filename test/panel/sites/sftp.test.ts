@@ -4,7 +4,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
+import { startHostingNode } from '../../../hosting-node';
 import { nodeGroupBase } from '../../../hosting-node/cgroups';
+import { sftpUnavailable } from '../../../hosting-node/sftp';
+import { freePort } from '../../../platform/ports';
+import { tempNodeRoot } from '../../helpers/hosting-node';
+import { env } from '../../setup/env';
 import { findBinary, run } from '../../../hosting-node/processes';
 import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
@@ -347,4 +352,24 @@ describe('panel: SFTP for site owners', function () {
     assert.match(fs.readFileSync(path.join(panel.root, 'log/sshd.log'), 'utf8'), /Server listening on 127\.0\.0\.1 port/, 'its log is kept');
   });
 
+});
+
+describe('SFTP where sshd cannot chroot', () => {
+  it('a node whose root lies below /tmp (1777) offers no SFTP, says why and serves on', async function () {
+    this.timeout(60_000);
+    const root = tempNodeRoot('sftp-tmp-');
+    try {
+      assert.match(sftpUnavailable(root, true) ?? '', /sshd cannot chroot below \/tmp \(it must be root's and not writable by group or others\)/, 'the reason names /tmp');
+      assert.match(sftpUnavailable(root, false) ?? '', /no system users of their own/, 'without site users');
+      const node = await startHostingNode({ root, webPort: await freePort(), webHost: '127.0.0.1', builtinWebServer: true, sftpPort: await freePort(), logger: env.logger });
+      try {
+        assert.equal(node.facts().sftp, undefined, 'no sftp in the facts');
+        assert.equal(fs.existsSync(path.join(root, 'etc/ssh/sshd_config')), false, 'no sshd config written');
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
