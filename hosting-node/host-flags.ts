@@ -19,11 +19,13 @@ export interface HostFlags {
   mariadbPort: number | null;
   /** -web-tls-port: HTTPS for sites with a certificate, on the -web-listen host; null: none */
   webTlsPort: number | null;
+  /** -sftp-port: SFTP for the sites (the node's own sshd), on the -web-listen host; null: none */
+  sftpPort: number | null;
 }
 
 
 const REQUIRED = ['node', 'root', 'panel', 'token-file'] as const;
-const HOST_FLAGS = stringFlags([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port', 'web-tls-port']);
+const HOST_FLAGS = stringFlags([...REQUIRED, 'backup-dir', 'web-listen', 'mariadb-port', 'web-tls-port', 'sftp-port']);
 
 const port = (v: string) => (/^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 65535 ? Number(v) : null);
 
@@ -65,7 +67,9 @@ export function parseHostFlags(argv: string[]): HostFlags {
   }
   const webTlsPort = raw.has('web-tls-port') ? port(raw.get('web-tls-port')!) : null;
   if (raw.has('web-tls-port') && webTlsPort === null) throw bad('web-tls-port', 'a port number 1-65535');
+  const sftpPort = raw.has('sftp-port') ? port(raw.get('sftp-port')!) : null;
+  if (raw.has('sftp-port') && sftpPort === null) throw bad('sftp-port', 'a port number 1-65535');
   if (raw.get('backup-dir') === '') throw bad('backup-dir', 'a folder path');
   const backupDir = raw.has('backup-dir') ? path.resolve(raw.get('backup-dir')!) : null;
-  return { node, root, panel, tokenFile, token, backupDir, webListen, mariadbPort, webTlsPort };
+  return { node, root, panel, tokenFile, token, backupDir, webListen, mariadbPort, webTlsPort, sftpPort };
 }

@@ -22,6 +22,7 @@ import { createSiteApply, limitsOf, settleSiteUsers, siteIndex, type SiteInspect
 import { createSiteBackups } from './site-backups';
 import { docrootUsage, nodeFiles } from './site-files';
 import { siteOwner } from './site-users';
+import { sftpUnavailable, startSftp, type Sftp } from './sftp';
 
 // A hosting node (PANEL.md section 2): a directory tree under `root` plus the real services that
 // serve it. The panel applies operations to its own node directly; every other node's agent
@@ -49,6 +50,8 @@ export interface HostingNodeOptions {
   backupDir?: string | null;
   /** a site cron run is killed after this long (default 15 minutes) */
   cronTimeoutMs?: number;
+  /** SFTP for the sites: the node's own sshd on this port (web host); null or absent: none */
+  sftpPort?: number | null;
   logger: Logger;
 }
 
@@ -144,6 +147,25 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     logger: log,
   });
 
+  // ---- SFTP (issue 34 §2): the node's own sshd where it can chroot its sites; a node without it still serves ----
+  const startSftpIfAsked = async (): Promise<Sftp | null> => {
+    if (opts.sftpPort == null) return null;
+    const why = sftpUnavailable(root, state.siteUsers);
+    if (why) {
+      log.warn({ why }, 'this node offers no SFTP');
+      return null;
+    }
+    try {
+      const server = await startSftp({ root, host: webHost, port: opts.sftpPort, sites: () => Object.values(sites), procsFiles: (d) => groups.procsFiles(d), logger: log });
+      for (const s of Object.values(sites)) await server.apply(s);
+      return server;
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'sshd did not start; this node offers no SFTP');
+      return null;
+    }
+  };
+  const sftp = await startSftpIfAsked();
+
   const facts = (): NodeFacts => ({
     webServer: nginx ? 'nginx' : 'builtin',
     phpVersions: php?.versions ?? [],
@@ -154,9 +176,24 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     tls: !!nginx && tlsListen !== null,
     siteUsers: state.siteUsers,
     limits: groups.enforced,
+    ...(sftp ? { sftp: { host: sftp.host, port: sftp.port, users: sftp.users() } } : {}),
   });
 
-  const site = createSiteApply({ state, nginx, php, groups, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });
+  const siteApply = createSiteApply({ state, nginx, php, groups, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });
+  // a site's SFTP keys follow each apply of it; a deleted site's go with it
+  const site: typeof siteApply = {
+    ...siteApply,
+    async applySite(s) {
+      const r = await siteApply.applySite(s);
+      await sftp?.apply(s);
+      return r;
+    },
+    async deleteSite(siteId, domain) {
+      const r = await siteApply.deleteSite(siteId, domain);
+      sftp?.remove(siteId);
+      return r;
+    },
+  };
   const siteBackups = createSiteBackups({
     root,
     backupDir: opts.backupDir ?? null,
@@ -242,6 +279,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     async stop() {
       await queue.stop();
       await cron.stop();
+      await sftp?.stop();
       await stopAll();
       for (const s of Object.values(sites)) await groups.remove(s.domain);
       groups.close();

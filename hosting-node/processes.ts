@@ -127,9 +127,10 @@ export interface Service {
 
 /**
  * Starts a long-running service as a child, in a process group of its own (a Ctrl-C to the
- * terminal reaches the node, which stops its services in order); its output goes to the logger at debug level.
+ * terminal reaches the node, which stops its services in order); its output goes to the logger at debug level
+ * and to `onOutput` (a service whose log the node reads).
  */
-export function startService(name: string, cmd: string, args: string[], logger: Logger): Service {
+export function startService(name: string, cmd: string, args: string[], logger: Logger, onOutput?: (text: string) => void): Service {
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
   let tail = '';
@@ -138,6 +139,7 @@ export function startService(name: string, cmd: string, args: string[], logger: 
     const text = String(d);
     tail = (tail + text).slice(-2000);
     logger.debug({ service: name, out: text.trimEnd() }, 'service output');
+    onOutput?.(text);
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);

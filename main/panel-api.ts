@@ -100,6 +100,8 @@ export interface PanelHostingOptions {
   mariadbPort?: number | null;
   /** how long MariaDB may take to come up before the node runs without it (default 30 s) */
   mariadbTimeoutMs?: number;
+  /** SFTP for the sites on this port (the node's own sshd); null or absent: none */
+  sftpPort?: number | null;
   /** how often the hosting node's facts, metrics and site usage are recorded (default 30 s) */
   reportEveryMs?: number;
   /** how often lost starts of node operations are looked for (default 60 s) */
@@ -196,6 +198,7 @@ async function startHosting(o: PanelRuntimeOptions, h: PanelHostingOptions, stop
     builtinWebServer: h.builtinWebServer,
     mariadbPort: h.mariadbPort,
     mariadbTimeoutMs: h.mariadbTimeoutMs,
+    sftpPort: h.sftpPort,
     logger: o.logger,
   });
   stops.push(() => node.stop());

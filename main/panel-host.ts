@@ -12,7 +12,7 @@ import { createLogger } from '../platform/logger';
 
 const USAGE = `usage: panel-host serve -node NAME -root DIR -panel URL -token-file FILE
                        [-backup-dir DIR] [-web-listen HOST:PORT (default :80)] [-mariadb-port PORT]
-                       [-web-tls-port PORT (HTTPS for sites with a certificate)]`;
+                       [-web-tls-port PORT (HTTPS for sites with a certificate)] [-sftp-port PORT (SFTP for site owners)]`;
 
 async function main(argv: string[]) {
   const flags = serveFlags('panel-host', USAGE, argv, parseHostFlags);
@@ -28,6 +28,7 @@ async function main(argv: string[]) {
     webPort: flags.webListen.port,
     webTlsPort: flags.webTlsPort,
     mariadbPort: flags.mariadbPort,
+    sftpPort: flags.sftpPort,
     backupDir: flags.backupDir,
     logger: log,
   });

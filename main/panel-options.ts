@@ -40,7 +40,7 @@ export async function panelOptions(config: Config, o: { db: Db; logger: Logger; 
     sessionIdleMs: config.PANEL_SESSION_IDLE_MINUTES * 60_000,
     sessionMaxMs: config.PANEL_SESSION_MAX_HOURS * 3_600_000,
     webhooks: { allowTargets: config.PANEL_WEBHOOK_ALLOW_TARGETS },
-    hosting: o.flags.noHostingNode ? undefined : { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webTlsPort: config.PANEL_HOSTING_TLS_PORT, webHost: '0.0.0.0', mariadbPort: config.PANEL_HOSTING_DB_PORT, backupDir: path.join(hostingRoot, 'backups') },
+    hosting: o.flags.noHostingNode ? undefined : { root: hostingRoot, webPort: config.PANEL_HOSTING_WEB_PORT, webTlsPort: config.PANEL_HOSTING_TLS_PORT, webHost: '0.0.0.0', mariadbPort: config.PANEL_HOSTING_DB_PORT, sftpPort: config.PANEL_HOSTING_SFTP_PORT || null, backupDir: path.join(hostingRoot, 'backups') },
     dns: {
       zonesDir: !o.flags.noHostingNode && (await zoneCheckerAvailable()) ? path.join(hostingRoot, 'etc', 'bind', 'zones') : null,
       nameservers: config.PANEL_DNS_NAMESERVERS.length ? config.PANEL_DNS_NAMESERVERS : DEFAULT_NAMESERVERS,

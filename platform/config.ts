@@ -52,6 +52,8 @@ const schema = z.object({
   PANEL_HOSTING_WEB_PORT: port(8100),
   // Where it serves websites with an attached certificate over HTTPS (by SNI; nginx only).
   PANEL_HOSTING_TLS_PORT: port(8443),
+  // Where its own sshd offers SFTP to site owners (issue 34 §2); 0: no SFTP.
+  PANEL_HOSTING_SFTP_PORT: port(0),
   // Panel flags `npm start` adds after its own (a later flag wins), checked as panel-api serve checks them.
   PANEL_FLAGS: z.string().default('').superRefine((v, ctx) => {
     try {

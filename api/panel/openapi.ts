@@ -18,6 +18,7 @@ import * as databases from './databases/routes';
 import * as dns from './dns/routes';
 import * as files from './sites/quota-routes';
 import * as sites from './sites/routes';
+import * as sftp from './sites/sftp-routes';
 
 /** The panel's error body (domain/panel/errors.ts PanelError). */
 const panelErrorBody = z
@@ -116,6 +117,9 @@ const operations: ApiOperation[] = [
   s('post', '/v1/sites/:id/unsuspend', 'Unsuspend a site'),
   s('patch', '/v1/sites/:id/php', "Change a site's PHP settings", { body: sites.phpBody }),
   s('delete', '/v1/sites/:id', 'Delete a site (kept as an archive)', accepted),
+  s('get', '/v1/sites/:id/sftp', "A site's SFTP endpoint (host, port, user) and keys (label, type, bits, SHA-256 fingerprint)"),
+  s('post', '/v1/sites/:id/sftp/keys', 'Add an SFTP key (OpenSSH public key; RSA under 2048 bits and DSA refused; at most 20)', { body: sftp.sftpKeyBody, ...created }),
+  s('delete', '/v1/sites/:id/sftp/keys/:keyId', "Remove an SFTP key (its open sessions end)"),
   s('get', '/v1/sites/:id/files', "List a folder of a site's files", { query: files.pathQuery }),
   s('put', '/v1/sites/:id/files', 'Upload a file (the raw body)', { query: files.pathQuery, body: z.string().meta({ format: 'binary' }), bodyType: 'application/octet-stream', status: [201, 200] }),
   s('delete', '/v1/sites/:id/files', 'Delete a file or folder', { query: files.pathQuery }),

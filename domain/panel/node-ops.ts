@@ -26,6 +26,8 @@ export interface SiteSpec {
   tls?: SiteTls | null;
   /** the account's effective resource limits, bound on the node by the site's control group; absent: none (an older panel) */
   limits?: SiteLimits;
+  /** the OpenSSH public keys (authorized_keys lines) that may log in over SFTP; absent: none */
+  sftpKeys?: string[];
 }
 
 /** A site's resource limits (spec 2.3) as the node enforces them; null: unlimited. */
@@ -118,6 +120,8 @@ export interface NodeFacts {
   siteUsers?: boolean;
   /** which limits the node binds per site (control groups); absent: none (an older agent) */
   limits?: EnforcedLimits;
+  /** the node's SFTP server (its own sshd): where it listens and each site's login; absent or null: no SFTP on this node */
+  sftp?: { host: string; port: number; users: Record<string, string> } | null;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */

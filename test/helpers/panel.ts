@@ -44,10 +44,15 @@ export interface HostingPanel {
   webTlsPort: number | null;
   /** where the hosting node's MariaDB listens (127.0.0.1) when asked for, else null */
   dbPort: number | null;
+  /** where the hosting node's sshd offers SFTP when asked for (`sftp`), else null */
+  sftpPort: number | null;
   /** the panel worker's task queue (one per panel, so suites never take each other's tasks) */
   taskQueue: string;
   close(): Promise<void>;
 }
+
+/** Where SFTP tests put node roots: root's, 0755 all the way up. */
+const SFTP_ROOTS = '/var/lib/panel-tests';
 
 /**
  * A panel process that runs its own hosting node (under a temp root, its web server on a free
@@ -55,19 +60,22 @@ export interface HostingPanel {
  * task queue of its own; any other option overrides.
  */
 export async function startHostingPanel(
-  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number; backups?: boolean; tls?: boolean } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
+  opts: { flags?: string[]; mariadb?: boolean; opTimeoutMs?: number; reportEveryMs?: number; backups?: boolean; tls?: boolean; sftp?: boolean } & Partial<Omit<PanelRuntimeOptions, 'flags' | 'hosting'>> = {},
 ): Promise<HostingPanel> {
-  const { mariadb, opTimeoutMs, reportEveryMs, backups, tls, ...rest } = opts;
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'panel-host-'));
+  const { mariadb, opTimeoutMs, reportEveryMs, backups, tls, sftp, ...rest } = opts;
+  // sshd chroots only below root-owned folders no one else may write (not /tmp, 1777)
+  if (sftp) fs.mkdirSync(SFTP_ROOTS, { recursive: true, mode: 0o755 });
+  const root = fs.mkdtempSync(path.join(sftp ? SFTP_ROOTS : os.tmpdir(), 'panel-host-'));
   fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
   const [webPort, dbPort] = await Promise.all([freePort(), mariadb ? freePort() : Promise.resolve(null)]);
   const taskQueue = `panel-test-${randomUUID()}`;
   const webTlsPort = tls ? await freePort() : null;
+  const sftpPort = sftp ? await freePort() : null;
   try {
     const runtime = await startPanel({
       databaseUrl: env.databaseUrl,
       nodeOps: { taskQueue, timeoutMs: opTimeoutMs ?? 2500, pollMs: 200 },
-      hosting: { root, webPort, webTlsPort, webHost: '127.0.0.1', mariadbPort: dbPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel, ...(backups ? { backupDir: path.join(root, 'backups') } : {}) },
+      hosting: { root, webPort, webTlsPort, webHost: '127.0.0.1', mariadbPort: dbPort, sftpPort, mariadbTimeoutMs: 30_000, reportEveryMs, workflowBundle: env.bundles.panel, ...(backups ? { backupDir: path.join(root, 'backups') } : {}) },
       ...rest,
     });
     return {
@@ -77,6 +85,7 @@ export async function startHostingPanel(
       webPort,
       webTlsPort,
       dbPort,
+      sftpPort,
       taskQueue,
       async close() {
         await runtime.close();

@@ -6,6 +6,7 @@ import { invalid, notFound, PanelError } from '../../../domain/panel/errors';
 import { parseCronLine } from '../../../domain/panel/cron';
 import { phpValuesProblem, PHP_VALUES, type PhpValueName, type PhpValues } from '../../../domain/panel/php-values';
 import { siteLimits, siteLimitsView } from '../../../domain/panel/limits';
+import type { SftpKey } from '../../../domain/panel/sftp';
 import { HOSTING_NODE, isDomain, isNodeName, isPhpIdentifier, type EnforcedLimits, type NodeOperation, type SiteLimits, type SiteSpec } from '../../../domain/panel/node-ops';
 import { basicRefusals, nodeRoles, refusalForCustomer, schedule, type NodeCandidate, type NodeVerdict, type PreflightFacts } from '../../../domain/panel/placement';
 import { isBelow, rolePowers, type RolePower } from '../../../domain/panel/tree';
@@ -58,6 +59,8 @@ export interface SiteRow {
   tls_certificate: string | null;
   tls_key_sealed: string | null;
   tls_attached_at: Date | null;
+  /** the keys that may log in over SFTP (./sftp.ts) */
+  sftp_keys: SftpKey[];
   created_at: Date;
   updated_at: Date;
 }
@@ -147,6 +150,8 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   generation: s.generation,
   ...(s.tls_certificate ? { tls: { certificate: s.tls_certificate } } : {}),
   limits: s.limits,
+  // SFTP keys (./sftp.ts): only when there are some, so sites without keys keep the spec they had
+  ...(s.sftp_keys?.length ? { sftpKeys: s.sftp_keys.map((k) => k.public_key) } : {}),
 });
 
 // ---- input ----------------------------------------------------------------------------------

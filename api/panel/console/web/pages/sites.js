@@ -8,6 +8,7 @@ import { api, csrfHeader, del, get, patch, post } from '../lib/api.js';
 import { BackupsTab } from './backups.js';
 import { LIMIT_LABELS } from '../lib/limits.js';
 import { CronTab, PhpValuesForm, phpOptions, SettingsTab } from './site-settings.js';
+import { SftpTab } from './site-sftp.js';
 import { ActionButton, dash, ErrorBox, Field, Form, html, Link, Loaded, navigate, Notice, Select, Table, useLoad, when } from '../lib/ui.js';
 
 const SCHEDULER = '';
@@ -78,6 +79,7 @@ const SITE_TABS = [
   ['php', 'PHP'],
   ['cron', 'Cron'],
   ['files', 'Files'],
+  ['sftp', 'SFTP'],
   ['backups', 'Backups'],
 ];
 
@@ -94,7 +96,7 @@ export function SitePage({ params, account }) {
     <nav aria-label="Breadcrumbs" class="crumbs"><ol><li><${Link} href=${`/orgs/${s.org_id}/sites`}>Account's websites<//></li><li><span aria-current="page">${s.domain}</span></li></ol></nav>
     <h1>${s.domain} <span class=${'badge ' + s.status} data-testid="site-status">${s.status}</span></h1>
     <nav class="tabs" aria-label="Sections">${SITE_TABS.map(([k, label]) => html`<${Link} href=${`/sites/${s.id}/${k}`} aria-current=${k === tab ? 'page' : undefined}>${label}<//>`)}</nav>
-    ${tab === 'settings' ? html`<${SettingsTab} site=${s} reload=${site.reload} />` : tab === 'cron' ? html`<${CronTab} site=${s} reload=${site.reload} />` : tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'backups' ? html`<${BackupsTab} site=${s} account=${account} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
+    ${tab === 'settings' ? html`<${SettingsTab} site=${s} reload=${site.reload} />` : tab === 'cron' ? html`<${CronTab} site=${s} reload=${site.reload} />` : tab === 'php' ? html`<${PhpTab} site=${s} account=${account} reload=${site.reload} />` : tab === 'backups' ? html`<${BackupsTab} site=${s} account=${account} />` : tab === 'files' ? html`<${FilesTab} site=${s} />` : tab === 'sftp' ? html`<${SftpTab} site=${s} reload=${site.reload} />` : html`<${Overview} site=${s} reload=${site.reload} />`}
   </section>`}<//>`;
 }
 
