@@ -24,15 +24,35 @@ export interface CpuGroups {
 
 export type CpuSnapshot = { at: number; procs: Map<number, { category: string; ticks: number }> };
 
+/**
+ * The system's processes: its process group and every descendant of its leader (PostgreSQL and the
+ * Temporal dev server run in process groups of their own, so that a terminal's Ctrl-C reaches node alone).
+ */
+function systemProcs(list: ProcStat[], systemPgid: number): Set<number> {
+  const children = new Map<number, number[]>();
+  for (const p of list) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const out = new Set(list.filter((p) => p.pgrp === systemPgid).map((p) => p.pid));
+  const todo = [...out];
+  while (todo.length > 0) {
+    for (const c of children.get(todo.pop()!) ?? []) {
+      if (!out.has(c)) {
+        out.add(c);
+        todo.push(c);
+      }
+    }
+  }
+  return out;
+}
+
 function categorize(list: ProcStat[], g: CpuGroups): CpuSnapshot['procs'] {
-  const postmasters = new Set(list.filter((p) => p.pgrp === g.systemPgid && p.comm === 'postgres').map((p) => p.pid));
+  const system = systemProcs(list, g.systemPgid);
   const procs: CpuSnapshot['procs'] = new Map();
   for (const p of list) {
     let category: string;
     if (p.pid === process.pid) category = 'bench client';
-    else if (p.comm === 'postgres' && (postmasters.has(p.pid) || postmasters.has(p.ppid))) category = 'postgres';
-    else if (p.pgrp === g.systemPgid && p.comm === 'temporal') category = 'temporal dev server';
-    else if (p.pgrp === g.systemPgid) category = g.simulatorPgid ? 'system node (gateway+worker)' : 'system node (gateway+worker+sim)';
+    else if (system.has(p.pid) && p.comm === 'postgres') category = 'postgres';
+    else if (system.has(p.pid) && p.comm === 'temporal') category = 'temporal dev server';
+    else if (system.has(p.pid)) category = g.simulatorPgid ? 'system node (gateway+worker)' : 'system node (gateway+worker+sim)';
     else if (g.simulatorPgid && p.pgrp === g.simulatorPgid) category = 'simulator';
     else if (g.barePgid !== null && p.pgrp === g.barePgid) category = 'bare proxy';
     else category = 'other processes';

@@ -89,11 +89,15 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
   // Outcomes leave the process before the answer's last byte (services/credits/outcome-line.ts).
   const outcomeLine = new OutcomeLine(o.databaseUrl, o.logger);
   await outcomeLine.start();
+  // The hold statements (one batch at a time) on a connection of their own, off the pool (services/credits/holds.ts).
+  const holdLine = new OutcomeLine(o.databaseUrl, o.logger, 1, 'hold line');
+  await holdLine.start();
   const journal = new OutcomeJournal(o.db, o.logger, { dir: null, ...JOURNAL_DEFAULTS, ...o.outcomeJournal });
   journal.open(); // replays what processes that are gone left in it
   const reservations = new Reservations(o.db, {
     processId: liveness.id,
     outcomeLine,
+    holdLine,
     journal,
     logger: o.logger,
     // Keyed variant: every hold also takes part in its key's spend limit.
@@ -161,6 +165,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
       await liveness.stop();
       await reservations.flushOutcomes(); // outcomes queued for their batch's interval go out now
       await outcomeLine.stop();
+      await holdLine.stop();
       journal.stop();
       await invalidation.stop();
       await connection.close();

@@ -2,7 +2,8 @@ import type { Credits, Tariff } from '../../domain/credits/pricing';
 import { prepared } from '../../platform/db';
 
 // The hold statement: one call of credits_take_holds (migrations/202612310201_credits_hold_batches.ts,
-// where the rule is written out with a worked example) decides and writes a batch of holds: the
+// where the rule is written out with a worked example; its current body, the same rule with fewer
+// statements: migrations/202702010800_credits_hold_one_write.ts) decides and writes a batch of holds: the
 // balance check and the key's spend limit per hold in arrival order, each account and key row
 // updated once, the reservation rows and their 'hold' ledger rows. The same function serves both
 // of its uses, so they cannot drift apart:

@@ -9,7 +9,8 @@ import type { Logger } from '../../platform/logger';
 // to PostgreSQL, which commits it although the client is gone. Nothing on the client's path waits
 // for the result (nor for the disk). Pipelined (pg `pipeline: true`): a statement is sent at once
 // even while earlier ones on the connection are still running. A connection that is down sends
-// nothing (send() returns null and the caller uses its pool) and is opened again.
+// nothing (send() returns null and the caller uses its pool) and is opened again. With one
+// connection, the same class carries a process's hold statements (services/credits/holds.ts).
 
 export const OUTCOME_LINE_CONNECTIONS = 4;
 
@@ -22,6 +23,8 @@ export class OutcomeLine {
     private readonly url: string,
     private readonly logger: Logger,
     size = OUTCOME_LINE_CONNECTIONS,
+    /** what its log lines call it */
+    private readonly name = 'outcome line',
   ) {
     this.clients = Array.from({ length: size }, () => null);
   }
@@ -41,7 +44,7 @@ export class OutcomeLine {
       if (this.clients[i] === client) this.clients[i] = null;
       void client.end().catch(() => {});
       if (this.stopped) return;
-      this.logger.warn({ err }, 'outcome line connection lost; opening it again');
+      this.logger.warn({ err }, `${this.name} connection lost; opening it again`);
       setTimeout(() => void this.open(i), 1000).unref();
     };
     client.on('error', fail);

@@ -269,11 +269,21 @@ function clientHeaders(ctx: Context, names: string[] = []): Record<string, strin
   return out;
 }
 
+/** The renamers made so far, by upstream and public id (catalog pairs: few); compiling the pattern per request showed in profiles. */
+const renamers = new Map<string, (raw: string) => string>();
+
 /** Replaces `"model": "<upstream>"` (top level or in a nested message) in JSON text. */
 function renameModel(upstream: string, publicId: string): (raw: string) => string {
-  const field = new RegExp(`("model"\\s*:\\s*)${JSON.stringify(upstream).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'g');
-  const replacement = `$1${JSON.stringify(publicId).replace(/\$/g, '$$$$')}`;
-  return (raw) => raw.replace(field, replacement);
+  const key = JSON.stringify([upstream, publicId]);
+  let rename = renamers.get(key);
+  if (!rename) {
+    const field = new RegExp(`("model"\\s*:\\s*)${JSON.stringify(upstream).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'g');
+    const replacement = `$1${JSON.stringify(publicId).replace(/\$/g, '$$$$')}`;
+    rename = (raw) => raw.replace(field, replacement);
+    if (renamers.size >= 1000) renamers.clear(); // bounded even if the catalog churns
+    renamers.set(key, rename);
+  }
+  return rename;
 }
 
 function audioDetails(audio: RequestAudio, usage: TokenUsage | null) {
