@@ -22,6 +22,8 @@ import { chargeFor } from '../shared/usage-view';
 import type { CatalogRoute } from '../../../domain/catalog/model';
 import { routeOrder, type CircuitBreakers } from '../../../domain/catalog/routing';
 import { allRoutesOpen, RouteLog, sendOverRoutes, type Routed } from './routing';
+import type { ResponseCache } from '../../../services/cache/responses';
+import { answerFromCache, CACHE_HEADER, cachePolicy, keepAnswer, type CacheRequest } from './response-cache';
 
 export interface InferenceDeps {
   db: Db;
@@ -30,6 +32,7 @@ export interface InferenceDeps {
   upstreamTimeoutMs: number;
   /** this process's circuit breakers of the models' routes */
   breakers: CircuitBreakers;
+  responseCache: ResponseCache;
 }
 
 /** A route with the request in its wire format. */
@@ -71,6 +74,11 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const clampNote = clamped ? [`${dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens'};clamped=${limit}`] : [];
     const nativeBody = clamped ? dialect.withMaxTokens(body, limit) : body;
     const stream = dialect.stream(req);
+    // The response cache answers before any route is chosen (opted in per key or per request).
+    const policy = cachePolicy(ctx, auth, dialect.endpoint, body);
+    const cached: CacheRequest | null = policy && { started, endpoint: dialect.endpoint, model, complimentary, policy };
+    if (cached && (await answerFromCache(deps, ctx, cached))) return;
+    const keep = cached ? (text: string, usage: UpstreamUsage | null) => keepAnswer(deps, ctx, cached, text, stream, usage?.tokens ?? null) : null;
     const routes = routeOrder(await deps.catalog.routes(model), Math.random);
     allRoutesOpen(routes, deps.breakers, model.id);
     // Translated once, for every route of another wire format than the client's.
@@ -148,8 +156,9 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
     };
 
+    if (cached) ctx.set(CACHE_HEADER, 'miss');
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
+      return relayStream(ctx, upstream, { keep, dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
     try {
@@ -168,6 +177,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
     ctx.body = out.body;
+    keep?.(JSON.stringify(out.body), billing.usage);
   };
 }
 
@@ -233,6 +243,8 @@ interface RelayContext {
   stop: readonly string[];
   /** renames the upstream model in a passed-through event */
   publicModel: (raw: string) => string;
+  /** stores the stream as the client received it, when it completed (response cache); null: not cached */
+  keep: ((text: string, usage: UpstreamUsage | null) => void) | null;
 }
 
 /**
@@ -241,7 +253,8 @@ interface RelayContext {
  */
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
   const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.client);
-  const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
+  const sent: string[] = [];
+  const writer = r.dialect.streamWriter(r.keep ? (s) => void (sent.push(s), res.write(s)) : (s) => res.write(s), r.rc);
   const parse = r.adapter.streamParser(r.stop);
   let sentChars = 0;
   let sentAudioBytes = 0;
@@ -299,4 +312,5 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   reportCompleted(r.report, billing, bodyId);
   writer.end(billing);
   res.end();
+  r.keep?.(sent.join(''), usage);
 }

@@ -1,0 +1,114 @@
+import type { Db } from '../../platform/db';
+import type { Logger } from '../../platform/logger';
+import type { TokenUsage } from '../../domain/credits/pricing';
+
+// The response cache's table (migrations/202702010401_response_cache.ts): answers stored per
+// account under the hash of their canonical request. A lookup is one primary-key read that ignores
+// expired rows; a store replaces the entry; expired rows go in a periodic pass and, past the size
+// bounds (rows and bytes), the oldest entries go too. Nothing here is on the money path: a failed
+// store or eviction is logged and the request goes on.
+
+export interface CachedAnswer {
+  /** the answer as the client received it: a JSON body, or the event stream's text */
+  body: string;
+  stream: boolean;
+  /** the usage the answer reported (shown by GET /v1/generation for the hit) */
+  usage: TokenUsage | null;
+}
+
+export interface CacheBounds {
+  maxRows: number;
+  maxBytes: number;
+}
+
+const LOOKUP_SQL = `SELECT body, stream, usage FROM response_cache WHERE account_id = ? AND key_hash = ? AND expires_at > now()`;
+
+const STORE_SQL = `INSERT INTO response_cache (account_id, key_hash, model, stream, body, usage, bytes, expires_at)
+  VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))
+  ON CONFLICT (account_id, key_hash) DO UPDATE SET model = EXCLUDED.model, stream = EXCLUDED.stream, body = EXCLUDED.body,
+    usage = EXCLUDED.usage, bytes = EXCLUDED.bytes, created_at = now(), expires_at = EXCLUDED.expires_at`;
+
+/** Newest first, the running count and size; what lies past either bound goes (one statement). */
+const EVICT_SQL = `DELETE FROM response_cache c USING (
+    SELECT account_id, key_hash FROM (
+      SELECT account_id, key_hash, row_number() OVER w AS n, sum(bytes) OVER w AS total
+      FROM response_cache WINDOW w AS (ORDER BY created_at DESC, key_hash)
+    ) x WHERE n > ? OR total > ?
+  ) old WHERE c.account_id = old.account_id AND c.key_hash = old.key_hash`;
+
+export const RESPONSE_CACHE_DEFAULTS: CacheBounds = { maxRows: 100_000, maxBytes: 256 * 1024 * 1024 };
+
+const PRUNE_BATCH = 5000;
+const PRUNE_EVERY_MS = 60_000;
+
+export class ResponseCache {
+  private evicting: Promise<void> | null = null;
+  private evictAgain = false;
+  private pruner: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    readonly bounds: CacheBounds,
+  ) {}
+
+  /** The live entry of this account's request, or null. */
+  async lookup(accountId: string, keyHash: Buffer): Promise<CachedAnswer | null> {
+    const r = await this.db.raw(LOOKUP_SQL, [accountId, keyHash]);
+    const row = r.rows[0] as CachedAnswer | undefined;
+    return row ?? null;
+  }
+
+  /** Stores (or replaces) an answer for `ttlSeconds`, then keeps the table within its bounds. */
+  async store(accountId: string, keyHash: Buffer, model: string, a: CachedAnswer, ttlSeconds: number): Promise<void> {
+    const bytes = Buffer.byteLength(a.body);
+    if (bytes > this.bounds.maxBytes) return; // it would evict everything and then itself
+    try {
+      await this.db.raw(STORE_SQL, [accountId, keyHash, model, a.stream, a.body, JSON.stringify(a.usage), bytes, ttlSeconds]);
+      await this.evict();
+    } catch (err) {
+      this.logger.warn({ err }, 'could not store a response in the cache');
+    }
+  }
+
+  /** Evicts the oldest entries past the bounds; concurrent calls share one statement in flight and one after it. */
+  evict(): Promise<void> {
+    if (this.evicting) {
+      this.evictAgain = true;
+      return this.evicting;
+    }
+    this.evicting = (async () => {
+      do {
+        this.evictAgain = false;
+        await this.db.raw(EVICT_SQL, [this.bounds.maxRows, this.bounds.maxBytes]);
+      } while (this.evictAgain);
+    })().finally(() => (this.evicting = null));
+    return this.evicting;
+  }
+
+  /** Deletes expired entries in batches; returns how many went. */
+  async prune(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const r = await this.db.raw(
+        `DELETE FROM response_cache c USING (SELECT account_id, key_hash FROM response_cache WHERE expires_at <= now() LIMIT ?) x
+         WHERE c.account_id = x.account_id AND c.key_hash = x.key_hash`,
+        [PRUNE_BATCH],
+      );
+      deleted += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < PRUNE_BATCH) return deleted;
+    }
+  }
+
+  /** Prunes now and then every minute; every API process does it, the deletes do not conflict. */
+  startPruning(): void {
+    const run = () => void this.prune().catch((err) => this.logger.warn({ err }, 'could not prune the response cache'));
+    run();
+    this.pruner = setInterval(run, PRUNE_EVERY_MS).unref();
+  }
+
+  close(): void {
+    if (this.pruner) clearInterval(this.pruner);
+    this.pruner = null;
+  }
+}
