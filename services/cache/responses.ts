@@ -59,16 +59,19 @@ export class ResponseCache {
     return row ?? null;
   }
 
-  /** Stores (or replaces) an answer for `ttlSeconds`, then keeps the table within its bounds. */
+  /**
+   * Stores (or replaces) an answer for `ttlSeconds`; resolves once it is stored (a repeat right after
+   * the answer hits), while the eviction that keeps the table within its bounds goes on behind.
+   */
   async store(accountId: string, keyHash: Buffer, model: string, a: CachedAnswer, ttlSeconds: number): Promise<void> {
     const bytes = Buffer.byteLength(a.body);
     if (bytes > this.bounds.maxBytes) return; // it would evict everything and then itself
     try {
       await this.db.raw(STORE_SQL, [accountId, keyHash, model, a.stream, a.body, JSON.stringify(a.usage), bytes, ttlSeconds]);
-      await this.evict();
     } catch (err) {
-      this.logger.warn({ err }, 'could not store a response in the cache');
+      return this.logger.warn({ err }, 'could not store a response in the cache');
     }
+    this.evict().catch((err) => this.logger.warn({ err }, 'could not evict from the response cache'));
   }
 
   /** Evicts the oldest entries past the bounds; concurrent calls share one statement in flight and one after it. */

@@ -15,6 +15,7 @@ import { observedClientOptions } from '../../platform/temporal-client';
 import type { BreakerSettings } from '../../domain/catalog/routing';
 import { startAccountEventRelay } from '../../services/accounts/event-relay';
 import type { WebhookDeliveryRetry } from '../../domain/shared/webhooks';
+import type { CacheBounds } from '../../services/cache/responses';
 
 export interface Stack {
   taskQueue: string;
@@ -47,6 +48,8 @@ export interface StackOptions {
   workflowBundle?: WorkflowBundleOption;
   /** ROUTE_BREAKER_* */
   routeBreaker?: Partial<BreakerSettings>;
+  /** RESPONSE_CACHE_MAX_ROWS / _BYTES */
+  responseCache?: Partial<CacheBounds>;
   /** account webhooks: GATEWAY_WEBHOOK_ALLOW_TARGETS and the delivery retries */
   accountWebhooks?: { allowTargets: string[]; retry?: WebhookDeliveryRetry };
 }
@@ -79,6 +82,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       heartbeatMs: opts.heartbeatMs,
       routeBreaker: opts.routeBreaker,
       webhookAllowTargets: opts.accountWebhooks?.allowTargets,
+      responseCache: opts.responseCache,
     }),
     async startWorker() {
       stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: opts.workflowBundle ?? env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 }, accountWebhooks: opts.accountWebhooks });

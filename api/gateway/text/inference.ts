@@ -176,8 +176,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const out = canonicalAnswer ? dialect.render(canonicalAnswer, billing, rc) : dialect.renderNative(json, billing);
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
+    await keep?.(JSON.stringify(out.body), billing.usage);
     ctx.body = out.body;
-    keep?.(JSON.stringify(out.body), billing.usage);
   };
 }
 
@@ -244,7 +244,7 @@ interface RelayContext {
   /** renames the upstream model in a passed-through event */
   publicModel: (raw: string) => string;
   /** stores the stream as the client received it, when it completed (response cache); null: not cached */
-  keep: ((text: string, usage: UpstreamUsage | null) => void) | null;
+  keep: ((text: string, usage: UpstreamUsage | null) => Promise<void>) | null;
 }
 
 /**
@@ -253,8 +253,15 @@ interface RelayContext {
  */
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
   const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.client);
+  // Cached (r.keep): what is sent is kept, and the closing events wait until the whole is stored.
   const sent: string[] = [];
-  const writer = r.dialect.streamWriter(r.keep ? (s) => void (sent.push(s), res.write(s)) : (s) => res.write(s), r.rc);
+  let closing: string[] | null = null;
+  const write = (s: string) => {
+    if (r.keep) sent.push(s);
+    if (closing) closing.push(s);
+    else res.write(s);
+  };
+  const writer = r.dialect.streamWriter(write, r.rc);
   const parse = r.adapter.streamParser(r.stop);
   let sentChars = 0;
   let sentAudioBytes = 0;
@@ -310,7 +317,11 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   if (!finished) return broken('the provider stream ended early');
   const billing = r.billingOf(usage);
   reportCompleted(r.report, billing, bodyId);
+  if (r.keep) closing = [];
   writer.end(billing);
+  if (r.keep && closing) {
+    await r.keep(sent.join(''), usage);
+    for (const s of closing) res.write(s);
+  }
   res.end();
-  r.keep?.(sent.join(''), usage);
 }

@@ -121,8 +121,11 @@ function withCredits(v: unknown, credits: ReturnType<typeof creditUsage>): unkno
   return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, withCredits(x, credits)]));
 }
 
-/** Stores a complete answer after it was sent (never an error, never a cut stream); failures are only logged. */
-export function keepAnswer(deps: CacheDeps, ctx: Context, r: CacheRequest, body: string, stream: boolean, usage: TokenUsage | null): void {
+/**
+ * Stores a complete answer (never an error, never a cut stream) before its last byte goes out, so
+ * `x-gateway-cache: miss` means stored and a repeat hits; a failed store is only logged.
+ */
+export function keepAnswer(deps: CacheDeps, ctx: Context, r: CacheRequest, body: string, stream: boolean, usage: TokenUsage | null): Promise<void> {
   const auth: AuthRecord = ctx.state.auth;
-  void deps.responseCache.store(auth.accountId, r.policy.keyHash, r.model.id, { body, stream, usage }, r.policy.ttl);
+  return deps.responseCache.store(auth.accountId, r.policy.keyHash, r.model.id, { body, stream, usage }, r.policy.ttl);
 }
