@@ -1,11 +1,11 @@
-import type { Db } from '../../platform/db';
+import { prepared, runPrepared, type Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import type { TokenUsage } from '../../domain/credits/pricing';
 
 // The response cache's table (migrations/202702010401_response_cache.ts): answers stored per
 // account under the hash of their canonical request. A lookup is one primary-key read that ignores
 // expired rows; a store replaces the entry; expired rows go in a periodic pass and, past the size
-// bounds (rows and bytes), the oldest entries go too. Nothing here is on the money path: a failed
+// bounds (rows and bytes), the oldest entries go within a second. Nothing here is on the money path: a failed
 // store or eviction is logged and the request goes on.
 
 export interface CachedAnswer {
@@ -21,7 +21,8 @@ export interface CacheBounds {
   maxBytes: number;
 }
 
-const LOOKUP_SQL = `SELECT body, stream, usage FROM response_cache WHERE account_id = ? AND key_hash = ? AND expires_at > now()`;
+/** The hit path's one statement (prepared: no knex, no parse). */
+const LOOKUP = prepared('response_cache_lookup', `SELECT body, stream, usage FROM response_cache WHERE account_id = ? AND key_hash = ? AND expires_at > now()`);
 
 const STORE_SQL = `INSERT INTO response_cache (account_id, key_hash, model, stream, body, usage, bytes, expires_at)
   VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))
@@ -38,12 +39,14 @@ const EVICT_SQL = `DELETE FROM response_cache c USING (
 
 export const RESPONSE_CACHE_DEFAULTS: CacheBounds = { maxRows: 100_000, maxBytes: 256 * 1024 * 1024 };
 
+/** At most one eviction a second per process: each reads the whole table (a window over created_at). */
+const EVICT_EVERY_MS = 1000;
 const PRUNE_BATCH = 5000;
 const PRUNE_EVERY_MS = 60_000;
 
 export class ResponseCache {
-  private evicting: Promise<void> | null = null;
-  private evictAgain = false;
+  private evictTimer: NodeJS.Timeout | null = null;
+  private lastEvict = 0;
   private pruner: NodeJS.Timeout | null = null;
 
   constructor(
@@ -54,14 +57,13 @@ export class ResponseCache {
 
   /** The live entry of this account's request, or null. */
   async lookup(accountId: string, keyHash: Buffer): Promise<CachedAnswer | null> {
-    const r = await this.db.raw(LOOKUP_SQL, [accountId, keyHash]);
-    const row = r.rows[0] as CachedAnswer | undefined;
-    return row ?? null;
+    const r = await runPrepared(this.db, LOOKUP, [accountId, keyHash]);
+    return (r.rows[0] as unknown as CachedAnswer | undefined) ?? null;
   }
 
   /**
    * Stores (or replaces) an answer for `ttlSeconds`; resolves once it is stored (a repeat right after
-   * the answer hits), while the eviction that keeps the table within its bounds goes on behind.
+   * the answer hits). The eviction that keeps the table within its bounds follows within a second.
    */
   async store(accountId: string, keyHash: Buffer, model: string, a: CachedAnswer, ttlSeconds: number): Promise<void> {
     const bytes = Buffer.byteLength(a.body);
@@ -71,22 +73,25 @@ export class ResponseCache {
     } catch (err) {
       return this.logger.warn({ err }, 'could not store a response in the cache');
     }
-    this.evict().catch((err) => this.logger.warn({ err }, 'could not evict from the response cache'));
+    this.scheduleEviction();
   }
 
-  /** Evicts the oldest entries past the bounds; concurrent calls share one statement in flight and one after it. */
-  evict(): Promise<void> {
-    if (this.evicting) {
-      this.evictAgain = true;
-      return this.evicting;
-    }
-    this.evicting = (async () => {
-      do {
-        this.evictAgain = false;
-        await this.db.raw(EVICT_SQL, [this.bounds.maxRows, this.bounds.maxBytes]);
-      } while (this.evictAgain);
-    })().finally(() => (this.evicting = null));
-    return this.evicting;
+  /** One eviction at most every EVICT_EVERY_MS, after the stores that asked for it. */
+  private scheduleEviction(): void {
+    if (this.evictTimer) return;
+    const wait = Math.max(0, this.lastEvict + EVICT_EVERY_MS - Date.now());
+    this.evictTimer = setTimeout(() => {
+      this.lastEvict = Date.now();
+      this.evict()
+        .catch((err) => this.logger.warn({ err }, 'could not evict from the response cache'))
+        .finally(() => (this.evictTimer = null));
+    }, wait);
+    this.evictTimer.unref();
+  }
+
+  /** Evicts the oldest entries past the bounds (rows, then bytes, newest kept). */
+  async evict(): Promise<void> {
+    await this.db.raw(EVICT_SQL, [this.bounds.maxRows, this.bounds.maxBytes]);
   }
 
   /** Deletes expired entries in batches; returns how many went. */
@@ -112,6 +117,7 @@ export class ResponseCache {
 
   close(): void {
     if (this.pruner) clearInterval(this.pruner);
+    if (this.evictTimer) clearTimeout(this.evictTimer);
     this.pruner = null;
   }
 }

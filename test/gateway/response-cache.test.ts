@@ -256,6 +256,24 @@ describe('response cache (issue 36 part 4)', function () {
 describe('response cache bounds (issue 36 part 4)', function () {
   const stack = useStack({ responseCache: { maxRows: 2, maxBytes: 1_000_000 } });
 
+  it('evicts the oldest answers past the byte bound, and never stores one above it', async () => {
+    const acct = await newAccount({ credits: '1' });
+    const cache = new ResponseCache(env.db, env.logger, { maxRows: 1000, maxBytes: 2500 });
+    const answer = (n: number) => ({ body: JSON.stringify({ n, pad: 'x'.repeat(990) }), stream: false, usage: null });
+    const hashes = [1, 2, 3].map((n) => Buffer.alloc(32, n));
+    for (const [i, h] of hashes.entries()) {
+      await cache.store(acct.accountId, h, 'sim-gpt', answer(i), 60);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await cache.evict();
+    assert.equal(await cache.lookup(acct.accountId, hashes[0]), null, 'the oldest went: 3 × 1 KB is above 2,500 bytes');
+    assert.ok(await cache.lookup(acct.accountId, hashes[1]), 'the second stays');
+    assert.ok(await cache.lookup(acct.accountId, hashes[2]), 'the newest stays');
+    await cache.store(acct.accountId, Buffer.alloc(32, 9), 'sim-gpt', { body: 'y'.repeat(3000), stream: false, usage: null }, 60);
+    assert.equal(await cache.lookup(acct.accountId, Buffer.alloc(32, 9)), null, 'an answer above the byte bound is not stored');
+    cache.close();
+  });
+
   it('evicts the oldest answers past the row bound', async () => {
     const acct = await newAccount({ credits: '10' });
     const { openai } = clients(stack, acct);
@@ -265,7 +283,10 @@ describe('response cache bounds (issue 36 part 4)', function () {
       await ask(p);
       await new Promise((r) => setTimeout(r, 100)); // stored after the answer: each its own created_at
     }
-    assert.equal(await cacheRows(acct.accountId), 2, 'two rows kept');
+    // evicted within a second of the last store
+    let rows = await cacheRows(acct.accountId);
+    for (const end = Date.now() + 5000; rows > 2 && Date.now() < end; rows = await cacheRows(acct.accountId)) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(rows, 2, 'two rows kept');
     assert.equal((await ask(p3)).response.headers.get('x-gateway-cache'), 'hit', 'the newest stays');
     assert.equal((await ask(p1)).response.headers.get('x-gateway-cache'), 'miss', 'the oldest was evicted');
   });
