@@ -219,6 +219,7 @@ export interface LoggedRow {
   ip: string | null;
   created_at: Date;
   billing: string | null;
+  billing_source: string | null;
   charge: string | null;
   held: string | null;
   route: unknown;
@@ -245,7 +246,7 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       { column: 'l.id', order: 'desc' },
     ])
     .limit(q.limit + 1)
-    .select('l.*', 'r.status as billing', 'r.charge as charge', 'r.held_credits as held', 'r.route');
+    .select('l.*', 'r.status as billing', 'r.billing_source', 'r.charge as charge', 'r.held_credits as held', 'r.route');
   const page = rows.slice(0, q.limit);
   return {
     data: page.map((r) => ({
@@ -260,6 +261,8 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       cost: r.charge !== null && r.billing !== 'held' ? normalize(r.charge) : r.cost === null ? null : normalize(r.cost),
       held: r.billing === 'held' && r.held !== null ? normalize(r.held) : null,
       billing: r.billing,
+      // how the charge was decided (cache: answered from the response cache); pending while held
+      billing_source: r.billing === 'held' ? 'pending' : r.billing_source,
       // the route that answered and the routes tried (text requests)
       route: r.route ?? null,
       ip: r.ip,

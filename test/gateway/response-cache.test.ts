@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { updateKey } from '../../services/keys/keys';
+import { listKeyRequests, updateKey } from '../../services/keys/keys';
 import { ResponseCache } from '../../services/cache/responses';
 import { env } from '../setup/env';
 import { call, checkInvariants, newAccount, settled, useStack, type Stack, type TestAccount } from '../helpers/stack';
@@ -68,6 +68,10 @@ describe('response cache (issue 36 part 4)', function () {
     assert.equal(g.status, 'settled', 'one hold, settled');
     await settled(first.response.headers.get('x-gateway-request-id')!);
     await assertBalanced(acct.accountId);
+    // the request log lists the hit with its billing source (GET /admin/keys/:id/requests)
+    let logged = (await listKeyRequests(env.db, acct.keyId)).data.find((e) => e.id === hitId);
+    for (const end = Date.now() + 5000; !logged && Date.now() < end; logged = (await listKeyRequests(env.db, acct.keyId)).data.find((e) => e.id === hitId)) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(logged?.billing_source, 'cache', `the request log entry: ${JSON.stringify(logged)}`);
     const ledger = await env.db('ledger').where({ reservation_id: hitId }).orderBy('id').select('kind', 'amount');
     assert.deepEqual(ledger.map((l) => l.kind), ['hold', 'release'], 'the hit: one hold, released (nothing to charge)');
   });
