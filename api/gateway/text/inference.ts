@@ -156,8 +156,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
       return { hold, usage, providerCost: cost, charge: chargeFor(hold, usage?.tokens ?? null, cost) };
     };
 
-    if (cached) ctx.set(CACHE_HEADER, 'miss');
     if (stream) {
+      if (cached) ctx.set(CACHE_HEADER, 'miss'); // headers go first: stored only if the stream completes
       return relayStream(ctx, upstream, { keep, dialect, adapter, native, hold, provider, rc, client, report, billingOf, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
@@ -177,6 +177,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
     await keep?.(JSON.stringify(out.body), billing.usage);
+    if (cached) ctx.set(CACHE_HEADER, 'miss');
     ctx.body = out.body;
   };
 }
