@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import { listKeyRequests, updateKey } from '../../services/keys/keys';
 import { ResponseCache } from '../../services/cache/responses';
 import { env } from '../setup/env';
+import { cli } from '../helpers/admin-cli';
 import { call, checkInvariants, newAccount, settled, useStack, type Stack, type TestAccount } from '../helpers/stack';
 
 // The opt-in response cache (issue 36 part 4) through the official SDKs over real HTTP: a miss
@@ -192,6 +193,26 @@ describe('response cache (issue 36 part 4)', function () {
     assert.equal(n.response.headers.get('x-gateway-cache'), null, 'no-store bypasses the cache');
     assert.equal(await simRequests(), before + 1, 'no-store reaches the provider');
     await updateKey(env.db, acct.keyId, { cache_ttl: null });
+  });
+
+  it('the operator CLI sets the key opt-in and the cache-hit price, and refuses bad values', async () => {
+    const acct = await newAccount({ credits: '1' });
+    const on = await cli('key', 'update', '--id', acct.keyId, '--cache-ttl', '120');
+    assert.equal(on.code, 0, on.stderr);
+    assert.equal(on.json.cache_ttl, 120, 'the key shows its cache TTL');
+    const bad = await cli('key', 'update', '--id', acct.keyId, '--cache-ttl', '0');
+    assert.notEqual(bad.code, 0, 'a TTL of 0 is refused');
+    assert.match(bad.stdout + bad.stderr, /cache_ttl/, `the error names the setting: ${bad.stdout}${bad.stderr}`);
+    const off = await cli('key', 'update', '--id', acct.keyId, '--cache-ttl', 'none');
+    assert.equal(off.json.cache_ttl, null, 'none removes it');
+    const model = await env.db('models').where({ id: 'sim-gpt-mini' }).first();
+    const set = await cli('model', 'set', '--id', 'sim-gpt-mini', '--provider', model.provider_id, '--upstream', model.upstream_model, '--capabilities', model.capabilities.join(','), '--tiers', model.tiers.join(','), '--input', model.input_multiplier, '--output', model.output_multiplier, '--cache', model.cache_multiplier, '--cache-write', model.cache_creation_multiplier, '--cache-hit', '0.01');
+    assert.equal(set.code, 0, set.stdout + set.stderr);
+    assert.equal(Number((await env.db('models').where({ id: 'sim-gpt-mini' }).first()).cache_hit_credits), 0.01, 'the cache-hit price is set');
+    const again = await cli('model', 'set', '--id', 'sim-gpt-mini', '--provider', model.provider_id, '--upstream', model.upstream_model, '--capabilities', model.capabilities.join(','), '--tiers', model.tiers.join(','), '--input', model.input_multiplier, '--output', model.output_multiplier, '--cache', model.cache_multiplier, '--cache-write', model.cache_creation_multiplier);
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.equal(Number((await env.db('models').where({ id: 'sim-gpt-mini' }).first()).cache_hit_credits), 0.01, 'left out, the price is kept');
+    await env.db('models').where({ id: 'sim-gpt-mini' }).update({ cache_hit_credits: '0' });
   });
 
   it('expires by TTL, and the periodic pass removes expired rows', async () => {
