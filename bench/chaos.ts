@@ -28,7 +28,8 @@ import { num, table } from './stats';
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
 // killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
 // killed and kept down 120 s (outcomes wait in the API processes' journals); a rolling restart
-// (SIGTERM, drain, start) of two credits API processes behind a balancer. After each:
+// (SIGTERM, drain, start) of two credits API processes behind a balancer (a quarter of the
+// non-streaming load opts in to the response cache with one content: cache hits). After each:
 // the client-visible errors, the recovery time (the fault's end → every reservation it touched
 // resolved), and the money checks: no reservation charged twice, every answered request charged
 // exactly once with the charge its answer showed, no hold left, ledger drift 0, the key's spend
@@ -212,6 +213,9 @@ async function main(): Promise<number> {
     await migrate(db);
     sim = await startSimulator({ port: simPort });
     await seedSimulatorCatalog(db, sim.url);
+    // Cache hits in the load mix (issue 36): charged a cache-hit price above 0, so the audit's
+    // "every answered request charged exactly once" covers them too.
+    await db('models').where({ id: 'sim-gpt' }).update({ cache_hit_credits: '0.000001' });
     proxy = await startTcpProxy({ host: '127.0.0.1', port: temporalPort });
     connection = await Connection.connect({ address: temporal.address });
     const temporalClient = new Client({ connection });
@@ -264,8 +268,8 @@ async function main(): Promise<number> {
       const tk = target(`${name} keyed`, keyedUrl, keyed.key);
       targets.push(tc, tk);
       const loads = [
-        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
-        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
+        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
+        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
       ];
       let spendMax = new Decimal(0);
       let sampling = true;
