@@ -23,13 +23,13 @@ import { num, table } from './stats';
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
 // a process of its own as `npm start` runs them (PostgreSQL, the Temporal dev server with its
 // SQLite file, the credits worker with the settlement relay, two gateway API processes: the
-// credits and the keyed variant; the provider simulator runs in this process). Under load, one
-// after the other: the API processes killed during streams and non-streaming requests; the
+// credits and the keyed variant; the provider simulator runs in this process). Under load (a
+// quarter of the non-streaming requests opt in to the response cache with one content: cache
+// hits in the mix), one after the other: the API processes killed during streams and non-streaming requests; the
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
 // killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
 // killed and kept down 120 s (outcomes wait in the API processes' journals); a rolling restart
-// (SIGTERM, drain, start) of two credits API processes behind a balancer (a quarter of the
-// non-streaming load opts in to the response cache with one content: cache hits). After each:
+// (SIGTERM, drain, start) of two credits API processes behind a balancer. After each:
 // the client-visible errors, the recovery time (the fault's end → every reservation it touched
 // resolved), and the money checks: no reservation charged twice, every answered request charged
 // exactly once with the charge its answer showed, no hold left, ledger drift 0, the key's spend
