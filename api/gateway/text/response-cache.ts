@@ -112,13 +112,11 @@ export async function answerFromCache(deps: CacheDeps, ctx: Context, r: CacheReq
   return true;
 }
 
-/** The stored answer's credit fields (chat's usage.cost, cost_details, balance) replaced by this request's. */
-function withCredits(v: unknown, credits: ReturnType<typeof creditUsage>): unknown {
-  if (Array.isArray(v)) return v.map((x) => withCredits(x, credits));
-  if (!v || typeof v !== 'object') return v;
-  const o = v as Record<string, unknown>;
-  if ('cost_details' in o && 'cost' in o) return { ...o, ...credits };
-  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, withCredits(x, credits)]));
+/** The stored answer's credit fields (chat's usage: cost, cost_details, balance; a body or a stream chunk) replaced by this request's. */
+function withCredits(answer: unknown, credits: ReturnType<typeof creditUsage>): unknown {
+  const o = answer as { usage?: unknown };
+  if (!o || typeof o.usage !== 'object' || o.usage === null || !('cost_details' in o.usage)) return answer;
+  return { ...o, usage: { ...o.usage, ...credits } };
 }
 
 /**
