@@ -123,7 +123,7 @@ async function main(): Promise<number> {
   let db: Db | undefined;
   let pool: Pool | undefined;
   try {
-    const [gatewayPort, temporalPort, temporalUiPort, pgPort, simPort] = await freePorts(5);
+    const [gatewayPort, temporalPort, temporalUiPort, pgPort, simPort, ...panelPorts] = await freePorts(10);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATA_DIR: dataDir,
@@ -132,6 +132,8 @@ async function main(): Promise<number> {
       TEMPORAL_UI_PORT: String(temporalUiPort),
       PG_PORT: String(pgPort),
       SIMULATOR_URL: `http://127.0.0.1:${simPort}`,
+      // npm start runs the panel too: free ports of its own, so a system running beside does not stop it
+      ...Object.fromEntries(['PANEL_PORT', 'PANEL_HOSTING_WEB_PORT', 'PANEL_HOSTING_TLS_PORT', 'PANEL_NODE_API_PORT', 'PANEL_HOSTING_DB_PORT'].map((k, i) => [k, String(panelPorts[i])])),
       LOG_LEVEL: 'warn',
     };
     delete env.DATABASE_URL;
