@@ -1,10 +1,11 @@
 import { prepared, runPrepared, type Db } from '../../platform/db';
+import { GroupCommit } from '../credits/group-commit';
 import type { Logger } from '../../platform/logger';
 import type { TokenUsage } from '../../domain/credits/pricing';
 
 // The response cache's table (migrations/202702010401_response_cache.ts): answers stored per
 // account under the hash of their canonical request. A lookup is one primary-key read that ignores
-// expired rows; a store replaces the entry; expired rows go in a periodic pass and, past the size
+// expired rows (lookups arriving together share one statement); a store replaces the entry; expired rows go in a periodic pass and, past the size
 // bounds (rows and bytes), the oldest entries go within a second. Nothing here is on the money path: a failed
 // store or eviction is logged and the request goes on.
 
@@ -21,8 +22,17 @@ export interface CacheBounds {
   maxBytes: number;
 }
 
-/** The hit path's one statement (prepared: no knex, no parse). */
-const LOOKUP = prepared('response_cache_lookup', `SELECT body, stream, usage FROM response_cache WHERE account_id = ? AND key_hash = ? AND expires_at > now()`);
+/**
+ * The hit path's one statement, for a batch of lookups (group commit, as the holds: one statement
+ * for the lookups that arrived while the previous batch was in flight; a batch of one at c=1).
+ * Prepared: no knex, no parse. Each lookup is a primary-key probe.
+ */
+const LOOKUP = prepared(
+  'response_cache_lookup',
+  `SELECT o.ord::int AS ord, c.body, c.stream, c.usage
+     FROM unnest(?::uuid[], ?::text[]) WITH ORDINALITY AS o(account_id, key_hex, ord)
+     JOIN response_cache c ON c.account_id = o.account_id AND c.key_hash = decode(o.key_hex, 'hex') AND c.expires_at > now()`,
+);
 
 const STORE_SQL = `INSERT INTO response_cache (account_id, key_hash, model, stream, body, usage, bytes, expires_at)
   VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))
@@ -45,6 +55,7 @@ const PRUNE_BATCH = 5000;
 const PRUNE_EVERY_MS = 60_000;
 
 export class ResponseCache {
+  private readonly lookups = new GroupCommit<{ accountId: string; keyHash: Buffer }, CachedAnswer | null>((batch) => this.lookupBatch(batch), { lanes: 2 });
   private evictTimer: NodeJS.Timeout | null = null;
   private lastEvict = 0;
   private pruner: NodeJS.Timeout | null = null;
@@ -56,9 +67,15 @@ export class ResponseCache {
   ) {}
 
   /** The live entry of this account's request, or null. */
-  async lookup(accountId: string, keyHash: Buffer): Promise<CachedAnswer | null> {
-    const r = await runPrepared(this.db, LOOKUP, [accountId, keyHash]);
-    return (r.rows[0] as unknown as CachedAnswer | undefined) ?? null;
+  lookup(accountId: string, keyHash: Buffer): Promise<CachedAnswer | null> {
+    return this.lookups.submit({ accountId, keyHash });
+  }
+
+  private async lookupBatch(batch: Array<{ accountId: string; keyHash: Buffer }>): Promise<Array<CachedAnswer | null>> {
+    const r = await runPrepared(this.db, LOOKUP, [batch.map((b) => b.accountId), batch.map((b) => b.keyHash.toString('hex'))]);
+    const out: Array<CachedAnswer | null> = batch.map(() => null);
+    for (const row of r.rows as unknown as Array<CachedAnswer & { ord: number }>) out[row.ord - 1] = { body: row.body, stream: row.stream, usage: row.usage };
+    return out;
   }
 
   /**

@@ -299,6 +299,22 @@ describe('response cache bounds (issue 36 part 4)', function () {
     cache.close();
   });
 
+  it('lookups arriving together share a statement, each with its own answer', async () => {
+    const a = await newAccount({ credits: '1' });
+    const b = await newAccount({ credits: '1' });
+    const cache = new ResponseCache(env.db, env.logger, { maxRows: 1000, maxBytes: 1_000_000 });
+    const stored = [1, 2, 3, 4, 5].map((n) => Buffer.alloc(32, 100 + n));
+    for (const [i, h] of stored.entries()) await cache.store(a.accountId, h, 'sim-gpt', { body: `{"n":${i}}`, stream: i % 2 === 1, usage: null }, 60);
+    const asked = Array.from({ length: 40 }, (_, i) => ({ account: i % 3 === 0 ? b.accountId : a.accountId, hash: i % 4 === 0 ? Buffer.alloc(32, 7) : stored[i % 5], i }));
+    const got = await Promise.all(asked.map((q) => cache.lookup(q.account, q.hash)));
+    asked.forEach((q, k) => {
+      const expected = q.account === a.accountId && q.i % 4 !== 0 ? `{"n":${q.i % 5}}` : null;
+      assert.equal(got[k]?.body ?? null, expected, `lookup ${q.i}: its own answer, or none (another account, or not stored)`);
+      if (expected) assert.equal(got[k]!.stream, (q.i % 5) % 2 === 1, `lookup ${q.i}: its stream flag`);
+    });
+    cache.close();
+  });
+
   it('evicts the oldest answers past the row bound', async () => {
     const acct = await newAccount({ credits: '10' });
     const { openai } = clients(stack, acct);
