@@ -14,7 +14,7 @@ import { fixed, ms3, nsToMs, num, summarize, table } from './stats';
 // whole system (main/start.ts) as child processes on free loopback ports, stores one answer, then
 // measures side by side a hit (the stored request), a miss (a new request each time, opted in: the
 // lookup, the provider call and the store) and an uncached request: latency at c=1 (interleaved) and
-// throughput at c=64 (closed loop). Prints the load average at start and end (figures count only
+// throughput at c=64 (closed loop, each kind in two halves, forward then reverse order). Prints the load average at start and end (figures count only
 // from a quiet box, DESIGN.md section 6), checks every hold was resolved, and appends the report to
 // bench/history/<date>-cache.md. Bounded in time; stops its children on every exit path.
 
@@ -158,17 +158,19 @@ async function main(): Promise<number> {
 
     log(`c=1: ${P.c1Iterations} iterations of hit, miss and uncached, interleaved`);
     const c1 = await latency(pool, key, P.c1Iterations);
-    const c64: Partial<Record<Kind, Awaited<ReturnType<typeof throughput>>>> = {};
-    for (const k of KINDS) {
-      log(`c=64, ${k}: ${P.seconds} s`);
-      c64[k] = await throughput(pool, key, k, 64, P.seconds);
+    // Two halves per kind, in forward then reverse order, so no kind always runs first (after c=1) or last.
+    const c64: Record<Kind, { rps: number; errors: number; last: string }> = { hit: { rps: 0, errors: 0, last: '' }, miss: { rps: 0, errors: 0, last: '' }, uncached: { rps: 0, errors: 0, last: '' } };
+    for (const k of [...KINDS, ...[...KINDS].reverse()]) {
+      log(`c=64, ${k}: ${P.seconds / 2} s`);
+      const t = await throughput(pool, key, k, 64, P.seconds / 2);
+      c64[k] = { rps: c64[k].rps + t.rps / 2, errors: c64[k].errors + t.errors, last: t.last || c64[k].last };
     }
     let left = await held(db, account.id);
     for (const end = Date.now() + 60_000; left > 0 && Date.now() < end; left = await held(db, account.id)) await sleep(500);
     const load1 = load();
     const rows = KINDS.map((k) => {
       const s = summarize(c1.ms[k]);
-      return [k, s.n, ms3(s.p50), ms3(s.p90), ms3(s.p99), fixed(c64[k]!.rps), `${c1.errors[k] + c64[k]!.errors}${c64[k]!.last ? ` (${c64[k]!.last.slice(0, 80)})` : ''}`, c1.wrong[k]];
+      return [k, s.n, ms3(s.p50), ms3(s.p90), ms3(s.p99), fixed(c64[k].rps), `${c1.errors[k] + c64[k].errors}${c64[k].last ? ` (${c64[k].last.slice(0, 80)})` : ''}`, c1.wrong[k]];
     });
     const text = [
       `## ${new Date().toISOString()} — commit ${git(['rev-parse', '--short', 'HEAD'])}${git(['status', '--porcelain']) ? ' (uncommitted changes)' : ''}`,
