@@ -23,8 +23,9 @@ import { num, table } from './stats';
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
 // a process of its own as `npm start` runs them (PostgreSQL, the Temporal dev server with its
 // SQLite file, the credits worker with the settlement relay, two gateway API processes: the
-// credits and the keyed variant; the provider simulator runs in this process). Under load, one
-// after the other: the API processes killed during streams and non-streaming requests; the
+// credits and the keyed variant; the provider simulator runs in this process). Under load (a
+// quarter of the non-streaming requests opt in to the response cache with one content: cache
+// hits in the mix), one after the other: the API processes killed during streams and non-streaming requests; the
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
 // killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
 // killed and kept down 120 s (outcomes wait in the API processes' journals); a rolling restart
@@ -212,6 +213,9 @@ async function main(): Promise<number> {
     await migrate(db);
     sim = await startSimulator({ port: simPort });
     await seedSimulatorCatalog(db, sim.url);
+    // Cache hits in the load mix (issue 36): charged a cache-hit price above 0, so the audit's
+    // "every answered request charged exactly once" covers them too.
+    await db('models').where({ id: 'sim-gpt' }).update({ cache_hit_credits: '0.000001' });
     proxy = await startTcpProxy({ host: '127.0.0.1', port: temporalPort });
     connection = await Connection.connect({ address: temporal.address });
     const temporalClient = new Client({ connection });
@@ -264,8 +268,8 @@ async function main(): Promise<number> {
       const tk = target(`${name} keyed`, keyedUrl, keyed.key);
       targets.push(tc, tk);
       const loads = [
-        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
-        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT }, () => {}),
+        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
+        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
       ];
       let spendMax = new Decimal(0);
       let sampling = true;

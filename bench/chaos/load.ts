@@ -34,15 +34,15 @@ export function target(name: string, url: string, key: string): Target {
 
 const TIMEOUT_MS = 60_000;
 
-/** One chat completion; never throws. */
-export async function send(t: Target, content: string, stream: boolean): Promise<Sent> {
+/** One chat completion (`headers`: e.g. the response cache's opt-in); never throws. */
+export async function send(t: Target, content: string, stream: boolean, headers: Record<string, string> = {}): Promise<Sent> {
   const startedAt = Date.now();
   const out: Sent = { api: t.name, stream, id: null, status: 0, answered: false, cost: null, error: null, startedAt, endedAt: 0 };
   try {
     const res = await t.pool.request({
       path: '/v1/chat/completions',
       method: 'POST',
-      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ model: 'sim-gpt', max_tokens: 400, messages: [{ role: 'user', content }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
       headersTimeout: TIMEOUT_MS,
       bodyTimeout: TIMEOUT_MS,
@@ -93,6 +93,8 @@ export interface LoadPlan {
   streams: number;
   content: string;
   streamContent: string;
+  /** every n-th non-streaming request opts in to the response cache with the same content: hits in the mix */
+  cachedEvery?: number;
 }
 
 export interface Load {
@@ -118,7 +120,8 @@ export function startLoad(t: Target, plan: LoadPlan, record: (s: Sent) => void):
     const due = Math.floor(((Date.now() - started) / 1000) * plan.rate);
     while (!stopped && issued < due) {
       issued++;
-      track(send(t, plan.content, false));
+      const cached = plan.cachedEvery !== undefined && issued % plan.cachedEvery === 0;
+      track(cached ? send(t, `${plan.content} (cached)`, false, { 'x-gateway-cache': 'ttl=600' }) : send(t, plan.content, false));
     }
   }, 10);
   const streamers = Array.from({ length: plan.streams }, async () => {
