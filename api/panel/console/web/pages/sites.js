@@ -186,7 +186,7 @@ function FilesTab({ site }) {
   </div>`;
 }
 
-/** The account's limits as they bind this site: enforced by its node's kernel (its control group), or counted only. */
+/** The account's limits as they bind this site: enforced by its node's kernel (its control group), or counted only; an unset limit binds nothing ("—"). */
 function SiteLimits({ limits, node }) {
   if (!limits) return null;
   return html`<div>
@@ -194,7 +194,7 @@ function SiteLimits({ limits, node }) {
     <${Table} caption=${`Limits of this website on node ${node}`} rows=${Object.entries(limits)} cols=${[
       ['Limit', ([k]) => LIMIT_LABELS[k] || k],
       ['Value', ([, l]) => (l.value === null ? 'unlimited' : String(l.value))],
-      ['On its node', ([, l]) => html`<span data-testid="limit-on-node">${l.on_node === 'enforced' ? 'enforced' : 'bookkeeping only (this node cannot enforce it)'}</span>`],
+      ['On its node', ([, l]) => html`<span data-testid="limit-on-node">${l.value === null ? '—' : l.on_node === 'enforced' ? 'enforced' : 'bookkeeping only (this node cannot enforce it)'}</span>`],
     ]} />
   </div>`;
 }
