@@ -172,6 +172,7 @@ const operations: ApiOperation[] = [
   rc('post', '/v1/reconcile/run', 'Run a reconciliation pass now (202 started, 200 already running)', { status: [202, 200] }),
   rc('get', '/v1/reconcile/passes/:id', 'A pass report'),
   rc('get', '/v1/reconcile/sites', 'Sites by reconciliation status', { query: reconcile.listQuery }),
+  rc('get', '/v1/reconcile/databases', "The hosting node's databases by reconciliation status"),
   rc('get', '/v1/reconcile/sites/:id', "A site's reconciliation findings"),
   rc('post', '/v1/reconcile/sites/:id/policy', "Set a site's reconciliation policy", { body: reconcile.policyBody }),
 
