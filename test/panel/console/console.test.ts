@@ -234,6 +234,9 @@ describe('panel: web console in chromium', function () {
     const limits = page.getByRole('table', { name: 'Limits of this website on node hosting' });
     const cpu = await limits.getByRole('row', { name: /CPU \(% of one core\)/ }).textContent();
     assert.match(cpu!, /unlimited\s*—$/, `an unset limit binds nothing, so the node column says "—": ${cpu}`);
+    // its usage from its control group (issue 34): per hour once its node reported the group, until then it says so
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    await page.getByRole('table', { name: 'Usage of this website per hour' }).or(page.getByText('runs this website in no control group')).waitFor();
     await shot(page, 'website-placement');
     // the site is served by the hosting node's nginx under its domain
     // (fetch() cannot set Host, so a plain request)
