@@ -8,6 +8,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { measurePageWeight, newConsolePage } from '../../helpers/console';
 import { env } from '../../setup/env';
 import { createOrgWithLogin, PASSWORD, platformAdmin, startHostingPanel, totp, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
+import { until } from '../../helpers/until';
 
 // The web console (PANEL.md section 5) in Debian's chromium, driven by playwright-core, against a
 // real panel with its hosting node (nginx), scheduled placement and two-factor required for
@@ -467,7 +468,7 @@ describe('panel: web console in chromium', function () {
     await records.getByRole('textbox').fill('www A 300 192.0.2.10\n@ TXT hello');
     await records.getByRole('button', { name: 'Save records' }).click();
     const zones = (await customer.client.get(`/v1/orgs/${customer.id}/dns-zones`)).json.zones;
-    await waitFor(async () => (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json.records.length === 2);
+    await until('both records listed', async () => (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json.records.length === 2, 10_000);
     await shot(page, 'dns');
     const z = (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json;
     assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT']);
@@ -483,7 +484,7 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('button', { name: 'Create database' }).click();
     const password = (await page.getByTestId('db-password').textContent())!.trim();
     assert.ok(password.length >= 16, password);
-    await waitFor(async () => (await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json.databases[0]?.status === 'active', 30_000);
+    await until('the database active', async () => (await customer.client.get(`/v1/orgs/${customer.id}/databases`)).json.databases[0]?.status === 'active', 30_000);
     await page.reload();
     await page.getByRole('row').filter({ hasText: name }).filter({ hasText: 'active' }).waitFor();
     assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
@@ -572,9 +573,3 @@ describe('panel: web console in chromium', function () {
   });
 });
 
-async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  for (const end = Date.now() + ms; !(await check()); ) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
