@@ -82,6 +82,7 @@ describe('panel: reconciliation sees a dropped database', function () {
     await asAdmin(`DROP DATABASE \`${db.name}\`;`);
     const found = await runPass(admin);
     assert.equal(found.counts.database_missing, 1, `the pass counts the database missing: ${JSON.stringify(found.counts)}`);
+    assert.deepEqual(found.databases_not_in_sync.map((d: { name: string; status: string }) => [d.name, d.status]), [[db.name, 'missing']], 'the pass report lists it');
     const v = await view();
     assert.equal(v.status, 'missing', JSON.stringify(v));
     assert.deepEqual(v.findings, [{ problem: 'database_missing', database: db.name }], 'the finding names the database (its user is still there)');
