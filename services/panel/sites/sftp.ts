@@ -55,7 +55,7 @@ export async function getSftp(db: Db, actor: Actor, siteId: string) {
     login_allowed: !!sftp && !!user && !site.suspended && !site.org_suspended && site.sftp_keys.length > 0,
     // the node's own word at its last measurement: at or over the quota, logins may read but not write
     read_only: !!sftp?.readOnly?.includes(site.id),
-    read_only_reason: sftp?.readOnly?.includes(site.id) ? `over quota: the site's measured disk use is at or over its quota of ${site.quota_mb} MB; remove files (the file manager) or raise the quota, and writes come back at the node's next measurement` : null,
+    read_only_reason: sftp?.readOnly?.includes(site.id) ? `over quota: the site's measured disk use is at or over its quota of ${site.quota_mb} MB; remove files with the file manager (an SFTP rm is a write too) and writes come back at the node's next measurement` : null,
     keys: site.sftp_keys.map(keyView),
     max_keys: MAX_SFTP_KEYS,
   };
