@@ -168,12 +168,15 @@ export async function startSftp(o: { root: string; host: string; port: number; s
     }
   };
   let pending = '';
+  /** how often sshd said it listens (once per start and per SIGHUP re-execution) */
+  let listened = 0;
   const onOutput = (text: string) => {
     fs.appendFileSync(p.log, text, { mode: 0o600 });
     pending += text;
     const lines = pending.split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
+      if (line.startsWith('Server listening on ')) listened++;
       let m = /^Accepted publickey for (\S+) from \S+ port (\d+) ssh2: \S+ (SHA256:\S+)/.exec(line);
       if (m) sessions.set(Number(m[2]), { user: m[1], fingerprint: m[3] });
       m = /^Starting session: .* for (\S+) from \S+ port (\d+)/.exec(line);
@@ -185,9 +188,10 @@ export async function startSftp(o: { root: string; host: string; port: number; s
 
   let stopping = false;
   let svc: Service;
+  const probeHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host;
   const launch = async () => {
     svc = startService('sshd', sshd, ['-D', '-e', '-f', p.config], o.logger, onOutput);
-    await waitFor('sshd', () => canConnect({ host: o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host, port: o.port }), 15_000, svc.exited);
+    await waitFor('sshd', () => canConnect({ host: probeHost, port: o.port }), 15_000, svc.exited);
   };
   await launch();
   o.logger.info({ pid: svc!.pid, port: o.port }, 'sshd started (SFTP)');
@@ -219,12 +223,17 @@ export async function startSftp(o: { root: string; host: string; port: number; s
   const settle = async () => {
     const want = new Set([...userSite].filter(([, s]) => sftpOverQuota(diskOf.get(s.id), s.quotaMb)).map(([user]) => user));
     if (want.size === readOnly.size && [...want].every((u) => readOnly.has(u))) return;
+    const before = fs.readFileSync(p.config, 'utf8');
     writeFileAtomic(p.config, renderSshdConfig({ root: o.root, host: o.host, port: o.port, readOnlyUsers: [...want] }));
     const test = await run(sshd, ['-t', '-f', p.config]);
-    if (test.code !== 0) throw new Error(`sshd config ${p.config} fails its test: ${test.stderr.trim()}`);
-    // sshd re-executes itself on SIGHUP (same pid), reading the new config; its listener is back in a moment
+    if (test.code !== 0) {
+      writeFileAtomic(p.config, before); // a restarted sshd must still find a config it takes
+      throw new Error(`sshd config ${p.config} fails its test: ${test.stderr.trim()}`);
+    }
+    // sshd re-executes itself on SIGHUP (same pid) with the new config: done when it says it listens again
+    const seen = listened;
     process.kill(svc.pid, 'SIGHUP');
-    await waitFor('sshd reload', () => canConnect({ host: o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host, port: o.port }), 15_000, svc.exited);
+    await waitFor('sshd reload', async () => listened > seen && (await canConnect({ host: probeHost, port: o.port })), 15_000, svc.exited);
     const newly = [...want].filter((u) => !readOnly.has(u));
     readOnly = want;
     o.logger.info({ readOnly: [...want], newly }, 'SFTP read-only logins changed (soft quota)');

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { findBinary, run } from '../../../hosting-node/processes';
-import { pruneSiteUsers, siteUserName } from '../../../hosting-node/site-users';
+import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
 import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
 
@@ -17,11 +17,12 @@ import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, un
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sftp-quota-'));
 const MB = 1024 * 1024;
 
+const sftpArgs = (key: string, port: number, user: string) => ['-b', '-', '-i', key, '-P', String(port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR', `${user}@127.0.0.1`];
+
 /** One batch of sftp commands (a leading `-` lets a command fail without ending the batch). */
 function sftp(key: string, port: number, user: string, commands: string[]): Promise<{ code: number; out: string }> {
-  const args = ['-b', '-', '-i', key, '-P', String(port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR', `${user}@127.0.0.1`];
   return new Promise((resolve) => {
-    const child = spawn('sftp', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('sftp', sftpArgs(key, port, user), { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += String(d)));
     child.stderr.on('data', (d) => (out += String(d)));
@@ -29,6 +30,16 @@ function sftp(key: string, port: number, user: string, commands: string[]): Prom
     child.stdin.end(commands.map((c) => `${c}\n`).join(''));
   });
 }
+
+/** The user's connections on the node's sshd (one `sshd: <user>@notty` process each). */
+const connections = (uid: number) =>
+  fs.readdirSync('/proc').filter((p) => {
+    try {
+      return /^\d+$/.test(p) && new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(fs.readFileSync(`/proc/${p}/status`, 'utf8')) && /^sshd: \S+@notty/.test(fs.readFileSync(`/proc/${p}/cmdline`, 'utf8'));
+    } catch {
+      return false;
+    }
+  }).length;
 
 const until = async (what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -78,6 +89,16 @@ describe('panel: SFTP read-only over the soft quota', function () {
     fs.writeFileSync(big, Buffer.alloc(2 * MB, 7));
     const small = path.join(tmp, 'small.txt');
     fs.writeFileSync(small, 'small\n');
+    // a session opened while writable: its batch stays open
+    const open = spawn('sftp', sftpArgs(key, panel.sftpPort!, site.user), { stdio: ['pipe', 'pipe', 'pipe'] });
+    let openOut = '';
+    open.stdout.on('data', (d) => (openOut += String(d)));
+    open.stderr.on('data', (d) => (openOut += String(d)));
+    const openClosed = new Promise<number>((resolve) => open.on('close', (code) => resolve(code ?? -1)));
+    open.stdin.on('error', () => {});
+    open.stdin.write('pwd\n');
+    const uid = siteOwner(panel.root, site.id)!.uid;
+    await until('the session open on the node', () => connections(uid) === 1);
     const before = await sftpView();
     assert.deepEqual([before.read_only, before.read_only_reason], [false, null], 'writable under the quota');
 
@@ -90,6 +111,11 @@ describe('panel: SFTP read-only over the soft quota', function () {
     const view = await sftpView();
     assert.match(view.read_only_reason, /over quota: .* quota of 1 MB/, `the reason: ${view.read_only_reason}`);
     assert.match(fs.readFileSync(path.join(panel.root, 'etc/ssh/sshd_config'), 'utf8'), new RegExp(`Match User ${site.user}\\n\\s+ForceCommand internal-sftp -R`), 'the node renders the read-only login');
+    // the session opened before would keep writing: the node ended it
+    await until('the session opened before ended on the node', () => connections(uid) === 0, 10_000);
+    open.stdin.end(`put ${small} early.txt\n`);
+    assert.notEqual(await openClosed, 0, `the ended session cannot write: ${openOut}`);
+    assert.ok(!fs.existsSync(path.join(site.docroot, 'early.txt')), 'nothing written by it');
 
     const refused = await login(['cd public_html', `-put ${small} small.txt`, `-rm big.bin`, `-mkdir newdir`]);
     assert.equal((refused.out.match(/Permission denied/g) ?? []).length, 3, `put, rm and mkdir are refused: ${refused.out}`);
