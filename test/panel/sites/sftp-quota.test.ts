@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
+import { renderSshdConfig, sftpOverQuota } from '../../../domain/panel/sftp';
 import { findBinary, run } from '../../../hosting-node/processes';
 import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
@@ -11,8 +12,8 @@ import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, un
 
 // SFTP against the soft quota (issue 34 §2) with the real OpenSSH client: files written over SFTP
 // count at the node's next measurement (every 300 ms here: the panel's report interval); at or over
-// the quota a `put` is refused while `get` still works, the API and the console say read-only and
-// why, and freeing space with the panel's file API brings writes back.
+// the quota a `put` is refused while `get` still works, a session opened before is ended, the API
+// and the console say read-only and why, and freeing space with the panel's file API brings writes back.
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sftp-quota-'));
 const MB = 1024 * 1024;
@@ -153,5 +154,16 @@ describe('panel: SFTP read-only over the soft quota', function () {
     const again = await login(['cd public_html', `put ${small} small.txt`]);
     assert.equal(again.code, 0, `put works again: ${again.out}`);
     assert.equal(fs.readFileSync(path.join(site.docroot, 'small.txt'), 'utf8'), 'small\n', 'written');
+  });
+});
+
+describe('panel: the read-only SFTP rule and its config', () => {
+  it('is read-only at or over the quota, never without a measurement or a quota; the Match block comes last', () => {
+    assert.deepEqual([sftpOverQuota(0.99, 1), sftpOverQuota(1, 1), sftpOverQuota(2.5, 1), sftpOverQuota(undefined, 1), sftpOverQuota(5, undefined)], [false, true, true, false, false], 'under, at, over, unmeasured, no quota');
+    const plain = renderSshdConfig({ root: '/srv/n', host: '127.0.0.1', port: 2222 });
+    assert.doesNotMatch(plain, /Match/, 'no block without read-only users');
+    const ro = renderSshdConfig({ root: '/srv/n', host: '127.0.0.1', port: 2222, readOnlyUsers: ['s_bbbbbbbbbbbb', 's_aaaaaaaaaaaa'] });
+    assert.ok(ro.startsWith(plain.trimEnd()), 'the same config before the block');
+    assert.match(ro, /\nMatch User s_aaaaaaaaaaaa,s_bbbbbbbbbbbb\n {4}ForceCommand internal-sftp -R\n$/, `one sorted block at the end: ${ro}`);
   });
 });
