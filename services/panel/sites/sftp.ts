@@ -49,13 +49,14 @@ export async function getSftp(db: Db, actor: Actor, siteId: string) {
   const node: { facts: NodeFacts | null } | undefined = await db('panel_nodes').where({ name: site.node_name }).first('facts');
   const sftp = node?.facts?.sftp ?? null;
   const user = sftp?.users?.[site.id] ?? null;
+  const readOnly = Array.isArray(sftp?.readOnly) && sftp.readOnly.includes(site.id);
   return {
     // a wildcard listener has no one address: the node's own address is the host then
     endpoint: sftp ? { host: ['0.0.0.0', '::'].includes(sftp.host) ? null : sftp.host, port: sftp.port, user } : null,
     login_allowed: !!sftp && !!user && !site.suspended && !site.org_suspended && site.sftp_keys.length > 0,
     // the node's own word at its last measurement: at or over the quota, logins may read but not write
-    read_only: !!sftp?.readOnly?.includes(site.id),
-    read_only_reason: sftp?.readOnly?.includes(site.id) ? `over quota: the site's measured disk use is at or over its quota of ${site.quota_mb} MB; remove files with the file manager (an SFTP rm is a write too) and writes come back at the node's next measurement` : null,
+    read_only: readOnly,
+    read_only_reason: readOnly ? `over quota: the site's measured disk use is at or over its quota of ${site.quota_mb} MB; remove files with the file manager (an SFTP rm is a write too) and writes come back at the node's next measurement` : null,
     keys: site.sftp_keys.map(keyView),
     max_keys: MAX_SFTP_KEYS,
   };
