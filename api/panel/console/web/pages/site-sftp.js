@@ -22,7 +22,7 @@ export function SftpTab({ site, reload }) {
           </dl>
           <p class="muted">Keys only (no passwords). You land in the website's folder; its files are in <code>public_html</code>.</p>
           ${site.suspended || site.org_suspended ? html`<${Notice} kind="error">This website is suspended: SFTP logins are refused until it is reactivated.<//>` : null}
-          ${d.read_only ? html`<div data-testid="sftp-read-only"><${Notice} kind="error">Read-only: ${d.read_only_reason}.<//></div>` : null}`
+          ${d.read_only ? html`<div data-testid="sftp-read-only"><${Notice} kind="warn">Read-only: ${d.read_only_reason}.<//></div>` : null}`
         : html`<${Notice} kind="error">Node ${site.node} offers no SFTP (no sshd, or it cannot confine sites there).<//>`}
       <h3>Keys</h3>
       <${Table} caption=${`SFTP keys of ${site.domain} (${d.keys.length} of ${d.max_keys})`} rows=${d.keys} empty="No key yet: add one to log in." cols=${[
