@@ -177,7 +177,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     tls: !!nginx && tlsListen !== null,
     siteUsers: state.siteUsers,
     limits: groups.enforced,
-    ...(sftp ? { sftp: { host: sftp.host, port: sftp.port, users: sftp.users() } } : {}),
+    ...(sftp ? { sftp: { host: sftp.host, port: sftp.port, users: sftp.users(), readOnly: sftp.readOnly() } } : {}),
   });
 
   const siteApply = createSiteApply({ state, nginx, php, groups, listen, tlsListen, archiveBeforeDelete: (siteId) => siteBackups.archiveBeforeDelete(siteId) });
@@ -252,6 +252,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         const group = groups.usage(s.domain);
         out.push({ siteId: s.id, ...(await docrootUsage(sitePaths(root, s.domain).docroot)), ...(group ? { group } : {}) });
       }
+      await sftp?.measured(out); // a site at or over its quota gets read-only SFTP at once
       return out;
     },
     inspectSite: site.inspectSite,

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SiteSpec } from '../domain/panel/node-ops';
-import { renderSshdConfig, sftpPaths } from '../domain/panel/sftp';
+import { renderSshdConfig, sftpOverQuota, sftpPaths } from '../domain/panel/sftp';
 import type { Logger } from '../platform/logger';
 import { stopOrphan } from '../platform/orphans';
 import { writeFileAtomic } from './files';
@@ -12,7 +12,9 @@ import { siteOwner, siteUserName } from './site-users';
 // host keys generated once under the root, restarted if it dies. Each site's keys are a root-owned
 // file <root>/sftp/keys/<site user> (empty while the site is suspended). sshd's VERBOSE log names
 // the key and the client port of every session: the node moves each session into the site's
-// control group when it starts, and ends the sessions of a key that is removed.
+// control group when it starts, and ends the sessions of a key that is removed. A site measured at or
+// over its quota logs in read-only (a Match block, sshd reloaded by SIGHUP): its open sessions are
+// ended then, so the next login is read-only; writes come back once a measurement is under the quota.
 
 export interface Sftp {
   host: string;
@@ -23,6 +25,10 @@ export interface Sftp {
   remove(siteId: string): void;
   /** each site's login on this node, by site id */
   users(): Record<string, string>;
+  /** the node measured its sites' disk use: sites at or over their quota become read-only, those under it writable */
+  measured(usage: Array<{ siteId: string; diskMb: number }>): Promise<void>;
+  /** the sites whose SFTP is read-only now (over quota) */
+  readOnly(): string[];
   stop(): Promise<void>;
 }
 
@@ -129,7 +135,7 @@ export async function startSftp(o: { root: string; host: string; port: number; s
     const r = await run(keygen, ['-q', '-t', i === 0 ? 'ed25519' : 'rsa', ...(i === 0 ? [] : ['-b', '3072']), '-N', '', '-C', `panel-node ${o.root}`, '-f', key]);
     if (r.code !== 0) throw new Error(`ssh-keygen of ${key}: ${r.stderr.trim()}`);
   }
-  writeFileAtomic(p.config, renderSshdConfig(o));
+  writeFileAtomic(p.config, renderSshdConfig({ root: o.root, host: o.host, port: o.port }));
   const test = await run(sshd, ['-t', '-f', p.config]);
   if (test.code !== 0) throw new Error(`sshd config ${p.config} fails its test: ${test.stderr.trim()}`);
   await stopOrphan(p.pid, /sshd/, 'sshd', o.logger);
@@ -162,12 +168,15 @@ export async function startSftp(o: { root: string; host: string; port: number; s
     }
   };
   let pending = '';
+  /** how often sshd said it listens (once per start and per SIGHUP re-execution) */
+  let listened = 0;
   const onOutput = (text: string) => {
     fs.appendFileSync(p.log, text, { mode: 0o600 });
     pending += text;
     const lines = pending.split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
+      if (line.startsWith('Server listening on ')) listened++;
       let m = /^Accepted publickey for (\S+) from \S+ port (\d+) ssh2: \S+ (SHA256:\S+)/.exec(line);
       if (m) sessions.set(Number(m[2]), { user: m[1], fingerprint: m[3] });
       m = /^Starting session: .* for (\S+) from \S+ port (\d+)/.exec(line);
@@ -179,9 +188,10 @@ export async function startSftp(o: { root: string; host: string; port: number; s
 
   let stopping = false;
   let svc: Service;
+  const probeHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host;
   const launch = async () => {
     svc = startService('sshd', sshd, ['-D', '-e', '-f', p.config], o.logger, onOutput);
-    await waitFor('sshd', () => canConnect({ host: o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '::1' : o.host, port: o.port }), 15_000, svc.exited);
+    await waitFor('sshd', () => canConnect({ host: probeHost, port: o.port }), 15_000, svc.exited);
   };
   await launch();
   o.logger.info({ pid: svc!.pid, port: o.port }, 'sshd started (SFTP)');
@@ -205,6 +215,35 @@ export async function startSftp(o: { root: string; host: string; port: number; s
   };
   for (const s of o.sites()) userSite.set(siteUserName(o.root, s.id), s);
 
+  // ---- read-only over quota ----
+  const diskOf = new Map<string, number>();
+  let readOnly = new Set<string>();
+  let settling = Promise.resolve();
+  /** Renders the read-only users from the last measurement and each site's quota; reloads sshd when they change. */
+  const settle = async () => {
+    const want = new Set([...userSite].filter(([, s]) => sftpOverQuota(diskOf.get(s.id), s.quotaMb)).map(([user]) => user));
+    if (want.size === readOnly.size && [...want].every((u) => readOnly.has(u))) return;
+    const before = fs.readFileSync(p.config, 'utf8');
+    writeFileAtomic(p.config, renderSshdConfig({ root: o.root, host: o.host, port: o.port, readOnlyUsers: [...want] }));
+    const test = await run(sshd, ['-t', '-f', p.config]);
+    if (test.code !== 0) {
+      writeFileAtomic(p.config, before); // a restarted sshd must still find a config it takes
+      throw new Error(`sshd config ${p.config} fails its test: ${test.stderr.trim()}`);
+    }
+    // sshd re-executes itself on SIGHUP (same pid) with the new config: done when it says it listens again
+    const seen = listened;
+    process.kill(svc.pid, 'SIGHUP');
+    await waitFor('sshd reload', async () => listened > seen && (await canConnect({ host: probeHost, port: o.port })), 15_000, svc.exited);
+    const newly = [...want].filter((u) => !readOnly.has(u));
+    readOnly = want;
+    o.logger.info({ readOnly: [...want], newly }, 'SFTP read-only logins changed (soft quota)');
+    // a session open before keeps its write access: it ends, so the next login is read-only
+    for (const user of newly) endSessions(user, () => false, siteOwner(o.root, userSite.get(user)!.id)?.uid ?? null);
+  };
+  /** one settle at a time, in order; a failure is logged and the next one tries again */
+  const settleInTurn = () =>
+    (settling = settling.then(settle).catch((err) => o.logger.error({ err: (err as Error).message }, 'SFTP read-only logins could not be changed')));
+
   return {
     host: o.host,
     port: o.port,
@@ -226,17 +265,26 @@ export async function startSftp(o: { root: string; host: string; port: number; s
         kept = new Set(r.stdout.split('\n').flatMap((l) => /(SHA256:\S+)/.exec(l)?.[1] ?? []));
       }
       endSessions(owner.name, (fp) => kept.has(fp), keys.length ? null : owner.uid);
+      await settleInTurn(); // the quota may have changed
     },
     remove(siteId) {
       const user = siteUserName(o.root, siteId);
       userSite.delete(user);
       fs.rmSync(p.keysOf(user), { force: true });
       endSessions(user, () => false);
+      diskOf.delete(siteId);
+      void settleInTurn();
     },
     users: () => Object.fromEntries(o.sites().map((s) => [s.id, siteUserName(o.root, s.id)])),
+    async measured(usage) {
+      for (const u of usage) diskOf.set(u.siteId, u.diskMb);
+      await settleInTurn();
+    },
+    readOnly: () => [...readOnly].flatMap((user) => userSite.get(user)?.id ?? []),
     async stop() {
       stopping = true;
       clearInterval(watch);
+      await settling;
       await svc.stop('SIGTERM', 5000);
     },
   };

@@ -118,7 +118,7 @@ const operations: ApiOperation[] = [
   s('post', '/v1/sites/:id/unsuspend', 'Unsuspend a site'),
   s('patch', '/v1/sites/:id/php', "Change a site's PHP settings", { body: sites.phpBody }),
   s('delete', '/v1/sites/:id', 'Delete a site (kept as an archive)', accepted),
-  s('get', '/v1/sites/:id/sftp', "A site's SFTP endpoint (host, port, user) and keys (label, type, bits, SHA-256 fingerprint)"),
+  s('get', '/v1/sites/:id/sftp', "A site's SFTP endpoint (host, port, user), whether it is read-only (at or over its quota) and why, and keys (label, type, bits, SHA-256 fingerprint)"),
   s('post', '/v1/sites/:id/sftp/keys', 'Add an SFTP key (OpenSSH public key; RSA under 2048 bits and DSA refused; at most 20)', { body: sftp.sftpKeyBody, ...created }),
   s('delete', '/v1/sites/:id/sftp/keys/:keyId', "Remove an SFTP key (its open sessions end)"),
   s('get', '/v1/sites/:id/files', "List a folder of a site's files", { query: files.pathQuery }),

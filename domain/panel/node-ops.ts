@@ -28,6 +28,8 @@ export interface SiteSpec {
   limits?: SiteLimits;
   /** the OpenSSH public keys (authorized_keys lines) that may log in over SFTP; absent: none */
   sftpKeys?: string[];
+  /** the site's soft disk quota (MB): at or over it the node makes its SFTP read-only; absent: an older panel */
+  quotaMb?: number;
 }
 
 /** A site's resource limits (spec 2.3) as the node enforces them; null: unlimited. */
@@ -121,7 +123,7 @@ export interface NodeFacts {
   /** which limits the node binds per site (control groups); absent: none (an older agent) */
   limits?: EnforcedLimits;
   /** the node's SFTP server (its own sshd): where it listens and each site's login; absent or null: no SFTP on this node */
-  sftp?: { host: string; port: number; users: Record<string, string> } | null;
+  sftp?: { host: string; port: number; users: Record<string, string>; /** sites whose SFTP is read-only: measured at or over their quota (absent: an older node) */ readOnly?: string[] } | null;
 }
 
 /** Metrics from the node's /proc (spec 2.6). */

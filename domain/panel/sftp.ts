@@ -1,6 +1,7 @@
 // SFTP for site owners (issue 34 §2, docs/panel/sites.md "SFTP"): the node's own sshd config and the
 // rules for site keys. The config is the same for every site (chroot to the login's home, which is
-// the site's root-owned folder), so adding or removing a site or a key never reloads sshd.
+// the site's root-owned folder), so adding or removing a site or a key never reloads sshd; only a
+// site crossing its soft quota does (its login becomes read-only: internal-sftp -R).
 
 /** Keys a site may hold. */
 export const MAX_SFTP_KEYS = 20;
@@ -24,8 +25,10 @@ export function sftpPaths(root: string) {
  * The node's sshd_config: keys only from the root-owned keys folder, logins of site users only
  * (`s_*`, site-users.ts), each chrooted to its home (the site folder) with internal-sftp forced,
  * nothing forwarded. VERBOSE logs the key and the session's port (hosting-node/sftp.ts reads them).
+ * `readOnlyUsers` (sites at or over their quota) get `internal-sftp -R` in a Match block, which
+ * must come last: every line after a Match belongs to it.
  */
-export function renderSshdConfig(o: { root: string; host: string; port: number }): string {
+export function renderSshdConfig(o: { root: string; host: string; port: number; readOnlyUsers?: string[] }): string {
   const p = sftpPaths(o.root);
   return [
     '# rendered by the hosting node (domain/panel/sftp.ts): SFTP for the sites, never a shell',
@@ -56,9 +59,13 @@ export function renderSshdConfig(o: { root: string; host: string; port: number }
     'Subsystem sftp internal-sftp',
     'ChrootDirectory %h',
     'ForceCommand internal-sftp',
+    ...(o.readOnlyUsers?.length ? ['# sites at or over their soft quota: reads only', `Match User ${[...o.readOnlyUsers].sort().join(',')}`, '    ForceCommand internal-sftp -R'] : []),
     '',
   ].join('\n');
 }
+
+/** Whether a site's SFTP is read-only: its measured disk use at or over its quota (absent quota: never). */
+export const sftpOverQuota = (diskMb: number | undefined, quotaMb: number | undefined): boolean => diskMb !== undefined && quotaMb !== undefined && diskMb >= quotaMb;
 
 /** A public key as the panel stores it: `type base64` (the comment dropped: the label names it). */
 export interface SftpKeyLine {

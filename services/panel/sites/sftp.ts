@@ -10,7 +10,8 @@ import { changeSite, siteInScope, type SitesDeps } from './sites';
 // SFTP for site owners (issue 34 §2): a site's keys (add with a label, list, remove; at most 20)
 // and its endpoint on its node. Keys are parsed and fingerprinted by ssh-keygen itself; each change
 // is a new generation of the site, whose node operation rewrites the login's authorized keys at once
-// and ends the sessions of a removed key. Scope is the site's (404 outside the actor's subtree).
+// and ends the sessions of a removed key. Scope is the site's (404 outside the actor's subtree). A site
+// the node measured at or over its quota is read-only over SFTP (the node's facts say which).
 
 export interface AddSftpKeyInput {
   label: string;
@@ -48,10 +49,14 @@ export async function getSftp(db: Db, actor: Actor, siteId: string) {
   const node: { facts: NodeFacts | null } | undefined = await db('panel_nodes').where({ name: site.node_name }).first('facts');
   const sftp = node?.facts?.sftp ?? null;
   const user = sftp?.users?.[site.id] ?? null;
+  const readOnly = Array.isArray(sftp?.readOnly) && sftp.readOnly.includes(site.id);
   return {
     // a wildcard listener has no one address: the node's own address is the host then
     endpoint: sftp ? { host: ['0.0.0.0', '::'].includes(sftp.host) ? null : sftp.host, port: sftp.port, user } : null,
     login_allowed: !!sftp && !!user && !site.suspended && !site.org_suspended && site.sftp_keys.length > 0,
+    // the node's own word at its last measurement: at or over the quota, logins may read but not write
+    read_only: readOnly,
+    read_only_reason: readOnly ? `over quota: the site's measured disk use is at or over its quota of ${site.quota_mb} MB; remove files with the file manager (an SFTP rm is a write too) and writes come back at the node's next measurement` : null,
     keys: site.sftp_keys.map(keyView),
     max_keys: MAX_SFTP_KEYS,
   };

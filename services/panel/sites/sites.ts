@@ -152,6 +152,7 @@ export const specOf = (s: SiteRow): SiteSpec => ({
   limits: s.limits,
   // SFTP keys (./sftp.ts): only when there are some, so sites without keys keep the spec they had
   ...(s.sftp_keys?.length ? { sftpKeys: s.sftp_keys.map((k) => k.public_key) } : {}),
+  quotaMb: s.quota_mb,
 });
 
 // ---- input ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // A website's SFTP tab (issue 34 §2): where to connect (host, port, user as the site's node reports
 // them) and the keys that may log in: add one with a label (an OpenSSH public key line), see each
-// key's type, bits and SHA-256 fingerprint, remove one (its open sessions end at once).
+// key's type, bits and SHA-256 fingerprint, remove one (its open sessions end at once); a site over
+// its quota is shown read-only with the reason.
 import { useState } from 'preact/hooks';
 import { del, get, post } from '../lib/api.js';
 import { ActionButton, Field, Form, html, Loaded, Notice, Table, useLoad, when } from '../lib/ui.js';
@@ -20,7 +21,8 @@ export function SftpTab({ site, reload }) {
             <dt>User</dt><dd><code>${d.endpoint.user ?? 'reported by the node in a moment'}</code></dd>
           </dl>
           <p class="muted">Keys only (no passwords). You land in the website's folder; its files are in <code>public_html</code>.</p>
-          ${site.suspended || site.org_suspended ? html`<${Notice} kind="error">This website is suspended: SFTP logins are refused until it is reactivated.<//>` : null}`
+          ${site.suspended || site.org_suspended ? html`<${Notice} kind="error">This website is suspended: SFTP logins are refused until it is reactivated.<//>` : null}
+          ${d.read_only ? html`<div data-testid="sftp-read-only"><${Notice} kind="warn">Read-only: ${d.read_only_reason}.<//></div>` : null}`
         : html`<${Notice} kind="error">Node ${site.node} offers no SFTP (no sshd, or it cannot confine sites there).<//>`}
       <h3>Keys</h3>
       <${Table} caption=${`SFTP keys of ${site.domain} (${d.keys.length} of ${d.max_keys})`} rows=${d.keys} empty="No key yet: add one to log in." cols=${[
