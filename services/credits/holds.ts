@@ -18,7 +18,6 @@ import { currentTraceparent } from '../../platform/tracing';
  * rate a batch then holds the outcomes of this many milliseconds, not one or two, so the outcome
  * write is a small share of the statements and commits per request.
  */
-export const OUTCOME_INTERVAL_MS = 25;
 
 /** Hold attempts by model and provider (catalog entries: bounded) and result. */
 const holdsTaken = new Counter({ name: 'credits_hold_attempts_total', help: 'Hold attempts by model, provider and result (taken, insufficient_quota, spend_limit)', labelNames: ['model', 'provider', 'result'] as const, registers: [registry] });
@@ -89,7 +88,7 @@ export class Reservations {
   ) {
     this.journal = opts.journal ?? new OutcomeJournal(db, opts.logger, { dir: null, ...JOURNAL_DEFAULTS });
     this.holds = new GroupCommit((batch) => this.takeHolds(batch));
-    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine), { intervalMs: OUTCOME_INTERVAL_MS });
+    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine));
   }
 
   /** Writes the outcomes still queued (a process that stops) and waits for those in flight. */
@@ -160,11 +159,10 @@ export class Reservations {
   /**
    * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): a durable
    * commit, before anything depends on Temporal. It carries the hold's terms, so a hold that a
-   * PostgreSQL crash lost is written again with it. With an outcome line, no outcome batch of this
-   * process in flight and none sent in the last OUTCOME_INTERVAL_MS, the statement has left the
-   * process when this returns its promise (the API reports before it ends the answer); else it
-   * leaves with the next batch, at most OUTCOME_INTERVAL_MS later (or when the one in flight
-   * returns: under load only). The body id is readable by /v1/generation from then on. An outcome
+   * PostgreSQL crash lost is written again with it. With an outcome line and no outcome batch of this
+   * process in flight, the statement has left the process when this returns its promise (the API
+   * reports before it ends the answer); else it leaves when the batch in flight returns (under load
+   * only, about a millisecond). The body id is readable by /v1/generation from then on. An outcome
    * the database does not take goes to the outcome journal, which replays it until it does; while
    * outcomes wait there, or no outcome-line connection is up (the database is down), a new one is
    * appended (fsynced) at once, before the answer ends.
