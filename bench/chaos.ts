@@ -202,7 +202,10 @@ const phasePassed = (x: PhaseResult) => passed(x.checks) && x.recoveryMs !== nul
 /** The routing mix of a phase: per kind, requests, answered, answered by a fallback, answered after a retry. */
 const mixOf = (c: Checks) =>
   Object.entries(c.mix)
-    .map(([k, m]) => `${k} ${m.answered} of ${m.sent} answered (${m.fellBack} by a fallback model, ${m.retried} after a retry)`)
+    .map(([k, m]) => {
+      const others = Object.entries(m.unanswered).map(([why, n]) => `${why}: ${n}`);
+      return `${k} ${m.answered} of ${m.sent} answered (${m.fellBack} by a fallback model, ${m.retried} after a retry${others.length ? `; not answered: ${others.join(', ')}` : ''})`;
+    })
     .join('; ');
 
 function errorsOf(sent: Sent[]): string {
@@ -359,7 +362,7 @@ async function main(): Promise<number> {
       const recoveryMs = r.held > 0 ? null : Math.max(0, Number(r.last) - faultEnd);
       const recoveryNote = r.held > 0 ? `NOT recovered: ${r.held} still held after ${recoveryLimitMs / 1000} s` : '';
       const checks = await check(db!, accounts, keyed.keyId, sent, spendMax, tariffs);
-      log(`${name}: mix ${mixOf(checks)}`);
+      log(`${name}: mix ${mixOf(checks)}; ${checks.priced} answers priced`);
       for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
       // A clean fault: every request answered, or refused by the key's limit (403); never a 5xx, a failed connection or a cut stream.
       const clientFailures = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403).length : null;
@@ -595,7 +598,7 @@ function render(r: Report): string {
   out.push('');
   for (const x of r.results) {
     const clean = x.clientFailures === null ? '' : ` ${x.clientFailures} request(s) failed on the client's side (5xx, failed connection or cut stream; must be 0).`;
-    out.push(`- **${x.name}**: ${x.fault}.${clean} Routing mix: ${mixOf(x.checks)}. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
+    out.push(`- **${x.name}**: ${x.fault}.${clean} Routing mix: ${mixOf(x.checks)}; ${x.checks.priced} non-streaming answers' charges checked against their answering model's table price. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
     for (const b of x.checks.answeredNotChargedOnce.slice(0, 5)) out.push(`  - not charged exactly once: ${b}`);
   }
   out.push('');

@@ -23,8 +23,10 @@ export interface Checks {
   keyOk: boolean;
   recreated: number;
   abandoned: number;
-  /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, answered after a retry */
-  mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number }>;
+  /** answered requests whose charge was checked against their answering model's table price */
+  priced: number;
+  /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, answered after a retry, the others by outcome */
+  mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number; unanswered: Record<string, number> }>;
 }
 
 /** The table price the settlement charges for an answer without a provider cost, to the 12 places the ledger keeps. */
@@ -76,13 +78,18 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     for (const row of r.rows) rows.set(row.id, row);
   }
   const bad: string[] = [];
+  let pricedCount = 0;
   const mix: Checks['mix'] = {};
   for (const s of sent) {
     if (!s.kind) continue;
-    const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0 });
+    const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0, unanswered: {} });
     m.sent++;
     const route = s.answered && s.id ? rows.get(s.id)?.route : null;
-    if (!route) continue;
+    if (!route) {
+      const why = `${s.status || 'no answer'} ${s.error ?? ''}`.trim();
+      m.unanswered[why] = (m.unanswered[why] ?? 0) + 1;
+      continue;
+    }
     m.answered++;
     if (route.model && route.model !== s.asked) m.fellBack++;
     if (route.attempts.some((a) => a.retry)) m.retried++;
@@ -93,6 +100,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     // the model that answered: the reservation's route names it (the answer's own name may be the upstream one)
     const tariff = row?.route?.model ? tariffs?.get(row.route.model) : undefined;
     const priced = !tariff || !s.usage || (row!.charge !== null && new Decimal(row!.charge).eq(priceOf(tariff, s.usage)));
+    if (tariff && s.usage) pricedCount++;
     const ok =
       priced &&
       row &&
@@ -133,6 +141,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     keyOk,
     recreated: counts.rows[0].recreated,
     abandoned: counts.rows[0].abandoned,
+    priced: pricedCount,
     mix,
   };
 }
