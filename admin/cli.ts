@@ -34,10 +34,10 @@ const need = (f: Flags, name: string): string => {
 const webhookDeps = (db: Db) => ({ db, sealingKey: loadSealingKey(), allowed: allowList(loadConfig(withRunningSettings()).GATEWAY_WEBHOOK_ALLOW_TARGETS) });
 
 // Per-key settings of mt keys; on `key update` the word `none` removes a setting.
-const KEY_SETTING_FLAGS = ['spend-limit', 'rpm', 'expires-at', 'models'];
+const KEY_SETTING_FLAGS = ['spend-limit', 'rpm', 'expires-at', 'models', 'cache-ttl'];
 function keySettings(f: Flags): KeySettingsInput {
   const v = (name: string) => (f[name] === 'none' ? null : f[name]);
-  return { spend_limit: v('spend-limit'), rpm: v('rpm'), expires_at: v('expires-at'), models: v('models') };
+  return { spend_limit: v('spend-limit'), rpm: v('rpm'), expires_at: v('expires-at'), models: v('models'), cache_ttl: v('cache-ttl') };
 }
 
 const COMMANDS: Record<string, { flags: string[]; run: Command }> = {

@@ -7,7 +7,6 @@ import Decimal from 'decimal.js';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { setRoute } from '../services/catalog/routes';
-import type { Tariff } from '../domain/credits/pricing';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startSimulator } from '../simulator/server';
 import { createDb, migrate, type Db } from '../platform/db';
@@ -16,17 +15,18 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../platform/postgr
 import { startTemporalDevServer, type DevServer } from '../platform/temporal-server';
 import { killPostgres } from '../test/helpers/pg-crash';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
-import { send, startLoad, target, type Sent, type Target } from './chaos/load';
+import { send, startLoad, target, type LoadPlan, type Sent, type Target } from './chaos/load';
 import { startTcpProxy, type TcpProxy } from './chaos/tcp-proxy';
 import { startBalancer, type Balancer } from './chaos/balancer';
-import { check, passed, type Checks } from './chaos/audit';
+import { check, passed, type Checks, type Prices } from './chaos/audit';
 import { num, table } from './stats';
 
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
 // a process of its own as `npm start` runs them (PostgreSQL, the Temporal dev server with its
 // SQLite file, the role commands `worker --queues credits` (with the settlement relay) and
 // `gateway` for the credits and the keyed variant; the provider simulator runs in this process).
-// The load mixes in `models` fallbacks and route retries after a 503 (issue 36). Under load, one
+// The load mixes in `models` fallbacks, route retries after a 503 and response-cache hits (issue
+// 36). Under load, one
 // after the other: the API processes killed during streams and non-streaming requests; the
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
 // killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
@@ -63,6 +63,8 @@ const FAILING = { id: 'sim-reasoner', upstream: 'sim-reasoner-2026-01-15' };
 const FALLBACK = 'sim-gpt';
 const RETRYING = { id: 'sim-gpt-mini', provider: 'simulator', upstream: 'sim-gpt-mini-2026-01-15', retries: 3 };
 const MIX_RATE = { credits: 2, keyed: 0.5 };
+/** a quarter of the plain non-streaming requests opt in to the response cache with one content: hits */
+const CACHED = { share: 0.25, content: `${CONTENT} (cached)`, headers: { 'x-gateway-cache': 'ttl=600' } };
 
 /**
  * The retry asks. `status_times=N` answers the model's first N requests (since the simulator
@@ -204,7 +206,7 @@ const mixOf = (c: Checks) =>
   Object.entries(c.mix)
     .map(([k, m]) => {
       const others = Object.entries(m.unanswered).map(([why, n]) => `${why}: ${n}`);
-      return `${k} ${m.answered} of ${m.sent} answered (${m.fellBack} by a fallback model, ${m.retried} after a retry${others.length ? `; not answered: ${others.join(', ')}` : ''})`;
+      return `${k} ${m.answered} of ${m.sent} answered (${m.fellBack} by a fallback model, ${m.retried} after a retry, ${m.cacheHits} from the cache${others.length ? `; not answered: ${others.join(', ')}` : ''})`;
     })
     .join('; ');
 
@@ -260,15 +262,27 @@ async function main(): Promise<number> {
     await migrate(db);
     sim = await startSimulator({ port: simPort });
     await seedSimulatorCatalog(db, sim.url);
+    // Cache hits are charged a cache-hit price above 0, so the audit's "every answered request charged exactly once" covers them too.
+    await db('models').where({ id: 'sim-gpt' }).update({ cache_hit_credits: '0.000001' });
     await setRoute(db, { model: RETRYING.id, provider: RETRYING.provider, upstream: RETRYING.upstream, retries: RETRYING.retries });
     const failing = await fetch(`${sim.url}/_sim/behaviour`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: FAILING.upstream, status: 503 }) });
     if (!failing.ok) throw new Error(`simulator behaviour: ${failing.status} ${await failing.text()}`);
-    const tariffs = new Map<string, Tariff>((await db('models').select('id', 'input_multiplier', 'output_multiplier', 'cache_multiplier', 'cache_creation_multiplier')).map((m) => [m.id, m]));
+    const prices = new Map<string, Prices>(
+      (await db('models').select('id', 'input_multiplier', 'output_multiplier', 'cache_multiplier', 'cache_creation_multiplier', 'cache_hit_credits')).map((m) => [m.id, m]),
+    );
     const retries = retryAsks();
-    const mix = (rate: number) => [
-      { rate, ask: () => ({ kind: 'fallback', model: FAILING.id, models: [FALLBACK], content: CONTENT }) },
-      { rate, ask: retries.ask, done: retries.done },
-    ];
+    /** the plain load's rate, a share of it opting in to the cache, and the routing mix */
+    const plan = (rate: number, streams: number, mixRate: number): LoadPlan => ({
+      rate: rate * (1 - CACHED.share),
+      streams,
+      content: CONTENT,
+      streamContent: STREAM_CONTENT,
+      mix: [
+        { rate: rate * CACHED.share, ask: () => ({ kind: 'cache', content: CACHED.content, headers: CACHED.headers }) },
+        { rate: mixRate, ask: () => ({ kind: 'fallback', model: FAILING.id, models: [FALLBACK], content: CONTENT }) },
+        { rate: mixRate, ask: retries.ask, done: retries.done },
+      ],
+    });
     proxy = await startTcpProxy({ host: '127.0.0.1', port: temporalPort });
     connection = await Connection.connect({ address: temporal.address });
     const temporalClient = new Client({ connection });
@@ -322,8 +336,8 @@ async function main(): Promise<number> {
       const tk = target(`${name} keyed`, keyedUrl, keyed.key);
       targets.push(tc, tk);
       const loads = [
-        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT, mix: mix(MIX_RATE.credits) }, () => {}),
-        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT, mix: mix(MIX_RATE.keyed) }, () => {}),
+        startLoad(tc, plan(25, 4, MIX_RATE.credits), () => {}),
+        startLoad(tk, plan(6, 1, MIX_RATE.keyed), () => {}),
       ];
       let spendMax = new Decimal(0);
       let sampling = true;
@@ -361,7 +375,7 @@ async function main(): Promise<number> {
       const r = rec.rows[0];
       const recoveryMs = r.held > 0 ? null : Math.max(0, Number(r.last) - faultEnd);
       const recoveryNote = r.held > 0 ? `NOT recovered: ${r.held} still held after ${recoveryLimitMs / 1000} s` : '';
-      const checks = await check(db!, accounts, keyed.keyId, sent, spendMax, tariffs);
+      const checks = await check(db!, accounts, keyed.keyId, sent, spendMax, prices);
       log(`${name}: mix ${mixOf(checks)}; ${checks.priced} answers priced`);
       for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
       // A clean fault: every request answered, or refused by the key's limit (403); never a 5xx, a failed connection or a cut stream.
@@ -509,7 +523,7 @@ async function main(): Promise<number> {
     let longCheck: Checks | null = null;
     const until = Date.now() + 30_000;
     while (Date.now() < until && (await db('reservations').where({ account_id: longAccount.accountId, status: 'held' }).first('id'))) await sleep(250);
-    longCheck = await check(db, [longAccount.accountId], null, [long], new Decimal(0), tariffs);
+    longCheck = await check(db, [longAccount.accountId], null, [long], new Decimal(0), prices);
 
     // Everything of the run, the probe and the long stream included.
     const all = await check(db, phaseAccounts, null, [], new Decimal(0));
@@ -570,7 +584,7 @@ function render(r: Report): string {
       `PostgreSQL (embedded), Temporal dev server (SQLite file), the role commands \`worker --queues credits\` (worker + relay) and \`gateway\` (GATEWAY_PROCESSES=1) for the credits and the keyed API: one process each; simulator in the run's process. ` +
       `Thresholds configured down: API_PROCESS_DEAD_AFTER_SECONDS=${DEAD_AFTER_S}, HOLD_TIMEOUT_SECONDS=${HOLD_TIMEOUT_S}, UPSTREAM_TIMEOUT_MS=${UPSTREAM_TIMEOUT_MS}; the hold sweeper runs every 60 s, stale claims are started again after 10 s. ` +
       `Load per fault: credits API 25 non-streaming req/s + 4 streams (24 chunks, 80 ms apart) back to back; keyed API 6 req/s + 1 stream, its key's spend limit ≈ 40 requests (${r.perRequest.toFixed()} each, ${r.held.toFixed()} held), so it binds. ` +
-      `Routing mix on top, ${MIX_RATE.credits} req/s each on the credits API and ${MIX_RATE.keyed} on the keyed: fallback (\`${FAILING.id}\`, whose route answers 503, with \`models: ["${FALLBACK}"]\`) and retry (\`${RETRYING.id}\`, route retries ${RETRYING.retries}, its first attempt answered 503 with Retry-After 1 s); every non-streaming answer's charge must also be its answering model's table price. ` +
+      `A quarter of each API's non-streaming requests opt in to the response cache (\`x-gateway-cache: ttl=600\`, one content: hits, charged sim-gpt's cache-hit price). Routing mix on top, ${MIX_RATE.credits} req/s each on the credits API and ${MIX_RATE.keyed} on the keyed: fallback (\`${FAILING.id}\`, whose route answers 503, with \`models: ["${FALLBACK}"]\`) and retry (\`${RETRYING.id}\`, route retries ${RETRYING.retries}, its first attempt answered 503 with Retry-After 1 s); every non-streaming answer's charge must also be its answering model's table price (a cache hit's: the cache-hit price). ` +
       `5 s of load before each fault and 5 s after its end.`,
   );
   out.push('');
@@ -598,7 +612,7 @@ function render(r: Report): string {
   out.push('');
   for (const x of r.results) {
     const clean = x.clientFailures === null ? '' : ` ${x.clientFailures} request(s) failed on the client's side (5xx, failed connection or cut stream; must be 0).`;
-    out.push(`- **${x.name}**: ${x.fault}.${clean} Routing mix: ${mixOf(x.checks)}; ${x.checks.priced} non-streaming answers' charges checked against their answering model's table price. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
+    out.push(`- **${x.name}**: ${x.fault}.${clean} Mix: ${mixOf(x.checks)}; ${x.checks.priced} non-streaming answers' charges checked against their answering model's price. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
     for (const b of x.checks.answeredNotChargedOnce.slice(0, 5)) out.push(`  - not charged exactly once: ${b}`);
   }
   out.push('');

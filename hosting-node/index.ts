@@ -18,6 +18,7 @@ import { createOperationQueue, Refusal } from './operation-queue';
 import { createSitePhp, installedPhpVersions, type SitePhp } from './php-fpm';
 import { findBinary } from './processes';
 import { createReconcileRewrite } from './reconcile-rewrite';
+import { createDatabaseReconcile } from './database-reconcile';
 import { createSiteApply, limitsOf, settleSiteUsers, siteIndex, type SiteInspection } from './site-apply';
 import { createSiteBackups } from './site-backups';
 import { docrootUsage, nodeFiles } from './site-files';
@@ -221,6 +222,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
         else if (op.kind === 'database.password') await mariadb.setPassword(op.user, op.password);
         else if (op.kind === 'database.lock') await mariadb.setLocked(op.user, op.locked);
         else await mariadb.dropDatabase(op.database, op.user);
+        // reconciliation recreates a vanished user with the password it has now
+        if (op.kind === 'database.create' || op.kind === 'database.password') await databases.remember(op.user);
         return { ok: true, detail: { database: op.database, user: op.user } };
       }
       case 'backup.create':
@@ -230,6 +233,7 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     }
   };
 
+  const databases = createDatabaseReconcile({ state, mariadb: () => mariadb, logger: log });
   const queue = createOperationQueue({ state, applyOne, logger: log });
   const rewriteBatch = createReconcileRewrite({ state, site, php, groups, logger: log });
 
@@ -265,6 +269,8 @@ export async function startHostingNode(opts: HostingNodeOptions): Promise<Hostin
     },
     listManaged: () => listManagedFiles(root),
     rewriteSites: (batch) => queue.whileRunning(() => rewriteBatch(batch)),
+    databaseInventory: () => queue.inQueue(() => databases.inventory()),
+    recreateDatabases: (batch) => queue.whileRunning(() => databases.recreate(batch)),
     backups: {
       backupDir: opts.backupDir ?? null,
       listSiteArchives: () => siteBackups.listSiteArchives(),

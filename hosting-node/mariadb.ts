@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import { pipeline } from 'node:stream/promises';
@@ -21,6 +22,14 @@ export interface MariaDb {
   setPassword(user: string, password: string): Promise<void>;
   /** locks or unlocks a customer user (both of its accounts): a locked user cannot open a connection */
   setLocked(user: string, locked: boolean): Promise<void>;
+  /** the customer databases and users on the server (MariaDB's own left out), each user with its password hash: what reconciliation compares */
+  inventory(): Promise<{ databases: string[]; users: Map<string, string> }>;
+  /**
+   * Recreates a database that is gone (empty) and its user where that is gone too, from the password
+   * hash it had (`IDENTIFIED BY PASSWORD`), or with a new random password nobody knows when no hash is
+   * known (a password reset gives it one); grants its database and sets the lock as asked.
+   */
+  recreate(database: string, user: string, hash: string | null, locked: boolean): Promise<{ userRecreated: boolean; passwordKept: boolean }>;
   /** a consistent dump of `database` (one transaction, no CREATE DATABASE: it loads under any name), streamed into `file` */
   dump(database: string, file: string): Promise<void>;
   /** runs the SQL of `file` in `database`, streamed */
@@ -32,6 +41,9 @@ export interface MariaDb {
 const literal = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 // customer accounts: socket connections match 'localhost', TCP connections from other hosts '%'
 const HOSTS = ['localhost', '%'];
+
+/** A password nobody is told (a recreated user whose hash was never seen): the user gets one by a password reset. */
+const newSecret = () => randomBytes(24).toString('base64url');
 
 /** MariaDB's own databases and the accounts that administer the node: never created, altered or dropped for a customer. */
 const SYSTEM_DATABASES = new Set(['mysql', 'information_schema', 'performance_schema', 'sys']);
@@ -70,7 +82,7 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
   ], o.logger);
   const admin = ['--no-defaults', `--socket=${p.mariadbSocket}`, `--user=${osUser}`];
   const sql = async (statements: string) => {
-    const r = await run(client, [...admin, '--batch'], { input: statements });
+    const r = await run(client, [...admin, '--batch', '--skip-column-names'], { input: statements });
     if (r.code !== 0) throw new Error(`mariadb: ${r.stderr.trim()}`);
     return r.stdout;
   };
@@ -109,6 +121,28 @@ export async function startMariaDb(o: { root: string; port: number; logger: Logg
     },
     async setLocked(user, locked) {
       await sql(HOSTS.map((h) => `ALTER USER IF EXISTS ${literal(user)}@${literal(h)} ACCOUNT ${locked ? 'LOCK' : 'UNLOCK'};`).join('\n'));
+    },
+    async inventory() {
+      const rows = (text: string) => text.split('\n').filter(Boolean).map((l) => l.split('\t'));
+      const databases = rows(await sql('SHOW DATABASES;')).map(([d]) => d).filter((d) => !SYSTEM_DATABASES.has(d.toLowerCase()));
+      const users = new Map(
+        rows(await sql(`SELECT User, authentication_string FROM mysql.user WHERE Host = 'localhost';`))
+          .filter(([u]) => !SYSTEM_USERS.has(u.toLowerCase()) && u !== osUser)
+          .map(([u, hash]) => [u, hash ?? '']),
+      );
+      return { databases, users };
+    },
+    async recreate(database, user, hash, locked) {
+      const had = (await sql(`SELECT count(*) FROM mysql.user WHERE User = ${literal(user)};`)).trim().split('\n').pop() !== '0';
+      const password = hash ? `PASSWORD ${literal(hash)}` : literal(newSecret());
+      const stmts = [`CREATE DATABASE IF NOT EXISTS \`${database}\`;`];
+      for (const h of HOSTS) {
+        const account = `${literal(user)}@${literal(h)}`;
+        stmts.push(`CREATE USER IF NOT EXISTS ${account} IDENTIFIED BY ${password};`);
+        stmts.push(`GRANT ALL PRIVILEGES ON \`${database.replace(/_/g, '\\_')}\`.* TO ${account};`, `ALTER USER ${account} ACCOUNT ${locked ? 'LOCK' : 'UNLOCK'};`);
+      }
+      await sql(stmts.join('\n'));
+      return { userRecreated: !had, passwordKept: had || hash !== null };
     },
     dump: (database, file) => streamed(findBinary('mariadb-dump') ?? 'mariadb-dump', [...admin, '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', database], { out: file }),
     load: (database, file) => streamed(client, [...admin, `--database=${database}`], { in: file }),

@@ -28,6 +28,7 @@ import { temporalConnectOptions, temporalSecurity, type TemporalSecurity } from 
 import { BREAKER_DEFAULTS, CircuitBreakers, type BreakerSettings } from '../domain/catalog/routing';
 import { ROUTING_DEFAULTS, UpstreamHealth, type RoutingSettings } from '../api/gateway/text/routing';
 import { REFUSAL_LOG_DEFAULTS, RefusalLog, type RefusalLogSettings } from '../api/shared/refusal-log';
+import { RESPONSE_CACHE_DEFAULTS, ResponseCache, type CacheBounds } from '../services/cache/responses';
 
 export interface GatewayRuntimeOptions {
   db: Db;
@@ -63,6 +64,8 @@ export interface GatewayRuntimeOptions {
   outcomeJournal?: Partial<JournalSettings>;
   /** REFUSAL_LOG_LINES_PER_MINUTE: the info lines of 4xx answers per client; defaults in REFUSAL_LOG_DEFAULTS */
   refusalLog?: Partial<RefusalLogSettings>;
+  /** RESPONSE_CACHE_MAX_ROWS / _BYTES; defaults in RESPONSE_CACHE_DEFAULTS */
+  responseCache?: Partial<CacheBounds>;
 }
 
 export interface GatewayRuntime {
@@ -120,9 +123,11 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     clientIp: clientIpResolver({ ...KEYED_DEFAULTS, ...o.keyed }.trustedProxies),
     auth: { ...DASHBOARD_AUTH_DEFAULTS, sealingKey: o.dashboardAuth?.sealingKey ?? loadSealingKey(), ...o.dashboardAuth },
   });
+  const responseCache = new ResponseCache(o.db, o.logger, { ...RESPONSE_CACHE_DEFAULTS, ...o.responseCache });
+  responseCache.startPruning();
   const drain = new Drain();
   const refusals = new RefusalLog(o.logger, { ...REFUSAL_LOG_DEFAULTS, ...o.refusalLog });
-  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), health, retryBudgetMs: routing.retryBudgetMs, refusals, drain });
+  const app = createGatewayApp({ db: o.db, temporal, logger: o.logger, authStore, catalog, reservations, upstreamTimeoutMs: o.upstreamTimeoutMs, keyed, admin, dashboard, requestLogging: creditsLog?.middleware, corsOrigins: o.corsOrigins, breakers: new CircuitBreakers({ ...BREAKER_DEFAULTS, ...o.routeBreaker }, Date.now), health, retryBudgetMs: routing.retryBudgetMs, refusals, drain, responseCache });
   const listening = await listen(app.callback(), o.port, o.host, gatewayClientError);
   // Settled once nothing has been in flight for 200 ms: a client whose stream began before the
   // drain may still send one more request on its connection (answered with Connection: close).
@@ -160,6 +165,7 @@ export async function startGatewayApi(o: GatewayRuntimeOptions): Promise<Gateway
     async close() {
       await listening.close();
       refusals.close(); // the suppressed counts of open windows
+      responseCache.close();
       await keyed?.close();
       await creditsLog?.log.close();
       await liveness.stop();
@@ -191,6 +197,7 @@ export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string;
     corsOrigins: config.CORS_ORIGINS,
     webhookAllowTargets: config.GATEWAY_WEBHOOK_ALLOW_TARGETS,
     refusalLog: { linesPerWindow: config.REFUSAL_LOG_LINES_PER_MINUTE },
+    responseCache: { maxRows: config.RESPONSE_CACHE_MAX_ROWS, maxBytes: config.RESPONSE_CACHE_MAX_BYTES },
     routeBreaker: { failures: config.ROUTE_BREAKER_FAILURES, windowMs: config.ROUTE_BREAKER_WINDOW_MS, cooldownMs: config.ROUTE_BREAKER_COOLDOWN_MS },
     routing: { retryBudgetMs: config.ROUTE_RETRY_BUDGET_MS, keyCooldownMs: config.UPSTREAM_KEY_COOLDOWN_MS },
     keyed: {

@@ -142,6 +142,9 @@ const schema = z.object({
   TRUSTED_PROXIES: ipList,
   REQUEST_LOG_FLUSH_MS: positive(250),
   REQUEST_LOG_RETENTION_DAYS: positive(90),
+  // The response cache's bounds (issue 36 part 4): past either, the oldest answers are evicted.
+  RESPONSE_CACHE_MAX_ROWS: positive(100_000),
+  RESPONSE_CACHE_MAX_BYTES: positive(256 * 1024 * 1024),
   // 4xx answers are logged at info, at most this many lines per key (or client address) a minute.
   REFUSAL_LOG_LINES_PER_MINUTE: positive(10),
   // CORS for browser clients of /v1: unset (off), `*`, or comma-separated origins.

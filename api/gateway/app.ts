@@ -29,6 +29,7 @@ import { metricsMiddleware, metricsSettingsFromEnv, registry, type MetricsSettin
 import { tracingMiddleware } from '../shared/tracing';
 import { registerCreditsGauges } from '../../services/credits/metrics';
 import { BREAKER_DEFAULTS, CircuitBreakers } from '../../domain/catalog/routing';
+import { RESPONSE_CACHE_DEFAULTS, ResponseCache } from '../../services/cache/responses';
 import { openApiRoutes } from '../shared/openapi-routes';
 import { gatewayApi, serviceDescriptionSchema } from './openapi';
 import { RefusalLog } from '../shared/refusal-log';
@@ -64,6 +65,8 @@ export interface GatewayDeps {
   retryBudgetMs?: number;
   /** the info lines of 4xx answers, rate-limited per client; absent: default settings */
   refusals?: RefusalLog;
+  /** the response cache (issue 36 part 4); absent: one with the default bounds, not pruned */
+  responseCache?: ResponseCache;
   /** this process's drain (SIGTERM): /readyz answers 503 meanwhile, requests see its cut */
   drain?: Drain;
 }
@@ -83,6 +86,7 @@ export function createGatewayApp(deps: GatewayDeps): Koa {
     breakers: deps.breakers ?? new CircuitBreakers(BREAKER_DEFAULTS, Date.now),
     health: deps.health ?? new UpstreamHealth(ROUTING_DEFAULTS, Date.now),
     retryBudgetMs: deps.retryBudgetMs ?? ROUTING_DEFAULTS.retryBudgetMs,
+    responseCache: deps.responseCache ?? new ResponseCache(deps.db, deps.logger, RESPONSE_CACHE_DEFAULTS),
   };
   registerCreditsGauges(registry, deps.db);
   app.use(metricsMiddleware('gateway', deps.metrics ?? metricsSettingsFromEnv())); // outermost: sees final statuses, needs no API key

@@ -15,6 +15,17 @@ const billed = z.object({
   'x-gateway-request-id': header('The reservation id of this billed request (equals x-request-id)').optional(),
   'x-gateway-cost': header('Credits charged, an exact decimal string (absent while the charge is not final)').optional(),
 });
+/** The response cache (issue 36 part 4, docs/gateway.md "Response cache"): the opt-in per request and what answered. */
+const cacheRequest = z.object({
+  'x-gateway-cache': z
+    .string()
+    .regex(/^(ttl=([1-9]\d{0,5}|1\d{6}|2[0-4]\d{5}|25[0-8]\d{4}|259[01]\d{3}|2592000)|no-store)$/) // 1 to MAX_TTL_SECONDS
+    .optional()
+    .meta({ description: 'ttl=<seconds> (1 to 2592000): answer from the response cache and store the answer for that long (also for temperature > 0); no-store: bypass the cache (also the key\'s cache_ttl)' }),
+});
+const cached = billed.extend({
+  'x-gateway-cache': z.enum(['hit', 'miss']).optional().meta({ description: 'hit: answered from the response cache (billing_source cache, charged the model\'s cache-hit price); miss: answered by a provider and stored. Absent: the request did not use the cache' }),
+});
 const idempotency = z.object({ 'idempotency-key': z.string().max(255).optional().meta({ description: 'Replays return the first answer; the body must be the same' }) });
 const anthropicError = z
   .object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }) })
@@ -34,14 +45,14 @@ export const serviceDescriptionSchema = z
 
 const operations: ApiOperation[] = [
   { method: 'get', path: '/', summary: 'Service description: name, variant, version and links (HEAD / answers the same headers without a body)', tags: ['health'], response: serviceDescriptionSchema, security: [] },
-  { method: 'post', path: '/v1/chat/completions', summary: 'Chat completion (OpenAI dialect); `stream: true` answers server-sent events', tags: ['text'], body: chatRequestSchema, stream: true, responseHeaders: billed },
-  { method: 'post', path: '/v1/messages', summary: 'Messages (Anthropic dialect); `stream: true` answers server-sent events', tags: ['text'], body: messagesRequestSchema, stream: true, responseHeaders: billed, errorBody: anthropicError },
+  { method: 'post', path: '/v1/chat/completions', summary: 'Chat completion (OpenAI dialect); `stream: true` answers server-sent events', tags: ['text'], body: chatRequestSchema, stream: true, headers: cacheRequest, responseHeaders: cached },
+  { method: 'post', path: '/v1/messages', summary: 'Messages (Anthropic dialect); `stream: true` answers server-sent events', tags: ['text'], body: messagesRequestSchema, stream: true, headers: cacheRequest, responseHeaders: cached, errorBody: anthropicError },
   { method: 'post', path: '/v1/messages/count_tokens', summary: "Count a Messages request's input tokens (not billed)", tags: ['text'], body: countTokensSchema, errorBody: anthropicError },
-  { method: 'post', path: '/v1/responses', summary: 'Responses (OpenAI Responses dialect); `stream: true` answers server-sent events', tags: ['text'], body: responsesRequestSchema, stream: true, responseHeaders: billed },
+  { method: 'post', path: '/v1/responses', summary: 'Responses (OpenAI Responses dialect); `stream: true` answers server-sent events', tags: ['text'], body: responsesRequestSchema, stream: true, headers: cacheRequest, responseHeaders: cached },
   { method: 'post', path: '/v1/embeddings', summary: 'Embeddings', tags: ['text'], body: embeddingsRequestSchema, responseHeaders: billed },
   { method: 'get', path: '/v1/credits', summary: "The account's credits", tags: ['billing'] },
   { method: 'get', path: '/v1/key', summary: 'The calling key and its limits', tags: ['billing'] },
-  { method: 'get', path: '/v1/generation', summary: 'One request by its request id or answer id', tags: ['billing'], query: generationQuery },
+  { method: 'get', path: '/v1/generation', summary: 'One request by its request id or answer id; data.billing_source is provider_cost, provider_cost_capped, token_fallback, estimate, complimentary, not_billed, pending, or cache (answered from the response cache)', tags: ['billing'], query: generationQuery },
   { method: 'get', path: '/v1/usage', summary: 'Settled usage by model, provider, day and key', tags: ['billing'], query: usageQuery },
   { method: 'get', path: '/v1/models', summary: 'Models this key may call', tags: ['models'], response: list },
   { method: 'get', path: '/v1/models/:id', summary: 'One model', tags: ['models'] },

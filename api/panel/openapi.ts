@@ -110,6 +110,7 @@ const operations: ApiOperation[] = [
   s('post', '/v1/orgs/:id/sites', 'Create a site (placed, then provisioned on its node)', { body: sites.createBody, ...created }),
   s('get', '/v1/orgs/:id/sites', "An account's sites", { query: sites.listQuery }),
   s('get', '/v1/sites/:id', 'A site'),
+  s('get', '/v1/sites/:id/usage', "A site's usage from its control group: now and per hour (CPU seconds, memory peak, processes, I/O bytes)"),
   s('patch', '/v1/sites/:id', "Edit a site's aliases, PHP version, cron lines or PHP values (a node operation, checked as creation is)", { body: sites.editBody }),
   s('get', '/v1/sites/:id/placement', "A site's placement"),
   s('get', '/v1/sites/:id/cron/runs', "The last runs of a site's cron lines (as its node last reported them)"),
@@ -176,6 +177,7 @@ const operations: ApiOperation[] = [
   rc('post', '/v1/reconcile/run', 'Run a reconciliation pass now (202 started, 200 already running)', { status: [202, 200] }),
   rc('get', '/v1/reconcile/passes/:id', 'A pass report'),
   rc('get', '/v1/reconcile/sites', 'Sites by reconciliation status', { query: reconcile.listQuery }),
+  rc('get', '/v1/reconcile/databases', "The hosting node's databases by reconciliation status"),
   rc('get', '/v1/reconcile/sites/:id', "A site's reconciliation findings"),
   rc('post', '/v1/reconcile/sites/:id/policy', "Set a site's reconciliation policy", { body: reconcile.policyBody }),
 

@@ -6,7 +6,8 @@ import type { Sent } from './load';
 
 // The money audit of `npm run chaos` and `npm run topology`, after a fault: no reservation charged
 // twice, every answered request charged exactly once with the charge its answer showed (and, given
-// the tariffs, at the table price of the model that answered), no hold left, ledger drift 0, the
+// the tariffs, at the table price of the model that answered, or its cache-hit price for an answer
+// from the response cache), no hold left, ledger drift 0, the
 // keyed key's spend within its limit (keyedKeyId null: no keyed key).
 
 
@@ -25,16 +26,19 @@ export interface Checks {
   abandoned: number;
   /** answered requests whose charge was checked against their answering model's table price */
   priced: number;
-  /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, answered after a retry, the others by outcome */
-  mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number; unanswered: Record<string, number> }>;
+  /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, after a retry, from the response cache, the others by outcome */
+  mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number; cacheHits: number; unanswered: Record<string, number> }>;
 }
 
-/** The table price the settlement charges for an answer without a provider cost, to the 12 places the ledger keeps. */
-const priceOf = (t: Tariff, u: { prompt_tokens: number; completion_tokens: number }) =>
-  tablePrice(t, { ...u, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }).total.toDecimalPlaces(12);
+/** A model's prices: its tariff and its response-cache hit price (models.cache_hit_credits). */
+export type Prices = Tariff & { cache_hit_credits: string };
 
-/** tariffs: the catalog's, by model id; given, a non-streaming answer's charge must be its answering model's table price. */
-export async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal, tariffs?: Map<string, Tariff>): Promise<Checks> {
+/** What settlement charges an answer without a provider cost: the cache-hit price, else the table price to the 12 places the ledger keeps. */
+const priceOf = (p: Prices, s: Sent, u: { prompt_tokens: number; completion_tokens: number }) =>
+  s.cacheHit ? new Decimal(p.cache_hit_credits) : tablePrice(p, { ...u, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }).total.toDecimalPlaces(12);
+
+/** prices: the catalog's, by model id; given, a non-streaming answer's charge must be its answering model's price. */
+export async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal, prices?: Map<string, Prices>): Promise<Checks> {
   const dup = await db.raw(
     `SELECT count(*)::int AS n FROM (SELECT reservation_id, kind FROM ledger WHERE account_id = ANY(?::uuid[]) AND reservation_id IS NOT NULL
        GROUP BY 1, 2 HAVING count(*) > 1) d`,
@@ -82,7 +86,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
   const mix: Checks['mix'] = {};
   for (const s of sent) {
     if (!s.kind) continue;
-    const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0, unanswered: {} });
+    const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0, cacheHits: 0, unanswered: {} });
     m.sent++;
     const route = s.answered && s.id ? rows.get(s.id)?.route : null;
     if (!route) {
@@ -93,14 +97,15 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     m.answered++;
     if (route.model && route.model !== s.asked) m.fellBack++;
     if (route.attempts.some((a) => a.retry)) m.retried++;
+    if (s.cacheHit) m.cacheHits++;
   }
   for (const s of answered) {
     const row = rows.get(s.id!);
     const shown = s.cost === null ? null : new Decimal(s.cost);
     // the model that answered: the reservation's route names it (the answer's own name may be the upstream one)
-    const tariff = row?.route?.model ? tariffs?.get(row.route.model) : undefined;
-    const priced = !tariff || !s.usage || (row!.charge !== null && new Decimal(row!.charge).eq(priceOf(tariff, s.usage)));
-    if (tariff && s.usage) pricedCount++;
+    const price = row?.route?.model ? prices?.get(row.route.model) : undefined;
+    const priced = !price || !s.usage || (row!.charge !== null && new Decimal(row!.charge).eq(priceOf(price, s, s.usage)));
+    if (price && s.usage) pricedCount++;
     const ok =
       priced &&
       row &&
@@ -109,7 +114,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
       row.charge !== null &&
       new Decimal(row.charge).gt(0) &&
       (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${row?.route?.model ?? s.model}, answer showed ${s.cost}${priced ? '' : ', NOT the table price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${row?.route?.model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT the table price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
   }
   let keySpend = '—';
   let keyLimit = '—';

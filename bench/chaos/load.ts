@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 
 // The chaos run's clients: non-streaming requests on a fixed schedule (open loop) and streams
 // back to back, against one gateway API, plus an optional mix of other asks (a `models` fallback
-// list, a model whose route retries) each at its own rate. Every request is recorded with what
+// list, a model whose route retries, the response cache's opt-in) each at its own rate. Every request is recorded with what
 // its client saw: the status (0: the connection failed or broke), whether it was answered in full
 // (a complete JSON body, or a stream up to [DONE]), the model that answered and the charge shown.
 
@@ -12,6 +12,8 @@ export interface Ask {
   stream: boolean;
   model?: string;
   models?: string[];
+  /** more request headers, e.g. the response cache's opt-in */
+  headers?: Record<string, string>;
   /** the mix entry it belongs to (for the report); absent: the plain load */
   kind?: string;
 }
@@ -25,6 +27,8 @@ export interface Sent {
   model: string | null;
   /** the non-streaming answer's usage (its charge is checked against the answering model's prices) */
   usage: { prompt_tokens: number; completion_tokens: number } | null;
+  /** the answer came from the response cache (x-gateway-cache: hit) */
+  cacheHit: boolean;
   /** x-gateway-request-id (the reservation id), when the answer's head arrived */
   id: string | null;
   status: number;
@@ -56,12 +60,12 @@ export async function send(t: Target, ask: Ask): Promise<Sent> {
   const { content, stream } = ask;
   const model = ask.model ?? 'sim-gpt';
   const startedAt = Date.now();
-  const out: Sent = { api: t.name, stream, kind: ask.kind ?? null, asked: model, model: null, usage: null, id: null, status: 0, answered: false, cost: null, error: null, startedAt, endedAt: 0 };
+  const out: Sent = { api: t.name, stream, kind: ask.kind ?? null, asked: model, model: null, usage: null, cacheHit: false, id: null, status: 0, answered: false, cost: null, error: null, startedAt, endedAt: 0 };
   try {
     const res = await t.pool.request({
       path: '/v1/chat/completions',
       method: 'POST',
-      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', ...ask.headers },
       body: JSON.stringify({ model, ...(ask.models ? { models: ask.models } : {}), max_tokens: 400, messages: [{ role: 'user', content }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
       headersTimeout: TIMEOUT_MS,
       bodyTimeout: TIMEOUT_MS,
@@ -69,6 +73,7 @@ export async function send(t: Target, ask: Ask): Promise<Sent> {
     out.status = res.statusCode;
     const id = res.headers['x-gateway-request-id'];
     out.id = typeof id === 'string' ? id : null;
+    out.cacheHit = res.headers['x-gateway-cache'] === 'hit';
     const text = await res.body.text();
     if (res.statusCode !== 200) {
       try {

@@ -11,6 +11,8 @@ export interface CatalogModel extends Tariff {
   free_trial: boolean;
   active: boolean;
   max_output_tokens: number;
+  /** credits charged for an answer from the response cache (numeric, default 0) */
+  cache_hit_credits: string;
   /** media attributes and unit pricing (migrations/…_media_billing.ts) */
   details: Record<string, unknown>;
 }

@@ -33,7 +33,8 @@ export interface TokenUsage {
 
 // provider_cost_capped: the provider reported a cost above the hold; the hold was charged and
 // the rest (uncovered_credits) is the operator's, listed by `admin report uncovered`.
-export type BillingSource = 'provider_cost' | 'provider_cost_capped' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending';
+// cache: answered from the response cache, charged the hold (the model's cache-hit price).
+export type BillingSource = 'provider_cost' | 'provider_cost_capped' | 'token_fallback' | 'estimate' | 'complimentary' | 'not_billed' | 'pending' | 'cache';
 
 export interface Charge {
   billing_source: BillingSource;
@@ -96,6 +97,8 @@ export interface ChargeInput {
   billable: boolean;
   /** media: the charge decided by units (images, seconds, characters) rather than tokens */
   media?: MediaCharge;
+  /** answered from the response cache: the hold, taken at the cache-hit price, is the charge */
+  cacheHit?: boolean;
 }
 
 /** A media request's charge: the provider's cost when credible, else the model rate × units. */
@@ -123,6 +126,7 @@ export function computeCharge(c: ChargeInput): Charge {
   if (!c.billable) return { billing_source: 'not_billed', is_estimate: false, charge: ZERO, ...zero };
   if (c.complimentary) return { billing_source: 'complimentary', is_estimate: false, charge: ZERO, ...zero };
   const held = new D(c.held);
+  if (c.cacheHit) return { billing_source: 'cache', is_estimate: false, charge: fix(held), ...zero };
   if (c.media) {
     const amount = new D(c.media.amount);
     if (c.media.billingSource === 'provider_cost' && amount.gt(held)) {

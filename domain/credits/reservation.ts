@@ -75,6 +75,8 @@ export interface RequestReport {
   tariff?: Tariff;
   /** text requests: the route that answered and every route tried (issue 23, feature 1) */
   routing?: Routing;
+  /** answered from the response cache (billing_source cache: the hold is the charge) */
+  cacheHit?: boolean;
 }
 
 /** One try of a model's route: answered (`ok`, or `refused` the request itself), failed, or skipped (circuit open). */
@@ -110,14 +112,14 @@ export interface HoldTerms {
   complimentary: boolean;
 }
 
-export type ChargedOutcome = Pick<RequestReport, 'usage' | 'providerCost' | 'billable' | 'media' | 'tariff'>;
+export type ChargedOutcome = Pick<RequestReport, 'usage' | 'providerCost' | 'billable' | 'media' | 'tariff' | 'cacheHit'>;
 
 /**
  * The charge of an outcome: the one rule behind both what the answer shows (the API, at once)
  * and what settlement writes to the ledger, so the two never differ.
  */
 export function chargeOf(t: HoldTerms, o: ChargedOutcome): Charge {
-  return computeCharge({ tariff: o.tariff ?? t.tariff, held: t.held, complimentary: t.complimentary, usage: o.usage, providerCost: o.providerCost, billable: o.billable, media: o.media });
+  return computeCharge({ tariff: o.tariff ?? t.tariff, held: t.held, complimentary: t.complimentary, usage: o.usage, providerCost: o.providerCost, billable: o.billable, media: o.media, cacheHit: o.cacheHit });
 }
 
 /** The state a hold resolves to (invariant 3): cancelled by the client, released when nothing is billed, else settled. */

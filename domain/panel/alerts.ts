@@ -42,7 +42,7 @@ export const BUILT_IN_RULES: readonly BuiltInRule[] = [
   quota('inode_quota_80', 'inode_quota', 'files at or above {threshold} % of the inode limit', { threshold: 80, for_seconds: 0, reopen_seconds: 3600, severity: 'warning', enabled: true }),
   quota('inode_quota_100', 'inode_quota', 'files at or above {threshold} % of the inode limit', { threshold: 100, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
   // what the latest reconciliation pass found (a yes/no condition: the threshold is unused)
-  node('reconcile_missing', 'reconcile_missing', 'reconciliation found a managed file, the docroot or the whole site missing on the node', '', { threshold: 0, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
+  node('reconcile_missing', 'reconcile_missing', 'reconciliation found a managed file, the docroot, the whole site, or a database or its user missing on the node', '', { threshold: 0, for_seconds: 0, reopen_seconds: 3600, severity: 'critical', enabled: true }),
   node('reconcile_orphan', 'reconcile_orphan', 'reconciliation found a managed file of no site the panel knows (a stray config)', '', { threshold: 0, for_seconds: 0, reopen_seconds: 3600, severity: 'warning', enabled: true }),
 ];
 

@@ -15,6 +15,10 @@ export interface RateLine {
   website: string;
   database: string;
   gib_disk: string;
+  /** usage priced per unit, not per month (absent on lines written before: 0): a CPU-hour (3600 CPU seconds of a site's group) */
+  cpu_hour?: string;
+  /** a GiB-hour of a site's memory peak (each hour's peak counts for that hour) */
+  gib_memory_hour?: string;
 }
 
 /** Where a site or database runs: the node and its labels, as metered. */
@@ -49,7 +53,8 @@ export function parsePrice(value: unknown, field: string): string {
 
 /**
  * The rate lines of a plan: one per line `<selector> <price_per_website> <price_per_database>
- * <price_per_GiB_disk>`; blank lines and `#` comments are skipped. Errors name the line number.
+ * <price_per_GiB_disk> [<price_per_CPU_hour> <price_per_GiB_memory_hour>]` (the first three per
+ * month, the last two per unit used); blank lines and `#` comments are skipped. Errors name the line.
  */
 export function parseRateLines(text: string): RateLine[] {
   const lines: RateLine[] = [];
@@ -58,9 +63,9 @@ export function parseRateLines(text: string): RateLine[] {
     const line = i + 1;
     const body = raw.replace(/#.*$/, '').trim();
     if (!body) return;
-    const bad = (why: string) => invalid('rates', `line ${line}: ${why} (expected "<selector> <price_per_website> <price_per_database> <price_per_GiB_disk>", selector one of default, ${SELECTOR_KEYS.map((k) => `${k}=…`).join(', ')})`);
+    const bad = (why: string) => invalid('rates', `line ${line}: ${why} (expected "<selector> <price_per_website> <price_per_database> <price_per_GiB_disk> [<price_per_CPU_hour> <price_per_GiB_memory_hour>]", selector one of default, ${SELECTOR_KEYS.map((k) => `${k}=…`).join(', ')})`);
     const parts = body.split(/\s+/);
-    if (parts.length !== 4) throw bad(`${parts.length} fields instead of 4`);
+    if (parts.length !== 4 && parts.length !== 6) throw bad(`${parts.length} fields instead of 4 or 6`);
     const [sel, ...prices] = parts;
     let selector: RateLine['selector'];
     if (sel === 'default') selector = 'default';
@@ -72,14 +77,14 @@ export function parseRateLines(text: string): RateLine[] {
     const key = selector === 'default' ? 'default' : `${selector.key}=${selector.value}`;
     if (seen.has(key)) throw bad(`selector "${key}" is already on line ${seen.get(key)}`);
     seen.set(key, line);
-    const [website, database, gib] = prices.map((p, k) => {
+    const [website, database, gib, cpu, memory] = prices.map((p, k) => {
       try {
         return parsePrice(p, 'rates');
       } catch {
-        throw bad(`${['price_per_website', 'price_per_database', 'price_per_GiB_disk'][k]} "${p}" is not a non-negative decimal (at most 6 decimals)`);
+        throw bad(`${['price_per_website', 'price_per_database', 'price_per_GiB_disk', 'price_per_CPU_hour', 'price_per_GiB_memory_hour'][k]} "${p}" is not a non-negative decimal (at most 6 decimals)`);
       }
     });
-    lines.push({ line, selector, website, database, gib_disk: gib });
+    lines.push({ line, selector, website, database, gib_disk: gib, ...(cpu === undefined ? {} : { cpu_hour: cpu, gib_memory_hour: memory }) });
   });
   return lines;
 }
@@ -127,24 +132,30 @@ export interface RatingPlan {
   rates: RateLine[];
 }
 
+const CPU_US_PER_HOUR = 3_600_000_000;
+const BYTES_PER_GIB = 1024 ** 3;
+
 /** Metered hours of one org under one plan in one month, summed. */
 export interface PlanUsage {
   planId: string;
   hours: number;
   /** account-hours per package (key '' = accounts without a package) */
   accountHours: Record<string, number>;
-  /** site-hours, database-hours and allocated MiB-hours per node (with its labels as metered) */
-  nodes: Array<NodeLabels & { siteHours: number; databaseHours: number; diskMbHours: number }>;
+  /**
+   * site-hours, database-hours and allocated MiB-hours per node (with its labels as metered); the
+   * sites' CPU microseconds and memory peak byte-hours (integers, as decimal strings: they outgrow 2^53)
+   */
+  nodes: Array<NodeLabels & { siteHours: number; databaseHours: number; diskMbHours: number; cpuUs?: string; memoryPeakByteHours?: string }>;
 }
 
 export interface StatementLine {
   plan_id: string;
   plan: string;
   currency: string;
-  kind: 'base' | 'accounts' | 'websites' | 'databases' | 'disk';
+  kind: 'base' | 'accounts' | 'websites' | 'databases' | 'disk' | 'cpu' | 'memory';
   /** what the line charges: the package of the accounts, or the rate line's selector */
   detail: string;
-  /** the metered quantity in units × hours (GiB-hours for disk) */
+  /** the metered quantity in units × hours (GiB-hours for disk and memory, CPU-hours for cpu) */
   quantity_hours: string;
   unit_price: string;
   amount: string;
@@ -161,16 +172,18 @@ export function rateUsage(usage: PlanUsage[], plans: Map<string, RatingPlan>, mo
     const plan = plans.get(u.planId);
     if (!plan) continue;
     minor.set(plan.currency, plan.minorUnits);
-    const add = (kind: StatementLine['kind'], detail: string, quantityHours: Decimal, price: string) => {
+    // monthly prices are charged pro rata for the hours; usage prices (cpu, memory) per unit used
+    // (`unit`: raw integers per unit, divided once with the price, so the amount stays exact)
+    const add = (kind: StatementLine['kind'], detail: string, quantityHours: Decimal, price: string, usage?: { unit: number }) => {
       lines.push({
         plan_id: plan.id,
         plan: plan.name,
         currency: plan.currency,
         kind,
         detail,
-        quantity_hours: quantityHours.toFixed(),
+        quantity_hours: usage ? quantityHours.dividedBy(usage.unit).toFixed() : quantityHours.toFixed(),
         unit_price: price,
-        amount: quantityHours.times(price).dividedBy(monthHours).toFixed(plan.minorUnits, Decimal.ROUND_HALF_UP),
+        amount: quantityHours.times(price).dividedBy(usage ? usage.unit : monthHours).toFixed(plan.minorUnits, Decimal.ROUND_HALF_UP),
       });
     };
     add('base', 'per organisation', new Decimal(u.hours), plan.basePrice);
@@ -184,20 +197,25 @@ export function rateUsage(usage: PlanUsage[], plans: Map<string, RatingPlan>, mo
     }
     for (const [detail, a] of accounts) add('accounts', detail, a.hours, a.price);
     // nodes rated by the same rate line make one line per kind
-    const byLine = new Map<string, { rate: RateLine | null; site: Decimal; db: Decimal; gib: Decimal }>();
+    const byLine = new Map<string, { rate: RateLine | null; site: Decimal; db: Decimal; gib: Decimal; cpuUs: Decimal; memByteHours: Decimal }>();
     for (const n of u.nodes) {
       const rate = selectRate(plan.rates, n);
       const key = selectorText(rate);
-      const acc = byLine.get(key) ?? { rate, site: new Decimal(0), db: new Decimal(0), gib: new Decimal(0) };
+      const acc = byLine.get(key) ?? { rate, site: new Decimal(0), db: new Decimal(0), gib: new Decimal(0), cpuUs: new Decimal(0), memByteHours: new Decimal(0) };
       acc.site = acc.site.plus(n.siteHours);
       acc.db = acc.db.plus(n.databaseHours);
       acc.gib = acc.gib.plus(new Decimal(n.diskMbHours).dividedBy(1024));
+      acc.cpuUs = acc.cpuUs.plus(n.cpuUs ?? 0);
+      acc.memByteHours = acc.memByteHours.plus(n.memoryPeakByteHours ?? 0);
       byLine.set(key, acc);
     }
     for (const [key, a] of byLine) {
       if (!a.site.isZero()) add('websites', key, a.site, a.rate?.website ?? '0');
       if (!a.db.isZero()) add('databases', key, a.db, a.rate?.database ?? '0');
       if (!a.gib.isZero()) add('disk', key, a.gib, a.rate?.gib_disk ?? '0');
+      // usage lines only where the rate line prices them: a plan of 4-field lines bills no usage
+      if (a.rate?.cpu_hour !== undefined && !a.cpuUs.isZero()) add('cpu', key, a.cpuUs, a.rate.cpu_hour, { unit: CPU_US_PER_HOUR });
+      if (a.rate?.gib_memory_hour !== undefined && !a.memByteHours.isZero()) add('memory', key, a.memByteHours, a.rate.gib_memory_hour, { unit: BYTES_PER_GIB });
     }
   }
   // a plan change to another currency mid-month: one total per currency, never mixed

@@ -16,6 +16,12 @@ export interface RenderedFile {
 /** One managed file as it is on disk: an unreadable file is reported, never thrown. */
 export type ManagedRead = { text: string } | { missing: true } | { error: string };
 
+/** The customer databases and users on a node's MariaDB (its own left out). */
+export interface DatabaseInventory {
+  databases: string[];
+  users: string[];
+}
+
 /** An archive of a site (a restore point or the archive of a deleted site) with its SHA-256. */
 export interface ArchiveInfo {
   id: string;
@@ -137,4 +143,11 @@ export interface OwnNode extends NodeFiles {
    * id returns its first result). Each rewrite appends what it overwrote to <root>/state/reconcile.log.
    */
   rewriteSites(batch: Array<{ opId: string; site: SiteSpec }>): Promise<OperationResult[]>;
+  /** what the node's MariaDB holds now; null: the node runs no MariaDB */
+  databaseInventory(): Promise<DatabaseInventory | null>;
+  /**
+   * Recreates missing databases, empty, with their users (the password they had where the node
+   * knows its hash) and grants; in the operation queue, idempotent by each recreation's id.
+   */
+  recreateDatabases(batch: Array<{ opId: string; database: string; user: string; locked: boolean }>): Promise<OperationResult[]>;
 }

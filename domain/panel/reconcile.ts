@@ -8,7 +8,7 @@ export type ReconcileStatus = (typeof RECONCILE_STATUSES)[number];
 export const STATUS_WORDS: Record<ReconcileStatus | 'orphan', string> = {
   in_sync: 'in sync',
   drift: 'drift: a managed file or the applied generation differs from the panel',
-  missing: 'missing: a managed file, the docroot, or the whole site is not on the node',
+  missing: 'missing: a managed file, the docroot, the whole site, or a database or its user is not on the node',
   unreadable: 'unreadable: a managed file could not be read',
   pending: 'pending: an operation of the site is in flight or failed, so it is not judged',
   orphan: 'orphan: a managed file on the node of no site the panel knows',
@@ -37,6 +37,20 @@ export type Finding =
   | { problem: 'drift'; kind: ManagedKind; path: string; expected_digest: string; node_digest: string; diff: string[] }
   | { problem: 'generation'; panel: number; node: number }
   | { problem: 'suspension'; panel: boolean; node: boolean };
+
+/** What a pass finds of a customer database on the hosting node's MariaDB. */
+export type DatabaseFinding = { problem: 'database_missing'; database: string } | { problem: 'database_user_missing'; user: string };
+
+/**
+ * Classifies a database record against what the node's MariaDB holds: a database or user that is
+ * gone is `missing`; a remediate pass recreates it empty (data comes back only from a restore point).
+ */
+export function classifyDatabase(d: { name: string; db_user: string }, node: { databases: string[]; users: string[] }): { status: 'in_sync' | 'missing'; findings: DatabaseFinding[] } {
+  const findings: DatabaseFinding[] = [];
+  if (!node.databases.includes(d.name)) findings.push({ problem: 'database_missing', database: d.name });
+  if (!node.users.includes(d.db_user)) findings.push({ problem: 'database_user_missing', user: d.db_user });
+  return { status: findings.length ? 'missing' : 'in_sync', findings };
+}
 
 export interface SiteVerdict {
   status: ReconcileStatus;

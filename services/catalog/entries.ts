@@ -49,6 +49,8 @@ export const modelInput = z.object({
   // chat audio tokens; absent: billed at the text rate of the same direction
   'audio-input': credits.optional(),
   'audio-output': credits.optional(),
+  // credits per answer from the response cache; absent: kept (a new model: 0)
+  'cache-hit': credits.optional(),
   'max-output-tokens': z.coerce.number().int().positive().default(4096),
   'free-trial': bool.default(false),
   active: bool.default(true),
@@ -75,6 +77,7 @@ export async function setModel(db: Db, input: z.input<typeof modelInput>) {
     free_trial: m['free-trial'],
     active: m.active,
     ...(m.details === undefined ? {} : { details: m.details }),
+    ...(m['cache-hit'] === undefined ? {} : { cache_hit_credits: m['cache-hit'] }),
     updated_at: db.fn.now(),
   };
   return db.transaction(async (trx) => {

@@ -18,6 +18,22 @@ export const settlementLag = new Histogram({
   registers: [processRegistry],
 });
 
+/** Tokens of settled requests the provider processed (cache hits excluded), by model, provider and type. */
+export const tokensSettled = new Counter({
+  name: 'gateway_tokens_total',
+  help: 'Tokens of settled requests by model, provider (the route that answered) and type: input, output, cached (part of input), reasoning (part of output); answers from the response cache are not counted',
+  labelNames: ['model', 'provider', 'type'] as const,
+  registers: [processRegistry],
+});
+
+/** Credits charged by settlement, by model and provider (`cache` for answers from the response cache). */
+export const creditsCharged = new Counter({
+  name: 'gateway_credits_charged_total',
+  help: 'Credits charged by settlement, by model and provider (the route that answered; cache for response-cache hits)',
+  labelNames: ['model', 'provider'] as const,
+  registers: [processRegistry],
+});
+
 const CACHE_MS = 5000;
 const state: { db: Db | null; at: number } = { db: null, at: 0 };
 

@@ -2,7 +2,7 @@ import { normalize, type Tariff } from '../../domain/credits/pricing';
 import { chargeOf, resolvedStatus, type RequestReport, type SettlementResult } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import { EVENT_DELIVERIES, EVENTS_CHANNEL, LOW_BALANCE, REACHED_AT } from '../accounts/event-sql';
-import { holdsResolved, settlementLag } from './metrics';
+import { creditsCharged, holdsResolved, settlementLag, tokensSettled } from './metrics';
 
 /** A hold to settle, with its outcome (absent: the outcome recorded on its row). */
 export interface ToSettle {
@@ -79,7 +79,7 @@ const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1
  * Returns one result per item, in order (applied false: resolved already, or no outcome to settle from).
  */
 export async function settleReservations(db: Db, items: ToSettle[]): Promise<SettlementResult[]> {
-  const rows: Array<Tariff & { id: string; status: string; account_id: string; key_id: string; key_spend_tracked: boolean; held_credits: string; complimentary: boolean; report: RequestReport | null }> =
+  const rows: Array<Tariff & { id: string; status: string; account_id: string; key_id: string; key_spend_tracked: boolean; model: string; provider: string; held_credits: string; complimentary: boolean; report: RequestReport | null }> =
     await db('reservations').whereIn('id', items.map((i) => i.id));
   const byId = new Map(rows.map((r) => [r.id as string, r]));
   const decided = new Map<string, { status: SettlementResult['status']; billingSource: string; charge: string }>();
@@ -127,9 +127,11 @@ export async function settleReservations(db: Db, items: ToSettle[]): Promise<Set
     const keys = [...new Set(held.filter((r) => r.key_spend_tracked).map((r) => r.key_id))].sort();
     const accounts = [...new Set(held.map((r) => r.account_id))].sort();
     const settled = (await db.raw(SETTLE_SQL, [keys, accounts, JSON.stringify(batch)])).rows as Array<{ id: string; status: SettlementResult['status']; lag: number | null }>;
+    const written = new Map(batch.map((b) => [b.id as string, b]));
     for (const r of settled) {
       applied.add(r.id);
       holdsResolved.inc({ status: r.status });
+      countSettled(byId.get(r.id)!, written.get(r.id)!);
       // Outcomes the sweeper settles were never recorded (no reported_at): no lag to observe.
       if (r.lag !== null) settlementLag.observe(r.lag);
     }
@@ -143,6 +145,16 @@ export async function settleReservations(db: Db, items: ToSettle[]): Promise<Set
     const r = now.get(id)!;
     return { reservationId: id, status: r.status, billingSource: r.billing_source, charge: r.charge === null ? '0' : normalize(r.charge), applied: false };
   });
+}
+
+/** The token and credit counters of a settled request (once: only for rows this statement resolved). */
+function countSettled(row: { model: string; provider: string }, b: Record<string, unknown>): void {
+  const cached = b.billing_source === 'cache';
+  const labels = { model: row.model, provider: cached ? 'cache' : ((b.route_provider as string | null) ?? row.provider) };
+  if (Number(b.charge) > 0) creditsCharged.inc(labels, Number(b.charge)); // a Prometheus sample is a float; the ledger stays exact
+  if (cached) return;
+  const counts: Array<[string, unknown]> = [['input', b.prompt_tokens], ['output', b.completion_tokens], ['cached', b.cached_tokens], ['reasoning', b.reasoning_tokens]];
+  for (const [type, n] of counts) if (typeof n === 'number' && n > 0) tokensSettled.inc({ ...labels, type }, n);
 }
 
 /** Settles one hold from the given outcome (a batch of one). */

@@ -18,6 +18,8 @@ export interface AuthRecord {
   allowedModels: string[] | null;
   rpm: number | null;
   spendLimit: string | null;
+  /** the key's response-cache opt-in (seconds an answer is kept); null: off unless the request opts in */
+  cacheTtlSeconds: number | null;
   /**
    * Set on a per-request copy of the record (keyed variant): told which model the request asked
    * for, so that the request log can show it even when the request is refused before a hold.
@@ -89,6 +91,7 @@ export class AuthStore {
         'k.allowed_models',
         'k.rpm',
         'k.spend_limit',
+        'k.cache_ttl_seconds',
         'a.id as account_id',
         'a.active',
         'a.tier',
@@ -110,6 +113,7 @@ export class AuthStore {
           allowedModels: row.allowed_models,
           rpm: row.rpm,
           spendLimit: row.spend_limit,
+          cacheTtlSeconds: row.cache_ttl_seconds,
         }
       : null;
     this.cache.set(hash, rec ?? 'missing');

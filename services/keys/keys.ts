@@ -41,6 +41,8 @@ export const keySettingsSchema = z.object({
     .transform((s) => (DATE.test(s) ? new Date(Date.parse(`${s}T00:00:00Z`) + 86_400_000) : new Date(s)).toISOString())
     .nullable()
     .optional(),
+  /** response cache opt-in: seconds an answer of a temperature-0 request is kept (any key format) */
+  cache_ttl: z.coerce.number().int('must be a whole number').min(1).max(30 * 86_400).nullable().optional(),
   /** model ids; a comma-separated string is accepted too (the CLI's --models) */
   models: z
     .union([z.string().transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string().trim())])
@@ -53,7 +55,9 @@ export const keySettingsSchema = z.object({
 export type KeySettingsInput = z.input<typeof keySettingsSchema>;
 type KeySettings = z.output<typeof keySettingsSchema>;
 
-const COLUMNS = { spend_limit: 'spend_limit', rpm: 'rpm', expires_at: 'expires_at', models: 'allowed_models' } as const;
+const COLUMNS = { spend_limit: 'spend_limit', rpm: 'rpm', expires_at: 'expires_at', models: 'allowed_models', cache_ttl: 'cache_ttl_seconds' } as const;
+/** Settings every key format takes (the others are the keyed variant's). */
+const ANY_FORMAT = new Set(['cache_ttl']);
 
 function settingColumns(s: KeySettings): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -66,13 +70,13 @@ function settingColumns(s: KeySettings): Record<string, unknown> {
 
 /** Per-key settings are enforced by the keyed variant, which takes only `mt-` keys. */
 function requireMt(format: string, s: KeySettings): void {
-  const set = Object.keys(COLUMNS).filter((f) => s[f as keyof KeySettings] !== undefined && s[f as keyof KeySettings] !== null);
+  const set = Object.keys(COLUMNS).filter((f) => !ANY_FORMAT.has(f) && s[f as keyof KeySettings] !== undefined && s[f as keyof KeySettings] !== null);
   if (set.length > 0 && format !== 'mt') {
     throw new InvalidInput(set[0], `${set.join(', ')}: per-key settings belong to mt keys of the keyed variant (format mt), not to ${format} keys`);
   }
 }
 
-const VIEW = ['id', 'account_id', 'label', 'format', 'key_prefix', 'created_at', 'revoked_at', 'spend_limit', 'spend', 'spend_limit_refused', 'rpm', 'expires_at', 'allowed_models'];
+const VIEW = ['id', 'account_id', 'label', 'format', 'key_prefix', 'created_at', 'revoked_at', 'spend_limit', 'spend', 'spend_limit_refused', 'rpm', 'expires_at', 'allowed_models', 'cache_ttl_seconds'];
 
 interface KeyRow {
   id: string;
@@ -89,6 +93,7 @@ interface KeyRow {
   rpm: number | null;
   expires_at: Date | null;
   allowed_models: string[] | null;
+  cache_ttl_seconds: number | null;
 }
 
 /** A key as operators see it; amounts are exact decimal strings. Never the key itself. */
@@ -108,6 +113,7 @@ export function keyView(r: KeyRow) {
     rpm: r.rpm,
     expires_at: r.expires_at?.toISOString() ?? null,
     models: r.allowed_models,
+    cache_ttl: r.cache_ttl_seconds,
   };
 }
 
@@ -213,6 +219,7 @@ export interface LoggedRow {
   ip: string | null;
   created_at: Date;
   billing: string | null;
+  billing_source: string | null;
   charge: string | null;
   held: string | null;
   route: unknown;
@@ -239,7 +246,7 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       { column: 'l.id', order: 'desc' },
     ])
     .limit(q.limit + 1)
-    .select('l.*', 'r.status as billing', 'r.charge as charge', 'r.held_credits as held', 'r.route');
+    .select('l.*', 'r.status as billing', 'r.billing_source', 'r.charge as charge', 'r.held_credits as held', 'r.route');
   const page = rows.slice(0, q.limit);
   return {
     data: page.map((r) => ({
@@ -254,6 +261,8 @@ export async function listKeyRequests(db: Db, keyId: string, query: z.input<type
       cost: r.charge !== null && r.billing !== 'held' ? normalize(r.charge) : r.cost === null ? null : normalize(r.cost),
       held: r.billing === 'held' && r.held !== null ? normalize(r.held) : null,
       billing: r.billing,
+      // how the charge was decided (cache: answered from the response cache); pending while held
+      billing_source: r.billing === 'held' ? 'pending' : r.billing_source,
       // the route that answered and the routes tried (text requests)
       route: r.route ?? null,
       ip: r.ip,

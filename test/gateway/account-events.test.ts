@@ -9,6 +9,7 @@ import { keysWithUsage } from '../../services/dashboard/reads';
 import { env } from '../setup/env';
 import { call, newAccount, settled, useStack } from '../helpers/stack';
 import { cli, cliWith, oneObject } from '../helpers/admin-cli';
+import { until } from '../helpers/until';
 
 // Low-balance and spend events (issue 23, feature 5): webhook endpoints per account, events
 // recorded by settlement and delivered by `account-webhook-<id>` workflows, signed, retried,
@@ -44,14 +45,6 @@ function verified(secret: string, r: Received): boolean {
   const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(r.headers['gateway-signature']));
   if (!m) return false;
   return createHmac('sha256', secret).update(`${m[1]}.${r.body}`).digest('hex') === m[2];
-}
-
-async function until<T>(fn: () => Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
-  for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 100))) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out');
-  }
 }
 
 const webhookStack = { adminToken: ADMIN_TOKEN, accountWebhooks: { allowTargets: ['127.0.0.1'], retry: { initialMs: 200, maxMs: 400, giveUpAfterMs: 10_000 } } };
@@ -107,7 +100,7 @@ describe('issue 23 feature 5: account webhooks (credits variant)', function () {
       const second = await chat();
       await settled(second.headers.get('x-gateway-request-id')!);
 
-      const delivered = await until(() => env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id, status: 'delivered' }).first());
+      const delivered = await until('the delivery delivered', () => env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id, status: 'delivered' }).first());
       assert.equal(delivered.attempts, 2);
       assert.equal(hook.got.length, 2); // the 500, then the delivery
       for (const r of hook.got) assert.ok(verified(made.json.secret, r), 'the signature verifies with the secret');
@@ -128,7 +121,7 @@ describe('issue 23 feature 5: account webhooks (credits variant)', function () {
       await admin(base, `/admin/accounts/${acct.accountId}/low-balance-threshold`, { low_balance_threshold: new Decimal(a.total_credits).plus(1).sub(a.total_usage).toString() }, 'PUT');
       const third = await chat();
       await settled(third.headers.get('x-gateway-request-id')!);
-      await until(async () => (await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id, status: 'delivered' })).length === 2);
+      await until('two deliveries delivered', async () => (await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id, status: 'delivered' })).length === 2);
       const history = await stack.temporal.workflow.getHandle(`account-webhook-${delivered.id}`).fetchHistory();
       assert.ok((history.events ?? []).some((e) => e.timerStartedEventAttributes), 'the retry waited on a durable timer');
       await admin(base, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE');
@@ -160,7 +153,7 @@ describe('issue 23 feature 5: key.spend_limit_reached (keyed variant)', function
       const r = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
       assert.equal(r.status, 200, r.text);
       await settled(r.headers.get('x-gateway-request-id')!);
-      await until(async () => hook.got.length > 0);
+      await until('the webhook received', async () => hook.got.length > 0);
       const event = JSON.parse(hook.got[0].body);
       assert.ok(verified(made.json.secret, hook.got[0]), 'the webhook signature verifies with the endpoint secret');
       assert.equal(event.type, 'key.spend_limit_reached');
@@ -197,7 +190,7 @@ describe('issue 33 item 8: key.spend_limit_reached at the first refusal for the 
       const first = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
       assert.equal(first.status, 403, first.text);
       assert.equal(first.json.error.code, 'key_spend_limit_exceeded', 'refused for the spend limit');
-      await until(async () => hook.got.length > 0);
+      await until('the webhook received', async () => hook.got.length > 0);
       const event = JSON.parse(hook.got[0].body);
       assert.ok(verified(made.json.secret, hook.got[0]), 'the event is signed');
       assert.equal(event.type, 'key.spend_limit_reached', 'the event type');

@@ -8,6 +8,7 @@ import { createKey } from '../../services/keys/keys';
 import { call, newAccount } from '../helpers/stack';
 import { newProject } from '../helpers/testruns';
 import { env } from '../setup/env';
+import { until } from '../helpers/until';
 
 // Operators see refusals (issue 29 item 5): every 4xx answer of the gateway port is one info line
 // with the request id, method, path, status, code, param and who sent it (never the key or the
@@ -49,16 +50,6 @@ async function gatewayWithLog(variant: 'credits' | 'keyed'): Promise<{ gw: Gatew
 }
 
 const refusals = (lines: Line[]) => lines.filter((l) => l.msg === 'request refused');
-
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const SECRET_IN_BODY = `body-secret-${randomUUID()}`;
 const unknownModel = { model: `no-such-model-${randomUUID().slice(0, 8)}`, messages: [{ role: 'user', content: SECRET_IN_BODY }] };
@@ -131,7 +122,7 @@ describe('refusals are logged at info, rate-limited per client; GET and HEAD / d
       assert.equal(refusals(lines).filter((l) => l.key_id === noisy.keyId).length, PER_WINDOW, 'the noisy key is logged N times');
       assert.equal(refusals(lines).filter((l) => l.key_id === quiet.keyId).length, 1, 'the other key still gets its line');
 
-      const summary = await waitFor('the suppressed line', () => lines.find((l) => l.key_id === noisy.keyId && l.suppressed !== undefined), WINDOW_MS + 5000);
+      const summary = await until('the suppressed line', () => lines.find((l) => l.key_id === noisy.keyId && l.suppressed !== undefined), WINDOW_MS + 5000);
       assert.equal(summary.suppressed, sent - PER_WINDOW, 'it counts the lines left out');
       assert.equal(summary.level, INFO, 'at info');
       assert.match(summary.msg, new RegExp(`suppressed ${sent - PER_WINDOW} lines`), 'the message says how many');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { env } from '../setup/env';
 import { startPanel } from './panel';
+import { until } from './until';
 
 // A panel with -billing-meter whose clock the test moves (hours are driven, never waited for), on a
 // billing task queue and metering schedule of its own; and the fixtures metering reads (nodes with
@@ -20,16 +21,6 @@ export interface BillingPanel {
 
 const HOUR = 3_600_000;
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 export async function lastMeteredHour(): Promise<Date | null> {
   const row = await env.db('panel_meter_hours').max('hour as h').first();
   return row?.h ? new Date(row.h) : null;
@@ -37,7 +28,7 @@ export async function lastMeteredHour(): Promise<Date | null> {
 
 /** Waits until the metering schedule has no tick running. */
 async function idle(temporal: Client, scheduleId: string) {
-  await waitFor('the metering tick to finish', async () => (await temporal.schedule.getHandle(scheduleId).describe()).info.runningActions.length === 0);
+  await until('the metering tick to finish', async () => (await temporal.schedule.getHandle(scheduleId).describe()).info.runningActions.length === 0, 90_000);
 }
 
 export async function startBillingPanel(startIso: string, opts: { flags?: string[] } = {}): Promise<BillingPanel> {
@@ -61,7 +52,7 @@ export async function startBillingPanel(startIso: string, opts: { flags?: string
       const want = Math.floor(now.getTime() / HOUR) * HOUR - HOUR;
       await idle(temporal, scheduleId);
       await temporal.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);
-      await waitFor(`hours metered up to ${new Date(want).toISOString()}`, async () => ((await lastMeteredHour())?.getTime() ?? 0) >= want);
+      await until(`hours metered up to ${new Date(want).toISOString()}`, async () => ((await lastMeteredHour())?.getTime() ?? 0) >= want, 90_000);
       await idle(temporal, scheduleId);
     },
     async close() {

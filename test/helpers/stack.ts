@@ -16,6 +16,7 @@ import type { BreakerSettings } from '../../domain/catalog/routing';
 import { startAccountEventRelay } from '../../services/accounts/event-relay';
 import type { RoutingSettings } from '../../api/gateway/text/routing';
 import type { WebhookDeliveryRetry } from '../../domain/shared/webhooks';
+import type { CacheBounds } from '../../services/cache/responses';
 
 export interface Stack {
   taskQueue: string;
@@ -50,6 +51,8 @@ export interface StackOptions {
   routeBreaker?: Partial<BreakerSettings>;
   /** ROUTE_RETRY_BUDGET_MS, UPSTREAM_KEY_COOLDOWN_MS */
   routing?: Partial<RoutingSettings>;
+  /** RESPONSE_CACHE_MAX_ROWS / _BYTES */
+  responseCache?: Partial<CacheBounds>;
   /** account webhooks: GATEWAY_WEBHOOK_ALLOW_TARGETS and the delivery retries */
   accountWebhooks?: { allowTargets: string[]; retry?: WebhookDeliveryRetry };
 }
@@ -83,6 +86,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       routeBreaker: opts.routeBreaker,
       routing: opts.routing,
       webhookAllowTargets: opts.accountWebhooks?.allowTargets,
+      responseCache: opts.responseCache,
     }),
     async startWorker() {
       stack.worker = await createCreditsWorker({ connection: nativeConnection, temporal, namespace: 'default', taskQueue, db: env.db, workflowBundle: opts.workflowBundle ?? env.bundles.credits, abandonment: opts.abandonment ?? { deadAfterMs: 30_000, unrecordedOlderThanMs: 0 }, accountWebhooks: opts.accountWebhooks });

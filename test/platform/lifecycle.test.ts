@@ -5,6 +5,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../platform/ports';
+import { createOrgWithLogin, signInFresh, unique } from '../helpers/panel';
+import { runPass, setPolicy, siteActive } from '../helpers/reconcile';
 
 // `npm start` behaves like a service: SIGTERM to the npm process stops everything, a start after
 // a kill -9 of itself comes up again (stopping what the killed one left), and a failed start
@@ -104,6 +106,36 @@ function processesOf(dataDir: string): Array<{ pid: number; cmd: string }> {
 
 const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
 
+/**
+ * The panel demo of docs/panel/README.md on a running `npm start` with its PANEL_FLAGS line: a site
+ * created without a node is placed by the scheduler, and a hand edit of its vhost is rewritten by a
+ * pass once its policy is remediate.
+ */
+async function panelDemo(output: string, dataDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const login = /Panel login\s+(\S+) \/ (\S+)/.exec(output);
+  assert.ok(login, `the banner shows the one-time panel login:\n${output.slice(-2000)}`);
+  const admin = await signInFresh(`http://127.0.0.1:${env.PANEL_PORT}`, login[1], login[2]);
+  const provider = await createOrgWithLogin(admin, { type: 'provider' });
+  const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
+  const domain = `${unique('demo-')}.example.com`;
+  const created = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain });
+  assert.equal(created.status, 201, JSON.stringify(created.json));
+  await siteActive(customer.client, created.json.id, 60_000);
+  const placed = await customer.client.get(`/v1/sites/${created.json.id}/placement`);
+  assert.equal(placed.status, 200, JSON.stringify(placed.json));
+  assert.equal(placed.json.mode, 'scheduled', `placed by the scheduler: ${JSON.stringify(placed.json)}`);
+  assert.match(placed.json.reason, /chosen by the scheduler/, 'and says so');
+
+  await setPolicy(admin, created.json.id, 'remediate');
+  const vhost = path.join(dataDir, 'hosting', 'etc', 'nginx', 'sites', `${domain}.conf`);
+  const rendered = fs.readFileSync(vhost, 'utf8');
+  fs.writeFileSync(vhost, `${rendered}\n# a hand edit\n`);
+  const pass = await runPass(admin);
+  assert.equal(pass.mode, 'on', `the pass remediates (-reconcile on from PANEL_FLAGS): ${JSON.stringify(pass)}`);
+  assert.equal(pass.remediated, 1, `one site rewritten: ${JSON.stringify(pass)}`);
+  assert.equal(fs.readFileSync(vhost, 'utf8'), rendered, 'the drifted vhost is rewritten as the panel renders it');
+}
+
 describe('npm start as a service', function () {
   this.timeout(240_000);
   let dataDir: string;
@@ -154,8 +186,10 @@ describe('npm start as a service', function () {
     assert.match(stopping, /"msg":"stopped"/, `the stop is reported once it is done:\n${stopping.slice(-2000)}`);
   });
 
-  it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9)', async function () {
+  it('prints its banner without the bundler reports, and records its connection so the admin CLI finds it with only DATA_DIR (issue 23 defect 9); the documented PANEL_FLAGS demo remediates and places by the scheduler (issue 32 item 13)', async function () {
     const env = await systemEnv(dataDir);
+    // the line of README.md and docs/panel/README.md, passed as npm start passes it
+    env.PANEL_FLAGS = '-reconcile on -placement scheduled';
     const s = start(env);
     try {
       await ready(s);
@@ -181,6 +215,7 @@ describe('npm start as a service', function () {
       assert.equal(help.code, 0);
       assert.match(help.stdout, /^usage: npm run -s admin -- <command>/);
       for (const c of ['account create', 'key create', 'model set', 'provider set', 'report uncovered']) assert.ok(help.stdout.includes(`  ${c} [--`), c);
+      await panelDemo(s.output(), dataDir, env);
     } finally {
       s.child.kill('SIGTERM');
       await s.exited;

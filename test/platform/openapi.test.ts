@@ -143,7 +143,8 @@ describe('OpenAPI documents', () => {
     const gateway = openApiDocument(gatewayApi('credits')) as unknown as Doc;
     const chat = gateway.paths['/v1/chat/completions'].post as Operation & { responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, unknown> }> };
     assert.ok(chat.responses['200'].content?.['text/event-stream'], 'streaming answers are described');
-    assert.deepEqual(Object.keys(chat.responses['200'].headers ?? {}).sort(), ['x-gateway-cost', 'x-gateway-request-id', 'x-request-id']);
+    assert.deepEqual(Object.keys(chat.responses['200'].headers ?? {}).sort(), ['x-gateway-cache', 'x-gateway-cost', 'x-gateway-request-id', 'x-request-id'], 'the answer headers, the response cache header included');
+    assert.ok((chat.parameters ?? []).some((p) => p.in === 'header' && p.name === 'x-gateway-cache'), 'the response-cache opt-in header is a request parameter');
     assert.ok(chat.responses.default.headers && 'retry-after' in chat.responses.default.headers, 'the error answer of chat completions documents retry-after');
     // the request schema is the handler's own: a field the chat schema has is in the document
     assert.ok(JSON.stringify(chat.requestBody).includes('"stream_options"'), 'the chat request schema has stream_options');

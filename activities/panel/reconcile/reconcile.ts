@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { heartbeat } from '@temporalio/activity';
-import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck, type ReconcileMode, type SiteVerdict } from '../../../domain/panel/reconcile';
+import { classifyDatabase, classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck, type ReconcileMode, type SiteVerdict } from '../../../domain/panel/reconcile';
 import type { SiteSpec } from '../../../domain/panel/node-ops';
 import type { OwnNode } from '../../../domain/panel/own-node';
 import type { Db } from '../../../platform/db';
@@ -20,9 +20,10 @@ import {
   type SiteResult,
 } from '../../../services/panel/reconcile/passes';
 import { specOf } from '../../../services/panel/sites/sites';
+import { hostingDatabases, recordDatabaseResults, recordedInPass, type DatabaseResult } from '../../../services/panel/reconcile/databases';
 
 /** What reconciliation needs of the panel's own hosting node. */
-export type ReconcileNode = Pick<OwnNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites'>;
+export type ReconcileNode = Pick<OwnNode, 'root' | 'renderSite' | 'appliedSite' | 'docroot' | 'readManaged' | 'listManaged' | 'rewriteSites' | 'databaseInventory' | 'recreateDatabases'>;
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -120,6 +121,39 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
     return { last: sites[sites.length - 1].id, checked: checked.length, remediated: rewrite.filter((c) => c.result.remediation?.ok).length };
   }
 
+  /**
+   * The hosting node's customer databases against its MariaDB: a record whose database or user is
+   * gone is `missing`; in mode `on` it is recreated empty with its user and grants (data comes back
+   * only from a restore point). Nothing is overwritten, so no per-database opt-in: the record is the
+   * truth. The verdict is recorded before the recreation, which the node applies once per id.
+   */
+  async function reconcileDatabases(p: { passId: string; mode: ReconcileMode }): Promise<{ checked: number; missing: number; recreated: number }> {
+    const records = await hostingDatabases(deps.db);
+    if (!records.length) return { checked: 0, missing: 0, recreated: 0 };
+    const before = await recordedInPass(deps.db, p.passId);
+    const inventory = (await node().databaseInventory()) ?? { databases: [], users: [] };
+    const results: DatabaseResult[] = records.map((d) => {
+      const begun = before.get(d.id);
+      if (begun?.remediation) return { ...begun, remediation: null };
+      if (d.busy) return { databaseId: d.id, found: 'pending', findings: [], remediation: null };
+      const v = classifyDatabase(d, inventory);
+      return { databaseId: d.id, found: v.status, findings: v.findings, remediation: null };
+    });
+    const fix = p.mode === 'on' ? results.filter((r) => r.found === 'missing') : [];
+    if (fix.length) {
+      await recordDatabaseResults(deps.db, p.passId, fix.map((r) => ({ ...r, remediation: { ok: false, error: 'recreation in progress' } })));
+      const byId = new Map(records.map((d) => [d.id, d]));
+      const outcomes = await node().recreateDatabases(fix.map((r) => ({ opId: `${rewriteId(p.passId, r.databaseId)}-db`, database: byId.get(r.databaseId)!.name, user: byId.get(r.databaseId)!.db_user, locked: byId.get(r.databaseId)!.locked })));
+      fix.forEach((r, i) => {
+        const o = outcomes[i];
+        r.remediation = o.ok ? { ok: true, detail: { ...o.detail, data: 'recreated empty: its data comes back only from a restore point' } } : { ok: false, error: o.error };
+      });
+    }
+    await recordDatabaseResults(deps.db, p.passId, results);
+    heartbeat({ passId: p.passId, phase: 'databases' });
+    return { checked: results.length, missing: results.filter((r) => r.found === 'missing').length, recreated: fix.filter((r) => r.remediation?.ok).length };
+  }
+
   /** Managed files on the node of no site the panel knows on it (reported, never removed). */
   async function findOrphans(): Promise<OrphanReport> {
     const n = node();
@@ -139,7 +173,7 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
 
   const failPass = (p: { passId: string; error: string }): Promise<void> => fail(deps.db, p.passId, p.error);
 
-  return { openPass, reconcileBatch, findOrphans, finishPass, failPass };
+  return { openPass, reconcileBatch, reconcileDatabases, findOrphans, finishPass, failPass };
 }
 
 export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;

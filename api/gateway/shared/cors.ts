@@ -7,7 +7,7 @@ import type { Context, Next } from 'koa';
 /** `*` (any origin) or exact origins (`https://app.example.com`). */
 export type CorsOrigins = '*' | string[];
 
-const EXPOSED = 'x-request-id, x-gateway-request-id, x-gateway-cost, retry-after';
+const EXPOSED = 'x-request-id, x-gateway-request-id, x-gateway-cost, x-gateway-cache, retry-after';
 
 export function cors(origins: CorsOrigins) {
   return async (ctx: Context, next: Next) => {

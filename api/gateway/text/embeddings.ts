@@ -26,7 +26,7 @@ export const embeddingsRequestSchema = z
   })
   .strict();
 
-export function embeddings(deps: Omit<InferenceDeps, 'breakers' | 'health' | 'retryBudgetMs'>) {
+export function embeddings(deps: Omit<InferenceDeps, 'breakers' | 'health' | 'retryBudgetMs' | 'responseCache'>) {
   return async (ctx: Context) => {
     const started = Date.now();
     const req = validate(embeddingsRequestSchema, await readJsonObject(ctx));

@@ -23,6 +23,8 @@ import { routeKey, routeOrder, type CircuitBreakers } from '../../../domain/cata
 import { contradiction, planRoutes, type Candidate, type ModelRoutes, type ProviderPreferences } from '../../../domain/catalog/preferences';
 import { allRoutesOpen, RouteLog, sendOverRoutes, type Routed, type UpstreamHealth } from './routing';
 import { ROUTING_FIELDS } from './routing-schema';
+import type { ResponseCache } from '../../../services/cache/responses';
+import { answerFromCache, CACHE_HEADER, cachePolicy, keepAnswer, type CacheRequest } from './response-cache';
 
 export interface InferenceDeps {
   db: Db;
@@ -35,6 +37,7 @@ export interface InferenceDeps {
   health: UpstreamHealth;
   /** what a request may wait in total between retries */
   retryBudgetMs: number;
+  responseCache: ResponseCache;
 }
 
 /** The routing fields of any dialect's request (api/gateway/text/routing-schema.ts). */
@@ -83,6 +86,11 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     const clampNote = clamped ? [`${dialect.name === 'responses' ? 'max_output_tokens' : 'max_tokens'};clamped=${limit}`] : [];
     const nativeBody = withoutRouting(clamped ? dialect.withMaxTokens(body, limit) : body);
     const stream = dialect.stream(req);
+    // The response cache answers before any route is chosen (opted in per key or per request).
+    const policy = cachePolicy(ctx, auth, dialect.endpoint, body);
+    const cached: CacheRequest | null = policy && { started, endpoint: dialect.endpoint, model, complimentary, policy };
+    if (cached && (await answerFromCache(deps, ctx, cached))) return;
+    const keep = cached ? (text: string, usage: UpstreamUsage | null) => keepAnswer(deps, ctx, cached, text, stream, usage?.tokens ?? null) : null;
     allRoutesOpen(candidates, deps.breakers, model.id);
     // Translated once per model, for every route of another wire format than the client's.
     const canonicals = new Map<string, CanonicalRequest>();
@@ -182,7 +190,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     };
 
     if (stream) {
-      return relayStream(ctx, upstream, { dialect, adapter, native, hold, provider, rc, client, report, billingOf, measured, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
+      if (cached) ctx.set(CACHE_HEADER, 'miss'); // headers go first: stored only if the stream completes
+      return relayStream(ctx, upstream, { keep, dialect, adapter, native, hold, provider, rc, client, report, billingOf, measured, promptEstimate: dialect.promptTokenEstimate(req), audio, publicModel, stop: stopSequences() });
     }
     let json: Record<string, unknown>;
     try {
@@ -201,6 +210,8 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     measured(billing);
     reportCompleted(report, billing, out.id);
     ctx.set('x-gateway-cost', billing.charge.charge);
+    await keep?.(JSON.stringify(out.body), billing.usage);
+    if (cached) ctx.set(CACHE_HEADER, 'miss');
     ctx.body = out.body;
   };
 }
@@ -334,6 +345,8 @@ interface RelayContext {
   stop: readonly string[];
   /** renames the upstream model in a passed-through event */
   publicModel: (raw: string) => string;
+  /** stores the stream as the client received it, when it completed (response cache); null: not cached */
+  keep: ((text: string, usage: UpstreamUsage | null) => Promise<void>) | null;
 }
 
 /**
@@ -342,7 +355,15 @@ interface RelayContext {
  */
 async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayContext): Promise<void> {
   const { res, clientGone } = openEventStream(ctx, r.hold.reservationId, r.client);
-  const writer = r.dialect.streamWriter((s) => res.write(s), r.rc);
+  // Cached (r.keep): what is sent is kept, and the closing events wait until the whole is stored.
+  const sent: string[] = [];
+  let closing: string[] | null = null;
+  const write = (s: string) => {
+    if (r.keep) sent.push(s);
+    if (closing) closing.push(s);
+    else res.write(s);
+  };
+  const writer = r.dialect.streamWriter(write, r.rc);
   const parse = r.adapter.streamParser(r.stop);
   let sentChars = 0;
   let sentAudioBytes = 0;
@@ -399,6 +420,11 @@ async function relayStream(ctx: Context, upstream: UpstreamResponse, r: RelayCon
   const billing = r.billingOf(usage);
   r.measured(billing);
   reportCompleted(r.report, billing, bodyId);
+  if (r.keep) closing = [];
   writer.end(billing);
+  if (r.keep && closing) {
+    await r.keep(sent.join(''), usage);
+    for (const s of closing) res.write(s);
+  }
   res.end();
 }

@@ -6,6 +6,7 @@ import { PanelError } from '../../../domain/panel/errors';
 import type { Db } from '../../../platform/db';
 import { nextReconcilePass, type ReconcileSettings } from '../../../services/panel/reconcile/client';
 import { runPassNow } from '../../../services/panel/reconcile/run';
+import { listReconcileDatabases } from '../../../services/panel/reconcile/databases';
 import { RECONCILE_STATUSES } from '../../../domain/panel/reconcile';
 import { changePolicy, listReconcileSites, passReport, reconcileSiteView, reconcileSummary } from '../../../services/panel/reconcile/views';
 import { principalOf } from '../shared/auth';
@@ -53,6 +54,9 @@ export function reconcileRoutes(o: ReconcileRouteOptions): Router {
   });
   r.get('/sites', async (ctx) => {
     ctx.body = await listReconcileSites(o.db, principalOf(ctx), parse(listQuery, ctx.query));
+  });
+  r.get('/databases', async (ctx) => {
+    ctx.body = await listReconcileDatabases(o.db, principalOf(ctx));
   });
   r.get('/sites/:id', async (ctx) => {
     ctx.body = await reconcileSiteView(o.db, principalOf(ctx), ctx.params.id);

@@ -2,10 +2,12 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { deleteSiteFile, listSiteFiles, uploadSiteFile, type SiteFilesDeps } from '../../../services/panel/sites/files';
 import { accountUsage } from '../../../services/panel/sites/quotas';
+import { siteResourceUsage } from '../../../services/panel/sites/resource-usage';
 import { principalOf } from '../shared/auth';
 import { parse } from '../shared/http';
 
-// Soft quotas (spec 2 section 2.3 rules 3-4): the usage page of an org's accounts, and the file
+// Soft quotas (spec 2 section 2.3 rules 3-4): the usage page of an org's accounts, a site's usage
+// from its control group (issue 34), and the file
 // manager of a website's docroot on the hosting node (list, upload the raw body, delete), whose
 // uploads are refused at the disk and inode limits.
 
@@ -16,6 +18,9 @@ export function quotaRoutes(deps: SiteFilesDeps): Router {
   const poolMemory = async () => (await deps.hostingNode()?.poolMemoryMb()) ?? null;
   r.get('/orgs/:id/usage', async (ctx) => {
     ctx.body = await accountUsage(deps.db, principalOf(ctx), ctx.params.id, poolMemory);
+  });
+  r.get('/sites/:id/usage', async (ctx) => {
+    ctx.body = await siteResourceUsage(deps.db, principalOf(ctx), ctx.params.id);
   });
   r.get('/sites/:id/files', async (ctx) => {
     const q = parse(pathQuery, ctx.query);

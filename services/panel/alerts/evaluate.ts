@@ -73,6 +73,10 @@ const OBSERVED_SQL = `
   FROM rules r JOIN panel_reconcile_sites rs ON r.kind = 'reconcile_missing' AND rs.status = 'missing'
   JOIN panel_sites s ON s.id = rs.site_id CROSS JOIN platform pl
   UNION ALL
+  SELECT r.key, 'database:' || d.id, d.node_name, NULL, pl.id, pl.path, 1, r.threshold, 'database ' || d.name || ' on ' || d.node_name || ': ' || r.condition
+  FROM rules r JOIN panel_reconcile_databases rd ON r.kind = 'reconcile_missing' AND rd.status = 'missing'
+  JOIN panel_databases d ON d.id = rd.database_id CROSS JOIN platform pl
+  UNION ALL
   SELECT r.key, 'orphan:' || (f->>'path'), '${HOSTING_NODE}', NULL, pl.id, pl.path, 1, r.threshold, (f->>'path') || ': ' || r.condition
   FROM rules r JOIN (SELECT orphans FROM panel_reconcile_passes WHERE status = 'done' ORDER BY finished_at DESC LIMIT 1) lp ON r.kind = 'reconcile_orphan'
   CROSS JOIN LATERAL jsonb_array_elements(coalesce(lp.orphans->'files', '[]'::jsonb)) f CROSS JOIN platform pl`;

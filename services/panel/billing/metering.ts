@@ -4,8 +4,8 @@ import { hourName, hourOf } from '../../../domain/panel/billing';
 // Hourly metering (spec 2 sections 2.8, 4.3 `-billing-meter`; PANEL.md section 4 `meter-<hour>`):
 // one transaction per hour records, for every org billed in that hour (its latest plan assignment
 // effective at the hour's start names a plan), the facts rating needs: plan, status, customer
-// accounts per package, each website (active or suspended) with its node and labels and allocated
-// quota, each active database with its node. Everything is set-based SQL (one statement per table,
+// accounts per package, each website (active or suspended) with its node and labels, allocated
+// quota and what its control group used in the hour (issue 34), each active database with its node. Everything is set-based SQL (one statement per table,
 // whatever the number of orgs), and the hour's row in panel_meter_hours is taken first: a repeated
 // hour inserts nothing, and a crash mid-way rolls back whole.
 
@@ -49,12 +49,14 @@ const BILLED_ORGS = `${BILLED}, acc AS (
   ON CONFLICT DO NOTHING`;
 
 const SITES = `${BILLED}
-  INSERT INTO panel_meter_sites (hour, org_id, site_id, node_name, region, physical_region, zone, cell, status, quota_mb)
-  SELECT :hour, b.org_id, s.id, s.node_name, n.logical_region, n.physical_region, n.zone, n.cell, s.status, s.quota_mb
+  INSERT INTO panel_meter_sites (hour, org_id, site_id, node_name, region, physical_region, zone, cell, status, quota_mb, cpu_us, io_bytes, memory_peak_bytes, processes_max)
+  SELECT :hour, b.org_id, s.id, s.node_name, n.logical_region, n.physical_region, n.zone, n.cell, s.status, s.quota_mb,
+    coalesce(u.cpu_us, 0), coalesce(u.io_bytes, 0), coalesce(u.memory_peak_bytes, 0), coalesce(u.processes_max, 0)
   FROM panel_sites s JOIN panel_orgs so ON so.id = s.org_id
   CROSS JOIN LATERAL ${ANCESTORS.replace('%s', 'so')} AS anc(id)
   JOIN billed b ON b.org_id = anc.id
   JOIN panel_nodes n ON n.name = s.node_name
+  LEFT JOIN panel_site_usage_hours u ON u.site_id = s.id AND u.hour = :hour
   WHERE s.status IN ('active', 'suspended')
   ON CONFLICT DO NOTHING`;
 

@@ -50,7 +50,8 @@ async function usageOf(q: Q, orgIds: string[], start: Date, end: Date) {
      FROM panel_meter_orgs WHERE org_id = ANY(?::uuid[]) AND hour >= ? AND hour < ? GROUP BY org_id, plan_id`,
     `SELECT m.org_id, m.plan_id, kv.key AS pkg, sum(kv.value::int)::int AS n FROM panel_meter_orgs m CROSS JOIN LATERAL jsonb_each_text(m.accounts) kv
      WHERE m.org_id = ANY(?::uuid[]) AND m.hour >= ? AND m.hour < ? GROUP BY 1, 2, 3`,
-    `SELECT s.org_id, m.plan_id, s.node_name, s.region, s.physical_region, s.zone, s.cell, count(*)::int AS n, sum(s.quota_mb)::bigint AS mb
+    `SELECT s.org_id, m.plan_id, s.node_name, s.region, s.physical_region, s.zone, s.cell, count(*)::int AS n, sum(s.quota_mb)::bigint AS mb,
+       sum(s.cpu_us)::text AS cpu_us, sum(s.memory_peak_bytes)::text AS memory_peak_bytes
      FROM panel_meter_sites s JOIN panel_meter_orgs m ON m.hour = s.hour AND m.org_id = s.org_id
      WHERE s.org_id = ANY(?::uuid[]) AND s.hour >= ? AND s.hour < ? GROUP BY 1, 2, 3, 4, 5, 6, 7`,
     `SELECT d.org_id, m.plan_id, d.node_name, d.region, d.physical_region, d.zone, d.cell, count(*)::int AS n
@@ -78,7 +79,7 @@ async function usageOf(q: Q, orgIds: string[], start: Date, end: Date) {
     }
     return n;
   };
-  for (const r of sites) Object.assign(node(planUsage(r), r), { siteHours: r.n, diskMbHours: Number(r.mb) });
+  for (const r of sites) Object.assign(node(planUsage(r), r), { siteHours: r.n, diskMbHours: Number(r.mb), cpuUs: r.cpu_us, memoryPeakByteHours: r.memory_peak_bytes });
   for (const r of databases) node(planUsage(r), r).databaseHours = r.n;
   return byOrg;
 }

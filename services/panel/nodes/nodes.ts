@@ -6,6 +6,7 @@ import type { Db } from '../../../platform/db';
 import type { Actor } from '../shared/actor';
 import { audit } from '../shared/audit';
 import { currentLeader, type LeaderInfo } from './controller';
+import { recordGroupUsage } from '../sites/resource-usage';
 
 // The panel's side of the cluster (spec 2 section 2.6, PANEL.md sections 1, 2, 4): node records,
 // what agents report (enrolment, heartbeats), and the operator's edits (labels, draining). The
@@ -278,6 +279,8 @@ export async function recordHeartbeat(db: Q, name: string, hb: Heartbeat, usageS
     [JSON.stringify(hb.facts), JSON.stringify(hb.metrics), hb.metrics.bootId, usageSince, JSON.stringify(hb.usage), ...agentBindings(hb.agentStartedAt, hb.reconnects), name],
   );
   if (!rows.length) throw new PanelError('not_found', { what: 'node', node: name });
+  // the growth of each site's group counters feeds metering and the usage page (issue 34)
+  await recordGroupUsage(db, name, hb.usage);
 }
 
 /** An agent pulled operations (placement wants agents that pulled within the last 2 minutes). */

@@ -1,7 +1,7 @@
 import { notFound } from '../../../domain/panel/errors';
 import { schedule, type PreflightFacts } from '../../../domain/panel/placement';
 import { effectiveRegions, loadChain } from '../shared/chain';
-import { candidateOf, readFactsFile, type NodeRow, type SitesDeps } from '../sites/sites';
+import { candidateOf, placementFacts, type NodeRow, type SitesDeps } from '../sites/sites';
 
 // Relocation plan of a node (spec 2 section 4.1): read-only advice on which sites to move where, and
 // why. Moving sites between nodes is planned (spec 2 section 8), so nothing here changes anything.
@@ -25,9 +25,7 @@ export async function relocationPlan(deps: Pick<SitesDeps, 'db' | 'placement' | 
 
   const counts: Array<{ node_name: string; n: number }> = await db('panel_sites').groupBy('node_name').select('node_name', db.raw('count(*)::int AS n'));
   const load = new Map(counts.map((c) => [c.node_name, c.n]));
-  const facts: PreflightFacts[] = deps.placement.factsFile
-    ? readFactsFile(deps.placement.factsFile, deps.logger)
-    : nodes.map((n) => ({ node: n.name, preflight_passed: true, checked_at: ((n as { facts_at?: Date | null }).facts_at ?? new Date(0)).toISOString(), php_versions: (n.facts as { phpVersions?: string[] } | null)?.phpVersions ?? [] }));
+  const facts: PreflightFacts[] = placementFacts(deps.placement.factsFile, nodes, deps.logger);
   const others = nodes.filter((n) => n.name !== name);
   const moves = [];
   for (const site of sites) {

@@ -3,6 +3,7 @@ import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import type { Finding, ReconcileMode, ReconcilePolicy, ReconcileStatus } from '../../../domain/panel/reconcile';
 import type { Db } from '../../../platform/db';
 import type { SiteRow } from '../sites/sites';
+import { databaseCounts } from './databases';
 
 // The records of reconciliation passes (spec 2 section 4.4.3, PANEL.md section 4): the only writer
 // of the panel_reconcile_* tables. A pass is opened once (at most one runs: a partial unique
@@ -191,6 +192,8 @@ export async function finishPass(db: Db, passId: string, orphans: OrphanReport):
     const byStatus: Array<{ status: string; n: string }> = await trx('panel_reconcile_results').where({ pass_id: passId }).groupBy('status').select('status', trx.raw('count(*) as n'));
     const counts: Record<string, number> = Object.fromEntries(byStatus.map((r) => [r.status, Number(r.n)]));
     counts.orphan = orphans.total;
+    const dbs = await databaseCounts(trx, passId);
+    if (dbs.database_in_sync + dbs.database_missing) Object.assign(counts, dbs);
     const [{ n: remediated }] = await trx('panel_reconcile_results').where({ pass_id: passId }).whereRaw(`(remediation->>'ok')::boolean`).count<{ n: string }[]>('* as n');
     const sites = byStatus.reduce((a, r) => a + Number(r.n), 0);
     const [row] = await trx('panel_reconcile_passes')

@@ -164,5 +164,7 @@ export async function passReport(db: Db, actor: Actor, id: string) {
   const p = await getPass(db, id);
   if (!p) throw notFound('reconciliation pass');
   const results = await db('panel_reconcile_results as x').leftJoin('panel_sites as s', 's.id', 'x.site_id').where('x.pass_id', id).whereNot('x.status', 'in_sync').orderBy('x.site_id').limit(500).select('x.site_id', 's.domain', 'x.status', 'x.findings', 'x.remediation');
-  return { ...passView(p), not_in_sync: results };
+  // the databases this pass found missing (a later pass replaces a database's row)
+  const databases = await db('panel_reconcile_databases as r').join('panel_databases as d', 'd.id', 'r.database_id').where('r.last_pass_id', id).whereNot('r.found', 'in_sync').orderBy('d.name').limit(500).select('r.database_id', 'd.name', 'r.found as status', 'r.findings', 'r.remediation');
+  return { ...passView(p), not_in_sync: results, databases_not_in_sync: databases };
 }

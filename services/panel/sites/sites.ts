@@ -280,7 +280,16 @@ export const candidateOf = (n: NodeRow, sites: number): NodeCandidate => ({
   cpuPercent: typeof n.metrics?.cpuPercent === 'number' ? n.metrics.cpuPercent : null,
 });
 
-export function readFactsFile(file: string | null, logger: Logger): PreflightFacts[] {
+/**
+ * The preflight facts placement weighs: the node facts file where one is given (`-placement-node-facts`),
+ * else what each node reports of itself (a node that reports stands in for its preflight; its PHP versions).
+ */
+export function placementFacts(file: string | null, nodes: NodeRow[], logger: Logger): PreflightFacts[] {
+  if (file) return readFactsFile(file, logger);
+  return nodes.map((n) => ({ node: n.name, preflight_passed: true, checked_at: ((n as { facts_at?: Date | null }).facts_at ?? new Date(0)).toISOString(), php_versions: (n.facts as { phpVersions?: string[] } | null)?.phpVersions ?? [] }));
+}
+
+function readFactsFile(file: string | null, logger: Logger): PreflightFacts[] {
   if (!file) return [];
   try {
     const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes?: unknown };
@@ -324,7 +333,7 @@ async function place(trx: Knex.Transaction, deps: SitesDeps, actor: Actor, chain
   const { required_region } = effectiveRegions(chain);
   const p = schedule(
     nodes.map((n) => candidateOf(n, sitesOn.get(n.name) ?? 0)),
-    readFactsFile(deps.placement.factsFile, deps.logger),
+    placementFacts(deps.placement.factsFile, nodes, deps.logger),
     { phpVersion: site.php, requiredRegion: required_region, nodeApiEnabled: deps.placement.nodeApiEnabled, now: new Date() },
   );
   if (!p.node) {

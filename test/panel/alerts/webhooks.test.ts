@@ -13,6 +13,7 @@ import { webhookWorkflowId } from '../../../domain/panel/workflows';
 import { addNode, recordHeartbeat } from '../../../services/panel/nodes/nodes';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // Webhooks (spec 2 section 6, issue 17 item 4) end to end: a real receiver (an HTTP server on
 // 127.0.0.1, which the test operator setting allows) checks the HMAC-SHA256 signature exactly as
@@ -55,15 +56,6 @@ async function receiver() {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, f: () => Promise<T | undefined | null | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const heartbeat = (cpu: number): Heartbeat => ({
   facts: { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:1' },

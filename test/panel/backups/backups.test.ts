@@ -16,6 +16,7 @@ import { backupScheduleId } from '../../../domain/panel/workflows';
 import { siteGet } from '../../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { readUntil } from '../../helpers/until';
 
 // Backups (spec 2 sections 2.6, 4.1, 4.2 "Backups at platform level", 4.4.5-4.4.6, 7, 8) over real
 // HTTP: a real panel whose hosting node runs nginx and MariaDB with a -backup-dir, a real Temporal
@@ -26,16 +27,6 @@ function refused(r: Reply, status: number, code: string) {
   assert.equal(r.json.error.code, code, JSON.stringify(r.json));
 }
 
-/** Polls `read` until `done` holds. */
-async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) => boolean, timeoutMs = 60_000): Promise<Reply> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await read();
-    if (done(r)) return r;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${r.status} ${JSON.stringify(r.json)} after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 150));
-  }
-}
 
 /** how long an inspection folder stays in this suite (24 h in production) */
 const INSPECTION_MS = 6000;
@@ -87,11 +78,11 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const domain = domainName('shop');
     const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain });
     assert.equal(s.status, 201, JSON.stringify(s.json));
-    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     const name = dbName('shop');
     const d = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name });
     assert.equal(d.status, 201, JSON.stringify(d.json));
-    await until('database active', () => customer.client.get(`/v1/databases/${d.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('database active', () => customer.client.get(`/v1/databases/${d.json.id}`), (r) => r.json.status === 'active');
     await sql(panel, `CREATE TABLE ${name}.orders (id INT PRIMARY KEY, item VARCHAR(40), price DECIMAL(10,2)) DEFAULT CHARSET=utf8mb4; INSERT INTO ${name}.orders VALUES (1,'tea','3.50'),(2,'cake','4.25'),(3,'ünïcode ☕','0.99');`);
     const docroot = path.join(panel.root, 'sites', domain, 'public_html');
     fs.mkdirSync(path.join(docroot, 'img/deep'), { recursive: true });
@@ -106,7 +97,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(r.status, 202, JSON.stringify(r.json));
     assert.equal(r.json.status, 'pending');
     assert.match(r.json.offsite_copies, /^PLANNED/);
-    return until('restore point ready', () => by.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending');
+    return readUntil('restore point ready', () => by.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending');
   }
 
   it('backup → modify → restore into another account: the files and database rows are those of the restore point', async () => {
@@ -146,7 +137,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(r.json.site.domain, newDomain);
     assert.equal(r.json.databases.length, 1);
     const { password } = r.json.databases[0];
-    const site = await until('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    const site = await readUntil('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
     assert.equal(site.json.status, 'active', JSON.stringify(site.json));
     const dbRow = await target.client.get(`/v1/databases/${r.json.databases[0].id}`);
     assert.equal(dbRow.json.status, 'active', JSON.stringify(dbRow.json));
@@ -174,10 +165,10 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const domain = domainName('phpops');
     const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: '8.2' });
     assert.equal(s.status, 201, JSON.stringify(s.json));
-    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     const set = await admin.patch(`/v1/sites/${s.json.id}/php`, { disabled_functions: 'exec,system' });
     assert.equal(set.status, 200, JSON.stringify(set.json));
-    await until('settings applied', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('settings applied', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     fs.writeFileSync(path.join(panel.root, 'sites', domain, 'public_html', 'exec.php'), "<?php echo function_exists('exec') ? 'exec on' : 'exec off';");
     assert.equal((await siteGet(panel.webPort, domain, '/exec.php')).body, 'exec off', 'the source site runs without exec');
     const rp = await backupReady(customer.client, s.json.id);
@@ -191,7 +182,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     assert.deepEqual(r.json.site.php.disabled_functions, ['exec', 'system'], 'the new site has the restore point\'s disabled functions');
-    const site = await until('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    const site = await readUntil('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
     assert.equal(site.json.status, 'active', JSON.stringify(site.json));
     const pool = fs.readFileSync(path.join(panel.root, 'etc/php/8.2/pool.d', `${newDomain}.conf`), 'utf8');
     assert.match(pool, /php_admin_value\[disable_functions\] = "exec,system"/, 'the restored pool disables them');
@@ -205,7 +196,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.ok(fs.existsSync(file), `the archive is on disk: ${file}`);
     const d = await src.customer.client.del(`/v1/restore-points/${rp.json.id}`);
     assert.equal(d.status, 202, JSON.stringify(d.json));
-    await until('restore point gone', () => src.customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.status === 404);
+    await readUntil('restore point gone', () => src.customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.status === 404);
     assert.ok(!fs.existsSync(file), `the deleted restore point's archive is removed: ${file}`);
     assert.deepEqual((await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`)).json.restore_points, []);
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
@@ -284,7 +275,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const inspect = async () => {
       const r = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
       assert.equal(r.status, 202, JSON.stringify(r.json));
-      return until('inspection ready', () => admin.get(`/v1/inspections/${r.json.id}`), (x) => x.json.status !== 'extracting');
+      return readUntil('inspection ready', () => admin.get(`/v1/inspections/${r.json.id}`), (x) => x.json.status !== 'extracting');
     };
     const first = await inspect();
     assert.equal(first.json.status, 'ready', JSON.stringify(first.json));
@@ -301,14 +292,14 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     // Remove now
     const del = await admin.del(`/v1/inspections/${first.json.id}`);
     assert.equal(del.status, 202, JSON.stringify(del.json));
-    const removed = await until('inspection removed', () => admin.get(`/v1/inspections/${first.json.id}`), (x) => x.json.status === 'removed', 4000);
+    const removed = await readUntil('inspection removed', () => admin.get(`/v1/inspections/${first.json.id}`), (x) => x.json.status === 'removed', 4000);
     assert.ok(new Date(removed.json.removed_at).getTime() < new Date(removed.json.expires_at).getTime(), 'removed before its time');
     assert.ok(!fs.existsSync(dir), `the removed inspection's folder is gone: ${dir}`);
 
     // the durable timer
     const second = await inspect();
     assert.ok(fs.existsSync(second.json.path), `the inspection folder exists: ${second.json.path}`);
-    const gone = await until('inspection expired', () => admin.get(`/v1/inspections/${second.json.id}`), (x) => x.json.status === 'removed', INSPECTION_MS + 20_000);
+    const gone = await readUntil('inspection expired', () => admin.get(`/v1/inspections/${second.json.id}`), (x) => x.json.status === 'removed', INSPECTION_MS + 20_000);
     assert.ok(new Date(gone.json.removed_at).getTime() >= new Date(gone.json.expires_at).getTime() - 500, JSON.stringify(gone.json));
     assert.ok(!fs.existsSync(second.json.path), `the expired inspection's folder is gone: ${second.json.path}`);
     const connection = await Connection.connect({ address: env.temporalAddress });
@@ -326,7 +317,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const before = tree(src.docroot);
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 404, 'not_found');
     assert.equal((await c.del(`/v1/sites/${src.site.id}`)).status, 202);
-    await until('site gone', () => c.get(`/v1/sites/${src.site.id}`), (x) => x.status === 404);
+    await readUntil('site gone', () => c.get(`/v1/sites/${src.site.id}`), (x) => x.status === 404);
     assert.equal((await siteGet(panel.webPort, src.domain)).status, 404);
 
     refused(await c.get('/v1/site-archives'), 403, 'forbidden');
@@ -342,7 +333,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
     const taker = await other.client.post(`/v1/orgs/${other.id}/sites`, { domain: src.domain });
     assert.equal(taker.status, 201, JSON.stringify(taker.json));
-    await until('taker active', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.json.status === 'active');
+    await readUntil('taker active', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.json.status === 'active');
     const clash = await admin.post(`/v1/sites/${src.site.id}/restore`);
     refused(clash, 409, 'conflict');
     assert.match(clash.json.error.message, /^site exists/);
@@ -351,7 +342,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const held = await admin.post(`/v1/sites/${taker.json.id}/restore`);
     assert.equal(held.status, 404, 'no archive of a live site');
     assert.equal((await other.client.del(`/v1/sites/${taker.json.id}`)).status, 202);
-    await until('taker gone', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.status === 404);
+    await readUntil('taker gone', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.status === 404);
 
     const countsBefore = (await c.get(`/v1/orgs/${src.customer.id}`)).json.counts;
     const r = await admin.post(`/v1/sites/${src.site.id}/restore`);
@@ -378,7 +369,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     try {
       const deps = { db: env.db, temporal: new Client({ connection }), nodeOps: { taskQueue: panel.taskQueue, timeoutMs: AGENT_WAIT_MS, pollMs: 200 }, logger: env.logger };
       assert.ok((await resumePendingBackupOps(deps, 0)).includes(rp.op_id!), `the pending restore point ${rp.op_id} is resumed`);
-      const done = await until('resumed restore point', () => src.customer.client.get(`/v1/restore-points/${rp.id}`), (x) => x.json.status !== 'pending');
+      const done = await readUntil('resumed restore point', () => src.customer.client.get(`/v1/restore-points/${rp.id}`), (x) => x.json.status !== 'pending');
       assert.equal(done.json.status, 'ready', JSON.stringify(done.json));
       assert.ok(!(await resumePendingBackupOps(deps, 0)).includes(rp.op_id!), `the finished restore point ${rp.op_id} is no longer pending`);
     } finally {
@@ -416,7 +407,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const domain = domainName('agent');
       const s = await admin.post(`/v1/orgs/${customer.id}/sites`, { domain, node: name });
       assert.equal(s.status, 201, JSON.stringify(s.json));
-      await until('agent site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+      await readUntil('agent site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
 
       // backed up on its node (spec 4.4.6); inspection is not offered there
       const ok = await backupReady(customer.client, s.json.id);
@@ -432,7 +423,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const restored = await admin.post(`/v1/restore-points/${ok.json.id}/restore`, { into_account: target.id, domain: copyDomain });
       assert.equal(restored.status, 202, JSON.stringify(restored.json));
       assert.equal(restored.json.site.node, name);
-      const copy = await until('agent restore', () => target.client.get(`/v1/sites/${restored.json.site.id}`), (x) => x.json.status !== 'pending');
+      const copy = await readUntil('agent restore', () => target.client.get(`/v1/sites/${restored.json.site.id}`), (x) => x.json.status !== 'pending');
       assert.equal(copy.json.status, 'active', JSON.stringify(copy.json));
       const served = await siteGet(webPort, copyDomain);
       assert.equal(served.status, 200);
@@ -453,7 +444,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       agent.child.kill('SIGKILL');
       await agent.exited;
 
-      const failed = await until('restore point ended', () => customer.client.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending', AGENT_WAIT_MS + 30_000);
+      const failed = await readUntil('restore point ended', () => customer.client.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending', AGENT_WAIT_MS + 30_000);
       assert.equal(failed.json.status, 'failed');
       assert.match(failed.json.error, /did not report the operation/);
       const listed = await customer.client.get(`/v1/sites/${s.json.id}/restore-points`);
@@ -490,7 +481,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const newDomain = domainName('tampered');
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
     assert.equal(r.status, 202, JSON.stringify(r.json));
-    const site = await until('restore ended', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
+    const site = await readUntil('restore ended', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
     assert.equal(site.json.status, 'failed');
     assert.match(site.json.error, /does not match its SHA-256/);
     assert.ok(!fs.existsSync(path.join(panel.root, 'sites', newDomain, 'public_html', 'big.bin')), 'nothing of the archive was extracted');
@@ -500,7 +491,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     // a deleted site's archive changed on disk: 422 unsafe_archive, the site does not come back
     const gone = await siteWithData();
     assert.equal((await gone.customer.client.del(`/v1/sites/${gone.site.id}`)).status, 202);
-    await until('site gone', () => gone.customer.client.get(`/v1/sites/${gone.site.id}`), (x) => x.status === 404);
+    await readUntil('site gone', () => gone.customer.client.get(`/v1/sites/${gone.site.id}`), (x) => x.status === 404);
     const archive = (await admin.get('/v1/site-archives')).json.archives.find((a: { site_id: string }) => a.site_id === gone.site.id);
     fs.appendFileSync(path.join(panel.root, 'backups', archive.file), 'tampered');
     refused(await admin.post(`/v1/sites/${gone.site.id}/restore`), 422, 'unsafe_archive');
@@ -577,7 +568,7 @@ describe('panel: a hosting node without -backup-dir refuses backups', function (
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domainName('nobackup') });
     assert.equal(s.status, 201, JSON.stringify(s.json));
-    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
     refused(r, 409, 'conflict');
     assert.match(r.json.error.message, /keeps no backups \(it runs without -backup-dir\)/);
@@ -590,7 +581,7 @@ describe('panel: a hosting node without -backup-dir refuses backups', function (
     assert.deepEqual(op, { ok: false, refused: true, error: NO_BACKUP_DIR });
     // deleting a site still works (nothing to archive it into)
     assert.equal((await customer.client.del(`/v1/sites/${s.json.id}`)).status, 202);
-    await until('site gone', () => customer.client.get(`/v1/sites/${s.json.id}`), (x) => x.status === 404);
+    await readUntil('site gone', () => customer.client.get(`/v1/sites/${s.json.id}`), (x) => x.status === 404);
   });
 });
 

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { addLabelledNode, addSite, lastMeteredHour, startBillingPanel, waitFor } from '../../helpers/billing';
+import { addLabelledNode, addSite, lastMeteredHour, startBillingPanel } from '../../helpers/billing';
 import { createOrgWithLogin, platformAdmin, PanelClient, unique } from '../../helpers/panel';
 import { startPanelChild, type PanelChild } from '../../helpers/panel-child';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // A kill -9 of the panel process running the billing worker, in the middle of a metering catch-up
 // and in the middle of month closes: the next process on the same task queue and schedule resumes
@@ -53,12 +54,12 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
 
   it('metering: killed mid catch-up, the next process meters the rest, each hour once', async () => {
     child = await startPanelChild({ flags: ['-billing-meter'], billing: { clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId } });
-    await waitFor('some hours metered', async () => (await count('panel_meter_hours')) >= 10, 120_000);
+    await until('some hours metered', async () => (await count('panel_meter_hours')) >= 10, 120_000);
     await child.kill('SIGKILL');
     const atKill = await count('panel_meter_hours');
     assert.ok(atKill < HOURS, `all ${HOURS} hours were metered before the kill`);
     child = await startPanelChild({ flags: ['-billing-meter'], billing: { clock: '2031-04-01T00:30:00Z', taskQueue, scheduleId } });
-    await waitFor('every hour metered', async () => (await lastMeteredHour())?.toISOString() === '2031-03-31T23:00:00.000Z', 300_000);
+    await until('every hour metered', async () => (await lastMeteredHour())?.toISOString() === '2031-03-31T23:00:00.000Z', 300_000);
 
     const hours = await env.db('panel_meter_hours').orderBy('hour').select('hour', 'orgs', 'sites');
     assert.equal(hours.length, HOURS);
@@ -74,7 +75,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
     const viaChild = (c: PanelChild) => Object.assign(new PanelClient(c.url), { cookie: provider.client.cookie, csrf: provider.client.csrf });
     const first = viaChild(child!);
     const inFlight = customers.map((id) => first.post(`/v1/orgs/${id}/billing/close`, { period: '2031-03', confirm: true }).catch(() => null));
-    await waitFor('a first statement', async () => (await count('panel_statements')) >= 1, 120_000);
+    await until('a first statement', async () => (await count('panel_statements')) >= 1, 120_000);
     await child!.kill('SIGKILL');
     await Promise.all(inFlight);
     const atKill = await env.db('panel_statements').select('org_id', 'id', 'closed_at');

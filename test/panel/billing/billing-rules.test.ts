@@ -62,6 +62,22 @@ describe('panel: billing rules', () => {
     assert.deepEqual(r.totals, { JPY: '2' });
   });
 
+  it('issue 34: a 6-field rate line prices CPU-hours and memory GiB-hours per unit used, exactly, from integer counters', () => {
+    const [line] = parseRateLines('default 0 0 0 0.36 0.5');
+    assert.deepEqual([line.cpu_hour, line.gib_memory_hour], ['0.36', '0.5'], 'the usage prices');
+    refusedWith(() => parseRateLines('default 1 2 3 4'), 'rates', /5 fields instead of 4 or 6/);
+    const plan: RatingPlan = { id: 'p', name: 'P', currency: 'EUR', minorUnits: 2, basePrice: '0', accountPrice: '0', packagePrices: {}, rates: [line] };
+    // 12,345,678,901 µs = 3.429355250277… CPU-hours × 0.36 = 1.2345678901 → 1.23; 3 GiB-hours × 0.5 = 1.50
+    const usage = [{ planId: 'p', hours: 1, accountHours: {}, nodes: [{ ...node({ node: 'n' }), siteHours: 1, databaseHours: 0, diskMbHours: 0, cpuUs: '12345678901', memoryPeakByteHours: String(3 * 1024 ** 3) }] }];
+    const r = rateUsage(usage, new Map([['p', plan]]), 720);
+    const byKind = Object.fromEntries(r.lines.map((l) => [l.kind, l]));
+    assert.equal(byKind.cpu.amount, '1.23', 'CPU priced per CPU-hour, not pro rata');
+    assert.equal(byKind.memory.amount, '1.50', 'memory priced per GiB-hour');
+    assert.equal(byKind.memory.quantity_hours, '3', 'GiB-hours');
+    const fourFields: RatingPlan = { ...plan, rates: parseRateLines('default 0 0 0') };
+    assert.deepEqual(rateUsage(usage, new Map([['p', fourFields]]), 720).lines.map((l) => l.kind).filter((k) => k === 'cpu' || k === 'memory'), [], 'a line without usage prices bills no usage');
+  });
+
   it('reads periods YYYY-MM with their hours', () => {
     assert.deepEqual(parsePeriod('2030-02').hours, 672);
     assert.deepEqual(parsePeriod('2032-02').hours, 696);

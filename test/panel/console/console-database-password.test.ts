@@ -3,19 +3,12 @@ import type { Browser, BrowserContext } from 'playwright-core';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
 import { asDbUser, consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // The console's *Reset password* on the databases tab (test/panel/console/console.test.ts pattern: Debian's
 // chromium driven by playwright-core against a real panel whose hosting node runs MariaDB): a
 // dismissed confirmation changes nothing; an accepted one shows the new password once, and it is
 // the one MariaDB then takes. Screenshot in test-artifacts/console/database-password.png.
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
 
 describe('panel: console database password reset in chromium', function () {
   this.timeout(90_000);
@@ -38,7 +31,7 @@ describe('panel: console database password reset in chromium', function () {
     const name = unique('cdb_').replace(/-/g, '_');
     const created = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name });
     assert.equal(created.status, 201, JSON.stringify(created.json));
-    await waitFor('active', async () => (await customer.client.get(`/v1/databases/${created.json.id}`)).json.status === 'active');
+    await until('active', async () => (await customer.client.get(`/v1/databases/${created.json.id}`)).json.status === 'active');
 
     const contexts: BrowserContext[] = [];
     const errors: string[] = [];
@@ -52,7 +45,7 @@ describe('panel: console database password reset in chromium', function () {
       const dialogs: string[] = [];
       page.once('dialog', (d) => void (dialogs.push(d.message()), d.dismiss()));
       await row.getByRole('button', { name: 'Reset password' }).click();
-      await waitFor('the dialog', async () => dialogs.length === 1);
+      await until('the dialog', async () => dialogs.length === 1);
       assert.match(dialogs[0], new RegExp(`new password\\? The current one stops working`));
       assert.equal(await env.db('panel_node_ops').where({ kind: 'database.password' }).whereRaw(`payload->>'user' = ?`, [name]).first(), undefined, 'dismissed: nothing queued');
 
@@ -62,7 +55,7 @@ describe('panel: console database password reset in chromium', function () {
       assert.ok(password.length >= 32 && password !== created.json.password, password);
       await page.getByText('new password, set on the node in a moment').waitFor();
       const opId = (await customer.client.get(`/v1/databases/${created.json.id}`)).json.operation_id;
-      await waitFor('the reset applied', async () => (await env.db('panel_node_ops').where({ id: opId }).first()).status === 'done');
+      await until('the reset applied', async () => (await env.db('panel_node_ops').where({ id: opId }).first()).status === 'done');
       const as = (pw: string) => asDbUser(panel, name, pw, 'SELECT 1');
       assert.equal((await as(password)).code, 0);
       assert.notEqual((await as(created.json.password)).code, 0);

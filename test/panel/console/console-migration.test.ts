@@ -12,6 +12,7 @@ import { adminSql, uploadArchive } from '../../helpers/imports';
 import { runImportWorker, startImportWorkerChild, type ImportWorkerChild } from '../../helpers/import-worker-child';
 import { UNSAFE, writeAccountArchive, type ArchiveOptions } from '../../helpers/legacy-archive';
 import { createOrgWithLogin, getFromNode, PASSWORD, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
+import { until } from '../../helpers/until';
 
 // The console's Migration page (spec 2 section 4.2 "Migration of a customer account") in Debian's
 // chromium against a real panel with its hosting node (nginx, MariaDB): upload with progress, the
@@ -126,16 +127,6 @@ describe('panel: console Migration page in chromium', function () {
   const reportClass = (page: Page, label: string) => page.getByRole('region', { name: label, exact: true });
   const items = (importId: string) => env.db('panel_import_items').where({ import_id: importId }).orderBy('seq');
 
-  async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await probe();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-
   it('a full migration with a resume: upload, report, confirm and run, kill -9 of the worker, run again, passwords once, site and rows in place', async function () {
     this.timeout(400_000);
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
@@ -165,7 +156,7 @@ describe('panel: console Migration page in chromium', function () {
     assert.equal(await confirmAndRun.isDisabled(), true, 'not before the report is confirmed');
     await page.getByLabel('I have read the report and the quota check').check();
     await confirmAndRun.click();
-    await until('a website being created', async () => (await items(importId)).some((i) => i.step === 'websites' && i.state === 'running'));
+    await until('a website being created', async () => (await items(importId)).some((i) => i.step === 'websites' && i.state === 'running'), 60_000, 25);
     await children[0].kill();
     const atKill = await items(importId);
     assert.ok(atKill.filter((i) => i.step === 'databases').every((i) => i.state === 'pending'), 'killed before the databases: their passwords are created by the next worker');

@@ -7,20 +7,11 @@ import { recordCronRuns } from '../../../services/panel/sites/cron-runs';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // A website's own pages in the console (issue 32: site editing, PHP values, cron runs, PHP versions
 // a node offers), in Debian's chromium against a real panel whose hosting node runs nginx and
 // PHP-FPM: each save is a node operation the node applies. Screenshots in test-artifacts/console/.
-
-async function waitFor<T>(what: string, check: () => Promise<T | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
 
 describe('panel: console site settings, PHP values and cron in chromium', function () {
   this.timeout(120_000);
@@ -69,7 +60,7 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
       await page.getByLabel('Aliases').fill(`www.${domain}`);
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.getByText('Saved: the node applies the change in a moment.').waitFor();
-      const edited = await waitFor('the alias applied', async () => {
+      const edited = await until('the alias applied', async () => {
         const s = (await customer.client.get(`/v1/sites/${id}`)).json;
         return s.status === 'active' && s.applied_generation === 2 ? s : null;
       });
@@ -86,19 +77,19 @@ describe('panel: console site settings, PHP values and cron in chromium', functi
       await page.getByRole('alert').filter({ hasText: 'php_values.memory_limit' }).waitFor();
       await memory.fill('128');
       await page.getByRole('button', { name: 'Save PHP values' }).click();
-      await waitFor('the PHP value applied', async () => {
+      await until('the PHP value applied', async () => {
         const s = (await customer.client.get(`/v1/sites/${id}`)).json;
         return s.status === 'active' && s.php_values.memory_limit === 128;
       });
       const pool = path.join(panel.root, 'etc/php', offered[offered.length - 1], 'pool.d', `${domain}.conf`);
-      await waitFor('the pool rewritten', async () => /php_admin_value\[memory_limit\] = 128M/.test(fs.readFileSync(pool, 'utf8')));
+      await until('the pool rewritten', async () => /php_admin_value\[memory_limit\] = 128M/.test(fs.readFileSync(pool, 'utf8')));
 
       // Cron: the lines saved on the node; the runs its heartbeat reported, newest first
       await page.getByRole('link', { name: 'Cron' }).click();
       const line = '*/5 * * * * php cron.php';
       await page.getByLabel('Cron lines, one a line').fill(line);
       await page.getByRole('button', { name: 'Save cron lines' }).click();
-      await waitFor('the cron line on the node', async () => fs.existsSync(path.join(panel.root, 'etc/cron.d', domain)) && fs.readFileSync(path.join(panel.root, 'etc/cron.d', domain), 'utf8').includes('php cron.php'));
+      await until('the cron line on the node', async () => fs.existsSync(path.join(panel.root, 'etc/cron.d', domain)) && fs.readFileSync(path.join(panel.root, 'etc/cron.d', domain), 'utf8').includes('php cron.php'));
       const at = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
       // what the hosting node's heartbeat records (main/panel-api.ts), here without waiting five minutes
       await recordCronRuns(env.db, HOSTING_NODE, [

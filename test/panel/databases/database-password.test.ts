@@ -17,6 +17,7 @@ import { resumePendingDatabaseOps } from '../../../services/panel/databases/data
 import { asDbUser as asUser, createOrgWithLogin, platformAdmin, signInFresh, startHostingPanel, tablesContaining, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 import { tempNodeRoot } from '../../helpers/hosting-node';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // A database's password reset (POST /v1/databases/{id}/password) over real HTTP: a real panel whose
 // hosting node runs MariaDB, a real Temporal worker. The node's MariaDB takes the new password and
@@ -26,16 +27,6 @@ import { env } from '../../setup/env';
 function refused(r: Reply, status: number, code: string) {
   assert.equal(r.status, status, JSON.stringify(r.json));
   assert.equal(r.json.error.code, code, JSON.stringify(r.json));
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
 }
 
 const opRow = (id: string) => env.db('panel_node_ops').where({ id }).first();

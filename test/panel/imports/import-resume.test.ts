@@ -8,6 +8,7 @@ import { startImportWorkerChild, type ImportWorkerChild } from '../../helpers/im
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';
 import { adminSql, settledImport, uploadArchive } from '../../helpers/imports';
+import { until } from '../../helpers/until';
 
 // Resume of a legacy import after crashes (spec 2 section 3 "import run: run again"): the worker
 // process running the import is killed with SIGKILL in the middle of the file copy and again in the
@@ -19,15 +20,11 @@ const FILES = 3000;
 const FILE_BYTES = 2048;
 const ROWS = 400_000;
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, state: () => Promise<unknown>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(await state())}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** `until`, with the import's state in the message when it times out. */
+const untilShowing = <T>(what: string, probe: () => Promise<T | null | undefined | false>, state: () => Promise<unknown>, timeoutMs = 120_000): Promise<T> =>
+  until(what, probe, timeoutMs, 25).catch(async (err: Error) => {
+    throw new Error(`${err.message}: ${JSON.stringify(await state())}`);
+  });
 
 const countFiles = (dir: string): number => (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length : 0);
 
@@ -71,7 +68,7 @@ describe('panel: legacy import resumes after kill -9 of its worker', function ()
     const first = await worker();
     assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202);
     // mid file copy: the item is running and part of the files are there
-    const copiedBeforeKill = await until('the file copy under way', async () => {
+    const copiedBeforeKill = await untilShowing('the file copy under way', async () => {
       const n = countFiles(path.join(docroot, 'files'));
       return (await item('site_files', domain))?.state === 'running' && n > 50 && n < FILES && n;
     }, state);
@@ -81,7 +78,7 @@ describe('panel: legacy import resumes after kill -9 of its worker', function ()
     const second = await worker();
     assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202);
     // mid SQL load: the dump's INSERTs are executing (the load holds LOCK TABLES, so rows cannot be counted yet)
-    const rowsBeforeKill = await until('the SQL load under way', async () => {
+    const rowsBeforeKill = await untilShowing('the SQL load under way', async () => {
       if ((await item('sql_loads', `${user}_wp`))?.state !== 'running') return null;
       const list = await adminSql(panel.root, `SELECT count(*) FROM information_schema.processlist WHERE db = '${user}_wp' AND info LIKE 'INSERT INTO \`wp_posts\`%'`).catch(() => '0');
       return Number(list) > 0 && 'an INSERT of the dump was executing';

@@ -6,6 +6,7 @@ import { addNode, enrolNode, getNode } from '../../../services/panel/nodes/nodes
 import { startPanelChild, type PanelChild } from '../../helpers/panel-child';
 import { platformAdmin, startPanel, unique } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { readUntil } from '../../helpers/until';
 
 // The controller (PANEL.md section 1, spec 2 section 2.6): one leader among panel-api processes
 // with -controller-state (a PostgreSQL advisory lock on a connection of its own), which writes each
@@ -17,16 +18,6 @@ async function startControllerPanel(controller: Partial<ControllerBounds>): Prom
 
 const FACTS: NodeFacts = { webServer: 'builtin', phpVersions: [], mariadb: false, roles: ['web'], webAddress: '127.0.0.1:18080' };
 
-/** Polls `read` until it returns a value `ok` accepts; fails after `ms`. */
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(v)} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const stateOf = async (name: string) => (await getNode(env.db, name))!.state;
 
@@ -42,12 +33,12 @@ describe('panel: the controller', function () {
       const silent = (await addNode(env.db, null, unique('node-'))).name;
       const heard = Date.now();
       await enrolNode(env.db, name, { facts: FACTS, agentStartedAt: new Date().toISOString() });
-      await until('after a heartbeat', () => stateOf(name), (s) => s === 'alive', 900);
-      const suspect = await until('past aliveMs', () => stateOf(name), (s) => s !== 'alive', 3000);
+      await readUntil('after a heartbeat', () => stateOf(name), (s) => s === 'alive', 900);
+      const suspect = await readUntil('past aliveMs', () => stateOf(name), (s) => s !== 'alive', 3000);
       const suspectAfter = Date.now() - heard;
       assert.equal(suspect, 'suspect');
       assert.ok(suspectAfter >= 1000 && suspectAfter < 2000, `suspect after ${suspectAfter} ms`);
-      await until('past suspectMs', () => stateOf(name), (s) => s === 'dead', 3000);
+      await readUntil('past suspectMs', () => stateOf(name), (s) => s === 'dead', 3000);
       const deadAfter = Date.now() - heard;
       assert.ok(deadAfter >= 2000 && deadAfter < 3000, `dead after ${deadAfter} ms`);
       assert.equal(await stateOf(silent), 'dead');
@@ -55,7 +46,7 @@ describe('panel: the controller', function () {
 
       // A heartbeat brings it back at the next write.
       await enrolNode(env.db, name, { facts: FACTS, agentStartedAt: new Date().toISOString() });
-      await until('after a new heartbeat', () => stateOf(name), (s) => s === 'alive', 1000);
+      await readUntil('after a new heartbeat', () => stateOf(name), (s) => s === 'alive', 1000);
       const hosting = (await getNode(env.db, 'hosting'))!;
       assert.ok(Date.now() - hosting.last_heartbeat_at!.getTime() < 1000, "the hosting node's heartbeat is the leader's");
       assert.ok(Date.now() - hosting.state_at.getTime() < 1000, 'state as of the last write');
@@ -71,7 +62,7 @@ describe('panel: the controller', function () {
     let panel: PanelRuntime | null = null;
     try {
       child = await startPanelChild({ flags: ['-controller-state'], controller: { tickMs: 500, retryMs: 200 } });
-      const first = await until('the child leads', () => currentLeader(env.db), (l) => l !== null && l.leader.split(':')[1] === String(child!.pid));
+      const first = await readUntil('the child leads', () => currentLeader(env.db), (l) => l !== null && l.leader.split(':')[1] === String(child!.pid));
       panel = await startControllerPanel({ tickMs: 500, retryMs: 200 });
       await new Promise((r) => setTimeout(r, 1000));
       assert.equal(panel.controller!.isLeader, false, 'the lock is held by the child');
@@ -89,7 +80,7 @@ describe('panel: the controller', function () {
 
       const killedAt = Date.now();
       await child.kill('SIGKILL');
-      const next = await until('another process leads', () => currentLeader(env.db), (l) => l !== null && l.leader !== first!.leader, 15_000);
+      const next = await readUntil('another process leads', () => currentLeader(env.db), (l) => l !== null && l.leader !== first!.leader, 15_000);
       const tookOver = Date.now() - killedAt;
       assert.equal(next!.leader.split(':')[1], String(process.pid));
       assert.ok(panel.controller!.isLeader, 'this process leads after the first leader was killed');

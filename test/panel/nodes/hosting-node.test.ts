@@ -11,6 +11,7 @@ import { freePort } from '../../../platform/ports';
 import type { NodeOperation, OperationResult } from '../../../domain/panel/node-ops';
 import { opId, siteGet, siteSpec, startFakePanel, tempNodeRoot } from '../../helpers/hosting-node';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // A hosting node with the real services of PANEL.md section 2: nginx, PHP-FPM 8.2 and (when it
 // comes up in time) MariaDB, all under a temp root, serving by Host header on a free port.
@@ -18,14 +19,6 @@ import { env } from '../../setup/env';
 const PHP = '8.2';
 /** an operation without its id (each kind on its own, so object literals are checked) */
 type OpBody = { [K in NodeOperation['kind']]: Omit<Extract<NodeOperation, { kind: K }>, 'id'> }[NodeOperation['kind']];
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('hosting node: nginx, PHP-FPM and MariaDB under its own root', function () {
   let root: string;

@@ -2,21 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { asDbUser, createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
+import { until } from '../../helpers/until';
 
 // Issue 32 item 2 (spec 2 section 1.4, PANEL.md section 2): suspending an org stops everything
 // below it on its nodes: its sites serve the suspended page (real nginx and PHP-FPM) and its
 // database users are locked (real MariaDB). Reactivation restores exactly what was active before:
 // a site suspended on its own stays suspended.
-
-async function until<T>(what: string, check: () => Promise<T | null | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
 
 describe('panel: suspending an org suspends its sites and locks its database users on the nodes', function () {
   this.timeout(180_000);

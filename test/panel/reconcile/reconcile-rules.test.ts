@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck } from '../../../domain/panel/reconcile';
+import { classifyDatabase, classifySite, combinedDigest, diffExcerpt, managedFileDomain, shouldRemediate, type FileCheck } from '../../../domain/panel/reconcile';
 
 // The pure rules of reconciliation (domain/panel/reconcile.ts): classification of a site from its
 // files and the node's record, the diff excerpt, which paths are managed files, when to rewrite.
@@ -79,5 +79,12 @@ describe('panel: reconciliation rules', () => {
     const a = combinedDigest([{ kind: 'vhost', digest: 'x' }, { kind: 'cron', digest: null }], sha);
     assert.equal(a, combinedDigest([{ kind: 'cron', digest: null }, { kind: 'vhost', digest: 'x' }], sha));
     assert.notEqual(a, combinedDigest([{ kind: 'vhost', digest: 'x' }, { kind: 'cron', digest: 'y' }], sha));
+  });
+
+  it('a database: in sync while MariaDB has it and its user; missing names what is gone', () => {
+    const d = { name: 'shop', db_user: 'shop' };
+    assert.deepEqual(classifyDatabase(d, { databases: ['shop'], users: ['shop'] }), { status: 'in_sync', findings: [] }, 'both present');
+    assert.deepEqual(classifyDatabase(d, { databases: ['other'], users: ['shop'] }), { status: 'missing', findings: [{ problem: 'database_missing', database: 'shop' }] }, 'the database dropped');
+    assert.deepEqual(classifyDatabase(d, { databases: [], users: [] }).findings.map((f) => f.problem), ['database_missing', 'database_user_missing'], 'both dropped');
   });
 });

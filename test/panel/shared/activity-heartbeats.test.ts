@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { heartbeating } from '../../../activities/panel/shared/heartbeating';
-import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
+import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { readUntil } from '../../helpers/until';
 
 // Long node activities heartbeat with a heartbeat timeout of seconds (issue 32 item 10): a worker
 // that dies during a backup, restore, extraction or database statement is noticed within seconds
@@ -12,16 +13,6 @@ import { env } from '../../setup/env';
 
 /** the longest heartbeat timeout a node activity may have */
 const MAX_HEARTBEAT_S = 30;
-
-async function until(what: string, read: () => Promise<Reply>, done: (r: Reply) => boolean, timeoutMs = 60_000): Promise<Reply> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await read();
-    if (done(r)) return r;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${r.status} ${JSON.stringify(r.json)} after ${timeoutMs} ms`);
-    await new Promise((res) => setTimeout(res, 150));
-  }
-}
 
 describe('panel: node activities heartbeat', function () {
   this.timeout(180_000);
@@ -57,17 +48,17 @@ describe('panel: node activities heartbeat', function () {
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('beat')}.example.com` });
     assert.equal(s.status, 201, JSON.stringify(s.json));
-    await until('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     const d = await customer.client.post(`/v1/orgs/${customer.id}/databases`, { name: unique('beat_').replace(/-/g, '_') });
     assert.equal(d.status, 201, JSON.stringify(d.json));
-    await until('database active', () => customer.client.get(`/v1/databases/${d.json.id}`), (r) => r.json.status === 'active');
+    await readUntil('database active', () => customer.client.get(`/v1/databases/${d.json.id}`), (r) => r.json.status === 'active');
     const rp = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
     assert.equal(rp.status, 202, JSON.stringify(rp.json));
-    const ready = await until('restore point ready', () => customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.json.status !== 'pending');
+    const ready = await readUntil('restore point ready', () => customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.json.status !== 'pending');
     assert.equal(ready.json.status, 'ready', JSON.stringify(ready.json));
     const insp = await admin.post(`/v1/restore-points/${rp.json.id}/inspection`);
     assert.equal(insp.status, 202, JSON.stringify(insp.json));
-    await until('inspection extracted', () => admin.get(`/v1/inspections/${insp.json.id}`), (x) => x.json.status !== 'extracting');
+    await readUntil('inspection extracted', () => admin.get(`/v1/inspections/${insp.json.id}`), (x) => x.json.status !== 'extracting');
 
     const scheduled = new Map<string, number | null>();
     for await (const wf of temporal.workflow.list({ query: `TaskQueue = '${panel.taskQueue}'` })) {

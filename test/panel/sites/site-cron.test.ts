@@ -7,21 +7,12 @@ import { siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { siteSpec, tempNodeRoot } from '../../helpers/hosting-node';
 import { createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // Issue 32 item 1: a node runs its sites' cron lines. crontab(5) syntax (fields, names, nicknames,
 // `%` as standard input), the node's daemon (as the site's user, a timeout per run, no overlap of one
 // line, nothing for a suspended site, @reboot once per boot), and a real panel whose hosting node
 // runs `* * * * *` within 70 s as the site user and shows the run over the API.
-
-async function until<T>(what: string, check: () => Promise<T | null | false> | T | null | false, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('site cron: crontab(5) lines', function () {
   const at = (iso: string) => new Date(iso);

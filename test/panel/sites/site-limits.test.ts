@@ -8,6 +8,7 @@ import { opId, siteSpec, tempNodeRoot } from '../../helpers/hosting-node';
 import { createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient } from '../../helpers/panel';
 import { runPass, siteActive } from '../../helpers/reconcile';
 import { env } from '../../setup/env';
+import { until } from '../../helpers/until';
 
 // Issue 34 §1: limits that bind on the node. A real panel with its real hosting node (nginx, one
 // PHP-FPM master per site, cgroup v1 on these machines): a site at 64 MB that allocates 256 MB
@@ -17,16 +18,6 @@ import { env } from '../../setup/env';
 
 const CG = '/sys/fs/cgroup';
 const v1 = fs.existsSync(`${CG}/memory/cgroup.procs`);
-
-async function until<T>(what: string, check: () => Promise<T | null | false> | T | null | false, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('site limits on a real node (cgroup v1)', function () {
   this.timeout(240_000);

@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, patched, proxyActivities, proxyLocalActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { BatchOutcome, ReconcileActivities } from '../../../activities/panel/reconcile/reconcile';
 import { HOSTING_NODE } from '../../../domain/panel/node-ops';
 import { SA } from '../../../domain/shared/search-attributes';
@@ -6,7 +6,7 @@ import type { ReconcileInput } from '../../../domain/panel/workflows';
 
 // One per reconciliation pass (`reconcile-<pass_id>`, PANEL.md section 4): opens the pass (or ends
 // at once when another pass runs), walks the hosting node's sites a batch per activity in id order,
-// lists orphan files, and stores the report. Progress lives in PostgreSQL (each site's verdict in
+// checks its customer databases, lists orphan files, and stores the report. Progress lives in PostgreSQL (each site's verdict in
 // this pass), so a batch retried after its worker died skips what was finished and a site is
 // never rewritten twice. Started by the schedule (`reconcile-scheduled-<time>`) or by
 // `POST /v1/reconcile/run` (`reconcile-<uuid>`).
@@ -50,6 +50,8 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
       if (b.last === null) break;
       after = b.last;
     }
+    // the hosting node's customer databases (issue 32 item 3), after its sites
+    if (patched('reconcile-databases')) await node.reconcileDatabases({ passId, mode: input.mode });
     const orphans = await node.findOrphans();
     const done = await local.finishPass({ passId, orphans });
     upsertSearchAttributes([{ key: SA.Status, value: 'done' }]);

@@ -112,6 +112,7 @@ function Overview({ site, reload }) {
       ${site.error ? html`<dt>Error</dt><dd class="error-text">${site.error}</dd>` : null}
     </dl>
     <${SiteLimits} limits=${site.limits} node=${site.node} />
+    <${SiteUsage} site=${site} />
     <h2>Placement</h2>
     <${Loaded} state=${placement}>${(p) => html`<div>
       <p data-testid="placement-reason"><strong>${p.node}</strong>: ${p.reason}</p>
@@ -188,7 +189,26 @@ function FilesTab({ site }) {
   </div>`;
 }
 
-/** The account's limits as they bind this site: enforced by its node's kernel (its control group), or counted only. */
+/** What the site's control group used, per hour (issue 34): what metering bills where a rate line prices it. */
+function SiteUsage({ site }) {
+  const usage = useLoad(() => get(`/v1/sites/${site.id}/usage`), [site.id]);
+  return html`<div>
+    <h2>Usage</h2>
+    <${Loaded} state=${usage}>${(u) =>
+      u.group
+        ? html`<p class="muted">Now: ${u.group.processes} processes, ${u.group.memory_mb.toFixed(1)} MB of memory (measured ${when(u.measured_at)}).</p>
+            <${Table} caption="Usage of this website per hour" rows=${u.hours} cols=${[
+              ['Hour', (h) => when(h.hour)],
+              ['CPU seconds', (h) => h.cpu_seconds.toFixed(2)],
+              ['Memory peak', (h) => `${h.memory_peak_mb} MB`],
+              ['Processes (most)', (h) => String(h.processes_max)],
+              ['I/O', (h) => `${(h.io_bytes / 1048576).toFixed(1)} MB`],
+            ]} />`
+        : html`<p class="muted">Its node runs this website in no control group: CPU, memory, processes and I/O are not counted.</p>`}<//>
+  </div>`;
+}
+
+/** The account's limits as they bind this site: enforced by its node's kernel (its control group), or counted only; an unset limit binds nothing ("—"). */
 function SiteLimits({ limits, node }) {
   if (!limits) return null;
   return html`<div>
@@ -196,7 +216,7 @@ function SiteLimits({ limits, node }) {
     <${Table} caption=${`Limits of this website on node ${node}`} rows=${Object.entries(limits)} cols=${[
       ['Limit', ([k]) => LIMIT_LABELS[k] || k],
       ['Value', ([, l]) => (l.value === null ? 'unlimited' : String(l.value))],
-      ['On its node', ([, l]) => html`<span data-testid="limit-on-node">${l.on_node === 'enforced' ? 'enforced' : 'bookkeeping only (this node cannot enforce it)'}</span>`],
+      ['On its node', ([, l]) => html`<span data-testid="limit-on-node">${l.value === null ? '—' : l.on_node === 'enforced' ? 'enforced' : 'bookkeeping only (this node cannot enforce it)'}</span>`],
     ]} />
   </div>`;
 }
