@@ -88,22 +88,24 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     if (!s.kind) continue;
     const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0, cacheHits: 0, unanswered: {} });
     m.sent++;
-    const route = s.answered && s.id ? rows.get(s.id)?.route : null;
-    if (!route) {
+    if (!s.answered) {
       const why = `${s.status || 'no answer'} ${s.error ?? ''}`.trim();
       m.unanswered[why] = (m.unanswered[why] ?? 0) + 1;
       continue;
     }
     m.answered++;
-    if (route.model && route.model !== s.asked) m.fellBack++;
-    if (route.attempts.some((a) => a.retry)) m.retried++;
+    // a cache hit tried no route: its reservation has none
+    const route = s.id ? rows.get(s.id)?.route : null;
+    if (route?.model && route.model !== s.asked) m.fellBack++;
+    if (route?.attempts.some((a) => a.retry)) m.retried++;
     if (s.cacheHit) m.cacheHits++;
   }
   for (const s of answered) {
     const row = rows.get(s.id!);
     const shown = s.cost === null ? null : new Decimal(s.cost);
-    // the model that answered: the reservation's route names it (the answer's own name may be the upstream one)
-    const price = row?.route?.model ? prices?.get(row.route.model) : undefined;
+    // the model that answered: the reservation's route names it (the answer's own name may be the upstream one); a cache hit's is the one asked
+    const model = s.cacheHit ? s.asked : row?.route?.model;
+    const price = model ? prices?.get(model) : undefined;
     const priced = !price || !s.usage || (row!.charge !== null && new Decimal(row!.charge).eq(priceOf(price, s, s.usage)));
     if (price && s.usage) pricedCount++;
     const ok =
@@ -114,7 +116,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
       row.charge !== null &&
       new Decimal(row.charge).gt(0) &&
       (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${row?.route?.model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT the table price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT the table price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
   }
   let keySpend = '—';
   let keyLimit = '—';
