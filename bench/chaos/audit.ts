@@ -6,9 +6,9 @@ import type { Sent } from './load';
 
 // The money audit of `npm run chaos` and `npm run topology`, after a fault: no reservation charged
 // twice, every answered request charged exactly once with the charge its answer showed (and, given
-// the tariffs, at the table price of the model that answered, or its cache-hit price for an answer
-// from the response cache), no hold left, ledger drift 0, the
-// keyed key's spend within its limit (keyedKeyId null: no keyed key).
+// the prices, at the table price of the model that answered, or its cache-hit price for an answer
+// from the response cache), no hold left, ledger drift 0, the keyed key's spend within its limit
+// (keyedKeyId null: no keyed key).
 
 
 export interface Checks {
@@ -24,7 +24,7 @@ export interface Checks {
   keyOk: boolean;
   recreated: number;
   abandoned: number;
-  /** answered requests whose charge was checked against their answering model's table price */
+  /** answered requests whose charge was checked against their answering model's price */
   priced: number;
   /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, after a retry, from the response cache, the others by outcome */
   mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number; cacheHits: number; unanswered: Record<string, number> }>;
@@ -106,7 +106,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     // the model that answered: the reservation's route names it (the answer's own name may be the upstream one); a cache hit's is the one asked
     const model = s.cacheHit ? s.asked : row?.route?.model;
     const price = model ? prices?.get(model) : undefined;
-    const priced = !price || !s.usage || (row!.charge !== null && new Decimal(row!.charge).eq(priceOf(price, s, s.usage)));
+    const priced = !price || !s.usage || (row?.charge != null && new Decimal(row.charge).eq(priceOf(price, s, s.usage)));
     if (price && s.usage) pricedCount++;
     const ok =
       priced &&
@@ -116,7 +116,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
       row.charge !== null &&
       new Decimal(row.charge).gt(0) &&
       (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT the table price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT its price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
   }
   let keySpend = '—';
   let keyLimit = '—';

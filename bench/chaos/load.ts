@@ -2,9 +2,10 @@ import { Pool } from 'undici';
 
 // The chaos run's clients: non-streaming requests on a fixed schedule (open loop) and streams
 // back to back, against one gateway API, plus an optional mix of other asks (a `models` fallback
-// list, a model whose route retries, the response cache's opt-in) each at its own rate. Every request is recorded with what
-// its client saw: the status (0: the connection failed or broke), whether it was answered in full
-// (a complete JSON body, or a stream up to [DONE]), the model that answered and the charge shown.
+// list, a model whose route retries, the response cache's opt-in) each at its own rate. Every
+// request is recorded with what its client saw: the status (0: the connection failed or broke),
+// whether it was answered in full (a complete JSON body, or a stream up to [DONE]), the model that
+// answered, whether from the response cache, and the charge shown.
 
 /** What one request asks: `model` defaults to sim-gpt; `models` are its fallbacks. */
 export interface Ask {
