@@ -351,6 +351,7 @@ async function main(): Promise<number> {
       await sleep(5000);
       log(`${name}: ${fault}`);
       const faultStart = Date.now();
+      notes.push(`the fault began ${new Date(faultStart).toISOString()}`);
       await inject(notes);
       const faultEnd = Date.now();
       log(`${name}: fault over after ${faultEnd - faultStart} ms; load goes on 5 s`);
@@ -379,7 +380,9 @@ async function main(): Promise<number> {
       log(`${name}: mix ${mixOf(checks)}; ${checks.priced} answers priced`);
       for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
       // A clean fault: every request answered, or refused by the key's limit (403); never a 5xx, a failed connection or a cut stream.
-      const clientFailures = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403).length : null;
+      const failed = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403) : [];
+      const clientFailures = opts.clean ? failed.length : null;
+      for (const s of failed.slice(0, 5)) notes.push(`failed: ${s.stream ? 'stream' : (s.kind ?? 'plain')} ${s.status} ${s.error}, sent ${s.startedAt - faultStart} ms after the fault began, ended ${s.endedAt - s.startedAt} ms later`);
       const result: PhaseResult = { name, fault, sent, faultMs: faultEnd - faultStart, recoveryMs, recoveryNote, checks, notes, clientFailures };
       results.push(result);
       log(`${name}: ${phasePassed(result) ? 'checks pass' : 'CHECKS FAIL'}; recovery ${recoveryMs ?? recoveryNote} ms`);

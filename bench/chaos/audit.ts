@@ -116,7 +116,7 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
       row.charge !== null &&
       new Decimal(row.charge).gt(0) &&
       (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT its price'}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT its price'}, ended ${new Date(s.endedAt).toISOString()}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
   }
   let keySpend = '—';
   let keyLimit = '—';
