@@ -6,6 +6,7 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import Decimal from 'decimal.js';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
+import { setRoute } from '../services/catalog/routes';
 import { seedSimulatorCatalog } from '../simulator/seed';
 import { startSimulator } from '../simulator/server';
 import { createDb, migrate, type Db } from '../platform/db';
@@ -14,25 +15,26 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../platform/postgr
 import { startTemporalDevServer, type DevServer } from '../platform/temporal-server';
 import { killPostgres } from '../test/helpers/pg-crash';
 import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
-import { send, startLoad, target, type Sent, type Target } from './chaos/load';
+import { send, startLoad, target, type LoadPlan, type Sent, type Target } from './chaos/load';
 import { startTcpProxy, type TcpProxy } from './chaos/tcp-proxy';
 import { startBalancer, type Balancer } from './chaos/balancer';
-import { check, passed, type Checks } from './chaos/audit';
+import { check, passed, type Checks, type Prices } from './chaos/audit';
 import { num, table } from './stats';
 
 // `npm run chaos` (issue 14): the kill -9 fault matrix against a running system, every part in
 // a process of its own as `npm start` runs them (PostgreSQL, the Temporal dev server with its
-// SQLite file, the credits worker with the settlement relay, two gateway API processes: the
-// credits and the keyed variant; the provider simulator runs in this process). Under load (a
-// quarter of the non-streaming requests opt in to the response cache with one content: cache
-// hits in the mix), one after the other: the API processes killed during streams and non-streaming requests; the
+// SQLite file, the role commands `worker --queues credits` (with the settlement relay) and
+// `gateway` for the credits and the keyed variant; the provider simulator runs in this process).
+// The load mixes in `models` fallbacks, route retries after a 503 and response-cache hits (issue
+// 36). Under load, one
+// after the other: the API processes killed during streams and non-streaming requests; the
 // worker killed between claims and their workflows' starts, and during settlement; Temporal
 // killed and kept down 30 s; PostgreSQL killed (and started again, crash recovery); PostgreSQL
 // killed and kept down 120 s (outcomes wait in the API processes' journals); a rolling restart
 // (SIGTERM, drain, start) of two credits API processes behind a balancer. After each:
 // the client-visible errors, the recovery time (the fault's end → every reservation it touched
 // resolved), and the money checks: no reservation charged twice, every answered request charged
-// exactly once with the charge its answer showed, no hold left, ledger drift 0, the key's spend
+// exactly once with the charge its answer showed (at its answering model's prices), no hold left, ledger drift 0, the key's spend
 // within its limit. A stream longer than every liveness threshold (configured down) runs across
 // the worker, Temporal and PostgreSQL faults and must be charged. Appends the report to
 // bench/chaos-results.md (CHAOS_RESULTS_FILE) with the commit; exits 1 when a check fails.
@@ -53,13 +55,52 @@ const LONG_STREAM = 'the long one [sim tokens=300 chunk_delay=500]';
 const CONTENT = 'chaos [sim tokens=8 latency=20]';
 const STREAM_CONTENT = 'chaos stream [sim tokens=24 chunk_delay=80]';
 
+// The routing mix (issue 36). Fallback: FAILING's only route answers 503 (the simulator's default
+// for its upstream model), so `models: [FALLBACK]` answers, charged at FALLBACK's prices out of a
+// hold sized for the dearer FAILING. Retry: RETRYING's route has `retries` set and each ask's
+// first attempt meets a 503 with Retry-After 1 s (see retryAsks).
+const FAILING = { id: 'sim-reasoner', upstream: 'sim-reasoner-2026-01-15' };
+const FALLBACK = 'sim-gpt';
+const RETRYING = { id: 'sim-gpt-mini', provider: 'simulator', upstream: 'sim-gpt-mini-2026-01-15', retries: 3 };
+const MIX_RATE = { credits: 2, keyed: 0.5 };
+/** a quarter of the plain non-streaming requests opt in to the response cache with one content: hits */
+const CACHED = { share: 0.25, content: `${CONTENT} (cached)`, headers: { 'x-gateway-cache': 'ttl=600' } };
+
+/**
+ * The retry asks. `status_times=N` answers the model's first N requests (since the simulator
+ * started) with the status, so an ask's N is one more than the 503s given before it: the asks that
+ * reached the simulator (an answer, or a provider error after every attempt) plus those under way.
+ * One refused before routing (the database down, the key's limit) never reaches it and is not
+ * counted; the few the count misses (a killed process) make later asks meet one 503 more or less.
+ */
+function retryAsks() {
+  let reached = 0;
+  let open = 0;
+  return {
+    ask: () => {
+      open++;
+      return { kind: 'retry', model: RETRYING.id, content: `chaos retry [sim status=503 retry_after=1 status_times=${reached + open} tokens=8 latency=20]` };
+    },
+    done: (s: Sent) => {
+      open--;
+      if (s.status === 200 || s.error?.startsWith('provider_')) reached++;
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Processes
+
+/** The role commands as `npm start` runs them (through tsx, as bench/children.ts expects: its SIGTERM goes to the node process under tsx). */
+const WORKER = [TSX_BIN, 'main/worker.ts', '--queues', 'credits'];
+const GATEWAY = [TSX_BIN, 'main/gateway-cli.ts'];
+/** their ready lines at LOG_LEVEL info */
+const READY = /"msg":"(worker|gateway process) ready"/;
 
 /** A child process the run starts again when it dies on its own (as a supervisor would). */
 class Supervised {
   child: Child | null = null;
-  /** the current process printed `ready` (latched: its output buffer keeps only the last few KB) */
+  /** the current process logged its ready line (latched: its output buffer keeps only the last few KB) */
   isReady = false;
   held = false;
   stopping = false;
@@ -67,18 +108,17 @@ class Supervised {
   readonly unexpected: string[] = [];
   constructor(
     readonly name: string,
-    private readonly script: string,
+    private readonly command: string[],
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
   start(): void {
-    // Through tsx, as bench/children.ts expects (its SIGTERM goes to the node process under tsx).
-    const child = spawnChild(this.name, TSX_BIN, [this.script], this.env, ROOT);
+    const child = spawnChild(this.name, this.command[0], this.command.slice(1), this.env, ROOT);
     this.child = child;
     this.isReady = false;
     const watch = setInterval(() => {
       if (this.child !== child || child.exited()) clearInterval(watch);
-      else if (/(^|\n)ready\b/.test(child.output())) {
+      else if (READY.test(child.output())) {
         this.isReady = true;
         clearInterval(watch);
       }
@@ -94,7 +134,7 @@ class Supervised {
     });
   }
 
-  /** Resolves once the current process printed `ready` (a process that dies is replaced). */
+  /** Resolves once the current process logged its ready line (a process that dies is replaced). */
   async ready(timeoutMs = 120_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
@@ -161,6 +201,15 @@ interface PhaseResult {
 
 const phasePassed = (x: PhaseResult) => passed(x.checks) && x.recoveryMs !== null && !x.clientFailures;
 
+/** The routing mix of a phase: per kind, requests, answered, answered by a fallback, answered after a retry. */
+const mixOf = (c: Checks) =>
+  Object.entries(c.mix)
+    .map(([k, m]) => {
+      const others = Object.entries(m.unanswered).map(([why, n]) => `${why}: ${n}`);
+      return `${k} ${m.answered} of ${m.sent} answered (${m.fellBack} by a fallback model, ${m.retried} after a retry, ${m.cacheHits} from the cache${others.length ? `; not answered: ${others.join(', ')}` : ''})`;
+    })
+    .join('; ');
+
 function errorsOf(sent: Sent[]): string {
   const by = new Map<string, number>();
   for (const s of sent) {
@@ -213,9 +262,27 @@ async function main(): Promise<number> {
     await migrate(db);
     sim = await startSimulator({ port: simPort });
     await seedSimulatorCatalog(db, sim.url);
-    // Cache hits in the load mix (issue 36): charged a cache-hit price above 0, so the audit's
-    // "every answered request charged exactly once" covers them too.
+    // Cache hits are charged a cache-hit price above 0, so the audit's "every answered request charged exactly once" covers them too.
     await db('models').where({ id: 'sim-gpt' }).update({ cache_hit_credits: '0.000001' });
+    await setRoute(db, { model: RETRYING.id, provider: RETRYING.provider, upstream: RETRYING.upstream, retries: RETRYING.retries });
+    const failing = await fetch(`${sim.url}/_sim/behaviour`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: FAILING.upstream, status: 503 }) });
+    if (!failing.ok) throw new Error(`simulator behaviour: ${failing.status} ${await failing.text()}`);
+    const prices = new Map<string, Prices>(
+      (await db('models').select('id', 'input_multiplier', 'output_multiplier', 'cache_multiplier', 'cache_creation_multiplier', 'cache_hit_credits')).map((m) => [m.id, m]),
+    );
+    const retries = retryAsks();
+    /** the plain load's rate, a share of it opting in to the cache, and the routing mix */
+    const plan = (rate: number, streams: number, mixRate: number): LoadPlan => ({
+      rate: rate * (1 - CACHED.share),
+      streams,
+      content: CONTENT,
+      streamContent: STREAM_CONTENT,
+      mix: [
+        { rate: rate * CACHED.share, ask: () => ({ kind: 'cache', content: CACHED.content, headers: CACHED.headers }) },
+        { rate: mixRate, ask: () => ({ kind: 'fallback', model: FAILING.id, models: [FALLBACK], content: CONTENT }) },
+        { rate: mixRate, ask: retries.ask, done: retries.done },
+      ],
+    });
     proxy = await startTcpProxy({ host: '127.0.0.1', port: temporalPort });
     connection = await Connection.connect({ address: temporal.address });
     const temporalClient = new Client({ connection });
@@ -224,17 +291,18 @@ async function main(): Promise<number> {
       DATA_DIR: tmp,
       DATABASE_URL: pg.url,
       TEMPORAL_ADDRESS: temporal.address,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
+      GATEWAY_PROCESSES: '1',
       API_PROCESS_DEAD_AFTER_SECONDS: String(DEAD_AFTER_S),
       HOLD_TIMEOUT_SECONDS: String(HOLD_TIMEOUT_S),
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
     };
     const apis = [
-      new Supervised('api (credits)', 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(creditsPort), GATEWAY_VARIANT: 'credits' }),
-      new Supervised('api (keyed)', 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(keyedPort), GATEWAY_VARIANT: 'keyed' }),
+      new Supervised('api (credits)', GATEWAY, { ...env, GATEWAY_PORT: String(creditsPort), GATEWAY_VARIANT: 'credits' }),
+      new Supervised('api (keyed)', GATEWAY, { ...env, GATEWAY_PORT: String(keyedPort), GATEWAY_VARIANT: 'keyed' }),
     ];
     // The worker reaches Temporal through a proxy the run can hold (claims commit, starts cannot leave).
-    const worker = new Supervised('worker', 'bench/chaos/worker.ts', { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${proxy.port}` });
+    const worker = new Supervised('worker', WORKER, { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${proxy.port}` });
     supervised.push(...apis, worker);
     for (const s of supervised) s.start();
     await Promise.all(supervised.map((s) => s.ready()));
@@ -246,7 +314,7 @@ async function main(): Promise<number> {
     const probe = await account(db, 'probe', 'mt', null);
     const probeTarget = target('probe', keyedUrl, probe.key);
     targets.push(probeTarget);
-    const p = await send(probeTarget, CONTENT, false);
+    const p = await send(probeTarget, { content: CONTENT, stream: false });
     if (!p.answered || !p.cost) throw new Error(`probe failed: ${JSON.stringify(p)}`);
     const probeRow = await db('reservations').where({ id: p.id }).first('held_credits');
     const perRequest = new Decimal(p.cost);
@@ -268,8 +336,8 @@ async function main(): Promise<number> {
       const tk = target(`${name} keyed`, keyedUrl, keyed.key);
       targets.push(tc, tk);
       const loads = [
-        startLoad(tc, { rate: 25, streams: 4, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
-        startLoad(tk, { rate: 6, streams: 1, content: CONTENT, streamContent: STREAM_CONTENT, cachedEvery: 4 }, () => {}),
+        startLoad(tc, plan(25, 4, MIX_RATE.credits), () => {}),
+        startLoad(tk, plan(6, 1, MIX_RATE.keyed), () => {}),
       ];
       let spendMax = new Decimal(0);
       let sampling = true;
@@ -283,6 +351,7 @@ async function main(): Promise<number> {
       await sleep(5000);
       log(`${name}: ${fault}`);
       const faultStart = Date.now();
+      notes.push(`the fault began ${new Date(faultStart).toISOString()}`);
       await inject(notes);
       const faultEnd = Date.now();
       log(`${name}: fault over after ${faultEnd - faultStart} ms; load goes on 5 s`);
@@ -307,10 +376,13 @@ async function main(): Promise<number> {
       const r = rec.rows[0];
       const recoveryMs = r.held > 0 ? null : Math.max(0, Number(r.last) - faultEnd);
       const recoveryNote = r.held > 0 ? `NOT recovered: ${r.held} still held after ${recoveryLimitMs / 1000} s` : '';
-      const checks = await check(db!, accounts, keyed.keyId, sent, spendMax);
+      const checks = await check(db!, accounts, keyed.keyId, sent, spendMax, prices);
+      log(`${name}: mix ${mixOf(checks)}; ${checks.priced} answers priced`);
       for (const s of supervised) for (const u of s.unexpected.splice(0)) notes.push(u);
       // A clean fault: every request answered, or refused by the key's limit (403); never a 5xx, a failed connection or a cut stream.
-      const clientFailures = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403).length : null;
+      const failed = opts.clean ? sent.filter((s) => !s.answered && s.status !== 403) : [];
+      const clientFailures = opts.clean ? failed.length : null;
+      for (const s of failed.slice(0, 5)) notes.push(`failed: ${s.stream ? 'stream' : (s.kind ?? 'plain')} ${s.status} ${s.error}, sent ${s.startedAt - faultStart} ms after the fault began, ended ${s.endedAt - s.startedAt} ms later`);
       const result: PhaseResult = { name, fault, sent, faultMs: faultEnd - faultStart, recoveryMs, recoveryNote, checks, notes, clientFailures };
       results.push(result);
       log(`${name}: ${phasePassed(result) ? 'checks pass' : 'CHECKS FAIL'}; recovery ${recoveryMs ?? recoveryNote} ms`);
@@ -356,7 +428,7 @@ async function main(): Promise<number> {
     const longTarget = target('long stream', creditsUrl, longAccount.key);
     targets.push(longTarget);
     const longStarted = Date.now();
-    const longStream = send(longTarget, LONG_STREAM, true);
+    const longStream = send(longTarget, { content: LONG_STREAM, stream: true });
     log('long stream started');
 
     // 2. The worker, killed between claims and their workflows' starts.
@@ -437,7 +509,7 @@ async function main(): Promise<number> {
 
     // 7. A rolling restart: two credits API processes behind a balancer, each drained (SIGTERM) and started again in turn.
     const [rollA, rollB] = await freePorts(2);
-    const rolling = [rollA, rollB].map((p, i) => new Supervised(`api (credits ${i + 1})`, 'bench/chaos/api.ts', { ...env, GATEWAY_PORT: String(p), GATEWAY_VARIANT: 'credits', GATEWAY_DRAIN_SECONDS: '30' }));
+    const rolling = [rollA, rollB].map((p, i) => new Supervised(`api (credits ${i + 1})`, GATEWAY, { ...env, GATEWAY_PORT: String(p), GATEWAY_VARIANT: 'credits', GATEWAY_DRAIN_SECONDS: '30' }));
     supervised.push(...rolling);
     for (const r of rolling) r.start();
     await Promise.all(rolling.map((r) => r.ready()));
@@ -454,7 +526,7 @@ async function main(): Promise<number> {
     let longCheck: Checks | null = null;
     const until = Date.now() + 30_000;
     while (Date.now() < until && (await db('reservations').where({ account_id: longAccount.accountId, status: 'held' }).first('id'))) await sleep(250);
-    longCheck = await check(db, [longAccount.accountId], null, [long], new Decimal(0));
+    longCheck = await check(db, [longAccount.accountId], null, [long], new Decimal(0), prices);
 
     // Everything of the run, the probe and the long stream included.
     const all = await check(db, phaseAccounts, null, [], new Decimal(0));
@@ -512,9 +584,10 @@ function render(r: Report): string {
   out.push('');
   out.push(
     `node ${process.version} · nproc ${os.availableParallelism()} · load average ${r.load0.map((v) => v.toFixed(2)).join('/')} at start, ${r.load1.map((v) => v.toFixed(2)).join('/')} at end · ` +
-      `PostgreSQL (embedded), Temporal dev server (SQLite file), credits worker + relay, gateway API credits and keyed: one process each; simulator in the run's process. ` +
+      `PostgreSQL (embedded), Temporal dev server (SQLite file), the role commands \`worker --queues credits\` (worker + relay) and \`gateway\` (GATEWAY_PROCESSES=1) for the credits and the keyed API: one process each; simulator in the run's process. ` +
       `Thresholds configured down: API_PROCESS_DEAD_AFTER_SECONDS=${DEAD_AFTER_S}, HOLD_TIMEOUT_SECONDS=${HOLD_TIMEOUT_S}, UPSTREAM_TIMEOUT_MS=${UPSTREAM_TIMEOUT_MS}; the hold sweeper runs every 60 s, stale claims are started again after 10 s. ` +
       `Load per fault: credits API 25 non-streaming req/s + 4 streams (24 chunks, 80 ms apart) back to back; keyed API 6 req/s + 1 stream, its key's spend limit ≈ 40 requests (${r.perRequest.toFixed()} each, ${r.held.toFixed()} held), so it binds. ` +
+      `A quarter of each API's non-streaming requests opt in to the response cache (\`x-gateway-cache: ttl=600\`, one content: hits, charged sim-gpt's cache-hit price). Routing mix on top, ${MIX_RATE.credits} req/s each on the credits API and ${MIX_RATE.keyed} on the keyed: fallback (\`${FAILING.id}\`, whose route answers 503, with \`models: ["${FALLBACK}"]\`) and retry (\`${RETRYING.id}\`, route retries ${RETRYING.retries}, its first attempt answered 503 with Retry-After 1 s); every non-streaming answer's charge must also be its answering model's table price (a cache hit's: the cache-hit price). ` +
       `5 s of load before each fault and 5 s after its end.`,
   );
   out.push('');
@@ -542,7 +615,7 @@ function render(r: Report): string {
   out.push('');
   for (const x of r.results) {
     const clean = x.clientFailures === null ? '' : ` ${x.clientFailures} request(s) failed on the client's side (5xx, failed connection or cut stream; must be 0).`;
-    out.push(`- **${x.name}**: ${x.fault}.${clean} ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
+    out.push(`- **${x.name}**: ${x.fault}.${clean} Mix: ${mixOf(x.checks)}; ${x.checks.priced} non-streaming answers' charges checked against their answering model's price. ${x.checks.abandoned} hold(s) released at 0 as abandoned (requests cut off, never answered); ${x.checks.recreated} hold(s) lost and written again by their outcome write.${x.notes.length ? ' ' + x.notes.join('; ') + '.' : ''}`);
     for (const b of x.checks.answeredNotChargedOnce.slice(0, 5)) out.push(`  - not charged exactly once: ${b}`);
   }
   out.push('');

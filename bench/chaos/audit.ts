@@ -1,10 +1,14 @@
 import Decimal from 'decimal.js';
+import { tablePrice, type Tariff } from '../../domain/credits/pricing';
+import type { Routing } from '../../domain/credits/reservation';
 import type { Db } from '../../platform/db';
 import type { Sent } from './load';
 
 // The money audit of `npm run chaos` and `npm run topology`, after a fault: no reservation charged
-// twice, every answered request charged exactly once with the charge its answer showed, no hold
-// left, ledger drift 0, the keyed key's spend within its limit (keyedKeyId null: no keyed key).
+// twice, every answered request charged exactly once with the charge its answer showed (and, given
+// the prices, at the table price of the model that answered, or its cache-hit price for an answer
+// from the response cache), no hold left, ledger drift 0, the keyed key's spend within its limit
+// (keyedKeyId null: no keyed key).
 
 
 export interface Checks {
@@ -20,9 +24,21 @@ export interface Checks {
   keyOk: boolean;
   recreated: number;
   abandoned: number;
+  /** answered requests whose charge was checked against their answering model's price */
+  priced: number;
+  /** per mix entry (Sent.kind): requests, answered, answered by a fallback model, after a retry, from the response cache, the others by outcome */
+  mix: Record<string, { sent: number; answered: number; fellBack: number; retried: number; cacheHits: number; unanswered: Record<string, number> }>;
 }
 
-export async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal): Promise<Checks> {
+/** A model's prices: its tariff and its response-cache hit price (models.cache_hit_credits). */
+export type Prices = Tariff & { cache_hit_credits: string };
+
+/** What settlement charges an answer without a provider cost: the cache-hit price, else the table price to the 12 places the ledger keeps. */
+const priceOf = (p: Prices, s: Sent, u: { prompt_tokens: number; completion_tokens: number }) =>
+  s.cacheHit ? new Decimal(p.cache_hit_credits) : tablePrice(p, { ...u, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }).total.toDecimalPlaces(12);
+
+/** prices: the catalog's, by model id; given, a non-streaming answer's charge must be its answering model's price. */
+export async function check(db: Db, accountIds: string[], keyedKeyId: string | null, sent: Sent[], keySpendMax: Decimal, prices?: Map<string, Prices>): Promise<Checks> {
   const dup = await db.raw(
     `SELECT count(*)::int AS n FROM (SELECT reservation_id, kind FROM ledger WHERE account_id = ANY(?::uuid[]) AND reservation_id IS NOT NULL
        GROUP BY 1, 2 HAVING count(*) > 1) d`,
@@ -55,28 +71,52 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     [accountIds],
   );
   const answered = sent.filter((s) => s.answered && s.id);
-  const rows = new Map<string, { status: string; charge: string | null; charges: number }>();
+  const rows = new Map<string, { status: string; charge: string | null; charges: number; route: Routing | null }>();
   for (let i = 0; i < answered.length; i += 500) {
     const ids = answered.slice(i, i + 500).map((s) => s.id!);
     const r = await db.raw(
-      `SELECT r.id, r.status, r.charge, (SELECT count(*)::int FROM ledger WHERE reservation_id = r.id AND kind = 'charge') AS charges
+      `SELECT r.id, r.status, r.charge, r.route, (SELECT count(*)::int FROM ledger WHERE reservation_id = r.id AND kind = 'charge') AS charges
        FROM reservations r WHERE r.id = ANY(?::uuid[])`,
       [ids],
     );
     for (const row of r.rows) rows.set(row.id, row);
   }
   const bad: string[] = [];
+  let pricedCount = 0;
+  const mix: Checks['mix'] = {};
+  for (const s of sent) {
+    if (!s.kind) continue;
+    const m = (mix[s.kind] ??= { sent: 0, answered: 0, fellBack: 0, retried: 0, cacheHits: 0, unanswered: {} });
+    m.sent++;
+    if (!s.answered) {
+      const why = `${s.status || 'no answer'} ${s.error ?? ''}`.trim();
+      m.unanswered[why] = (m.unanswered[why] ?? 0) + 1;
+      continue;
+    }
+    m.answered++;
+    // a cache hit tried no route: its reservation has none
+    const route = s.id ? rows.get(s.id)?.route : null;
+    if (route?.model && route.model !== s.asked) m.fellBack++;
+    if (route?.attempts.some((a) => a.retry)) m.retried++;
+    if (s.cacheHit) m.cacheHits++;
+  }
   for (const s of answered) {
     const row = rows.get(s.id!);
     const shown = s.cost === null ? null : new Decimal(s.cost);
+    // the model that answered: the reservation's route names it (the answer's own name may be the upstream one); a cache hit's is the one asked
+    const model = s.cacheHit ? s.asked : row?.route?.model;
+    const price = model ? prices?.get(model) : undefined;
+    const priced = !price || !s.usage || (row?.charge != null && new Decimal(row.charge).eq(priceOf(price, s, s.usage)));
+    if (price && s.usage) pricedCount++;
     const ok =
+      priced &&
       row &&
       row.status === 'settled' &&
       row.charges === 1 &&
       row.charge !== null &&
       new Decimal(row.charge).gt(0) &&
       (shown === null || (s.stream ? new Decimal(row.charge).minus(shown).abs().lt('1e-9') : new Decimal(row.charge).eq(shown)));
-    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'}, answer showed ${s.cost}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
+    if (!ok) bad.push(`${s.id} (${s.stream ? 'stream' : 'non-streaming'} ${s.kind ?? ''} ${s.asked} answered by ${model ?? s.model}${s.cacheHit ? ' from the cache' : ''}, answer showed ${s.cost}${priced ? '' : ', NOT its price'}, ended ${new Date(s.endedAt).toISOString()}; row ${row ? `${row.status} ${row.charge}, ${row.charges} charge row(s)` : 'missing'})`);
   }
   let keySpend = '—';
   let keyLimit = '—';
@@ -108,6 +148,8 @@ export async function check(db: Db, accountIds: string[], keyedKeyId: string | n
     keyOk,
     recreated: counts.rows[0].recreated,
     abandoned: counts.rows[0].abandoned,
+    priced: pricedCount,
+    mix,
   };
 }
 
