@@ -499,13 +499,16 @@ describe('keyed gateway variant (spec 3 A)', function () {
           cost: String(Number(settledRow.charge)),
           held: null,
           billing: 'settled',
+          // no provider cost from the simulator: tokens × the catalog's rates (a cache hit says `cache`)
+          billing_source: 'token_fallback',
           // the route that answered (issue 23, feature 1)
           route: { model: 'sim-gpt', provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', attempts: [{ model: 'sim-gpt', provider: 'simulator', upstream_model: 'sim-gpt-2026-01-15', result: 'ok', http_status: 200, error: null }] },
           ip: '',
           created_at: '',
         },
+        'the log entry of the answered request',
       );
-      assert.equal(entry(okReply).cost, okReply.headers.get('x-gateway-cost'));
+      assert.equal(entry(okReply).cost, okReply.headers.get('x-gateway-cost'), 'the logged cost is the answer\'s');
       assert.ok((entry(okReply).latency_ms as number) >= 0, `latency_ms recorded: ${JSON.stringify(entry(okReply))}`);
       assert.ok(Date.parse(entry(okReply).created_at as string) > Date.now() - 60_000, `created_at is recent: ${JSON.stringify(entry(okReply))}`);
       assert.equal(entry(okReply).ip, '127.0.0.1');

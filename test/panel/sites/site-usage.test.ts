@@ -63,7 +63,8 @@ describe('site usage from its control group', function () {
       return u.hours[0] && u.hours[0].cpu_seconds >= cpuBefore + spent * 0.95 ? u : null;
     }, 20_000);
     console.log(`      request CPU ${spent.toFixed(3)} s; site CPU this hour: ${cpuBefore.toFixed(3)} s → ${after.hours[0].cpu_seconds.toFixed(3)} s; group ${after.group.cpu_seconds.toFixed(3)} s, memory peak ${after.hours[0].memory_peak_mb} MB, processes ${after.hours[0].processes_max}`);
-    assert.ok(after.group.cpu_seconds >= spent, `the group counted the busy loop: ${JSON.stringify(after.group)}`);
+    // the group's counter and the process's own rusage tick apart: within 5 % (the same bound as above)
+    assert.ok(after.group.cpu_seconds >= spent * 0.95, `the group counted the busy loop (${spent} s by its own count): ${JSON.stringify(after.group)}`);
     assert.ok(after.hours[0].memory_peak_mb > 0, `the hour has a memory peak: ${JSON.stringify(after.hours[0])}`);
     assert.ok(after.hours[0].processes_max >= 1, `the hour saw the PHP processes: ${JSON.stringify(after.hours[0])}`);
     assert.equal((await provider.client.get(`/v1/sites/${site.id}/usage`)).status, 200, 'the level above reads it');
