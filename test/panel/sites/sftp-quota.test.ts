@@ -8,6 +8,8 @@ import { renderSshdConfig, sftpOverQuota } from '../../../domain/panel/sftp';
 import { findBinary, run } from '../../../hosting-node/processes';
 import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
+import { connections, sftp, sftpArgs } from '../../helpers/sftp';
+import { until } from '../../helpers/until';
 import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, unique, type HostingPanel } from '../../helpers/panel';
 
 // SFTP against the soft quota (issue 34 §2) with the real OpenSSH client: files written over SFTP
@@ -17,38 +19,6 @@ import { consoleSignIn, createOrgWithLogin, platformAdmin, startHostingPanel, un
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sftp-quota-'));
 const MB = 1024 * 1024;
-
-const sftpArgs = (key: string, port: number, user: string) => ['-b', '-', '-i', key, '-P', String(port), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR', `${user}@127.0.0.1`];
-
-/** One batch of sftp commands (a leading `-` lets a command fail without ending the batch). */
-function sftp(key: string, port: number, user: string, commands: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('sftp', sftpArgs(key, port, user), { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += String(d)));
-    child.stderr.on('data', (d) => (out += String(d)));
-    child.on('close', (code) => resolve({ code: code ?? -1, out }));
-    child.stdin.end(commands.map((c) => `${c}\n`).join(''));
-  });
-}
-
-/** The user's connections on the node's sshd (one `sshd: <user>@notty` process each). */
-const connections = (uid: number) =>
-  fs.readdirSync('/proc').filter((p) => {
-    try {
-      return /^\d+$/.test(p) && new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(fs.readFileSync(`/proc/${p}/status`, 'utf8')) && /^sshd: \S+@notty/.test(fs.readFileSync(`/proc/${p}/cmdline`, 'utf8'));
-    } catch {
-      return false;
-    }
-  }).length;
-
-const until = async (what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 describe('panel: SFTP read-only over the soft quota', function () {
   this.timeout(120_000);
@@ -99,7 +69,7 @@ describe('panel: SFTP read-only over the soft quota', function () {
     open.stdin.on('error', () => {});
     open.stdin.write('pwd\n');
     const uid = siteOwner(panel.root, site.id)!.uid;
-    await until('the session open on the node', () => connections(uid) === 1);
+    await until('the session open on the node', () => connections(uid) === 1, 20_000);
     const before = await sftpView();
     assert.deepEqual([before.read_only, before.read_only_reason], [false, null], 'writable under the quota');
 
@@ -108,7 +78,7 @@ describe('panel: SFTP read-only over the soft quota', function () {
     assert.equal(fs.statSync(path.join(site.docroot, 'big.bin')).size, 2 * MB, 'the file is on the node');
 
     // the node's next measurement counts it: 2 MB over a 1 MB quota
-    await until('read-only in the API', async () => (await sftpView()).read_only === true);
+    await until('read-only in the API', async () => (await sftpView()).read_only === true, 20_000);
     const view = await sftpView();
     assert.match(view.read_only_reason, /over quota: .* quota of 1 MB/, `the reason: ${view.read_only_reason}`);
     assert.match(fs.readFileSync(path.join(panel.root, 'etc/ssh/sshd_config'), 'utf8'), new RegExp(`Match User ${site.user}\\n\\s+ForceCommand internal-sftp -R`), 'the node renders the read-only login');
@@ -148,7 +118,7 @@ describe('panel: SFTP read-only over the soft quota', function () {
     // the panel's file API frees the space (rm over SFTP is a write): writes come back at the next measurement
     const rm = await owner.client.del(`/v1/sites/${site.id}/files?path=big.bin`);
     assert.equal(rm.status, 200, JSON.stringify(rm.json));
-    await until('writable again in the API', async () => (await sftpView()).read_only === false);
+    await until('writable again in the API', async () => (await sftpView()).read_only === false, 20_000);
     assert.equal((await sftpView()).read_only_reason, null, 'no reason when writable');
     assert.doesNotMatch(fs.readFileSync(path.join(panel.root, 'etc/ssh/sshd_config'), 'utf8'), /Match User/, 'no read-only login rendered');
     const again = await login(['cd public_html', `put ${small} small.txt`]);

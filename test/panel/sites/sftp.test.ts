@@ -13,6 +13,8 @@ import { env } from '../../setup/env';
 import { findBinary, run } from '../../../hosting-node/processes';
 import { pruneSiteUsers, siteOwner, siteUserName } from '../../../hosting-node/site-users';
 import { launchChromium, newConsolePage, screenshot } from '../../helpers/console';
+import { connections, sessionProcs, sftp, sftpArgs } from '../../helpers/sftp';
+import { until } from '../../helpers/until';
 import { consoleSignIn, createOrgWithLogin, getFromNode, platformAdmin, startHostingPanel, unique, type HostingPanel, type PanelClient, type Reply } from '../../helpers/panel';
 
 // SFTP for site owners (issue 34 §2) with the real OpenSSH client and keys from ssh-keygen: keys
@@ -32,23 +34,6 @@ async function keyPair(name: string, type: string, bits?: number): Promise<{ fil
   return { file, pub: fs.readFileSync(`${file}.pub`, 'utf8').trim() };
 }
 
-const sftpArgs = (key: string, port: number, user: string) => [
-  '-b', '-', '-i', key, '-P', String(port),
-  '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR',
-  `${user}@127.0.0.1`,
-];
-
-/** One batch of sftp commands (a leading `-` lets a command fail without ending the batch). */
-function sftp(key: string, port: number, user: string, commands: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('sftp', sftpArgs(key, port, user), { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += String(d)));
-    child.stderr.on('data', (d) => (out += String(d)));
-    child.on('close', (code) => resolve({ code: code ?? -1, out }));
-    child.stdin.end(commands.map((c) => `${c}\n`).join(''));
-  });
-}
 
 /** A session kept open (its batch not ended) until `finish` sends the last commands. */
 function openSession(key: string, port: number, user: string) {
@@ -73,26 +58,7 @@ function openSession(key: string, port: number, user: string) {
   };
 }
 
-/** The sshd processes of a site user's sessions (`sshd: user@notty` and its internal-sftp child). */
-const sessionProcs = (uid: number) =>
-  fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try {
-      return new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(fs.readFileSync(`/proc/${p}/status`, 'utf8')) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sshd');
-    } catch {
-      return false;
-    }
-  });
 
-/** The user's connections on the node's sshd (one `@notty` process each). */
-const connections = (uid: number) => sessionProcs(uid).filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('@notty')).length;
-
-const until = async (what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 function refused(r: Reply, status: number, code: string) {
   assert.equal(r.status, status, JSON.stringify(r.json));
@@ -177,7 +143,7 @@ describe('panel: SFTP for site owners', function () {
     assert.equal(list.status, 200, JSON.stringify(list.json));
     assert.deepEqual(list.json.keys.map((k: { label: string }) => k.label), ['laptop', 'reseller rsa'], 'both keys listed');
     assert.ok(list.json.keys.every((k: Record<string, unknown>) => typeof k.added_at === 'string' && !('public_key' in k)), 'added at, no key material');
-    await until('the endpoint in the node facts', async () => (await owner.client.get(`/v1/sites/${site.id}/sftp`)).json.endpoint?.user === site.user);
+    await until('the endpoint in the node facts', async () => (await owner.client.get(`/v1/sites/${site.id}/sftp`)).json.endpoint?.user === site.user, 20_000);
     const ep = (await owner.client.get(`/v1/sites/${site.id}/sftp`)).json;
     assert.deepEqual(ep.endpoint, { host: '127.0.0.1', port: panel.sftpPort, user: site.user }, 'host, port, user');
     assert.equal(ep.login_allowed, true, 'logins are allowed');
@@ -244,7 +210,7 @@ describe('panel: SFTP for site owners', function () {
     const s1 = openSession(ed1.file, panel.sftpPort!, site.user);
     const s2 = openSession(ed2.file, panel.sftpPort!, site.user);
     sessions.push(s1, s2);
-    await until('two sessions', () => connections(uid) === 2 && sessionProcs(uid).length === 4);
+    await until('two sessions', () => connections(uid) === 2 && sessionProcs(uid).length === 4, 20_000);
     if (fs.existsSync('/sys/fs/cgroup/pids') || fs.existsSync('/sys/fs/cgroup/cgroup.controllers')) {
       const group = `${nodeGroupBase(panel.root)}/${site.domain}`;
       await until('sessions in the site group', () => sessionProcs(uid).every((p) => fs.readFileSync(`/proc/${p}/cgroup`, 'utf8').includes(group)), 5000);
