@@ -39,7 +39,8 @@ export function startAgent(o: AgentOptions): Agent {
   const { signal } = ac;
   const backoff = o.backoffMs ?? { min: 1000, max: 30_000 };
   let reconnects = 0;
-  let lost = false;
+  /** when the panel was last found unreachable; 0 while it is reachable */
+  let lostAt = 0;
   let heartbeatMs = o.heartbeatMs ?? 10_000;
 
   const pause = (ms: number) =>
@@ -55,17 +56,19 @@ export function startAgent(o: AgentOptions): Agent {
     });
   /** a panel call; tracks reachability for the reconnect count */
   const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
     try {
       const r = await fn();
-      if (lost) {
-        lost = false;
+      // a call sent before the panel went away (a long poll) says nothing about it coming back
+      if (lostAt && started >= lostAt) {
+        lostAt = 0;
         reconnects++;
         log.info({ reconnects }, 'panel reachable again');
       }
       return r;
     } catch (err) {
-      if (!signal.aborted && isUnreachable(err) && !lost) {
-        lost = true;
+      if (!signal.aborted && isUnreachable(err) && !lostAt) {
+        lostAt = performance.now();
         log.warn({ err: (err as Error).message, call: what }, 'panel not reachable; retrying with backoff');
       }
       throw err;
