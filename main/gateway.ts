@@ -191,7 +191,7 @@ export function gatewayOptions(config: Config, d: { db: Db; databaseUrl: string;
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     keyCacheTtlMs: config.KEY_CACHE_TTL_MS,
     // one file per process; a process on the same DATA_DIR replays what a dead one left (docs/credits.md)
-    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES },
+    outcomeJournal: { dir: path.join(config.dataDir, 'outcome-journal'), maxEntries: config.OUTCOME_JOURNAL_MAX_ENTRIES, maxBytes: config.OUTCOME_JOURNAL_MAX_BYTES, batchIntervalMs: config.OUTCOME_BATCH_INTERVAL_MS },
     variant: config.GATEWAY_VARIANT,
     adminToken: config.ADMIN_TOKEN ?? null,
     corsOrigins: config.CORS_ORIGINS,

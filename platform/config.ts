@@ -111,6 +111,7 @@ const schema = z.object({
   // process refuses new requests with 503 until they are written (docs/credits.md).
   OUTCOME_JOURNAL_MAX_ENTRIES: z.coerce.number().int().positive().default(100_000),
   OUTCOME_JOURNAL_MAX_BYTES: z.coerce.number().int().positive().default(256 * 1024 * 1024),
+  OUTCOME_BATCH_INTERVAL_MS: z.coerce.number().int().min(0).max(1000).default(50),
   HOLD_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(900),
   // An API process silent this long is dead: the sweeper releases its holds that have no outcome.
   API_PROCESS_DEAD_AFTER_SECONDS: z.coerce.number().int().min(15).default(60),

@@ -13,11 +13,6 @@ import { Counter } from 'prom-client';
 import { registry } from '../../platform/metrics';
 import { currentTraceparent } from '../../platform/tracing';
 
-/**
- * Outcome batches leave a process at most this often (no client waits for them): at a moderate
- * rate a batch then holds the outcomes of this many milliseconds, not one or two, so the outcome
- * write is a small share of the statements and commits per request.
- */
 
 /** Hold attempts by model and provider (catalog entries: bounded) and result. */
 const holdsTaken = new Counter({ name: 'credits_hold_attempts_total', help: 'Hold attempts by model, provider and result (taken, insufficient_quota, spend_limit)', labelNames: ['model', 'provider', 'result'] as const, registers: [registry] });
@@ -88,7 +83,7 @@ export class Reservations {
   ) {
     this.journal = opts.journal ?? new OutcomeJournal(db, opts.logger, { dir: null, ...JOURNAL_DEFAULTS });
     this.holds = new GroupCommit((batch) => this.takeHolds(batch));
-    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine));
+    this.outcomes = new GroupCommit((batch) => recordOutcomes(this.db, batch, this.opts.outcomeLine), { intervalMs: this.journal.batchIntervalMs });
   }
 
   /** Writes the outcomes still queued (a process that stops) and waits for those in flight. */
@@ -159,10 +154,10 @@ export class Reservations {
   /**
    * Records the outcome on the reservation row (the outbox, services/credits/outbox.ts): a durable
    * commit, before anything depends on Temporal. It carries the hold's terms, so a hold that a
-   * PostgreSQL crash lost is written again with it. With an outcome line and no outcome batch of this
-   * process in flight, the statement has left the process when this returns its promise (the API
-   * reports before it ends the answer); else it leaves when the batch in flight returns (under load
-   * only, about a millisecond). The body id is readable by /v1/generation from then on. An outcome
+   * PostgreSQL crash lost is written again with it. With an outcome line, no outcome batch of this
+   * process in flight and none sent in the journal's batch interval, the statement has left the
+   * process when this returns its promise (the API reports before it ends the answer); else the
+   * outcome is spooled before this returns and leaves with the next batch. The body id is readable by /v1/generation from then on. An outcome
    * the database does not take goes to the outcome journal, which replays it until it does; while
    * outcomes wait there, or no outcome-line connection is up (the database is down), a new one is
    * appended (fsynced) at once, before the answer ends.
@@ -171,12 +166,17 @@ export class Reservations {
     if (t.ownerWorkflowId) throw new Error(`hold ${t.reservationId} is resolved by ${t.ownerWorkflowId}, not by a report`);
     const write = { reservationId: t.reservationId, report: r, lost: t };
     if (this.journal.depth > 0 || this.opts.outcomeLine?.connected === false) return this.journal.append(write);
+    const recording = this.outcomes.submit(write);
+    // not on its way to PostgreSQL yet (waiting for its batch, or no outcome line): spooled before the answer ends
+    const spooled = this.outcomes.waiting > 0 || !this.opts.outcomeLine ? this.journal.spool(write) : () => {};
     try {
-      const recorded = await this.outcomes.submit(write);
+      const recorded = await recording;
       if (recorded === 'recreated') this.opts.logger.warn({ reservation: t.reservationId }, 'the hold was lost (a PostgreSQL crash); written again with its outcome');
     } catch (err) {
       this.opts.logger.warn({ err, reservation: t.reservationId }, 'could not record the outcome; it waits in the outcome journal');
       return this.journal.append(write);
+    } finally {
+      spooled();
     }
   }
 }

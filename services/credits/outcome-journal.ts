@@ -13,6 +13,14 @@ import { recordOutcomes, type OutcomeWrite } from './outbox';
 // database takes them. The reservation id is the key: an outcome recorded already is not recorded
 // again (services/credits/outbox.ts), so a replay repeated after a crash still charges once. A
 // process that starts takes over the files of processes that are gone (kill -9) and replays them.
+//
+// The spool, in the same folder: an outcome that waits in memory for its batch (group commit's
+// interval, or a batch in flight) is first written, without fsync, to a segment file of this
+// process (`<pid>-<uuid>.spool`), and dropped from it once PostgreSQL or the journal has it. A kill
+// -9 of the process leaves what write(2) took in the kernel, so the next process started on the
+// folder takes the segment over like a journal file (replaying an outcome recorded already changes
+// nothing). A power loss of the host within the interval is not covered (it would need an fsync
+// per request): those requests are released at 0, an error towards the client.
 
 export interface JournalSettings {
   /** the journal's folder; null: the outcomes wait in memory only (tests and tools) */
@@ -20,13 +28,31 @@ export interface JournalSettings {
   /** past either bound the process refuses new requests (503) instead of risking outcomes */
   maxEntries: number;
   maxBytes: number;
+  /**
+   * Outcome batches leave the process at most this often (OUTCOME_BATCH_INTERVAL_MS; 0: as soon as
+   * no batch is in flight): at a moderate rate a batch then holds the outcomes of this many
+   * milliseconds, not one or two, so the outcome write is a small share of the statements and
+   * commits per request. Only with a folder: the outcomes that wait are spooled there.
+   */
+  batchIntervalMs: number;
 }
 
-export const JOURNAL_DEFAULTS: Omit<JournalSettings, 'dir'> = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024 };
+export const JOURNAL_DEFAULTS: Omit<JournalSettings, 'dir'> = { maxEntries: 100_000, maxBytes: 256 * 1024 * 1024, batchIntervalMs: 50 };
 
 /** Outcomes per replay statement; retry delays from 100 ms doubling up to 5 s. */
 const REPLAY_BATCH = 500;
 const MAX_BACKOFF_MS = 5_000;
+/** A spool segment past this size is closed and a new one opened; the old one goes once its outcomes are written. */
+const SPOOL_SEGMENT_BYTES = 4 * 1024 * 1024;
+
+/** A spool file and how many of its outcomes still wait. */
+interface Segment {
+  file: string;
+  /** null once closed */
+  fd: number | null;
+  bytes: number;
+  waiting: number;
+}
 
 interface Entry {
   at: number;
@@ -60,6 +86,8 @@ export class OutcomeJournal {
   private bytes = 0;
   private file: string | null = null;
   private fd: number | null = null;
+  private segment: Segment | null = null;
+  private spoolFailed = false;
   private timer: NodeJS.Timeout | null = null;
   private replaying = false;
   private failures = 0;
@@ -85,6 +113,11 @@ export class OutcomeJournal {
     return this.entries.length ? (Date.now() - this.entries[0].at) / 1000 : 0;
   }
 
+  /** How long an outcome may wait for its batch: 0 unless the waiting outcomes are spooled to a folder. */
+  get batchIntervalMs(): number {
+    return this.settings.dir === null ? 0 : this.settings.batchIntervalMs;
+  }
+
   /** False at its bound (counted as a refusal): the process takes no new request until the journal shrinks. */
   admits(): boolean {
     if (this.entries.length < this.settings.maxEntries && this.bytes < this.settings.maxBytes) return true;
@@ -102,8 +135,8 @@ export class OutcomeJournal {
     if (!dir) return;
     fs.mkdirSync(dir, { recursive: true });
     const taken: string[] = [];
-    const ours = new Set([...open].map((j) => j.file && path.basename(j.file))); // journals open in this process
-    for (const name of fs.readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()) {
+    const ours = new Set([...open].flatMap((j) => [j.file, j.segment?.file]).map((f) => f && path.basename(f))); // journals open in this process
+    for (const name of fs.readdirSync(dir).filter((n) => n.endsWith('.jsonl') || n.endsWith('.spool')).sort()) {
       const pid = Number(name.split('-')[0]);
       if (ours.has(name) || (pid !== process.pid && alive(pid))) continue;
       const mine = path.join(dir, `${process.pid}-taken-${name}`);
@@ -171,6 +204,65 @@ export class OutcomeJournal {
     appended.inc();
     this.schedule(0);
     return written;
+  }
+
+  /**
+   * Writes an outcome that waits in memory for its batch to this process's spool (no fsync; see the
+   * top of this file). Call the returned function once PostgreSQL or the journal has the outcome.
+   * Without a folder, or if the disk refuses it (logged once), the outcome waits in memory only.
+   */
+  spool(write: OutcomeWrite): () => void {
+    const seg = this.settings.dir && !this.stopped ? this.spoolSegment() : null;
+    if (!seg) return () => {};
+    try {
+      const line = this.line({ at: Date.now(), write });
+      fs.writeSync(seg.fd!, line);
+      seg.bytes += Buffer.byteLength(line);
+    } catch (err) {
+      if (!this.spoolFailed) this.logger.error({ err }, 'outcome spool: the disk refused an outcome; outcomes waiting for their batch are in memory only');
+      this.spoolFailed = true;
+      return () => {};
+    }
+    seg.waiting++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      seg.waiting--;
+      this.dropSpooled(seg);
+    };
+  }
+
+  private spoolSegment(): Segment | null {
+    const cur = this.segment;
+    if (cur && cur.bytes < SPOOL_SEGMENT_BYTES) return cur;
+    try {
+      const file = path.join(this.settings.dir!, `${process.pid}-${randomUUID()}.spool`);
+      this.segment = { file, fd: fs.openSync(file, 'a'), bytes: 0, waiting: 0 };
+    } catch (err) {
+      if (!this.spoolFailed) this.logger.error({ err }, 'outcome spool: no segment file; outcomes waiting for their batch are in memory only');
+      this.spoolFailed = true;
+      return cur;
+    }
+    if (cur) this.dropSpooled(cur);
+    return this.segment;
+  }
+
+  /** A segment whose outcomes are all written: emptied when it is the current one, else removed. */
+  private dropSpooled(seg: Segment): void {
+    if (seg.waiting > 0) return;
+    try {
+      if (seg === this.segment) {
+        if (seg.bytes > 0) fs.ftruncateSync(seg.fd!, 0);
+        seg.bytes = 0;
+      } else {
+        if (seg.fd !== null) fs.closeSync(seg.fd);
+        seg.fd = null;
+        fs.rmSync(seg.file, { force: true });
+      }
+    } catch (err) {
+      this.logger.warn({ err, file: seg.file }, 'outcome spool: could not empty a segment (its outcomes are written; a replay changes nothing)');
+    }
   }
 
   private schedule(ms: number): void {
@@ -255,6 +347,14 @@ export class OutcomeJournal {
     if (this.fd !== null) fs.closeSync(this.fd);
     if (this.file && this.entries.length === 0) fs.rmSync(this.file, { force: true });
     this.fd = null;
+    const seg = this.segment;
+    this.segment = null;
+    if (seg?.fd != null) {
+      fs.closeSync(seg.fd);
+      seg.fd = null;
+      // outcomes still spooled (the process stops without flushing them) stay for the next process
+      if (seg.waiting === 0) fs.rmSync(seg.file, { force: true });
+    }
     open.delete(this);
   }
 }

@@ -54,7 +54,7 @@ describe('outcome journal: bound and replay in one process (issue 33 item 2)', f
       r.hold({ reservationId: randomUUID(), accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '1', complimentary: false } satisfies HoldRequest);
     // A journal whose database is unreachable (a closed port): what it holds stays there.
     const unreachable = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 1);
-    const stuck = new OutcomeJournal(unreachable, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000 });
+    const stuck = new OutcomeJournal(unreachable, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000, batchIntervalMs: 0 });
     stuck.open();
     const reservations = new Reservations(env.db, { logger: env.logger, journal: stuck });
     const holds = [await hold(reservations), await hold(reservations)];
@@ -75,7 +75,7 @@ describe('outcome journal: bound and replay in one process (issue 33 item 2)', f
     const copy = lines(dir);
 
     // The next process on the folder takes the file over and replays it.
-    const next = new OutcomeJournal(env.db, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000 });
+    const next = new OutcomeJournal(env.db, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000, batchIntervalMs: 0 });
     next.open();
     assert.equal(next.depth, 2, 'the outcomes left behind are taken over');
     const deadline = Date.now() + 10_000;
@@ -89,7 +89,7 @@ describe('outcome journal: bound and replay in one process (issue 33 item 2)', f
     // The same outcomes replayed again (a crash between the write and the file's cut): nothing changes.
     fs.writeFileSync(path.join(dir, `${process.pid}-${randomUUID()}.jsonl`), copy.join('\n') + '\n');
     next.stop();
-    const again = new OutcomeJournal(env.db, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000 });
+    const again = new OutcomeJournal(env.db, env.logger, { dir, maxEntries: 2, maxBytes: 1_000_000, batchIntervalMs: 0 });
     again.open();
     while (again.depth > 0 && Date.now() < deadline + 10_000) await new Promise((r) => setTimeout(r, 50));
     assert.equal(again.depth, 0, 'replayed again');
