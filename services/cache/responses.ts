@@ -5,7 +5,7 @@ import type { TokenUsage } from '../../domain/credits/pricing';
 
 // The response cache's table (migrations/202702010401_response_cache.ts): answers stored per
 // account under the hash of their canonical request. A lookup is one primary-key read that ignores
-// expired rows (lookups arriving together share one statement); a store replaces the entry; expired rows go in a periodic pass and, past the size
+// expired rows (lookups arriving together share one statement, and so do stores); a store replaces the entry; expired rows go in a periodic pass and, past the size
 // bounds (rows and bytes), the oldest entries go within a second. Nothing here is on the money path: a failed
 // store or eviction is logged and the request goes on.
 
@@ -34,10 +34,28 @@ const LOOKUP = prepared(
      JOIN response_cache c ON c.account_id = o.account_id AND c.key_hash = decode(o.key_hex, 'hex') AND c.expires_at > now()`,
 );
 
-const STORE_SQL = `INSERT INTO response_cache (account_id, key_hash, model, stream, body, usage, bytes, expires_at)
-  VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now() + make_interval(secs => ?))
-  ON CONFLICT (account_id, key_hash) DO UPDATE SET model = EXCLUDED.model, stream = EXCLUDED.stream, body = EXCLUDED.body,
-    usage = EXCLUDED.usage, bytes = EXCLUDED.bytes, created_at = now(), expires_at = EXCLUDED.expires_at`;
+/**
+ * The stores that arrived while the previous batch was in flight, one statement (group commit, as the
+ * lookups). A batch holds each key once (the last store of a key wins, as it would one after another):
+ * ON CONFLICT cannot touch one row twice in a statement.
+ */
+const STORE = prepared(
+  'response_cache_store',
+  `INSERT INTO response_cache (account_id, key_hash, model, stream, body, usage, bytes, expires_at)
+   SELECT s.account_id, decode(s.key_hex, 'hex'), s.model, s.stream, s.body, s.usage::jsonb, s.bytes, now() + make_interval(secs => s.ttl)
+     FROM unnest(?::uuid[], ?::text[], ?::text[], ?::bool[], ?::text[], ?::text[], ?::int[], ?::float8[]) AS s(account_id, key_hex, model, stream, body, usage, bytes, ttl)
+   ON CONFLICT (account_id, key_hash) DO UPDATE SET model = EXCLUDED.model, stream = EXCLUDED.stream, body = EXCLUDED.body,
+     usage = EXCLUDED.usage, bytes = EXCLUDED.bytes, created_at = now(), expires_at = EXCLUDED.expires_at`,
+);
+
+interface Store {
+  accountId: string;
+  keyHex: string;
+  model: string;
+  answer: CachedAnswer;
+  bytes: number;
+  ttlSeconds: number;
+}
 
 /** Newest first, the running count and size; what lies past either bound goes (one statement). */
 const EVICT_SQL = `DELETE FROM response_cache c USING (
@@ -56,6 +74,7 @@ const PRUNE_EVERY_MS = 60_000;
 
 export class ResponseCache {
   private readonly lookups = new GroupCommit<{ accountId: string; keyHash: Buffer }, CachedAnswer | null>((batch) => this.lookupBatch(batch), { lanes: 2 });
+  private readonly stores = new GroupCommit<Store, void>((batch) => this.storeBatch(batch));
   private evictTimer: NodeJS.Timeout | null = null;
   private lastEvict = 0;
   private pruner: NodeJS.Timeout | null = null;
@@ -86,11 +105,27 @@ export class ResponseCache {
     const bytes = Buffer.byteLength(a.body);
     if (bytes > this.bounds.maxBytes) return; // it would evict everything and then itself
     try {
-      await this.db.raw(STORE_SQL, [accountId, keyHash, model, a.stream, a.body, JSON.stringify(a.usage), bytes, ttlSeconds]);
+      await this.stores.submit({ accountId, keyHex: keyHash.toString('hex'), model, answer: a, bytes, ttlSeconds });
     } catch (err) {
       return this.logger.warn({ err }, 'could not store a response in the cache');
     }
     this.scheduleEviction();
+  }
+
+  private async storeBatch(batch: Store[]): Promise<void[]> {
+    const last = [...new Map(batch.map((b) => [`${b.accountId}:${b.keyHex}`, b])).values()];
+    const column = <T>(f: (b: Store) => T) => last.map(f);
+    await runPrepared(this.db, STORE, [
+      column((b) => b.accountId),
+      column((b) => b.keyHex),
+      column((b) => b.model),
+      column((b) => b.answer.stream),
+      column((b) => b.answer.body),
+      column((b) => JSON.stringify(b.answer.usage)),
+      column((b) => b.bytes),
+      column((b) => b.ttlSeconds),
+    ]);
+    return batch.map(() => undefined);
   }
 
   /** One eviction at most every EVICT_EVERY_MS, after the stores that asked for it. */

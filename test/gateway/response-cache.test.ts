@@ -315,6 +315,20 @@ describe('response cache bounds (issue 36 part 4)', function () {
     cache.close();
   });
 
+  it('stores arriving together are written together; a key stored twice among them keeps the last answer', async () => {
+    const a = await newAccount({ credits: '1' });
+    const b = await newAccount({ credits: '1' });
+    const cache = new ResponseCache(env.db, env.logger, { maxRows: 1000, maxBytes: 1_000_000 });
+    const twice = Buffer.alloc(32, 9);
+    const stores = Array.from({ length: 30 }, (_, i) => ({ account: i % 2 ? b.accountId : a.accountId, hash: i % 10 === 0 ? twice : Buffer.alloc(32, 20 + i), body: `{"i":${i}}` }));
+    await Promise.all(stores.map((s) => cache.store(s.account, s.hash, 'sim-gpt', { body: s.body, stream: false, usage: null }, 60)));
+    for (const [i, s] of stores.entries()) {
+      const last = stores.findLast((o) => o.account === s.account && o.hash.equals(s.hash))!;
+      assert.equal((await cache.lookup(s.account, s.hash))?.body, last.body, `store ${i}: its account's last answer for its key`);
+    }
+    cache.close();
+  });
+
   it('evicts the oldest answers past the row bound', async () => {
     const acct = await newAccount({ credits: '10' });
     const { openai } = clients(stack, acct);
