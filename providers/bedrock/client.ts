@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { BedrockRuntimeClient, BedrockRuntimeServiceException, ConverseCommand, ConverseStreamCommand, type ConverseCommandInput, type ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { LRUCache } from 'lru-cache';
 import type { Provider } from '../../domain/catalog/model';
 import { sendWithKeys, UpstreamFailure, type UpstreamOptions, type UpstreamResponse } from '../upstream';
 
@@ -16,12 +17,17 @@ function credentialsOf(key: string) {
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
-// One client per provider, key and timeout (a handful): each keeps its own keep-alive sockets.
-const clients = new Map<string, BedrockRuntimeClient>();
+// One client per provider, key and timeout: each keeps its own keep-alive sockets. Rotated keys and
+// edited providers make new ones, so the least recently used go past a bound; one that goes is
+// destroyed once the longest call it may still carry (its timeout) has ended.
+const clients = new LRUCache<string, { client: BedrockRuntimeClient; timeoutMs: number }>({
+  max: 64,
+  dispose: ({ client, timeoutMs }) => setTimeout(() => client.destroy(), timeoutMs + 1000).unref(),
+});
 
 function clientFor(provider: Provider, key: string, timeoutMs: number): BedrockRuntimeClient {
   const id = JSON.stringify([provider.id, provider.base_url, provider.settings.region, key, timeoutMs]);
-  let client = clients.get(id);
+  let client = clients.get(id)?.client;
   if (!client) {
     client = new BedrockRuntimeClient({
       endpoint: provider.base_url,
@@ -36,7 +42,7 @@ function clientFor(provider: Provider, key: string, timeoutMs: number): BedrockR
       // HTTP/1.1 (the SDK's default is HTTP/2); timeouts as the gateway's other upstream calls.
       requestHandler: new NodeHttpHandler({ connectionTimeout: timeoutMs, requestTimeout: timeoutMs }),
     });
-    clients.set(id, client);
+    clients.set(id, { client, timeoutMs });
   }
   return client;
 }

@@ -323,7 +323,7 @@ describe('response cache bounds (issue 36 part 4)', function () {
     const stores = Array.from({ length: 30 }, (_, i) => ({ account: i % 2 ? b.accountId : a.accountId, hash: i % 10 === 0 ? twice : Buffer.alloc(32, 20 + i), body: `{"i":${i}}` }));
     await Promise.all(stores.map((s) => cache.store(s.account, s.hash, 'sim-gpt', { body: s.body, stream: false, usage: null }, 60)));
     for (const [i, s] of stores.entries()) {
-      const last = stores.findLast((o) => o.account === s.account && o.hash.equals(s.hash))!;
+      const last = [...stores].reverse().find((o) => o.account === s.account && o.hash.equals(s.hash))!;
       assert.equal((await cache.lookup(s.account, s.hash))?.body, last.body, `store ${i}: its account's last answer for its key`);
     }
     cache.close();
