@@ -147,7 +147,7 @@ describe('platform', function () {
       assert.equal(res.status, status, JSON.stringify(res.json));
       assert.deepEqual(Object.keys(res.json), ['error'], `${code}: the body is only the error envelope`);
       assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'param', 'type'], `${code}: the error has exactly code, message, param, type`);
-      assert.equal(res.json.error.code, code, 'the error code');
+      assert.equal(res.json.error.code, code, 'the error envelope names the refusal by its code');
       assert.equal(res.json.error.type, type, `${code}: the error type`);
       assert.equal(typeof res.json.error.message, 'string', `${code}: the error message is a string`);
       assert.ok(res.json.error.message.length > 0, `${code}: the error has a message`);

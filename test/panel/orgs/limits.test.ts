@@ -32,7 +32,7 @@ describe('panel: limits, powers and regions', () => {
     const r = await provider.client.get(`/v1/orgs/${reseller.id}/limits`);
     assert.equal(r.status, 200, `the provider reads the reseller's limits: ${JSON.stringify(r.json)}`);
     assert.equal(r.json.source, 'custom', 'limits set by hand are custom');
-    assert.equal(r.json.package_id, null, 'no package');
+    assert.equal(r.json.package_id, null, 'custom limits: on no package');
     assert.deepEqual(r.json.own, { customer_accounts: 4, memory_mb: 1024 }, 'the reseller\'s own limits');
     assert.deepEqual(r.json.effective.customer_accounts, { value: 4, set_by: { org_id: reseller.id, name: reseller.body.name } }, 'customer_accounts set by the reseller itself');
     assert.deepEqual(r.json.effective.disk_mb, { value: 5000, set_by: { org_id: provider.id, name: provider.body.name } }, 'disk_mb set by the provider above');
