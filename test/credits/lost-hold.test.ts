@@ -54,15 +54,15 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     const r = await answer;
     assert.equal(r.status, 200, r.text);
     const id = r.headers.get('x-gateway-request-id')!;
-    assert.equal(id, held.id);
+    assert.equal(id, held.id, 'the answer\'s request id is the lost hold\'s id');
     const row = await settled(id);
-    assert.equal(row.status, 'settled');
+    assert.equal(row.status, 'settled', 'the request settles');
     assert.ok(row.hold_recreated_at, 'marked as written again');
-    assert.equal(row.charge, (await env.db.raw('SELECT ?::numeric(38,12) AS c', [r.headers.get('x-gateway-cost')])).rows[0].c);
-    assert.deepEqual(await ledgerKinds(id), ['hold', 'release', 'charge']);
+    assert.equal(row.charge, (await env.db.raw('SELECT ?::numeric(38,12) AS c', [r.headers.get('x-gateway-cost')])).rows[0].c, 'charged the cost the answer showed');
+    assert.deepEqual(await ledgerKinds(id), ['hold', 'release', 'charge'], 'the ledger: hold written again, released, charged once');
     const inv = await assertBalanced(acct.accountId);
-    assert.equal(inv.account.total_usage, row.charge);
-    assert.equal(inv.account.pending_requests, 0);
+    assert.equal(inv.account.total_usage, row.charge, 'the account\'s usage is the charge');
+    assert.equal(inv.account.pending_requests, 0, 'no request left pending');
   });
 
   it('a streamed answer whose hold was lost mid-stream is charged once', async function () {
@@ -72,19 +72,19 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
       headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sim-gpt', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'stream [sim tokens=12 chunk_delay=40]' }] }),
     });
-    assert.equal(res.status, 200);
+    assert.equal(res.status, 200, 'the stream starts');
     const id = res.headers.get('x-gateway-request-id')!;
     const reader = res.body!.getReader();
     await reader.read();
     await loseHold(env.db, id);
     let text = '';
     for (let c = await reader.read(); !c.done; c = await reader.read()) text += Buffer.from(c.value).toString();
-    assert.match(text, /\[DONE\]/);
+    assert.match(text, /\[DONE\]/, 'the stream ends with [DONE]');
     const row = await settled(id);
-    assert.equal(row.status, 'settled');
+    assert.equal(row.status, 'settled', 'the request settles');
     assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
     assert.ok(row.hold_recreated_at, `the lost hold was re-written: ${JSON.stringify(row)}`);
-    assert.deepEqual(await ledgerKinds(id), ['hold', 'release', 'charge']);
+    assert.deepEqual(await ledgerKinds(id), ['hold', 'release', 'charge'], 'the ledger: hold written again, released, charged once');
     await assertBalanced(acct.accountId);
   });
 
@@ -95,30 +95,30 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     const h: HoldRequest = { reservationId: randomUUID(), accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.5', complimentary: false };
     const hold = await reservations.hold(h);
     await loseHold(env.db, h.reservationId);
-    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.000000000000');
+    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.000000000000', 'the lost hold left no spend on the key');
 
     await hold.report(COMPLETED);
     const row = await env.db('reservations').where({ id: h.reservationId }).first();
-    assert.equal(row.status, 'held');
-    assert.equal(row.held_credits, '0.500000000000');
-    assert.equal(row.key_spend_tracked, true);
+    assert.equal(row.status, 'held', 'reported, not yet settled');
+    assert.equal(row.held_credits, '0.500000000000', 'the hold written again at its amount');
+    assert.equal(row.key_spend_tracked, true, 'the re-written hold counts in the key\'s spend');
     assert.equal(row.input_multiplier, '0.000002000000', 'the tariff copied at hold time');
-    assert.equal(row.report.outcome, 'completed');
+    assert.equal(row.report.outcome, 'completed', 'the outcome is recorded');
     assert.ok(row.reported_at && row.hold_recreated_at, `reported and its hold re-written: reported_at ${row.reported_at}, hold_recreated_at ${row.hold_recreated_at}`);
-    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.500000000000');
+    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.500000000000', 'the re-written hold is back in the key\'s spend');
 
     // The same outcome written again (a retry whose first attempt did commit): nothing more.
     const terms: HoldTerms = { ...h, modality: 'text', ownerWorkflowId: null, processId: row.api_process_id, trackKeySpend: true };
-    assert.equal(await recordOutcome(env.db, h.reservationId, COMPLETED, terms), null);
-    assert.deepEqual(await ledgerKinds(h.reservationId), ['hold']);
+    assert.equal(await recordOutcome(env.db, h.reservationId, COMPLETED, terms), null, 'a repeated outcome write records nothing');
+    assert.deepEqual(await ledgerKinds(h.reservationId), ['hold'], 'a repeated outcome write adds no ledger row');
 
     const { settleBatch } = createSettlementActivities(env.db);
-    assert.deepEqual(await settleBatch([h.reservationId]), { settled: 1, charged: '0.00006' });
-    assert.deepEqual(await settleBatch([h.reservationId]), { settled: 0, charged: '0' });
-    assert.deepEqual(await ledgerKinds(h.reservationId), ['hold', 'release', 'charge']);
-    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.000060000000');
+    assert.deepEqual(await settleBatch([h.reservationId]), { settled: 1, charged: '0.00006' }, 'the first settlement charges once');
+    assert.deepEqual(await settleBatch([h.reservationId]), { settled: 0, charged: '0' }, 'a second settlement finds nothing to do');
+    assert.deepEqual(await ledgerKinds(h.reservationId), ['hold', 'release', 'charge'], 'the ledger: hold, release, one charge');
+    assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.000060000000', 'the key\'s spend is settled to the charge');
     const inv = await assertBalanced(acct.accountId);
-    assert.equal(inv.account.total_usage, '0.000060000000');
+    assert.equal(inv.account.total_usage, '0.000060000000', 'the account\'s usage is the charge');
   });
 
   it('room the lost hold left, taken by another hold meanwhile: written again at what still fits; the balance and the key limit hold', async function () {
@@ -143,10 +143,10 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     assert.ok(rows.every((r) => r.status === 'settled'), `both settled: ${rows.map((r) => r.status).join(', ')}`);
     assert.equal(rows.find((r) => r.id === lostRequest.reservationId).charge, '0.200000000000', 'charged what was held, never more');
     const key = await env.db('api_keys').where({ id: acct.keyId }).first();
-    assert.equal(key.spend, '0.900000000000');
+    assert.equal(key.spend, '0.900000000000', 'the key\'s spend reaches its limit exactly');
     assert.ok(Number(key.spend) <= Number(key.spend_limit), `key spend ${key.spend} within its limit ${key.spend_limit}`);
     const inv = await assertBalanced(acct.accountId);
-    assert.equal(inv.account.total_usage, '0.900000000000');
+    assert.equal(inv.account.total_usage, '0.900000000000', 'the account\'s usage is both charges');
   });
 
   it('the hold statement turns synchronous_commit off for its own transaction only, and not for a hold a workflow resolves', async function () {
@@ -157,7 +157,7 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
         .transaction(async (trx) => {
           const t = terms(owner);
           await trx.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(t, 0)]), false, owner !== null]);
-          assert.equal((await trx.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, expected);
+          assert.equal((await trx.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, expected, `synchronous_commit within the hold transaction (owner ${owner})`);
           throw new Error('rollback');
         })
         .catch((err) => {
@@ -169,7 +169,7 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     try {
       const reservations = new Reservations(one, { logger: env.logger });
       await reservations.hold({ reservationId: randomUUID(), accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.1', complimentary: false });
-      assert.equal((await one.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, 'on');
+      assert.equal((await one.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, 'on', 'the next statement on the same connection commits durably');
     } finally {
       await one.destroy();
     }

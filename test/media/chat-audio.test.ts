@@ -110,10 +110,10 @@ describe('chat audio', function () {
       const row = await env.db('models').where({ id: MODEL }).first();
       assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier), `audio input rate ${row.audio_input_multiplier}, catalog ${CATALOG_RATES.audio_input_multiplier}`);
       assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier), `audio output rate ${row.audio_output_multiplier}, catalog ${CATALOG_RATES.audio_output_multiplier}`);
-      assert.equal(row.details.audio_input_multiplier, undefined);
-      assert.equal(row.details.audio_output_multiplier, undefined);
+      assert.equal(row.details.audio_input_multiplier, undefined, 'the audio input rate is no longer in details');
+      assert.equal(row.details.audio_output_multiplier, undefined, 'the audio output rate is no longer in details');
       const text = await env.db('models').where({ id: 'sim-gpt' }).first();
-      assert.equal(text.audio_input_multiplier, null);
+      assert.equal(text.audio_input_multiplier, null, 'a text model has no audio input rate');
     });
   });
 
@@ -122,38 +122,38 @@ describe('chat audio', function () {
       it(`streams ${format} audio and its transcript; usage.cost = text tokens × text rates + audio tokens × audio rates, exactly`, async () => {
         const clip = fixture('tone.wav');
         const s = await speak(acct.key, format, userWith('Say hello back [sim tokens=5]', clip));
-        assert.equal(s.finish, 'stop');
+        assert.equal(s.finish, 'stop', `${format}: the answer finishes with stop`);
         assert.equal(s.content, '', 'a spoken answer has its text in the transcript');
         const words = s.transcript.split(' ');
-        assert.equal(words[0], 'Echo:');
+        assert.equal(words[0], 'Echo:', 'the simulator\'s transcript echoes the prompt');
         const u = s.usage;
-        assert.equal(words.length, u.completion_tokens_details.text_tokens);
+        assert.equal(words.length, u.completion_tokens_details.text_tokens, 'one text token a transcript word');
         // Audio made: 240 ms a word, 3 audio tokens a word.
-        assert.equal(u.completion_tokens_details.audio_tokens, 3 * words.length);
-        assert.equal(u.completion_tokens, u.completion_tokens_details.text_tokens + u.completion_tokens_details.audio_tokens);
-        assert.equal(u.prompt_tokens_details.audio_tokens, simInputTokens(clip));
+        assert.equal(u.completion_tokens_details.audio_tokens, 3 * words.length, '3 audio tokens a word');
+        assert.equal(u.completion_tokens, u.completion_tokens_details.text_tokens + u.completion_tokens_details.audio_tokens, 'completion tokens are text plus audio tokens');
+        assert.equal(u.prompt_tokens_details.audio_tokens, simInputTokens(clip), 'the input clip\'s audio tokens as the simulator counts them');
         if (format === 'pcm16') {
-          assert.equal(s.audio.length, words.length * WORD_BYTES_PCM);
+          assert.equal(s.audio.length, words.length * WORD_BYTES_PCM, `${format}: 240 ms of pcm16 a word`);
           // a 440 Hz tone, 16-bit little-endian at 24 kHz: sample 6 is round(8000 × sin(2π × 440 × 6 / 24000))
-          assert.equal(s.audio.readInt16LE(12), Math.round(8000 * Math.sin((2 * Math.PI * 440 * 6) / 24_000)));
+          assert.equal(s.audio.readInt16LE(12), Math.round(8000 * Math.sin((2 * Math.PI * 440 * 6) / 24_000)), 'the tone\'s sample 6 arrives intact');
         } else {
           const read = await inspectAudio(s.audio);
-          assert.equal(read.kind, 'accepted');
-          assert.equal(read.kind === 'accepted' && read.format, format);
+          assert.equal(read.kind, 'accepted', `${format}: the audio reads back as a valid file`);
+          assert.equal(read.kind === 'accepted' && read.format, format, `${format}: the file is the format asked for`);
           assert.ok(read.kind === 'accepted' && Math.abs((read.seconds ?? 0) - 0.24 * words.length) < 0.05, `duration ${JSON.stringify(read)}`);
         }
 
         const expected = expectedCost(u, CATALOG_RATES);
-        assert.equal(u.cost, expected.total.toNumber());
-        assert.equal(u.cost_details.input_credits, expected.input.toNumber());
-        assert.equal(u.cost_details.output_credits, expected.output.toNumber());
-        assert.equal(u.cost_details.billing_source, 'token_fallback');
+        assert.equal(u.cost, expected.total.toNumber(), 'usage.cost is text and audio tokens at their rates, exactly');
+        assert.equal(u.cost_details.input_credits, expected.input.toNumber(), 'input credits exactly');
+        assert.equal(u.cost_details.output_credits, expected.output.toNumber(), 'output credits exactly');
+        assert.equal(u.cost_details.billing_source, 'token_fallback', 'billed from the token counts');
         const row = await settled(s.requestId);
-        assert.equal(row.status, 'settled');
+        assert.equal(row.status, 'settled', 'the request settles');
         assert.ok(dec(row.charge).eq(expected.total), `${row.charge} = ${expected.total.toFixed()}`);
         assert.ok(dec(row.input_credits).eq(expected.input), `input credits ${row.input_credits}, expected ${expected.input.toFixed()}`);
         assert.ok(dec(row.output_credits).eq(expected.output), `output credits ${row.output_credits}, expected ${expected.output.toFixed()}`);
-        assert.deepEqual(heldRates(row), Object.fromEntries(TARIFF.map((k) => [k, dec(CATALOG_RATES[k]).toFixed(12)])));
+        assert.deepEqual(heldRates(row), Object.fromEntries(TARIFF.map((k) => [k, dec(CATALOG_RATES[k]).toFixed(12)])), 'the hold copied the catalog rates, audio rates included');
         const ledger = await env.db('ledger').where({ reservation_id: s.requestId, kind: 'charge' }).first();
         assert.ok(dec(ledger.amount).eq(expected.total), `ledger charge ${ledger.amount}, expected ${expected.total.toFixed()}`);
       });
@@ -163,21 +163,21 @@ describe('chat audio', function () {
       const res = await chat(acct.key, { model: MODEL, stream: true, modalities: ['text', 'audio'], audio: { voice: 'verse', format: 'pcm16' }, messages: userWith('Hi there [sim tokens=3]') });
       assert.equal(res.status, 200, res.text);
       const events = res.text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
-      assert.equal(events.at(-1), '[DONE]');
+      assert.equal(events.at(-1), '[DONE]', 'the stream ends with [DONE]');
       const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
       const audio = chunks.map((c) => c.choices[0]?.delta?.audio).filter(Boolean);
-      assert.match(audio[0].id, /^audio_/);
-      assert.equal(audio[0].transcript, 'Echo:');
-      assert.equal(audio.filter((a) => a.data).length, 3);
+      assert.match(audio[0].id, /^audio_/, 'the audio id as OpenAI sends it');
+      assert.equal(audio[0].transcript, 'Echo:', 'the first audio delta carries the first transcript word');
+      assert.equal(audio.filter((a) => a.data).length, 3, 'one audio data delta a word');
       assert.ok(audio.at(-1).expires_at > Date.now() / 1000, `the audio expires in the future: ${audio.at(-1).expires_at}`);
       const last = chunks.at(-1);
-      assert.equal(chunks.filter((c) => c.usage).length, 1);
+      assert.equal(chunks.filter((c) => c.usage).length, 1, 'usage appears in exactly one chunk');
       assert.ok(last.usage, `the last chunk carries the usage: ${JSON.stringify(last)}`);
-      assert.equal(last.choices[0].finish_reason, 'stop');
-      assert.deepEqual(last.choices[0].delta, {});
+      assert.equal(last.choices[0].finish_reason, 'stop', 'the last chunk finishes with stop');
+      assert.deepEqual(last.choices[0].delta, {}, 'the last chunk\'s delta is empty');
       const forwarded = await lastSimRequest();
-      assert.deepEqual(forwarded.body.audio, { voice: 'verse', format: 'pcm16' });
-      assert.deepEqual(forwarded.body.stream_options, { include_usage: true });
+      assert.deepEqual(forwarded.body.audio, { voice: 'verse', format: 'pcm16' }, 'the audio options reach the provider unchanged');
+      assert.deepEqual(forwarded.body.stream_options, { include_usage: true }, 'the gateway asks the provider for usage');
       await settled(res.headers.get('x-gateway-request-id')!);
     });
 
@@ -185,9 +185,9 @@ describe('chat audio', function () {
       const a = await newAccount({ credits: '5' });
       const res = await chat(a.key, { model: MODEL, stream: true, modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'flac' }, messages: userWith('Hi') });
       assert.equal(res.status, 400, res.text);
-      assert.match(res.json.error.message, /does not support 'flac'/);
+      assert.match(res.json.error.message, /does not support 'flac'/, 'the provider\'s refusal names the format');
       const [row] = await reservations(a.accountId);
-      assert.equal((await settled(row.id)).billing_source, 'not_billed');
+      assert.equal((await settled(row.id)).billing_source, 'not_billed', 'the refused request is not billed');
       assert.ok(dec((await checkInvariants(a.accountId)).account.total_usage).eq(0), 'an unsupported audio format is not billed: total usage stays 0');
     });
   });
@@ -200,16 +200,16 @@ describe('chat audio', function () {
         .withResponse();
       const forwarded = await lastSimRequest();
       const parts = (forwarded.body.messages as Array<{ content: Array<Record<string, unknown>> }>)[0].content;
-      assert.deepEqual(parts[1], { type: 'input_audio', input_audio: { data: clip.toString('base64'), format: 'mp3' } });
+      assert.deepEqual(parts[1], { type: 'input_audio', input_audio: { data: clip.toString('base64'), format: 'mp3' } }, 'the input_audio part reaches the provider unchanged');
       const u = res.data.usage as unknown as AudioUsage;
-      assert.equal(u.prompt_tokens_details.audio_tokens, simInputTokens(clip));
-      assert.equal(u.completion_tokens_details.audio_tokens, 0);
+      assert.equal(u.prompt_tokens_details.audio_tokens, simInputTokens(clip), 'the clip\'s audio tokens as the simulator counts them');
+      assert.equal(u.completion_tokens_details.audio_tokens, 0, 'a text answer makes no audio');
       const expected = expectedCost(u, CATALOG_RATES);
-      assert.equal(u.cost, expected.total.toNumber());
+      assert.equal(u.cost, expected.total.toNumber(), 'usage.cost at the audio input rate, exactly');
       assert.ok(dec(u.cost_details.input_credits).gt(dec(CATALOG_RATES.input_multiplier).mul(u.prompt_tokens)), 'audio tokens cost more than text ones');
       const row = await settled(res.response.headers.get('x-gateway-request-id')!);
       assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
-      assert.equal(row.modality, 'audio');
+      assert.equal(row.modality, 'audio', 'the request is recorded as audio');
     });
 
     it('holds a clip for its duration × 32 tokens, never shorter than its size allows, not for its base64 bytes', async () => {
@@ -282,9 +282,9 @@ describe('chat audio', function () {
         const res = await chat(a.key, { model: MODEL, ...body });
         assert.equal(res.status, 400, res.text);
         assert.equal(res.json.error.code, code, res.text);
-        assert.equal(res.json.error.param, param);
-        assert.equal(res.json.error.type, 'invalid_request_error');
-        assert.equal((await reservations(a.accountId)).length, 0);
+        assert.equal(res.json.error.param, param, `${name}: the error names the parameter`);
+        assert.equal(res.json.error.type, 'invalid_request_error', `${name}: an invalid request error`);
+        assert.equal((await reservations(a.accountId)).length, 0, `${name}: refused before any hold`);
       });
     }
 
@@ -294,14 +294,14 @@ describe('chat audio', function () {
       for (const model of ['sim-claude', MODEL]) {
         const res = await call(base(), '/v1/messages', { key: a.key, headers: { 'anthropic-version': '2023-06-01' }, body: { model, max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, audioBlock] }] } });
         assert.equal(res.status, 400, res.text);
-        assert.equal(res.json.type, 'error');
-        assert.match(res.json.error.message, /messages\.0\.content\.1.*\/v1\/chat\/completions/);
+        assert.equal(res.json.type, 'error', `${model}: an Anthropic error envelope`);
+        assert.match(res.json.error.message, /messages\.0\.content\.1.*\/v1\/chat\/completions/, `${model}: the error names the part and points to /v1/chat/completions`);
       }
       const res = await call(base(), '/v1/responses', { key: a.key, body: { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }, audioBlock] }] } });
       assert.equal(res.status, 400, res.text);
-      assert.equal(res.json.error.code, 'unsupported_parameter');
-      assert.match(res.json.error.message, /\/v1\/chat\/completions/);
-      assert.equal((await reservations(a.accountId)).length, 0);
+      assert.equal(res.json.error.code, 'unsupported_parameter', 'the responses dialect refuses the audio part');
+      assert.match(res.json.error.message, /\/v1\/chat\/completions/, 'the error points to /v1/chat/completions');
+      assert.equal((await reservations(a.accountId)).length, 0, 'refused before any hold');
     });
   });
 
@@ -310,16 +310,16 @@ describe('chat audio', function () {
       const s = await speak(acct.key, 'pcm16', userWith('Hi [sim tokens=2]', fixture('tone.wav')));
       await settled(s.requestId);
       const g = await generation(acct.key, s.requestId);
-      assert.equal(g.modality, 'audio');
-      assert.deepEqual(g.usage_details, { input_audio_tokens: s.usage.prompt_tokens_details.audio_tokens, output_audio_tokens: s.usage.completion_tokens_details.audio_tokens });
-      assert.equal(g.cost, s.usage.cost);
+      assert.equal(g.modality, 'audio', 'the generation record says audio');
+      assert.deepEqual(g.usage_details, { input_audio_tokens: s.usage.prompt_tokens_details.audio_tokens, output_audio_tokens: s.usage.completion_tokens_details.audio_tokens }, 'usage_details has the input and output audio tokens');
+      assert.equal(g.cost, s.usage.cost, 'the generation\'s cost is the answer\'s usage.cost');
 
       const plain = await chat(acct.key, { model: MODEL, messages: [{ role: 'user', content: 'no audio [sim tokens=2]' }] });
       const text = await generation(acct.key, plain.headers.get('x-gateway-request-id')!);
       await settled(text.id);
       const after = await generation(acct.key, text.id);
-      assert.equal(after.modality, 'text');
-      assert.equal(after.usage_details, null);
+      assert.equal(after.modality, 'text', 'a text request\'s generation record says text');
+      assert.equal(after.usage_details, null, 'a text request has no usage_details');
     });
 
     it('a client that closes an audio stream early: cancelled, charged for what was sent, never above the hold', async () => {
@@ -331,13 +331,13 @@ describe('chat audio', function () {
         if (audioChunks === 3) break; // leaving the loop aborts the request
       }
       const row = await settled(response.headers.get('x-gateway-request-id')!);
-      assert.equal(row.status, 'cancelled');
-      assert.equal(row.outcome, 'cancelled');
+      assert.equal(row.status, 'cancelled', 'the closed stream\'s request is cancelled');
+      assert.equal(row.outcome, 'cancelled', 'the outcome is cancelled');
       assert.ok(dec(row.charge).gt(0), `a cancelled stream still charges what was produced: ${row.charge}`);
       assert.ok(dec(row.charge).lte(dec(row.held_credits)), `charge ${row.charge} within the hold ${row.held_credits}`);
       const g = await generation(acct.key, row.id);
-      assert.equal(g.outcome, 'cancelled');
-      assert.equal(g.modality, 'audio');
+      assert.equal(g.outcome, 'cancelled', 'the generation record says cancelled');
+      assert.equal(g.modality, 'audio', 'the generation record says audio');
       // 3 words of pcm16 were sent (34,560 bytes = 0.72 s), estimated at 10 tokens a second
       assert.ok(g.usage_details.output_audio_tokens >= 8, JSON.stringify(g.usage_details));
       assert.ok(g.usage_details.input_audio_tokens > 0, `input audio tokens counted: ${JSON.stringify(g.usage_details)}`);
@@ -376,7 +376,7 @@ describe('chat audio', function () {
         if (chunk.usage) usage = chunk.usage as unknown as AudioUsage;
       }
       const expected = expectedCost(usage!, CATALOG_RATES);
-      assert.equal(usage!.cost, expected.total.toNumber());
+      assert.equal(usage!.cost, expected.total.toNumber(), 'usage.cost at the rates copied at hold time');
       const row = await settled(response.headers.get('x-gateway-request-id')!);
       assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
       assert.ok(dec(row.audio_output_multiplier).eq(CATALOG_RATES.audio_output_multiplier), `audio output rate ${row.audio_output_multiplier}, catalog ${CATALOG_RATES.audio_output_multiplier}`);
@@ -389,10 +389,10 @@ describe('chat audio', function () {
       const textRates = { ...CATALOG_RATES, audio_input_multiplier: CATALOG_RATES.input_multiplier, audio_output_multiplier: CATALOG_RATES.output_multiplier };
       const expected = expectedCost(s.usage, textRates);
       assert.ok(s.usage.prompt_tokens_details.audio_tokens > 0 && s.usage.completion_tokens_details.audio_tokens > 0, `audio tokens on both sides: ${JSON.stringify(s.usage)}`);
-      assert.equal(s.usage.cost, expected.total.toNumber());
+      assert.equal(s.usage.cost, expected.total.toNumber(), 'usage.cost with audio tokens at the text rates');
       const row = await settled(s.requestId);
       assert.ok(dec(row.charge).eq(expected.total), `charge ${row.charge}, expected ${expected.total.toFixed()}`);
-      assert.equal(row.audio_input_multiplier, null);
+      assert.equal(row.audio_input_multiplier, null, 'the hold copied no audio rate');
     });
   });
 
@@ -430,8 +430,8 @@ describe('chat audio', function () {
       const listed = (await cli('model', 'list')).models.find((m: { id: string }) => m.id === id);
       assert.ok(dec(listed.audio_output_multiplier).eq('0.00006'), `listed audio output rate: ${listed.audio_output_multiplier}`);
       const plain = await cli('model', 'set', ...flags, ...rates);
-      assert.equal(plain.audio_input_multiplier, null);
-      assert.equal(plain.audio_output_multiplier, null);
+      assert.equal(plain.audio_input_multiplier, null, 'without --audio-input no audio input rate');
+      assert.equal(plain.audio_output_multiplier, null, 'without --audio-output no audio output rate');
       await env.db('models').where({ id }).delete();
     });
   });
@@ -442,24 +442,24 @@ describe('chat audio', function () {
       await env.db.migrate.down({ name });
       try {
         const row = await env.db('models').where({ id: MODEL }).first();
-        assert.equal(row.audio_input_multiplier, undefined);
-        assert.equal(row.details.audio_input_multiplier, CATALOG_RATES.audio_input_multiplier);
-        assert.equal(row.details.audio_output_multiplier, CATALOG_RATES.audio_output_multiplier);
-        assert.equal(await env.db.schema.hasColumn('reservations', 'audio_input_multiplier'), false);
+        assert.equal(row.audio_input_multiplier, undefined, 'down: the column is gone');
+        assert.equal(row.details.audio_input_multiplier, CATALOG_RATES.audio_input_multiplier, 'down: the audio input rate moved back into details');
+        assert.equal(row.details.audio_output_multiplier, CATALOG_RATES.audio_output_multiplier, 'down: the audio output rate moved back into details');
+        assert.equal(await env.db.schema.hasColumn('reservations', 'audio_input_multiplier'), false, 'down: reservations lose the audio rate column');
       } finally {
         await env.db.migrate.up({ name });
       }
       const row = await env.db('models').where({ id: MODEL }).first();
       assert.ok(dec(row.audio_input_multiplier).eq(CATALOG_RATES.audio_input_multiplier), `audio input rate after the migrations ${row.audio_input_multiplier}, catalog ${CATALOG_RATES.audio_input_multiplier}`);
-      assert.equal(row.details.audio_input_multiplier, undefined);
-      assert.deepEqual(row.details.voices, AUDIO_MODEL.details!.voices);
+      assert.equal(row.details.audio_input_multiplier, undefined, 'up: the rate is out of details again');
+      assert.deepEqual(row.details.voices, AUDIO_MODEL.details!.voices, 'up: the other details are kept');
     });
   });
 
   describe('afterwards', () => {
     it('keeps the money invariants of the account used here', async () => {
       const inv = await checkInvariants(acct.accountId);
-      assert.equal(inv.reservations.pending, 0);
+      assert.equal(inv.reservations.pending, 0, 'no request left pending');
       assert.ok(dec(inv.account.reserved_credits).eq(0), `reserved credits back to 0: ${inv.account.reserved_credits}`);
       assert.ok(dec(inv.account.total_usage).eq(inv.ledger.usage), `total usage ${inv.account.total_usage} equals the ledger's ${inv.ledger.usage}`);
       assert.ok(dec(inv.account.total_usage).eq(inv.reservations.charged), `total usage ${inv.account.total_usage} equals the reservations' charges ${inv.reservations.charged}`);

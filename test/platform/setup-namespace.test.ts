@@ -41,8 +41,8 @@ describe('temporal-config/setup-namespace.sh', function () {
     const ns = `setup-${randomUUID().slice(0, 8)}`;
     const r = await setup({ AccountId: 'Keyword', RequestIds: 'KeywordList', Tries: 'Int' }, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns, SETUP_TIMEOUT_SECONDS: '30' });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /all 3 custom search attributes registered/);
-    assert.deepEqual(await listed(ns), { AccountId: 'INDEXED_VALUE_TYPE_KEYWORD', RequestIds: 'INDEXED_VALUE_TYPE_KEYWORD_LIST', Tries: 'INDEXED_VALUE_TYPE_INT' });
+    assert.match(r.stdout, /all 3 custom search attributes registered/, 'the script reports all three attributes registered');
+    assert.deepEqual(await listed(ns), { AccountId: 'INDEXED_VALUE_TYPE_KEYWORD', RequestIds: 'INDEXED_VALUE_TYPE_KEYWORD_LIST', Tries: 'INDEXED_VALUE_TYPE_INT' }, 'search-attribute list shows each attribute with its type');
     // Run again: nothing to do, still success.
     const again = await setup({ AccountId: 'Keyword', RequestIds: 'KeywordList', Tries: 'Int' }, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns });
     assert.equal(again.code, 0, again.stdout + again.stderr);
@@ -53,24 +53,24 @@ describe('temporal-config/setup-namespace.sh', function () {
     const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`Word${i + 1}`, 'Keyword']));
     const r = await setup(eleven, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns, SETUP_TIMEOUT_SECONDS: '3' });
     assert.notEqual(r.code, 0, `exit 0 although an attribute is missing: ${r.stdout}`);
-    assert.match(r.stderr, /missing search attributes/);
-    assert.match(r.stderr, /missing Word\d+ Keyword/);
-    assert.match(r.stderr, /cannot have more than 10/);
-    assert.doesNotMatch(r.stdout, /already registered/);
-    assert.equal(Object.keys(await listed(ns)).length, 10);
+    assert.match(r.stderr, /missing search attributes/, 'the script says attributes are missing');
+    assert.match(r.stderr, /missing Word\d+ Keyword/, 'the error names a missing attribute and its type');
+    assert.match(r.stderr, /cannot have more than 10/, 'the server\'s refusal (limit of 10) is passed on');
+    assert.doesNotMatch(r.stdout, /already registered/, 'nothing was registered before, so nothing is reported as already registered');
+    assert.equal(Object.keys(await listed(ns)).length, 10, 'the server kept the first 10 attributes');
   });
 
   it('exits non-zero when an attribute is registered with another type', async () => {
     const ns = `setup-${randomUUID().slice(0, 8)}`;
-    assert.equal((await setup({ Flavour: 'Int' }, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns })).code, 0);
+    assert.equal((await setup({ Flavour: 'Int' }, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns })).code, 0, 'the first run registers Flavour as Int');
     const r = await setup({ Flavour: 'Keyword' }, { TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_NAMESPACE: ns, SETUP_TIMEOUT_SECONDS: '30' });
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /Flavour: wants Keyword, registered as INDEXED_VALUE_TYPE_INT/);
+    assert.equal(r.code, 1, `a type clash exits 1: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, /Flavour: wants Keyword, registered as INDEXED_VALUE_TYPE_INT/, 'the error names the attribute, wanted and registered types');
   });
 
   it('exits non-zero when the server cannot be reached', async () => {
     const r = await setup({ AccountId: 'Keyword' }, { TEMPORAL_ADDRESS: '127.0.0.1:1', SETUP_TIMEOUT_SECONDS: '2' });
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /the list could not be read/);
+    assert.notEqual(r.code, 0, 'an unreachable server is a failure');
+    assert.match(r.stderr, /the list could not be read/, 'the error says the list could not be read');
   });
 });

@@ -24,27 +24,27 @@ describe('platform', function () {
   describe('loadConfig', function () {
     it('applies the documented defaults', function () {
       const c = loadConfig({});
-      assert.equal(c.GATEWAY_PORT, 8080);
-      assert.equal(c.PANEL_PORT, 8090);
-      assert.equal(c.TEMPORAL_PORT, 7233);
-      assert.equal(c.TEMPORAL_UI_PORT, 8233);
-      assert.equal(c.PG_PORT, 54320);
-      assert.equal(c.SIMULATOR_PORT, 8199);
-      assert.equal(c.DATA_DIR, '.data');
-      assert.equal(c.dataDir, path.resolve('.data'));
+      assert.equal(c.GATEWAY_PORT, 8080, 'default GATEWAY_PORT');
+      assert.equal(c.PANEL_PORT, 8090, 'default PANEL_PORT');
+      assert.equal(c.TEMPORAL_PORT, 7233, 'default TEMPORAL_PORT');
+      assert.equal(c.TEMPORAL_UI_PORT, 8233, 'default TEMPORAL_UI_PORT');
+      assert.equal(c.PG_PORT, 54320, 'default PG_PORT');
+      assert.equal(c.SIMULATOR_PORT, 8199, 'default SIMULATOR_PORT');
+      assert.equal(c.DATA_DIR, '.data', 'default DATA_DIR');
+      assert.equal(c.dataDir, path.resolve('.data'), 'the data directory resolved against the working directory');
       assert.ok(path.isAbsolute(c.dataDir), `the data directory is absolute: ${c.dataDir}`);
-      assert.equal(c.GATEWAY_VARIANT, 'credits');
-      assert.equal(c.TEMPORAL_NAMESPACE, 'default');
-      assert.equal(c.DATABASE_URL, undefined);
+      assert.equal(c.GATEWAY_VARIANT, 'credits', 'default GATEWAY_VARIANT');
+      assert.equal(c.TEMPORAL_NAMESPACE, 'default', 'default TEMPORAL_NAMESPACE');
+      assert.equal(c.DATABASE_URL, undefined, 'no DATABASE_URL unless given');
       assert.equal(c.SIMULATOR_URL, undefined, 'npm start runs its own simulator unless SIMULATOR_URL names one');
     });
 
     it('reads values from the environment it is given', function () {
       const c = loadConfig({ GATEWAY_PORT: '9001', DATA_DIR: '/var/tmp/gw', GATEWAY_VARIANT: 'keyed', TEMPORAL_ADDRESS: 'localhost:7999' });
-      assert.equal(c.GATEWAY_PORT, 9001);
-      assert.equal(c.dataDir, '/var/tmp/gw');
-      assert.equal(c.GATEWAY_VARIANT, 'keyed');
-      assert.equal(c.TEMPORAL_ADDRESS, 'localhost:7999');
+      assert.equal(c.GATEWAY_PORT, 9001, 'GATEWAY_PORT read as a number');
+      assert.equal(c.dataDir, '/var/tmp/gw', 'DATA_DIR read');
+      assert.equal(c.GATEWAY_VARIANT, 'keyed', 'GATEWAY_VARIANT read');
+      assert.equal(c.TEMPORAL_ADDRESS, 'localhost:7999', 'TEMPORAL_ADDRESS read');
     });
 
     it('issue 32 item 13: PANEL_FLAGS adds panel flags to npm start\'s own, a later flag winning', function () {
@@ -105,13 +105,13 @@ describe('platform', function () {
     });
 
     it('TEMPORAL_CLI_PATH to an executable wins over everything', function () {
-      assert.equal(resolveTemporalCli({ TEMPORAL_CLI_PATH: local, PATH: '/usr/bin' }), local);
+      assert.equal(resolveTemporalCli({ TEMPORAL_CLI_PATH: local, PATH: '/usr/bin' }), local, 'TEMPORAL_CLI_PATH wins over PATH');
     });
 
     it('falls back to the project-local .tools install made by npm run tools', function () {
       assert.ok(fs.existsSync(local), `${local} is installed (npm run tools)`);
-      assert.equal(resolveTemporalCli({ PATH: '' }), local);
-      assert.equal(resolveTemporalCli({}), local);
+      assert.equal(resolveTemporalCli({ PATH: '' }), local, 'an empty PATH falls back to the local install');
+      assert.equal(resolveTemporalCli({}), local, 'no PATH falls back to the local install');
     });
 
     it('prefers a temporal executable on PATH to the local install', function () {
@@ -120,10 +120,10 @@ describe('platform', function () {
         const onPath = path.join(dir, 'temporal');
         fs.writeFileSync(onPath, '#!/bin/sh\n', { mode: 0o755 });
         const empty = fs.mkdtempSync(path.join(dir, 'empty-'));
-        assert.equal(resolveTemporalCli({ PATH: [empty, dir].join(path.delimiter) }), onPath);
+        assert.equal(resolveTemporalCli({ PATH: [empty, dir].join(path.delimiter) }), onPath, 'the executable on PATH is preferred to the local install');
         // A non-executable file on PATH is skipped.
         fs.chmodSync(onPath, 0o644);
-        assert.equal(resolveTemporalCli({ PATH: dir }), local);
+        assert.equal(resolveTemporalCli({ PATH: dir }), local, 'a non-executable file on PATH is skipped');
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }
@@ -145,19 +145,19 @@ describe('platform', function () {
 
     function envelope(res: { status: number; json: any }, status: number, code: string, type: string) { // eslint-disable-line @typescript-eslint/no-explicit-any
       assert.equal(res.status, status, JSON.stringify(res.json));
-      assert.deepEqual(Object.keys(res.json), ['error']);
-      assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'param', 'type']);
-      assert.equal(res.json.error.code, code);
-      assert.equal(res.json.error.type, type);
-      assert.equal(typeof res.json.error.message, 'string');
+      assert.deepEqual(Object.keys(res.json), ['error'], `${code}: the body is only the error envelope`);
+      assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'param', 'type'], `${code}: the error has exactly code, message, param, type`);
+      assert.equal(res.json.error.code, code, 'the error envelope names the refusal by its code');
+      assert.equal(res.json.error.type, type, `${code}: the error type`);
+      assert.equal(typeof res.json.error.message, 'string', `${code}: the error message is a string`);
       assert.ok(res.json.error.message.length > 0, `${code}: the error has a message`);
     }
 
     it('GET /healthz is 200 with PostgreSQL and Temporal up, without a key', async function () {
       const res = await call(base, '/healthz');
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.json, { ok: true, postgres: 'up', temporal: 'up' });
-      assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+      assert.deepEqual(res.json, { ok: true, postgres: 'up', temporal: 'up' }, 'both backends reported up');
+      assert.match(res.headers.get('content-type') ?? '', /application\/json/, 'the health answer is JSON');
     });
 
     it('an unknown route is 404 in the error envelope, with or without a key', async function () {
@@ -169,7 +169,7 @@ describe('platform', function () {
       ] as const) {
         const res = await call(base, p, { key });
         envelope(res, 404, 'route_not_found', 'invalid_request_error');
-        assert.equal(res.json.error.param, null);
+        assert.equal(res.json.error.param, null, 'an unknown route names no param');
         assert.ok(res.json.error.message.includes(p), res.json.error.message);
         assert.ok(res.json.error.message.includes('GET'), res.json.error.message);
       }
@@ -188,15 +188,15 @@ describe('platform', function () {
       const a = await newAccount({ tier: 'pro' });
       const res = await call(base, '/v1/models', { key: a.key });
       assert.equal(res.status, 200, res.text);
-      assert.equal(res.json.object, 'list');
+      assert.equal(res.json.object, 'list', 'the models answer is a list');
       const byId = new Map<string, { id: string; object: string; capabilities: string[]; owned_by: string }>(res.json.data.map((m: { id: string }) => [m.id, m]));
       for (const id of ['sim-gpt', 'sim-gpt-mini', 'sim-reasoner']) {
         const m = byId.get(id);
         assert.ok(m, `${id} listed for pro`);
-        assert.equal(m.object, 'model');
+        assert.equal(m.object, 'model', `${id} is a model object`);
         assert.ok(Array.isArray(m.capabilities), `${id} has capabilities`);
         assert.ok(m.capabilities.includes('text'), `${id} serves text`);
-        assert.equal(m.owned_by, 'simulator');
+        assert.equal(m.owned_by, 'simulator', `${id} is owned by the simulator`);
       }
       const ids = res.json.data.map((m: { id: string }) => m.id);
       assert.deepEqual(ids, [...ids].sort(), 'sorted by id');

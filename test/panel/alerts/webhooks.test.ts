@@ -80,7 +80,7 @@ describe('panel: webhooks', function () {
     rx = await receiver();
     panel = await startHostingPanel({ flags: ['-metrics-interval', '60s', '-controller-state'], reportEveryMs: 3_600_000, webhooks: { allowTargets: ['127.0.0.1'], retry } });
     admin = await platformAdmin(panel.url);
-    for (const r of BUILT_IN_RULES) assert.equal((await admin.patch(`/v1/alert-rules/${r.key}`, { enabled: false })).status, 200);
+    for (const r of BUILT_IN_RULES) assert.equal((await admin.patch(`/v1/alert-rules/${r.key}`, { enabled: false })).status, 200, `built-in rule ${r.key} disabled for this suite`);
     // only this suite's reports count: earlier suites' nodes and the hosting node's real CPU do not
     await env.db('panel_nodes').update({ metrics_at: null });
     await evaluateAlerts(env.db);
@@ -121,16 +121,16 @@ describe('panel: webhooks', function () {
     const created = await admin.post(`/v1/orgs/${org}/webhooks`, { url: rx.url('/platform'), events: ['alert.fired', 'alert.resolved'] });
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const secret: string = created.json.secret;
-    assert.match(secret, /^whsec_/);
+    assert.match(secret, /^whsec_/, 'the secret is a whsec_ secret');
     const listed = (await admin.get(`/v1/orgs/${org}/webhooks`)).json.endpoints;
-    assert.equal(listed.length, 1);
+    assert.equal(listed.length, 1, 'the endpoint is listed');
     assert.equal(listed[0].secret, undefined, 'the secret is shown once');
 
     // the receiver fails twice, then takes it
     rx.scripts.set('/platform', [500, 500]);
     const node = unique('w');
     await addNode(env.db, null, node);
-    assert.equal((await admin.patch('/v1/alert-rules/node_cpu', { enabled: true, threshold: 80, for_seconds: 0 })).status, 200);
+    assert.equal((await admin.patch('/v1/alert-rules/node_cpu', { enabled: true, threshold: 80, for_seconds: 0 })).status, 200, 'the node_cpu rule enabled at 80%');
     await recordHeartbeat(env.db, node, heartbeat(95));
     // through the schedule: evaluation, then the delivery's workflow
     await temporal.schedule.getHandle('alert-eval').trigger();
@@ -140,27 +140,27 @@ describe('panel: webhooks', function () {
     assert.ok(!verifyPanelSignature('whsec_wrong', String(last.headers['panel-signature']), last.body), 'a wrong secret does not verify the signature');
     assert.ok(!verifyPanelSignature(secret, String(last.headers['panel-signature']), last.body.replace('alert', 'alarm')), 'a changed body does not verify the signature');
     const payload = JSON.parse(last.body);
-    assert.deepEqual(Object.keys(payload).sort(), ['data', 'id', 'org', 'time', 'type']);
-    assert.equal(payload.type, 'alert.fired');
-    assert.equal(payload.org, org);
-    assert.equal(payload.data.alert.node, node);
-    assert.equal(payload.data.alert.state, 'open');
+    assert.deepEqual(Object.keys(payload).sort(), ['data', 'id', 'org', 'time', 'type'], 'the payload has exactly data, id, org, time, type');
+    assert.equal(payload.type, 'alert.fired', 'the event type');
+    assert.equal(payload.org, org, 'the payload names the org');
+    assert.equal(payload.data.alert.node, node, 'the alert names the node');
+    assert.equal(payload.data.alert.state, 'open', 'the alert is open');
     const deliveryId = String(last.headers['panel-delivery']);
     const d = await until('delivered', async () => {
       const x = await delivery(deliveryId);
       return x.status === 'delivered' && x;
     });
-    assert.deepEqual(d.attempts.map((a: { status_code: number }) => a.status_code), [500, 500, 200]);
-    assert.equal(d.attempts[0].error, 'the receiver answered 500');
+    assert.deepEqual(d.attempts.map((a: { status_code: number }) => a.status_code), [500, 500, 200], 'two 500s, then delivered');
+    assert.equal(d.attempts[0].error, 'the receiver answered 500', 'the failed attempt says what the receiver answered');
     assert.ok(d.attempts.every((a: { latency_ms: number }) => a.latency_ms >= 0), `every attempt has a latency: ${JSON.stringify(d.attempts)}`);
     // the attempt is recorded delivered by the activity a moment before its workflow completes
     const handle = temporal.workflow.getHandle(webhookWorkflowId(deliveryId));
     await handle.result();
     const wf = await handle.describe();
-    assert.equal(wf.status.name, 'COMPLETED');
-    assert.deepEqual(wf.searchAttributes.OrgId, [org]);
+    assert.equal(wf.status.name, 'COMPLETED', 'the delivery workflow completed');
+    assert.deepEqual(wf.searchAttributes.OrgId, [org], 'the workflow is searchable by its org');
     const byEndpoint = (await admin.get(`/v1/webhooks/${created.json.id}/deliveries`)).json.deliveries;
-    assert.equal(byEndpoint[0].id, deliveryId);
+    assert.equal(byEndpoint[0].id, deliveryId, 'the endpoint\'s delivery list shows this delivery first');
 
     // resolved, and the receiver keeps failing: the delivery gives up after its time
     rx.scripts.set('/platform', Array(50).fill(503));
@@ -179,15 +179,15 @@ describe('panel: webhooks', function () {
     rx.scripts.set('/platform', []);
     const again = await admin.post(`/v1/webhook-deliveries/${failedId}/redeliver`);
     assert.equal(again.status, 202, JSON.stringify(again.json));
-    assert.equal(again.json.redelivery_of, failedId);
+    assert.equal(again.json.redelivery_of, failedId, 'the redelivery points at the failed delivery');
     const redelivered = await until('redelivered', async () => {
       const x = await delivery(again.json.id);
       return x.status === 'delivered' && x;
     });
-    assert.equal(redelivered.event_id, failed.event_id);
-    assert.equal(redelivered.attempts.length, 1);
+    assert.equal(redelivered.event_id, failed.event_id, 'the redelivery carries the same event');
+    assert.equal(redelivered.attempts.length, 1, 'delivered at the first attempt');
     await admin.patch('/v1/alert-rules/node_cpu', { enabled: false });
-    assert.equal((await admin.del(`/v1/webhooks/${created.json.id}`)).status, 204);
+    assert.equal((await admin.del(`/v1/webhooks/${created.json.id}`)).status, 204, 'the endpoint is deleted');
   });
 
   it('an endpoint receives the events of its org and everything below, and only it and the levels above see it', async () => {
@@ -196,29 +196,29 @@ describe('panel: webhooks', function () {
     const other = await createOrgWithLogin(admin, { type: 'provider' });
     const mine = await provider.client.post(`/v1/orgs/${provider.id}/webhooks`, { url: rx.url('/provider'), events: ['alert.fired'] });
     assert.equal(mine.status, 201, JSON.stringify(mine.json));
-    assert.equal((await other.client.post(`/v1/orgs/${other.id}/webhooks`, { url: rx.url('/other'), events: ['alert.fired'] })).status, 201);
-    assert.equal((await customer.client.post(`/v1/orgs/${provider.id}/webhooks`, { url: rx.url('/x'), events: ['alert.fired'] })).status, 404);
+    assert.equal((await other.client.post(`/v1/orgs/${other.id}/webhooks`, { url: rx.url('/other'), events: ['alert.fired'] })).status, 201, 'the other provider creates its endpoint');
+    assert.equal((await customer.client.post(`/v1/orgs/${provider.id}/webhooks`, { url: rx.url('/x'), events: ['alert.fired'] })).status, 404, 'a customer cannot create an endpoint on its provider\'s org');
     const e = await emitEvent(env.db, customer.id, 'alert.fired', { note: 'from below' });
-    assert.equal(e.deliveries, 1);
+    assert.equal(e.deliveries, 1, 'an event from below goes to the provider\'s endpoint');
     assert.equal((await emitEvent(env.db, customer.id, 'alert.resolved', {})).deliveries, 0, 'only the types it asked for');
     // no evaluation runs: the panel's dispatcher starts the delivery within seconds
     const got = await until('the provider delivery', async () => rx.got.find((g) => g.path === '/provider'));
-    assert.equal(JSON.parse(got.body).id, e.id);
-    assert.equal(JSON.parse(got.body).org, customer.id);
+    assert.equal(JSON.parse(got.body).id, e.id, 'the provider got the event from below');
+    assert.equal(JSON.parse(got.body).org, customer.id, 'the payload names the customer org');
     await sleep(300);
     assert.ok(!rx.got.some((g) => g.path === '/other'), 'a sibling provider gets nothing');
     const deliveryId = String(got.headers['panel-delivery']);
-    assert.equal((await provider.client.get(`/v1/webhook-deliveries/${deliveryId}`)).status, 200);
-    assert.equal((await other.client.get(`/v1/webhook-deliveries/${deliveryId}`)).status, 404);
-    assert.equal((await customer.client.get(`/v1/webhooks/${mine.json.id}/deliveries`)).status, 404);
-    assert.equal((await other.client.del(`/v1/webhooks/${mine.json.id}`)).status, 404);
-    assert.equal((await other.client.patch(`/v1/webhooks/${mine.json.id}`, { enabled: false })).status, 404);
+    assert.equal((await provider.client.get(`/v1/webhook-deliveries/${deliveryId}`)).status, 200, 'the provider sees its delivery');
+    assert.equal((await other.client.get(`/v1/webhook-deliveries/${deliveryId}`)).status, 404, 'a sibling provider does not see the delivery');
+    assert.equal((await customer.client.get(`/v1/webhooks/${mine.json.id}/deliveries`)).status, 404, 'a customer does not see its provider\'s endpoint');
+    assert.equal((await other.client.del(`/v1/webhooks/${mine.json.id}`)).status, 404, 'a sibling provider cannot delete the endpoint');
+    assert.equal((await other.client.patch(`/v1/webhooks/${mine.json.id}`, { enabled: false })).status, 404, 'a sibling provider cannot change the endpoint');
     // disabled, it gets nothing; a bad change changes nothing
-    assert.equal((await provider.client.patch(`/v1/webhooks/${mine.json.id}`, { url: 'http://10.0.0.1/', enabled: false })).status, 400);
-    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].enabled, true);
+    assert.equal((await provider.client.patch(`/v1/webhooks/${mine.json.id}`, { url: 'http://10.0.0.1/', enabled: false })).status, 400, 'a private URL is refused');
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].enabled, true, 'the refused change left the endpoint enabled');
     const off = await provider.client.patch(`/v1/webhooks/${mine.json.id}`, { enabled: false });
     assert.equal(off.status, 200, JSON.stringify(off.json));
-    assert.equal(off.json.enabled, false);
-    assert.equal((await emitEvent(env.db, customer.id, 'alert.fired', {})).deliveries, 0);
+    assert.equal(off.json.enabled, false, 'the endpoint is disabled');
+    assert.equal((await emitEvent(env.db, customer.id, 'alert.fired', {})).deliveries, 0, 'a disabled endpoint gets no delivery');
   });
 });

@@ -63,7 +63,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
   before(async function () {
     this.timeout(120_000);
     panel = await startHostingPanel({ mariadb: true, backups: true, backupInspectionMs: INSPECTION_MS, flags: ['-node-api-listen', '127.0.0.1:0'], opTimeoutMs: AGENT_WAIT_MS });
-    assert.equal(panel.runtime.hostingNode?.facts().backups, true);
+    assert.equal(panel.runtime.hostingNode?.facts().backups, true, 'the hosting node keeps backups');
     admin = await platformAdmin(panel.url);
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     reseller = await createOrgWithLogin(provider.client, { type: 'reseller' });
@@ -95,8 +95,8 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
   async function backupReady(by: PanelClient, siteId: string): Promise<Reply> {
     const r = await by.post(`/v1/sites/${siteId}/restore-points`);
     assert.equal(r.status, 202, JSON.stringify(r.json));
-    assert.equal(r.json.status, 'pending');
-    assert.match(r.json.offsite_copies, /^PLANNED/);
+    assert.equal(r.json.status, 'pending', 'a new restore point is pending');
+    assert.match(r.json.offsite_copies, /^PLANNED/, 'offsite copies are only planned');
     return readUntil('restore point ready', () => by.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending');
   }
 
@@ -106,14 +106,14 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const rowsBefore = await sql(panel, `SELECT * FROM ${src.db}.orders ORDER BY id`);
     const rp = await backupReady(src.customer.client, src.site.id);
     assert.equal(rp.json.status, 'ready', JSON.stringify(rp.json));
-    assert.match(rp.json.sha256, /^[0-9a-f]{64}$/);
-    assert.deepEqual(rp.json.databases, [src.db]);
+    assert.match(rp.json.sha256, /^[0-9a-f]{64}$/, 'the restore point has a SHA-256');
+    assert.deepEqual(rp.json.databases, [src.db], 'the restore point holds the site\'s database');
     const file = path.join(panel.root, 'backups', rp.json.file);
     assert.ok(fs.existsSync(file), file);
-    assert.equal(fs.statSync(file).size, rp.json.bytes);
+    assert.equal(fs.statSync(file).size, rp.json.bytes, 'the archive size on disk is the recorded bytes');
     const listed = await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`);
-    assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [rp.json.id]);
-    assert.match(listed.json.offsite_copies, /PLANNED/);
+    assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [rp.json.id], 'the site lists its one restore point');
+    assert.match(listed.json.offsite_copies, /PLANNED/, 'the list says offsite copies are only planned');
 
     // the site changes after the restore point
     fs.writeFileSync(path.join(src.docroot, 'index.html'), 'changed');
@@ -133,9 +133,9 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal((await target.client.get(`/v1/orgs/${target.id}`)).json.counts.websites, 0, 'a refused restore creates nothing');
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain, databases: { [src.db]: newDb } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
-    assert.equal(r.json.site.org_id, target.id);
-    assert.equal(r.json.site.domain, newDomain);
-    assert.equal(r.json.databases.length, 1);
+    assert.equal(r.json.site.org_id, target.id, 'the restored site belongs to the target account');
+    assert.equal(r.json.site.domain, newDomain, 'the restored site has the new domain');
+    assert.equal(r.json.databases.length, 1, 'one database restored');
     const { password } = r.json.databases[0];
     const site = await readUntil('restored site active', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
     assert.equal(site.json.status, 'active', JSON.stringify(site.json));
@@ -143,21 +143,21 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(dbRow.json.status, 'active', JSON.stringify(dbRow.json));
 
     const restoredRoot = path.join(panel.root, 'sites', newDomain, 'public_html');
-    assert.deepEqual(tree(restoredRoot), before);
-    assert.equal(await sql(panel, `SELECT * FROM ${newDb}.orders ORDER BY id`), rowsBefore);
+    assert.deepEqual(tree(restoredRoot), before, 'the restored files are those of the restore point');
+    assert.equal(await sql(panel, `SELECT * FROM ${newDb}.orders ORDER BY id`), rowsBefore, 'the restored rows are those of the restore point');
     const asUser = await run('mariadb', ['--no-defaults', '--protocol=TCP', '--host=127.0.0.1', `--port=${panel.dbPort}`, `--user=${newDb}`, `--password=${password}`, '--batch', '--skip-column-names', '-e', `SELECT count(*) FROM ${newDb}.orders`]);
     assert.equal(asUser.stdout.trim(), '3', asUser.stderr);
     const home = await siteGet(panel.webPort, newDomain);
-    assert.equal(home.status, 200);
-    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`);
+    assert.equal(home.status, 200, `the restored site answers: ${home.body.slice(0, 300)}`);
+    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`, 'the restored site serves the restore point\'s index');
     // it counts in the target account like any site and database
     const counts = (await target.client.get(`/v1/orgs/${target.id}`)).json.counts;
-    assert.equal(counts.websites, 1);
-    assert.equal(counts.databases, 1);
+    assert.equal(counts.websites, 1, 'the restored site counts in the target account');
+    assert.equal(counts.databases, 1, 'the restored database counts in the target account');
     // the password left the operation's row once it ended
     const op = await env.db('panel_node_ops').where({ id: site.json.operation_id }).first();
-    assert.equal(op.kind, 'backup.restore');
-    assert.equal(op.payload.databases, undefined);
+    assert.equal(op.kind, 'backup.restore', 'the site\'s operation is a restore');
+    assert.equal(op.payload.databases, undefined, 'the database passwords left the operation\'s payload');
   });
 
   it('issue 32 item 9: restore into another account carries the operator PHP settings of the restore point', async () => {
@@ -198,7 +198,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     assert.equal(d.status, 202, JSON.stringify(d.json));
     await readUntil('restore point gone', () => src.customer.client.get(`/v1/restore-points/${rp.json.id}`), (x) => x.status === 404);
     assert.ok(!fs.existsSync(file), `the deleted restore point's archive is removed: ${file}`);
-    assert.deepEqual((await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`)).json.restore_points, []);
+    assert.deepEqual((await src.customer.client.get(`/v1/sites/${src.site.id}/restore-points`)).json.restore_points, [], 'the deleted restore point is no longer listed');
     const other = await createOrgWithLogin(reseller.client, { type: 'customer' });
     refused(await other.client.post(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
     refused(await other.client.get(`/v1/sites/${src.site.id}/restore-points`), 404, 'not_found');
@@ -211,14 +211,14 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     refused(await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 0 }), 400, 'validation_failed');
     const set = await c.put(`/v1/sites/${src.site.id}/backup-schedule`, { every: 'hourly', keep: 2 });
     assert.equal(set.status, 200, JSON.stringify(set.json));
-    assert.equal(set.json.every, 'hourly');
-    assert.equal(set.json.next_runs.length > 0, true);
-    assert.match(set.json.offsite_copies, /PLANNED/);
+    assert.equal(set.json.every, 'hourly', 'the schedule runs hourly');
+    assert.equal(set.json.next_runs.length > 0, true, 'the schedule says its next runs');
+    assert.match(set.json.offsite_copies, /PLANNED/, 'the schedule says offsite copies are only planned');
     const connection = await Connection.connect({ address: env.temporalAddress });
     try {
       const schedule = new Client({ connection }).schedule.getHandle(backupScheduleId(src.site.id));
       const described = await schedule.describe();
-      assert.equal(described.spec.intervals?.[0]?.every, 3_600_000);
+      assert.equal(described.spec.intervals?.[0]?.every, 3_600_000, 'the Temporal schedule runs every hour');
       const scheduled = async () => env.db('panel_restore_points').where({ site_id: src.site.id, trigger: 'scheduled' }).orderBy('created_at');
       const created: string[] = [];
       for (let i = 1; i <= 3; i++) {
@@ -255,9 +255,9 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
         }
       }
       const listed = await c.get(`/v1/sites/${src.site.id}/restore-points`);
-      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [created[2], created[1]]);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [created[2], created[1]], 'kept: the newest two, newest first');
       assert.ok(!fs.existsSync(path.join(panel.root, 'backups/restore-points', src.site.id, `${created[0]}.tar.gz`)), 'the oldest archive is gone from the node');
-      assert.equal((await c.del(`/v1/sites/${src.site.id}/backup-schedule`)).status, 204);
+      assert.equal((await c.del(`/v1/sites/${src.site.id}/backup-schedule`)).status, 204, 'the schedule is deleted');
       await assert.rejects(schedule.describe());
       refused(await c.get(`/v1/sites/${src.site.id}/backup-schedule`), 404, 'not_found');
     } finally {
@@ -283,11 +283,11 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const first = await inspect();
     assert.equal(first.json.status, 'ready', JSON.stringify(first.json));
     const dir: string = first.json.path;
-    assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
-    assert.equal(fs.statSync(dir).uid, process.getuid!());
+    assert.equal(fs.statSync(dir).mode & 0o777, 0o700, 'the inspection folder is 0700');
+    assert.equal(fs.statSync(dir).uid, process.getuid!(), 'the inspection folder is owned by the panel process user');
     const files = tree(dir);
-    assert.equal(files['site/public_html/index.html'], `<h1>${src.domain} from the backup</h1>`);
-    assert.match(files[`databases/${src.db}.sql`], /INSERT INTO `orders`/);
+    assert.equal(files['site/public_html/index.html'], `<h1>${src.domain} from the backup</h1>`, 'the site\'s files are in the inspection');
+    assert.match(files[`databases/${src.db}.sql`], /INSERT INTO `orders`/, 'the database dump is in the inspection');
     assert.ok(!Object.values(files).some((t) => t.includes('PRIVATE KEY')), `no TLS private key: ${Object.keys(files).join(', ')}`);
     assert.ok(!fs.existsSync(path.join(dir, 'site/tls/site.key')), 'the inspection holds no TLS private key file');
     // a restore point under inspection is not deleted
@@ -308,7 +308,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const connection = await Connection.connect({ address: env.temporalAddress });
     try {
       const result = await new Client({ connection }).workflow.getHandle(`inspection-${second.json.id}`).result();
-      assert.deepEqual(result, { extracted: true, removedBy: 'timer' });
+      assert.deepEqual(result, { extracted: true, removedBy: 'timer' }, 'the inspection workflow extracted and its timer removed it');
     } finally {
       await connection.close();
     }
@@ -319,17 +319,17 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const c = src.customer.client;
     const before = tree(src.docroot);
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 404, 'not_found');
-    assert.equal((await c.del(`/v1/sites/${src.site.id}`)).status, 202);
+    assert.equal((await c.del(`/v1/sites/${src.site.id}`)).status, 202, 'the site is deleted');
     await readUntil('site gone', () => c.get(`/v1/sites/${src.site.id}`), (x) => x.status === 404);
-    assert.equal((await siteGet(panel.webPort, src.domain)).status, 404);
+    assert.equal((await siteGet(panel.webPort, src.domain)).status, 404, 'the deleted site is no longer served');
 
     refused(await c.get('/v1/site-archives'), 403, 'forbidden');
     const archives = await admin.get('/v1/site-archives');
     assert.equal(archives.status, 200, JSON.stringify(archives.json));
     const mine = archives.json.archives.filter((a: { site_id: string }) => a.site_id === src.site.id);
-    assert.equal(mine.length, 1);
-    assert.equal(mine[0].domain, src.domain);
-    assert.match(mine[0].sha256, /^[0-9a-f]{64}$/);
+    assert.equal(mine.length, 1, 'one archive of the deleted site');
+    assert.equal(mine[0].domain, src.domain, 'the archive names the site\'s domain');
+    assert.match(mine[0].sha256, /^[0-9a-f]{64}$/, 'the archive has a SHA-256');
     assert.ok(mine[0].time && mine[0].file.startsWith('archives/'), `the archive has a time and lies under archives/: ${JSON.stringify(mine[0])}`);
 
     // a new site took the domain meanwhile: site exists
@@ -339,27 +339,27 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     await readUntil('taker active', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.json.status === 'active');
     const clash = await admin.post(`/v1/sites/${src.site.id}/restore`);
     refused(clash, 409, 'conflict');
-    assert.match(clash.json.error.message, /^site exists/);
-    assert.equal(clash.json.error.details.reason, 'site_exists');
+    assert.match(clash.json.error.message, /^site exists/, 'the refusal says site exists');
+    assert.equal(clash.json.error.details.reason, 'site_exists', 'the refusal\'s reason is site_exists');
     // a site the panel holds cannot be restored over either
     const held = await admin.post(`/v1/sites/${taker.json.id}/restore`);
     assert.equal(held.status, 404, 'no archive of a live site');
-    assert.equal((await other.client.del(`/v1/sites/${taker.json.id}`)).status, 202);
+    assert.equal((await other.client.del(`/v1/sites/${taker.json.id}`)).status, 202, 'the site that took the domain is deleted');
     await readUntil('taker gone', () => other.client.get(`/v1/sites/${taker.json.id}`), (x) => x.status === 404);
 
     const countsBefore = (await c.get(`/v1/orgs/${src.customer.id}`)).json.counts;
     const r = await admin.post(`/v1/sites/${src.site.id}/restore`);
     assert.equal(r.status, 200, JSON.stringify(r.json));
-    assert.equal(r.json.held_by_panel, false);
+    assert.equal(r.json.held_by_panel, false, 'the restored site is not held by the panel');
     const home = await siteGet(panel.webPort, src.domain);
-    assert.equal(home.status, 200);
-    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`);
-    assert.deepEqual(tree(src.docroot), before);
+    assert.equal(home.status, 200, `the restored site answers: ${home.body.slice(0, 300)}`);
+    assert.equal(home.body, `<h1>${src.domain} from the backup</h1>`, 'the restored site serves the archived index');
+    assert.deepEqual(tree(src.docroot), before, 'the restored files are those of the archive');
     // the panel holds no record of it: not listed, no quota
     refused(await c.get(`/v1/sites/${src.site.id}`), 404, 'not_found');
-    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}/sites`)).json.sites, []);
-    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}`)).json.counts, countsBefore);
-    assert.equal(countsBefore.websites, 0);
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}/sites`)).json.sites, [], 'the restored site is listed under no account');
+    assert.deepEqual((await c.get(`/v1/orgs/${src.customer.id}`)).json.counts, countsBefore, 'the restore charges no quota');
+    assert.equal(countsBefore.websites, 0, 'the deleted site no longer counted');
     // the node serves it, so restoring again is refused as site exists
     refused(await admin.post(`/v1/sites/${src.site.id}/restore`), 409, 'conflict');
   });
@@ -415,7 +415,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       // backed up on its node (spec 4.4.6); inspection is not offered there
       const ok = await backupReady(customer.client, s.json.id);
       assert.equal(ok.json.status, 'ready', JSON.stringify(ok.json));
-      assert.equal(ok.json.node, name);
+      assert.equal(ok.json.node, name, 'the restore point lies on the agent\'s node');
       assert.ok(fs.existsSync(path.join(backupDir, ok.json.file)), 'the archive is on the agent node');
       refused(await admin.post(`/v1/restore-points/${ok.json.id}/inspection`), 409, 'conflict');
       assert.ok(!(await admin.get('/v1/site-archives')).json.archives.some((a: { site_id: string }) => a.site_id === s.json.id), `the live site ${s.json.id} is not among the site archives`);
@@ -425,11 +425,11 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       const copyDomain = domainName('agent-copy');
       const restored = await admin.post(`/v1/restore-points/${ok.json.id}/restore`, { into_account: target.id, domain: copyDomain });
       assert.equal(restored.status, 202, JSON.stringify(restored.json));
-      assert.equal(restored.json.site.node, name);
+      assert.equal(restored.json.site.node, name, 'the copy is placed on the same node');
       const copy = await readUntil('agent restore', () => target.client.get(`/v1/sites/${restored.json.site.id}`), (x) => x.json.status !== 'pending');
       assert.equal(copy.json.status, 'active', JSON.stringify(copy.json));
       const served = await siteGet(webPort, copyDomain);
-      assert.equal(served.status, 200);
+      assert.equal(served.status, 200, `the copy answers: ${served.body.slice(0, 300)}`);
       assert.ok(served.body.includes(domain) && !served.body.includes('changed after'), 'the copy serves the files of the restore point');
 
       // a site big enough for the archive to take a while
@@ -448,13 +448,13 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
       await agent.exited;
 
       const failed = await readUntil('restore point ended', () => customer.client.get(`/v1/restore-points/${r.json.id}`), (x) => x.json.status !== 'pending', AGENT_WAIT_MS + 30_000);
-      assert.equal(failed.json.status, 'failed');
-      assert.match(failed.json.error, /did not report the operation/);
+      assert.equal(failed.json.status, 'failed', 'the killed backup fails');
+      assert.match(failed.json.error, /did not report the operation/, 'the failure says the node did not report');
       const listed = await customer.client.get(`/v1/sites/${s.json.id}/restore-points`);
-      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [ok.json.id]);
+      assert.deepEqual(listed.json.restore_points.map((x: { id: string }) => x.id), [ok.json.id], 'only the first restore point is listed');
       assert.ok(fs.existsSync(part), 'the partial archive is left under its temp name');
       assert.ok(!fs.existsSync(path.join(dir, `${r.json.id}.tar.gz`)) && !fs.existsSync(path.join(dir, `${r.json.id}.tar.gz.sha256`)), `the failed archive ${r.json.id} left no final file nor checksum`);
-      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id], 'only the first archive is on the node');
       // restarted, the node stops the orphaned web services of the killed process and runs on; it lists nothing new
       agent = startAgentProcess();
       const again = Date.now() + 30_000;
@@ -463,7 +463,7 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
         if (Date.now() > again || agent.child.exitCode !== null) throw new Error(`the agent did not come back: ${agent.stderr()}`);
         await new Promise((res) => setTimeout(res, 100));
       }
-      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id]);
+      assert.deepEqual(listArchives(path.join(backupDir, 'restore-points')).map((a) => a.id), [ok.json.id], 'the restarted node lists no new archive');
     } finally {
       if (agent.child.exitCode === null && agent.child.signalCode === null) {
         agent.child.kill('SIGTERM');
@@ -485,35 +485,35 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const r = await admin.post(`/v1/restore-points/${rp.json.id}/restore`, { into_account: target.id, domain: newDomain });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     const site = await readUntil('restore ended', () => target.client.get(`/v1/sites/${r.json.site.id}`), (x) => x.json.status !== 'pending');
-    assert.equal(site.json.status, 'failed');
-    assert.match(site.json.error, /does not match its SHA-256/);
+    assert.equal(site.json.status, 'failed', 'the restore of a tampered archive fails');
+    assert.match(site.json.error, /does not match its SHA-256/, 'the failure names the SHA-256 mismatch');
     assert.ok(!fs.existsSync(path.join(panel.root, 'sites', newDomain, 'public_html', 'big.bin')), 'nothing of the archive was extracted');
-    assert.equal((await target.client.get(`/v1/databases/${r.json.databases[0].id}`)).json.status, 'failed');
+    assert.equal((await target.client.get(`/v1/databases/${r.json.databases[0].id}`)).json.status, 'failed', 'the database restore fails too');
     assert.equal(await sql(panel, `SHOW DATABASES LIKE '${r.json.databases[0].name}'`), '', 'no database was created');
 
     // a deleted site's archive changed on disk: 422 unsafe_archive, the site does not come back
     const gone = await siteWithData();
-    assert.equal((await gone.customer.client.del(`/v1/sites/${gone.site.id}`)).status, 202);
+    assert.equal((await gone.customer.client.del(`/v1/sites/${gone.site.id}`)).status, 202, 'the site is deleted');
     await readUntil('site gone', () => gone.customer.client.get(`/v1/sites/${gone.site.id}`), (x) => x.status === 404);
     const archive = (await admin.get('/v1/site-archives')).json.archives.find((a: { site_id: string }) => a.site_id === gone.site.id);
     fs.appendFileSync(path.join(panel.root, 'backups', archive.file), 'tampered');
     refused(await admin.post(`/v1/sites/${gone.site.id}/restore`), 422, 'unsafe_archive');
-    assert.equal((await siteGet(panel.webPort, gone.domain)).status, 404);
+    assert.equal((await siteGet(panel.webPort, gone.domain)).status, 404, 'the refused site is not served');
     assert.ok(!fs.existsSync(gone.docroot), `a refused restore writes no docroot: ${gone.docroot}`);
 
     // a backup that fails on the node (its database vanished behind the panel's back)
     const broken = await siteWithData();
     await sql(panel, `DROP DATABASE ${broken.db}`);
     const failed = await backupReady(broken.customer.client, broken.site.id);
-    assert.equal(failed.json.status, 'failed');
-    assert.match(failed.json.error, /mariadb-dump/);
-    assert.deepEqual((await broken.customer.client.get(`/v1/sites/${broken.site.id}/restore-points`)).json.restore_points, []);
+    assert.equal(failed.json.status, 'failed', 'the backup fails on the node');
+    assert.match(failed.json.error, /mariadb-dump/, 'the failure names mariadb-dump');
+    assert.deepEqual((await broken.customer.client.get(`/v1/sites/${broken.site.id}/restore-points`)).json.restore_points, [], 'a failed backup is not listed');
     assert.ok(!fs.readdirSync(path.join(panel.root, 'backups/restore-points', broken.site.id)).length, 'no archive, no partial file');
     const m = await admin.get('/v1/backups/metrics');
     const entry = m.json.sites.find((x: { site_id: string }) => x.site_id === broken.site.id);
-    assert.equal(entry.last_success, null);
+    assert.equal(entry.last_success, null, 'no success recorded for the broken site');
     assert.ok(entry.last_failure, `the failure is recorded: ${JSON.stringify(entry)}`);
-    assert.match(entry.last_error, /mariadb-dump/);
+    assert.match(entry.last_error, /mariadb-dump/, 'the metrics name mariadb-dump as the last error');
     assert.ok(m.json.restores.failed >= 2, `failed restores counted: ${m.json.restores.failed}`);
   });
 
@@ -530,10 +530,10 @@ describe('panel: backups on the hosting node (restore points, restore into anoth
     const r = await admin.post('/v1/backups/cleanup');
     assert.equal(r.status, 200, JSON.stringify(r.json));
     const kinds = r.json.removed.map((x: { kind: string }) => x.kind).sort();
-    assert.deepEqual(kinds, ['expired inspection folder', 'orphaned sidecar', 'orphaned temp folder', 'partial archive']);
-    assert.equal(r.json.bytes_freed, 1003);
+    assert.deepEqual(kinds, ['expired inspection folder', 'orphaned sidecar', 'orphaned temp folder', 'partial archive'], 'cleanup says what it removed, by kind');
+    assert.equal(r.json.bytes_freed, 1003, 'bytes freed: 1000-byte part plus 3-byte sidecar');
     assert.ok(!fs.existsSync(path.join(dir, 'inspect', stale)), `the stale inspection folder is removed: ${stale}`);
-    assert.deepEqual((await admin.post('/v1/backups/cleanup')).json.removed, []);
+    assert.deepEqual((await admin.post('/v1/backups/cleanup')).json.removed, [], 'a second cleanup finds nothing');
     // ready restore points survive it
     const ready = await env.db('panel_restore_points').where({ status: 'ready', node_name: 'hosting' });
     for (const rp of ready) assert.ok(fs.existsSync(path.join(dir, rp.file)), rp.file);
@@ -566,7 +566,7 @@ describe('panel: a hosting node without -backup-dir refuses backups', function (
   });
 
   it('refuses restore points and schedules of its sites with a clear error, and the node itself refuses the operation', async () => {
-    assert.equal(panel.runtime.hostingNode?.facts().backups, false);
+    assert.equal(panel.runtime.hostingNode?.facts().backups, false, 'the hosting node runs without -backup-dir');
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const s = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: domainName('nobackup') });
@@ -574,16 +574,16 @@ describe('panel: a hosting node without -backup-dir refuses backups', function (
     await readUntil('site active', () => customer.client.get(`/v1/sites/${s.json.id}`), (r) => r.json.status === 'active');
     const r = await customer.client.post(`/v1/sites/${s.json.id}/restore-points`);
     refused(r, 409, 'conflict');
-    assert.match(r.json.error.message, /keeps no backups \(it runs without -backup-dir\)/);
+    assert.match(r.json.error.message, /keeps no backups \(it runs without -backup-dir\)/, 'the refusal says the node keeps no backups');
     refused(await customer.client.put(`/v1/sites/${s.json.id}/backup-schedule`, { every: 'daily', keep: 7 }), 409, 'conflict');
     assert.equal(await env.db('panel_restore_points').where({ site_id: s.json.id }).first(), undefined, 'nothing recorded');
     refused(await admin.get('/v1/site-archives'), 409, 'conflict');
     refused(await admin.post('/v1/backups/cleanup'), 409, 'conflict');
     // the node refuses too, whatever the panel sends
     const op = await panel.runtime.hostingNode!.apply({ id: crypto.randomUUID(), kind: 'backup.create', backupId: crypto.randomUUID(), siteId: s.json.id, databases: [] });
-    assert.deepEqual(op, { ok: false, refused: true, error: NO_BACKUP_DIR });
+    assert.deepEqual(op, { ok: false, refused: true, error: NO_BACKUP_DIR }, 'the node refuses the backup operation itself');
     // deleting a site still works (nothing to archive it into)
-    assert.equal((await customer.client.del(`/v1/sites/${s.json.id}`)).status, 202);
+    assert.equal((await customer.client.del(`/v1/sites/${s.json.id}`)).status, 202, 'a site is still deleted without backups');
     await readUntil('site gone', () => customer.client.get(`/v1/sites/${s.json.id}`), (x) => x.status === 404);
   });
 });

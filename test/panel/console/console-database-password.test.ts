@@ -46,7 +46,7 @@ describe('panel: console database password reset in chromium', function () {
       page.once('dialog', (d) => void (dialogs.push(d.message()), d.dismiss()));
       await row.getByRole('button', { name: 'Reset password' }).click();
       await until('the dialog', async () => dialogs.length === 1);
-      assert.match(dialogs[0], new RegExp(`new password\\? The current one stops working`));
+      assert.match(dialogs[0], new RegExp(`new password\\? The current one stops working`), 'the confirm dialog warns that the current password stops working');
       assert.equal(await env.db('panel_node_ops').where({ kind: 'database.password' }).whereRaw(`payload->>'user' = ?`, [name]).first(), undefined, 'dismissed: nothing queued');
 
       page.once('dialog', (d) => void d.accept());
@@ -57,13 +57,13 @@ describe('panel: console database password reset in chromium', function () {
       const opId = (await customer.client.get(`/v1/databases/${created.json.id}`)).json.operation_id;
       await until('the reset applied', async () => (await env.db('panel_node_ops').where({ id: opId }).first()).status === 'done');
       const as = (pw: string) => asDbUser(panel, name, pw, 'SELECT 1');
-      assert.equal((await as(password)).code, 0);
-      assert.notEqual((await as(created.json.password)).code, 0);
+      assert.equal((await as(password)).code, 0, 'the new password logs in as the database user');
+      assert.notEqual((await as(created.json.password)).code, 0, 'the old password no longer logs in');
       await screenshot(page, 'database-password');
       await page.reload();
       await row.filter({ hasText: 'active' }).waitFor();
       assert.equal(await page.getByTestId('db-password').count(), 0, 'shown once: gone after a reload');
-      assert.deepEqual(errors, []);
+      assert.deepEqual(errors, [], 'no browser console errors');
     } finally {
       for (const c of contexts) await c.close();
     }

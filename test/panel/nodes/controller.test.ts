@@ -36,13 +36,13 @@ describe('panel: the controller', function () {
       await readUntil('after a heartbeat', () => stateOf(name), (s) => s === 'alive', 900);
       const suspect = await readUntil('past aliveMs', () => stateOf(name), (s) => s !== 'alive', 3000);
       const suspectAfter = Date.now() - heard;
-      assert.equal(suspect, 'suspect');
+      assert.equal(suspect, 'suspect', 'past aliveMs the node turns suspect');
       assert.ok(suspectAfter >= 1000 && suspectAfter < 2000, `suspect after ${suspectAfter} ms`);
       await readUntil('past suspectMs', () => stateOf(name), (s) => s === 'dead', 3000);
       const deadAfter = Date.now() - heard;
       assert.ok(deadAfter >= 2000 && deadAfter < 3000, `dead after ${deadAfter} ms`);
-      assert.equal(await stateOf(silent), 'dead');
-      assert.equal(await stateOf('hosting'), 'alive');
+      assert.equal(await stateOf(silent), 'dead', 'a node never heard from is dead');
+      assert.equal(await stateOf('hosting'), 'alive', 'the hosting node stays alive');
 
       // A heartbeat brings it back at the next write.
       await enrolNode(env.db, name, { facts: FACTS, agentStartedAt: new Date().toISOString() });
@@ -66,28 +66,28 @@ describe('panel: the controller', function () {
       panel = await startControllerPanel({ tickMs: 500, retryMs: 200 });
       await new Promise((r) => setTimeout(r, 1000));
       assert.equal(panel.controller!.isLeader, false, 'the lock is held by the child');
-      assert.equal((await currentLeader(env.db))!.leader, first!.leader);
+      assert.equal((await currentLeader(env.db))!.leader, first!.leader, 'the child still leads');
 
       // The cluster page of either process says who leads; the hosting node carries the leader flag.
       const admin = await platformAdmin(panel.url);
       const page = await admin.get('/v1/cluster/nodes');
-      assert.equal(page.status, 200);
-      assert.equal(page.json.controller.leader, first!.leader);
+      assert.equal(page.status, 200, `cluster nodes page: ${JSON.stringify(page.json)}`);
+      assert.equal(page.json.controller.leader, first!.leader, 'the cluster page names the child as leader');
       const hosting = page.json.nodes.find((n: { name: string }) => n.name === 'hosting');
-      assert.equal(hosting.controller_role, 'leader');
-      assert.equal(hosting.leader, true);
+      assert.equal(hosting.controller_role, 'leader', 'the hosting node carries the leader role');
+      assert.equal(hosting.leader, true, 'the hosting node carries the leader flag');
       assert.ok(page.json.nodes.filter((n: { leader: boolean }) => n.leader).length === 1, `exactly one leader: ${JSON.stringify(page.json.nodes)}`);
 
       const killedAt = Date.now();
       await child.kill('SIGKILL');
       const next = await readUntil('another process leads', () => currentLeader(env.db), (l) => l !== null && l.leader !== first!.leader, 15_000);
       const tookOver = Date.now() - killedAt;
-      assert.equal(next!.leader.split(':')[1], String(process.pid));
+      assert.equal(next!.leader.split(':')[1], String(process.pid), 'this process took over the lock');
       assert.ok(panel.controller!.isLeader, 'this process leads after the first leader was killed');
       assert.ok(tookOver < 5000, `took over after ${tookOver} ms`);
       assert.ok(next!.leader_since.getTime() >= killedAt - 1000, `the new leadership began after the kill: ${next!.leader_since.toISOString()}`);
       const after = await admin.get('/v1/cluster/nodes');
-      assert.equal(after.json.controller.leader, next!.leader);
+      assert.equal(after.json.controller.leader, next!.leader, 'the cluster page names the new leader');
       console.log(`      leader ${first!.leader} killed; ${next!.leader} took over after ${tookOver} ms`);
     } finally {
       await child?.close();
