@@ -50,7 +50,7 @@ describe('dashboard users (issue 22)', function () {
     assert.ok(ok.ok, `the right TOTP code signs in: ${JSON.stringify(ok)}`);
     assert.deepEqual(await signIn(env.db, s, { email, password: made.json.password, code, ip }), { ok: false, reason: 'invalid_credentials' }, 'a code is accepted once');
     const session = await sessionOf(env.db, ok.token);
-    assert.equal(session?.accountId, account.id, 'the session belongs to the user\'s account');
+    assert.equal(session?.accountId, account.id, "the session belongs to the user's account");
     await signOut(env.db, session!.sessionId);
     assert.equal(await sessionOf(env.db, ok.token), null, 'signed out: the session is gone');
 

@@ -148,7 +148,7 @@ describe('OpenAPI documents', () => {
     assert.ok(chat.responses.default.headers && 'retry-after' in chat.responses.default.headers, 'the error answer of chat completions documents retry-after');
     // the request schema is the handler's own: a field the chat schema has is in the document
     assert.ok(JSON.stringify(chat.requestBody).includes('"stream_options"'), 'the chat request schema has stream_options');
-    assert.equal(openApiPath('/v1/orgs/:id/logins'), '/v1/orgs/{id}/logins', 'Koa\'s :param becomes an OpenAPI {param} template');
+    assert.equal(openApiPath('/v1/orgs/:id/logins'), '/v1/orgs/{id}/logins', "Koa's :param becomes an OpenAPI {param} template");
   });
 
   describe('served on the gateway port', () => {
@@ -222,14 +222,14 @@ describe('OpenAPI documents', () => {
       const res = await fetch(`${base()}/openapi.json`);
       assert.equal(res.status, 200, 'the panel serves its document');
       const doc = (await res.json()) as Doc & { info: { title: string } };
-      assert.equal(doc.info.title, 'Hosting panel API', 'the panel\'s document is the Hosting panel API');
+      assert.equal(doc.info.title, 'Hosting panel API', "the panel's document is the Hosting panel API");
       assertWellFormed(doc);
       const page = await fetch(`${base()}/docs`, { headers: { accept: 'text/html' } });
       assert.equal(page.status, 200, 'the panel serves /docs before the console page');
-      assert.match(await page.text(), /\/docs\/assets\/init\.js/, 'the panel\'s /docs page loads its init script');
+      assert.match(await page.text(), /\/docs\/assets\/init\.js/, "the panel's /docs page loads its init script");
       const long = await request(`${base()}/v1/orgs?after=${'%C3%BA'.repeat(4000)}`, 'GET');
       assert.equal(long.status, 431, 'a query past the header limit is refused with 431 by the panel');
-      assert.equal(long.json.error.code, 'header_too_large', 'the panel\'s 431 is in its error body with header_too_large');
+      assert.equal(long.json.error.code, 'header_too_large', "the panel's 431 is in its error body with header_too_large");
       // a method a route lacks is a 405 in the panel's error body, with Allow (404 or a bare 501 before)
       for (const [method, path] of [['TRACE', '/v1/orgs'], ['TRACE', '/healthz'], ['TRACE', '/v1/auth/sign-in'], ['PUT', '/v1/alerts']]) {
         const res = await request(base() + path, method);

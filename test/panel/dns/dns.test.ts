@@ -36,7 +36,7 @@ describe('panel: DNS zones', () => {
     assert.match(file, /@ 300 IN TXT "v=spf1 -all"/, 'the TXT record carries its own TTL');
 
     const listed = await provider.client.get(`/v1/orgs/${provider.id}/dns-zones`);
-    assert.deepEqual(listed.json.zones.map((z: { name: string }) => z.name), [name], 'the provider lists its customer\'s zone');
+    assert.deepEqual(listed.json.zones.map((z: { name: string }) => z.name), [name], "the provider lists its customer's zone");
     const stranger = await createOrgWithLogin(admin, { type: 'provider' });
     assert.equal((await stranger.client.get(`/v1/dns-zones/${created.json.id}`)).status, 404, 'another provider cannot see the zone');
 
@@ -75,7 +75,7 @@ describe('panel: DNS zones', () => {
     const before = await env.db('panel_dns_zones').where({ name }).first();
     const refused = await customer.client.put(`/v1/dns-zones/${before.id}/records`, { records: [{ name: '@', type: 'NS', value: 'ns3' }] });
     assert.equal(refused.status, 400, 'a zone BIND refuses is a 400');
-    assert.match(refused.json.error.message, /named-checkzone/, 'the error gives named-checkzone\'s word');
+    assert.match(refused.json.error.message, /named-checkzone/, "the error gives named-checkzone's word");
     assert.deepEqual((await env.db('panel_dns_zones').where({ name }).first()).records, [], 'the refused records changed nothing');
     assert.equal(fs.readdirSync(zonesDir).filter((f) => f.endsWith('.tmp')).length, 0, 'no temporary zone files are left');
   });
@@ -95,7 +95,7 @@ describe('panel: DNS zones', () => {
   });
 
   it('renders zones named-checkzone accepts and gives serials that always grow', () => {
-    assert.equal(nextSerial(null, new Date('2026-11-25T10:00:00Z')), 2026112500, 'the first serial is the day\'s 00');
+    assert.equal(nextSerial(null, new Date('2026-11-25T10:00:00Z')), 2026112500, "the first serial is the day's 00");
     assert.equal(nextSerial(2026112500, new Date('2026-11-25T11:00:00Z')), 2026112501, 'a second change the same day counts up');
     assert.equal(nextSerial(2026112407, new Date('2026-11-25T11:00:00Z')), 2026112500, 'a new day starts at 00 even after a high count');
     assert.equal(recordProblem({ name: '_sip._tcp', type: 'SRV', value: '10 5 5060 sip.example.com.' }), null, 'an SRV record is valid');

@@ -47,7 +47,7 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     const { code, report } = await dryRun(file);
     assert.equal(code, 0, JSON.stringify(report.items.filter((i: Item) => i.class === 'refused')));
     assert.equal(report.status, 'safe', 'the realistic archive is reported safe');
-    assert.equal(report.top, 'cpmove-alice', 'the report names the archive\'s top folder');
+    assert.equal(report.top, 'cpmove-alice', "the report names the archive's top folder");
     const items: Item[] = report.items;
     // migrated
     assert.equal(find(items, 'site_files', 'alice-shop.test')?.class, 'migrated', 'the site files are migrated');
@@ -84,9 +84,9 @@ describe('panel: legacy import dry run (panelctl import-legacy)', () => {
     assert.equal(main.docroot, 'public_html', 'the document root is public_html');
     assert.deepEqual(main.php_values, { memory_limit: 256, upload_max_filesize: 64 }, 'the PHP values of the document root\'s .htaccess');
     assert.deepEqual(main.cron, ['*/15 * * * * php /home/alice/public_html/wp-cron.php >/dev/null 2>&1', '0 3 * * * /home/alice/bin/backup.sh'], 'the crontab lines without MAILTO');
-    assert.deepEqual(plan.databases.map((d: { name: string; users: string[] }) => [d.name, d.users]), [['alice_shop', ['alice_shopuser']], ['alice_wp', ['alice_wpuser']]], 'the plan\'s databases with their users');
-    assert.equal(plan.databases.find((d: { name: string }) => d.name === 'alice_wp').statements, 18 + Math.ceil(1234 / 100), 'the WordPress database\'s statement count: 18 plus one per 100 rows');
-    assert.deepEqual({ ...plan.totals, disk_mb: undefined }, { websites: 3, domains: 8, databases: 2, dns_zones: 2, disk_mb: undefined, inodes: 8 }, 'the plan\'s totals');
+    assert.deepEqual(plan.databases.map((d: { name: string; users: string[] }) => [d.name, d.users]), [['alice_shop', ['alice_shopuser']], ['alice_wp', ['alice_wpuser']]], "the plan's databases with their users");
+    assert.equal(plan.databases.find((d: { name: string }) => d.name === 'alice_wp').statements, 18 + Math.ceil(1234 / 100), "the WordPress database's statement count: 18 plus one per 100 rows");
+    assert.deepEqual({ ...plan.totals, disk_mb: undefined }, { websites: 3, domains: 8, databases: 2, dns_zones: 2, disk_mb: undefined, inodes: 8 }, "the plan's totals");
   });
 
   it('reports an unknown part and tolerates missing parts (apache_tls layout, no cron, no zones)', async () => {

@@ -48,7 +48,7 @@ describe('panel: packages', () => {
     await provider.client.put(`/v1/orgs/${reseller.id}/powers`, { powers: ['create_packages'] });
     assert.equal((await reseller.client.post(`/v1/orgs/${reseller.id}/packages`, { name: 'basic', limits: { websites: 100 } })).status, 201, 'a granted reseller may reuse a name another owner has');
     assertRefused(await reseller.client.post(`/v1/orgs/${reseller.id}/packages`, { name: 'Huge', limits: { websites: 1000 } }), 409, 'limit_reached');
-    assert.deepEqual(names(await provider.client.get(`/v1/orgs/${reseller.id}/packages`)), ['Basic', 'basic'], 'both owners\' packages are listed to the reseller');
+    assert.deepEqual(names(await provider.client.get(`/v1/orgs/${reseller.id}/packages`)), ['Basic', 'basic'], "both owners' packages are listed to the reseller");
   });
 
   it('refuses bad input with 400 naming the field and creates nothing', async () => {
@@ -77,8 +77,8 @@ describe('panel: packages', () => {
     const pP = (await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: 'Provider plan', limits: {} })).json;
     const p1 = (await r1.client.post(`/v1/orgs/${r1.id}/packages`, { name: 'R1 plan', limits: {} })).json;
     const p2 = (await r2.client.post(`/v1/orgs/${r2.id}/packages`, { name: 'R2 plan', limits: {} })).json;
-    assert.deepEqual(names(await r1.client.get(`/v1/orgs/${r1.id}/packages`)), ['Provider plan', 'R1 plan'], 'a reseller sees its own and its provider\'s packages, not its sibling\'s');
-    assert.deepEqual(names(await r1.client.get(`/v1/orgs/${customer.id}/packages`)), ['Provider plan', 'R1 plan'], 'a customer\'s list is the same as its reseller\'s');
+    assert.deepEqual(names(await r1.client.get(`/v1/orgs/${r1.id}/packages`)), ['Provider plan', 'R1 plan'], "a reseller sees its own and its provider's packages, not its sibling's");
+    assert.deepEqual(names(await r1.client.get(`/v1/orgs/${customer.id}/packages`)), ['Provider plan', 'R1 plan'], "a customer's list is the same as its reseller's");
     assert.deepEqual(names(await provider.client.get(`/v1/orgs/${provider.id}/packages`)), ['Provider plan'], 'the provider does not see packages owned below it');
     assertRefused(await r1.client.get(`/v1/orgs/${provider.id}/packages`), 404, 'not_found');
     assertRefused(await r1.client.get(`/v1/orgs/${r2.id}/packages`), 404, 'not_found');
@@ -100,8 +100,8 @@ describe('panel: packages', () => {
     const on = await reseller.client.put(`/v1/orgs/${customer.id}/package`, { package_id: pkg.id });
     assert.equal(on.status, 200, JSON.stringify(on.json));
     assert.deepEqual([on.json.source, on.json.package_id], ['package', pkg.id], 'the customer now takes its limits from the package');
-    assert.deepEqual(on.json.own, { websites: 8, databases: 2 }, 'the customer\'s own limits are the package\'s; its custom limits are dropped');
-    assert.deepEqual(on.json.effective.websites, { value: 8, set_by: { org_id: customer.id, name: customer.body.name } }, 'the effective limit is the package\'s, set on the customer');
+    assert.deepEqual(on.json.own, { websites: 8, databases: 2 }, "the customer's own limits are the package's; its custom limits are dropped");
+    assert.deepEqual(on.json.effective.websites, { value: 8, set_by: { org_id: customer.id, name: customer.body.name } }, "the effective limit is the package's, set on the customer");
     const listed = await reseller.client.get(`/v1/orgs/${reseller.id}/packages`);
     assert.equal(listed.json.packages[0].orgs_using, 1, 'the package counts the one org using it');
 
@@ -110,7 +110,7 @@ describe('panel: packages', () => {
     const log = await provider.client.get(`/v1/orgs/${provider.id}/audit`);
     const entries = log.json.entries.filter((e: { action: string }) => e.action === 'org.assign_package');
     assert.deepEqual(entries.map((e: { after: { package_id: string | null } }) => e.after.package_id), [null, pkg.id], 'the audit log has both assignments, newest first');
-    assert.deepEqual(entries[1].before, { package_id: null, limits: { websites: 3 } }, 'the first assignment\'s audit entry keeps the custom limits it dropped');
+    assert.deepEqual(entries[1].before, { package_id: null, limits: { websites: 3 } }, "the first assignment's audit entry keeps the custom limits it dropped");
 
     // not listed above the org, the org itself, outside the subtree, bad input
     assertRefused(await reseller.client.put(`/v1/orgs/${customer.id}/package`, { package_id: foreign.id }), 404, 'not_found');
@@ -143,13 +143,13 @@ describe('panel: packages', () => {
     const pkg = (await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: 'Shared', limits: { websites: 10 } })).json;
     const otherPkg = (await other.client.post(`/v1/orgs/${other.id}/packages`, { name: 'Other', limits: {} })).json;
     await provider.client.post(`/v1/orgs/${provider.id}/packages`, { name: 'Taken', limits: {} });
-    for (const c of [c1, c2]) assert.equal((await reseller.client.put(`/v1/orgs/${c.id}/package`, { package_id: pkg.id })).status, 200, 'the reseller assigns the provider\'s package to its customer');
+    for (const c of [c1, c2]) assert.equal((await reseller.client.put(`/v1/orgs/${c.id}/package`, { package_id: pkg.id })).status, 200, "the reseller assigns the provider's package to its customer");
 
     const edited = await provider.client.patch(`/v1/packages/${pkg.id}`, { limits: { websites: 20 } });
     assert.equal(edited.status, 200, JSON.stringify(edited.json));
     assert.equal(edited.json.orgs_using, 2, 'the edit reaches both orgs using the package');
     const effectiveWebsites = async () => Promise.all([c1, c2].map(async (c) => (await c.client.get(`/v1/orgs/${c.id}/limits`)).json.effective.websites.value));
-    assert.deepEqual(await effectiveWebsites(), [20, 20], 'both customers\' effective limit is the edited one');
+    assert.deepEqual(await effectiveWebsites(), [20, 20], "both customers' effective limit is the edited one");
 
     assertRefused(await provider.client.patch(`/v1/packages/${pkg.id}`, { limits: { websites: 101 } }), 409, 'limit_reached');
     assertRefused(await provider.client.patch(`/v1/packages/${pkg.id}`, { name: 'taken' }), 409, 'conflict', 'name');
@@ -194,6 +194,6 @@ describe('panel: packages', () => {
     assert.equal((await provider.client.del(`/v1/packages/${pkg.id}`)).status, 204, 'an unused package is deleted');
     assertRefused(await provider.client.get(`/v1/packages/${pkg.id}`), 404, 'not_found');
     const entry = (await provider.client.get(`/v1/orgs/${provider.id}/audit`)).json.entries.find((e: { action: string }) => e.action === 'package.delete');
-    assert.equal(entry.before.name, 'Doomed', 'the delete is audited with the package\'s name');
+    assert.equal(entry.before.name, 'Doomed', "the delete is audited with the package's name");
   });
 });
