@@ -35,7 +35,7 @@ describe('an API process killed right after answering', function () {
         headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content: 'answered, then killed [sim tokens=12 chunk_delay=150]' }] }),
       });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the streamed request is answered');
       const id = res.headers.get('x-gateway-request-id')!;
       const reader = res.body!.getReader();
       await reader.read();
@@ -59,14 +59,14 @@ describe('an API process killed right after answering', function () {
           break;
         }
       }
-      assert.match(text, /"usage"/);
+      assert.match(text, /"usage"/, 'the client has the whole answer, usage included, before the kill');
       await trx.rollback();
       await blocked;
       const row = await settled(id);
-      assert.equal(row.report.outcome, 'completed');
-      assert.equal(row.status, 'settled');
+      assert.equal(row.report.outcome, 'completed', 'the outcome was recorded as completed despite the kill');
+      assert.equal(row.status, 'settled', 'the reservation is settled');
       assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
-      assert.deepEqual((await env.db('ledger').where({ reservation_id: id }).orderBy('id')).map((l) => l.kind), ['hold', 'release', 'charge']);
+      assert.deepEqual((await env.db('ledger').where({ reservation_id: id }).orderBy('id')).map((l) => l.kind), ['hold', 'release', 'charge'], 'charged exactly once: hold, release, charge');
     } finally {
       if (!trx.isCompleted()) await trx.rollback().catch(() => {});
       child.kill('SIGKILL');

@@ -63,34 +63,34 @@ describe('audio endpoints', function () {
     it('streams the provider pcm bytes with the pcm content type, then charges the provider-recorded cost', async () => {
       const input = '[sim seconds=0.5 cost=0.0005 cost_delay=300] Hello there, this is a speech test of the gateway.';
       const res = await speech(acct.key, { model: 'sim-tts-1', input, voice: 'alloy' });
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get('content-type'), 'audio/pcm;rate=24000;channels=1');
+      assert.equal(res.status, 200, 'the speech is answered');
+      assert.equal(res.headers.get('content-type'), 'audio/pcm;rate=24000;channels=1', 'pcm is answered with its rate and channels');
       assert.equal(res.headers.get('x-gateway-cost'), null, 'the answer carries no cost');
       const id = res.headers.get('x-gateway-request-id')!;
       const bytes = Buffer.from(await res.arrayBuffer());
       assert.equal(bytes.length, 0.5 * 24_000 * 2, '16-bit samples of 0.5 s, unchanged');
       const held = await reservations(acct.accountId).where({ id }).first();
       assert.equal(Number(held.held_credits), input.length * PER_CHAR, 'held from the text length');
-      assert.equal(held.modality, 'audio');
+      assert.equal(held.modality, 'audio', 'the reservation is an audio one');
       const pending = await generation(acct.key, id);
-      assert.equal(pending.billing_source, 'pending');
+      assert.equal(pending.billing_source, 'pending', 'the cost is pending until the provider records it');
       const row = await settled(id);
-      assert.equal(row.billing_source, 'provider_cost');
+      assert.equal(row.billing_source, 'provider_cost', 'charged from the provider-recorded cost');
       assert.equal(Number(row.charge), 0.0005, 'the cost the provider recorded, not the estimate');
       const g = await generation(acct.key, id);
-      assert.equal(g.modality, 'audio');
-      assert.equal(g.usage_details.characters, input.length);
-      assert.equal(g.usage_details.seconds, 0.5);
-      assert.equal(g.outcome, 'completed');
+      assert.equal(g.modality, 'audio', 'the generation is an audio one');
+      assert.equal(g.usage_details.characters, input.length, "the usage counts the input's characters");
+      assert.equal(g.usage_details.seconds, 0.5, 'the usage has the seconds of audio made');
+      assert.equal(g.outcome, 'completed', 'the generation completed');
     });
 
     it('answers mp3 as audio/mpeg with the provider frames', async () => {
       const res = await speech(acct.key, { model: 'sim-tts-1', input: '[sim seconds=0.24 cost_delay=100] Short mp3.', response_format: 'mp3' });
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get('content-type'), 'audio/mpeg');
+      assert.equal(res.status, 200, 'the mp3 speech is answered');
+      assert.equal(res.headers.get('content-type'), 'audio/mpeg', 'mp3 is answered as audio/mpeg');
       const bytes = Buffer.from(await res.arrayBuffer());
-      assert.equal(bytes.length, 10 * 96);
-      assert.deepEqual([...bytes.subarray(0, 4)], [0xff, 0xf3, 0x44, 0xc4]);
+      assert.equal(bytes.length, 10 * 96, 'ten mp3 frames of 96 bytes, unchanged');
+      assert.deepEqual([...bytes.subarray(0, 4)], [0xff, 0xf3, 0x44, 0xc4], "the first bytes are the provider's mp3 frame header");
       await settled(res.headers.get('x-gateway-request-id')!);
     });
 
@@ -98,13 +98,13 @@ describe('audio endpoints', function () {
       const res = await speech(acct.key, { model: 'sim-tts-1', input: '[sim seconds=1 chunk_delay=150 cost_delay=100] Streaming as produced.' });
       const reader = res.body!.getReader();
       const first = await reader.read();
-      assert.equal(first.done, false);
+      assert.equal(first.done, false, 'the first chunk arrives before the end');
       assert.equal(first.value!.length, 4800, 'one 100 ms chunk');
       const id = res.headers.get('x-gateway-request-id')!;
       assert.equal((await reservations(acct.accountId).where({ id }).first()).status, 'held', 'the provider is still producing');
       let total = first.value!.length;
       for (let r = await reader.read(); !r.done; r = await reader.read()) total += r.value.length;
-      assert.equal(total, 48_000);
+      assert.equal(total, 48_000, 'all of 1 s of 16-bit 24 kHz audio arrives');
       await settled(id);
     });
 
@@ -116,25 +116,25 @@ describe('audio endpoints', function () {
       await reader.read();
       await reader.cancel();
       const row = await settled(id);
-      assert.equal(row.status, 'cancelled');
-      assert.equal(row.outcome, 'cancelled');
-      assert.equal(row.billing_source, 'provider_cost');
+      assert.equal(row.status, 'cancelled', 'the reservation is cancelled');
+      assert.equal(row.outcome, 'cancelled', 'the outcome is cancelled');
+      assert.equal(row.billing_source, 'provider_cost', 'the cancelled speech is charged from the provider-recorded cost');
       const spoken = row.usage_details.characters as number;
       assert.ok(spoken > 0 && spoken < input.length, `some audio was made (${spoken} of ${input.length} characters)`);
       assert.ok(close(Number(row.charge), spoken * PER_CHAR), `charge ${row.charge} = recorded cost of ${spoken} characters`);
-      assert.equal((await generation(acct.key, id)).outcome, 'cancelled');
+      assert.equal((await generation(acct.key, id)).outcome, 'cancelled', 'the generation shows the cancel');
     });
 
     it('a client that closes before any audio was made is charged zero', async () => {
       const res = await speech(acct.key, { model: 'sim-tts-1', input: '[sim chunk_delay=5000 cost_delay=100] Nothing will be said.' });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the speech is answered before any audio');
       const id = res.headers.get('x-gateway-request-id')!;
       await res.body!.cancel();
       const row = await settled(id);
-      assert.equal(row.status, 'cancelled');
-      assert.equal(row.billing_source, 'provider_cost');
-      assert.equal(Number(row.charge), 0);
-      assert.equal(row.usage_details.characters, 0);
+      assert.equal(row.status, 'cancelled', 'the reservation is cancelled');
+      assert.equal(row.billing_source, 'provider_cost', 'charged from the provider-recorded cost, even when zero');
+      assert.equal(Number(row.charge), 0, 'no audio made: charged zero');
+      assert.equal(row.usage_details.characters, 0, 'no characters spoken');
     });
 
     it('a client that leaves before the provider answered is not billed', async () => {
@@ -146,20 +146,20 @@ describe('audio endpoints', function () {
       await assert.rejects(pending);
       const [row] = await reservations(a.accountId);
       const done = await settled(row.id);
-      assert.equal(done.status, 'cancelled');
-      assert.equal(done.billing_source, 'not_billed');
-      assert.equal(Number(done.charge), 0);
+      assert.equal(done.status, 'cancelled', 'the reservation is cancelled');
+      assert.equal(done.billing_source, 'not_billed', 'a request the provider never answered is not billed');
+      assert.equal(Number(done.charge), 0, 'nothing charged');
     });
 
     it('a provider that breaks off mid-audio: the client sees a cut body, the provider-recorded cost is charged', async () => {
       const input = '[sim seconds=2 chunk_delay=20 drop_after=3 cost_delay=100] The provider will drop this one.';
       const res = await speech(acct.key, { model: 'sim-tts-1', input });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the answer started before the provider broke off');
       const id = res.headers.get('x-gateway-request-id')!;
       await assert.rejects(res.arrayBuffer(), 'the body ends in an error, not a clean end');
       const row = await settled(id);
-      assert.equal(row.outcome, 'failed');
-      assert.equal(row.billing_source, 'provider_cost');
+      assert.equal(row.outcome, 'failed', 'the outcome is failed');
+      assert.equal(row.billing_source, 'provider_cost', 'the failed speech is charged from the provider-recorded cost');
       const spoken = row.usage_details.characters as number;
       assert.ok(spoken > 0 && spoken < input.length, `the failed speech stopped part way: ${spoken} of ${input.length} characters`);
       assert.ok(close(Number(row.charge), spoken * PER_CHAR), `charge ${row.charge} = ${spoken} characters × ${PER_CHAR}`);
@@ -171,13 +171,13 @@ describe('audio endpoints', function () {
       await res.arrayBuffer();
       await new Promise((r) => setTimeout(r, 400)); // the workflow has polled once (pending) and sleeps
       await stack.stopWorker();
-      assert.equal((await generation(acct.key, id)).billing_source, 'pending');
+      assert.equal((await generation(acct.key, id)).billing_source, 'pending', 'the cost is still pending while the worker is stopped');
       await new Promise((r) => setTimeout(r, 2500)); // the provider records its cost meanwhile
-      assert.equal((await reservations(acct.accountId).where({ id }).first()).status, 'held');
+      assert.equal((await reservations(acct.accountId).where({ id }).first()).status, 'held', 'the reservation stays held while the worker is stopped');
       await stack.startWorker();
       const row = await settled(id);
-      assert.equal(row.billing_source, 'provider_cost');
-      assert.equal(Number(row.charge), 0.0004);
+      assert.equal(row.billing_source, 'provider_cost', 'the restarted worker settles from the provider-recorded cost');
+      assert.equal(Number(row.charge), 0.0004, 'charged the cost the provider recorded during the restart');
     });
 
     it('voice cloning with one sample and one transcript on a voice_cloning model; provider options forwarded', async () => {
@@ -189,12 +189,12 @@ describe('audio endpoints', function () {
         input_references: [{ type: 'input_audio', input_audio: { data: sample } }, { type: 'text', text: 'the sample says this' }],
         provider: { options: { simulator: { style: 'calm' }, other: { x: 1 } } },
       });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the cloning speech is answered');
       await res.arrayBuffer();
       const forwarded = await lastSimRequest('/v1/audio/speech');
-      assert.equal(forwarded.body.style, 'calm');
-      assert.equal(forwarded.body.model, 'sim-tts-clone-2026-01-15');
-      assert.equal((forwarded.body.input_references as unknown[]).length, 2);
+      assert.equal(forwarded.body.style, 'calm', 'the provider options for the simulator are forwarded');
+      assert.equal(forwarded.body.model, 'sim-tts-clone-2026-01-15', 'the model is forwarded as the upstream model');
+      assert.equal((forwarded.body.input_references as unknown[]).length, 2, 'the sample and the transcript are forwarded');
       await settled(res.headers.get('x-gateway-request-id')!);
     });
 
@@ -234,17 +234,17 @@ describe('audio endpoints', function () {
       }
       const cap = await jsonOf(await speech(a.key, { model: 'sim-whisper-1', input: 'hi' }));
       assert.match(cap.error.message, /POST \/v1\/audio\/transcriptions/, 'names the right endpoint');
-      assert.equal((await reservations(a.accountId)).length, 0);
+      assert.equal((await reservations(a.accountId)).length, 0, 'no invalid request held anything');
       const credits = (await call(base(), '/v1/credits', { key: a.key })).json.data;
-      assert.equal(credits.remaining_credits, 5);
+      assert.equal(credits.remaining_credits, 5, 'the balance is untouched');
     });
 
     it('a balance below the hold is refused with 402 and nothing held', async () => {
       const poor = await newAccount({ credits: '0.0001' });
       const res = await speech(poor.key, { model: 'sim-tts-1', input: 'x'.repeat(100) });
-      assert.equal(res.status, 402);
-      assert.equal((await jsonOf(res)).error.code, 'insufficient_quota');
-      assert.equal((await reservations(poor.accountId)).length, 0);
+      assert.equal(res.status, 402, 'a balance below the hold is refused with 402');
+      assert.equal((await jsonOf(res)).error.code, 'insufficient_quota', 'the refusal says insufficient_quota');
+      assert.equal((await reservations(poor.accountId)).length, 0, 'nothing held');
     });
   });
 
@@ -255,22 +255,22 @@ describe('audio endpoints', function () {
       const forwarded = await lastSimRequest('/v1/audio/transcriptions');
       assert.deepEqual(forwardedFormat(forwarded), { name: 'audio.wav', type: 'audio/wav' }, 'named and typed after the content');
       assert.equal(forwarded.body.prompt, undefined, 'prompt is not forwarded');
-      assert.equal(typeof res.json.text, 'string');
+      assert.equal(typeof res.json.text, 'string', 'the transcription has its text');
       const usage = res.json.usage;
       const seconds = Math.ceil(wav(2).length / 16_000);
-      assert.equal(usage.seconds, seconds);
-      assert.equal(usage.cost_details.billing_source, 'pending');
-      assert.equal(usage.cost_details.is_estimate, true);
-      assert.equal(usage.cost_details.reserved_credits, 10 * PER_SECOND);
+      assert.equal(usage.seconds, seconds, 'the usage counts the seconds of audio');
+      assert.equal(usage.cost_details.billing_source, 'pending', 'the cost is pending until the provider records it');
+      assert.equal(usage.cost_details.is_estimate, true, 'the cost shown is an estimate');
+      assert.equal(usage.cost_details.reserved_credits, 10 * PER_SECOND, '10 seconds were reserved, the minimum hold');
       assert.ok(close(usage.cost, seconds * PER_SECOND), `cost ${usage.cost} = ${seconds} s × ${PER_SECOND}`);
       assert.ok(close(usage.balance.after, usage.balance.before - usage.cost), `balance after ${usage.balance.after} = before ${usage.balance.before} - cost ${usage.cost}`);
       const id = res.headers.get('x-gateway-request-id')!;
       const row = await settled(id);
-      assert.equal(row.billing_source, 'provider_cost');
-      assert.equal(Number(row.charge), 0.0007);
+      assert.equal(row.billing_source, 'provider_cost', "the late cost is charged from the provider's record");
+      assert.equal(Number(row.charge), 0.0007, 'charged the cost the provider recorded');
       const g = await generation(acct.key, id);
-      assert.equal(g.modality, 'audio');
-      assert.equal(g.usage_details.seconds, seconds);
+      assert.equal(g.modality, 'audio', 'the generation is an audio one');
+      assert.equal(g.usage_details.seconds, seconds, 'the generation has the seconds transcribed');
     });
 
     it('detects every supported format by content, whatever the label says', async () => {
@@ -289,34 +289,34 @@ describe('audio endpoints', function () {
       for (const [format, bytes] of files) {
         const res = await transcribeJson(acct.key, { input_audio: { data: bytes.toString('base64'), format: 'flac' } });
         assert.equal(res.status, 200, `${format}: ${res.text}`);
-        assert.equal(forwardedFormat(await lastSimRequest('/v1/audio/transcriptions')).name, `audio.${format}`);
+        assert.equal(forwardedFormat(await lastSimRequest('/v1/audio/transcriptions')).name, `audio.${format}`, `${format}: forwarded named after the detected format`);
         ids.push(res.headers.get('x-gateway-request-id')!);
       }
       await Promise.all(ids.map((id) => settled(id)));
       // A data URI with a misleading media type is read by content too.
       const uri = await transcribeJson(acct.key, { input_audio: { data: `data:audio/wav;base64,${fixture('tone.mp3').toString('base64')}`, format: 'wav' } });
-      assert.equal(uri.status, 200);
-      assert.equal(forwardedFormat(await lastSimRequest('/v1/audio/transcriptions')).name, 'audio.mp3');
+      assert.equal(uri.status, 200, 'a data URI with a misleading media type is answered');
+      assert.equal(forwardedFormat(await lastSimRequest('/v1/audio/transcriptions')).name, 'audio.mp3', "the data URI's content is detected as mp3");
       await settled(uri.headers.get('x-gateway-request-id')!);
     });
 
     it('refuses content that is not audio, bad base64 and recognised but unaccepted formats', async () => {
       const a = await newAccount({ credits: '5' });
       const png1 = await transcribeFile(a.key, png(), {}, { name: 'voice.wav', type: 'audio/wav' });
-      assert.equal(png1.status, 400);
-      assert.equal(png1.json.error.code, 'invalid_audio');
-      assert.equal(png1.json.error.param, 'file');
+      assert.equal(png1.status, 400, 'a PNG labelled as wav is refused with 400');
+      assert.equal(png1.json.error.code, 'invalid_audio', 'a PNG is not audio');
+      assert.equal(png1.json.error.param, 'file', 'the refusal names the file');
       const text = await transcribeJson(a.key, { input_audio: { data: Buffer.from('just some text, not audio at all').toString('base64'), format: 'wav' } });
-      assert.equal(text.json.error.code, 'invalid_audio');
+      assert.equal(text.json.error.code, 'invalid_audio', 'text is not audio');
       const bad = await transcribeJson(a.key, { input_audio: { data: 'not base64!!', format: 'wav' } });
-      assert.equal(bad.status, 400);
-      assert.equal(bad.json.error.code, 'invalid_audio');
-      assert.equal(bad.json.error.param, 'input_audio.data');
+      assert.equal(bad.status, 400, 'bad base64 is refused with 400');
+      assert.equal(bad.json.error.code, 'invalid_audio', 'bad base64 is not audio');
+      assert.equal(bad.json.error.param, 'input_audio.data', 'the refusal names input_audio.data');
       // Recognised audio the provider does not take: AIFF, FLAC in Ogg, MPEG layer II, Matroska.
       const aif = await transcribeFile(a.key, fixture('tone.aiff'), {}, { name: 'a.wav', type: 'audio/wav' });
-      assert.equal(aif.status, 400);
-      assert.equal(aif.json.error.code, 'unsupported_audio_format');
-      assert.match(aif.json.error.message, /aiff/i);
+      assert.equal(aif.status, 400, 'AIFF is refused with 400');
+      assert.equal(aif.json.error.code, 'unsupported_audio_format', 'AIFF is recognised but not accepted');
+      assert.match(aif.json.error.message, /aiff/i, 'the refusal names AIFF');
       for (const name of ['tone.flac.ogg', 'tone.mp2', 'tone.mka']) {
         const res = await transcribeJson(a.key, { input_audio: { data: fixture(name).toString('base64'), format: 'ogg' } });
         assert.equal(res.status, 400, name);
@@ -325,10 +325,10 @@ describe('audio endpoints', function () {
       }
       // A text file named and typed as MP3 is still not audio.
       const named = await transcribeFile(a.key, Buffer.from('RIFF? no. just words in a file called voice.mp3'), {}, { name: 'voice.mp3', type: 'audio/mpeg' });
-      assert.equal(named.json.error.code, 'invalid_audio');
+      assert.equal(named.json.error.code, 'invalid_audio', 'a text file named and typed as MP3 is not audio');
       const empty = await transcribeFile(a.key, Buffer.alloc(0));
-      assert.equal(empty.json.error.code, 'invalid_audio');
-      assert.equal((await reservations(a.accountId)).length, 0);
+      assert.equal(empty.json.error.code, 'invalid_audio', 'an empty file is not audio');
+      assert.equal((await reservations(a.accountId)).length, 0, 'no refused request held anything');
     });
 
     it('validates every parameter before holding', async () => {
@@ -352,7 +352,7 @@ describe('audio endpoints', function () {
         const res = await transcribeFile(a.key, clip, fields);
         assert.equal(res.status, 400, JSON.stringify(fields));
         assert.equal(res.json.error.code, code, `${JSON.stringify(fields)} → ${JSON.stringify(res.json)}`);
-        assert.equal(res.json.error.param, param);
+        assert.equal(res.json.error.param, param, `${JSON.stringify(fields)}: the refusal names ${param}`);
       }
       const data = clip.toString('base64');
       const json: Array<[Record<string, unknown>, string, string]> = [
@@ -366,44 +366,44 @@ describe('audio endpoints', function () {
         const res = await transcribeJson(a.key, body);
         assert.equal(res.status, 400, JSON.stringify(body));
         assert.equal(res.json.error.code, code, `${JSON.stringify(body)} → ${res.text}`);
-        assert.equal(res.json.error.param, param);
+        assert.equal(res.json.error.param, param, `${JSON.stringify(body)}: the refusal names ${param}`);
       }
       const noModel = await call(base(), '/v1/audio/transcriptions', { key: a.key, body: { input_audio: { data } } });
-      assert.equal(noModel.json.error.code, 'missing_required_parameter');
-      assert.equal(noModel.json.error.param, 'model');
+      assert.equal(noModel.json.error.code, 'missing_required_parameter', 'a JSON body without a model is refused as missing');
+      assert.equal(noModel.json.error.param, 'model', 'the refusal names the model');
       // multipart without a file; a text field holding a file; a malformed body
       const form = new FormData();
       form.append('model', 'sim-whisper-1');
       const noFile = await fetch(`${base()}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${a.key}` }, body: form });
-      assert.equal((await jsonOf(noFile)).error.param, 'file');
+      assert.equal((await jsonOf(noFile)).error.param, 'file', 'multipart without a file names the file');
       const fileInText = new FormData();
       fileInText.append('model', new Blob(['sim-whisper-1']), 'model.txt');
       fileInText.append('file', new Blob([clip]), 'a.wav');
       const r1 = await fetch(`${base()}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${a.key}` }, body: fileInText });
-      assert.equal((await jsonOf(r1)).error.code, 'invalid_multipart');
+      assert.equal((await jsonOf(r1)).error.code, 'invalid_multipart', 'a text field holding a file is invalid multipart');
       const r2 = await fetch(`${base()}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nbroken' });
-      assert.equal(r2.status, 400);
-      assert.equal((await jsonOf(r2)).error.code, 'invalid_multipart');
+      assert.equal(r2.status, 400, 'a malformed multipart body is refused with 400');
+      assert.equal((await jsonOf(r2)).error.code, 'invalid_multipart', 'a malformed multipart body is invalid multipart');
       const plain = await call(base(), '/v1/audio/transcriptions', { key: a.key, body: 'hello', headers: { 'content-type': 'text/plain' } });
-      assert.equal(plain.status, 415);
-      assert.equal(plain.json.error.code, 'unsupported_media_type');
+      assert.equal(plain.status, 415, 'a text/plain body is refused with 415');
+      assert.equal(plain.json.error.code, 'unsupported_media_type', 'the refusal says unsupported_media_type');
       const speechModel = await transcribeJson(a.key, { model: 'sim-tts-1', input_audio: { data } });
-      assert.equal(speechModel.json.error.code, 'unsupported_capability');
-      assert.match(speechModel.json.error.message, /POST \/v1\/audio\/speech/);
-      assert.equal((await reservations(a.accountId)).length, 0);
+      assert.equal(speechModel.json.error.code, 'unsupported_capability', 'a speech model cannot transcribe');
+      assert.match(speechModel.json.error.message, /POST \/v1\/audio\/speech/, 'the refusal names the speech endpoint');
+      assert.equal((await reservations(a.accountId)).length, 0, 'no refused request held anything');
     });
 
     it('verbose_json with word timestamps over multipart', async () => {
       const res = await transcribeFile(acct.key, wav(4), { response_format: 'verbose_json', 'timestamp_granularities[]': ['word', 'segment'], language: 'en', temperature: '0.2' });
       assert.equal(res.status, 200, JSON.stringify(res.json));
-      assert.equal(res.json.language, 'en');
+      assert.equal(res.json.language, 'en', 'the language is answered');
       assert.ok(Array.isArray(res.json.words) && res.json.words.length > 0, `verbose_json lists words: ${JSON.stringify(res.json.words)}`);
       assert.ok(Array.isArray(res.json.segments), `verbose_json lists segments: ${JSON.stringify(res.json.segments)}`);
-      assert.equal(typeof res.json.duration, 'number');
+      assert.equal(typeof res.json.duration, 'number', 'verbose_json has the duration');
       const forwarded = await lastSimRequest('/v1/audio/transcriptions');
-      assert.deepEqual(forwarded.body['timestamp_granularities[]'], ['word', 'segment']);
-      assert.equal(forwarded.body.temperature, '0.2');
-      assert.equal(forwarded.body.language, 'en');
+      assert.deepEqual(forwarded.body['timestamp_granularities[]'], ['word', 'segment'], 'both timestamp granularities are forwarded');
+      assert.equal(forwarded.body.temperature, '0.2', 'the temperature is forwarded');
+      assert.equal(forwarded.body.language, 'en', 'the language is forwarded');
       await settled(res.headers.get('x-gateway-request-id')!);
     });
 
@@ -418,7 +418,7 @@ describe('audio endpoints', function () {
       };
       const short = await heldFor(fixture('tone.mp3'));
       assert.equal(short.held, 10 * PER_SECOND, 'a 2-second file holds 10 seconds');
-      assert.equal(short.reserved, short.held);
+      assert.equal(short.reserved, short.held, 'the reserved credits shown are the hold');
       // 8 kHz 8-bit: 20 s in 160 kB, more than the size bound (10 s): the header's duration counts.
       const longHeader = await heldFor(wav(20, { rate: 8000, bits: 8 }));
       assert.ok(close(longHeader.held, 20 * PER_SECOND), `held ${longHeader.held}`);
@@ -434,16 +434,16 @@ describe('audio endpoints', function () {
     it('limits: multipart file over 25 MB and JSON body over 16 MB answer 413 without a hold', async () => {
       const a = await newAccount({ credits: '5' });
       const huge = await transcribeFile(a.key, Buffer.concat([wav(0.1), Buffer.alloc(25 * 1024 * 1024)]));
-      assert.equal(huge.status, 413);
-      assert.equal(huge.json.error.code, 'request_too_large');
+      assert.equal(huge.status, 413, 'a file over 25 MB is refused with 413');
+      assert.equal(huge.json.error.code, 'request_too_large', 'the refusal says request_too_large');
       const bigJson = await transcribeJson(a.key, { input_audio: { data: Buffer.concat([wav(0.1), Buffer.alloc(12 * 1024 * 1024 + 1)]).toString('base64') } });
-      assert.equal(bigJson.status, 413);
-      assert.equal(bigJson.json.error.code, 'request_too_large');
+      assert.equal(bigJson.status, 413, 'a JSON body over 16 MB is refused with 413');
+      assert.equal(bigJson.json.error.code, 'request_too_large', 'the refusal says request_too_large');
       // 24 MB fits the multipart limit (and is more than a JSON body may hold).
       const ok = await transcribeFile(a.key, Buffer.concat([wav(0.1), Buffer.alloc(24 * 1024 * 1024)]));
       assert.equal(ok.status, 200, JSON.stringify(ok.json));
       await settled(ok.headers.get('x-gateway-request-id')!);
-      assert.equal((await reservations(a.accountId)).length, 1);
+      assert.equal((await reservations(a.accountId)).length, 1, 'only the 24 MB file held anything');
     });
   });
 
@@ -453,32 +453,32 @@ describe('audio endpoints', function () {
       const clip = wav(1);
       const key = `k-${Date.now()}`;
       const first = await transcribeFile(a.key, clip, { language: 'en' }, { headers: { 'idempotency-key': key }, name: 'x.wav' });
-      assert.equal(first.status, 200);
+      assert.equal(first.status, 200, 'the first transcription is answered');
       // The same content in a new multipart body (another boundary, another file name) is a replay.
       const again = await transcribeFile(a.key, clip, { language: 'en' }, { headers: { 'idempotency-key': key }, name: 'y.wav' });
-      assert.equal(again.status, 409);
-      assert.equal(again.json.error.code, 'idempotent_replay');
+      assert.equal(again.status, 409, 'the same content again is refused with 409');
+      assert.equal(again.json.error.code, 'idempotent_replay', 'the same content is an idempotent replay');
       const other = await transcribeFile(a.key, clip, { language: 'de' }, { headers: { 'idempotency-key': key } });
-      assert.equal(other.status, 409);
-      assert.equal(other.json.error.code, 'idempotency_key_reused');
+      assert.equal(other.status, 409, 'other content under the same key is refused with 409');
+      assert.equal(other.json.error.code, 'idempotency_key_reused', 'the key was reused for other content');
 
       const sp = { model: 'sim-tts-1', input: '[sim seconds=0.1 cost_delay=100] Once.' };
       const s1 = await speech(a.key, sp, { 'idempotency-key': key + '-s' });
-      assert.equal(s1.status, 200);
+      assert.equal(s1.status, 200, 'the first speech is answered');
       await s1.arrayBuffer();
       const s2 = await speech(a.key, sp, { 'idempotency-key': key + '-s' });
-      assert.equal(s2.status, 409);
-      assert.equal((await jsonOf(s2)).error.code, 'idempotent_replay');
+      assert.equal(s2.status, 409, 'the same speech again is refused with 409');
+      assert.equal((await jsonOf(s2)).error.code, 'idempotent_replay', 'the same speech is an idempotent replay');
       const s3 = await speech(a.key, { ...sp, input: 'Twice.' }, { 'idempotency-key': key + '-s' });
-      assert.equal((await jsonOf(s3)).error.code, 'idempotency_key_reused');
+      assert.equal((await jsonOf(s3)).error.code, 'idempotency_key_reused', 'other speech under the same key is a reused key');
 
       // A request refused before any output frees its key.
       const poor = await newAccount({ credits: '0' });
       const refused = await speech(poor.key, sp, { 'idempotency-key': 'retry-me' });
-      assert.equal(refused.status, 402);
+      assert.equal(refused.status, 402, 'a balance of zero is refused with 402');
       await env.db('accounts').where({ id: poor.accountId }).update({ total_credits: '1' });
       const retried = await speech(poor.key, sp, { 'idempotency-key': 'retry-me' });
-      assert.equal(retried.status, 200);
+      assert.equal(retried.status, 200, 'the key of a refused request can be used again');
       await retried.arrayBuffer();
 
       const rows = await reservations(a.accountId);
@@ -491,40 +491,40 @@ describe('audio endpoints', function () {
   describe('audio models', () => {
     it('lists speech and transcription models with their fields, filtered by type and tier', async () => {
       const all = await call(base(), '/v1/audio/models', { key: acct.key });
-      assert.equal(all.status, 200);
+      assert.equal(all.status, 200, 'the audio models are listed');
       const ids = all.json.data.map((m: { id: string }) => m.id);
-      assert.deepEqual(ids, ['sim-tts-1', 'sim-tts-clone', 'sim-whisper-1']);
+      assert.deepEqual(ids, ['sim-tts-1', 'sim-tts-clone', 'sim-whisper-1'], 'the speech and transcription models, in order');
       const tts = all.json.data[0];
-      assert.equal(tts.type, 'speech');
-      assert.equal(tts.endpoint, '/v1/audio/speech');
-      assert.deepEqual(tts.voices, ['alloy', 'verse', 'sage']);
-      assert.equal(tts.voice_cloning, false);
-      assert.deepEqual(tts.response_formats, ['mp3', 'pcm']);
-      assert.deepEqual(tts.pricing, { per_character: PER_CHAR });
-      assert.equal(all.json.data[1].voice_cloning, true);
+      assert.equal(tts.type, 'speech', 'sim-tts-1 is a speech model');
+      assert.equal(tts.endpoint, '/v1/audio/speech', 'the speech model names its endpoint');
+      assert.deepEqual(tts.voices, ['alloy', 'verse', 'sage'], "the speech model's voices");
+      assert.equal(tts.voice_cloning, false, 'sim-tts-1 does not clone voices');
+      assert.deepEqual(tts.response_formats, ['mp3', 'pcm'], "the speech model's response formats");
+      assert.deepEqual(tts.pricing, { per_character: PER_CHAR }, 'the speech model is priced per character');
+      assert.equal(all.json.data[1].voice_cloning, true, 'sim-tts-clone clones voices');
       const tr = await call(base(), '/v1/audio/models?type=transcription', { key: acct.key });
-      assert.deepEqual(tr.json.data.map((m: { id: string }) => m.id), ['sim-whisper-1']);
-      assert.equal(tr.json.data[0].type, 'transcription');
-      assert.deepEqual(tr.json.data[0].input_formats, ['wav', 'mp3', 'flac', 'm4a', 'ogg', 'webm', 'aac']);
-      assert.deepEqual(tr.json.data[0].pricing, { per_second: PER_SECOND });
+      assert.deepEqual(tr.json.data.map((m: { id: string }) => m.id), ['sim-whisper-1'], 'type=transcription lists the transcription model only');
+      assert.equal(tr.json.data[0].type, 'transcription', "the transcription model's type");
+      assert.deepEqual(tr.json.data[0].input_formats, ['wav', 'mp3', 'flac', 'm4a', 'ogg', 'webm', 'aac'], "the transcription model's input formats");
+      assert.deepEqual(tr.json.data[0].pricing, { per_second: PER_SECOND }, 'the transcription model is priced per second');
       const sp = await call(base(), '/v1/audio/models?type=speech', { key: acct.key });
-      assert.deepEqual(sp.json.data.map((m: { id: string }) => m.id), ['sim-tts-1', 'sim-tts-clone']);
+      assert.deepEqual(sp.json.data.map((m: { id: string }) => m.id), ['sim-tts-1', 'sim-tts-clone'], 'type=speech lists the speech models only');
       const bad = await call(base(), '/v1/audio/models?type=video', { key: acct.key });
-      assert.equal(bad.status, 400);
-      assert.equal(bad.json.error.param, 'type');
+      assert.equal(bad.status, 400, 'an unknown type is refused with 400');
+      assert.equal(bad.json.error.param, 'type', 'the refusal names the type');
       const trial = await newAccount({ tier: 'free_trial' });
       const listed = (await call(base(), '/v1/audio/models?type=speech', { key: trial.key })).json.data.map((m: { id: string }) => m.id);
       assert.deepEqual(listed, ['sim-tts-1'], 'the cloning model is outside the free-trial tier');
       const caps = (await call(base(), '/v1/models', { key: acct.key })).json.data.find((m: { id: string }) => m.id === 'sim-gpt-audio').capabilities;
-      assert.deepEqual(caps, ['text', 'audio_input', 'audio_output']);
+      assert.deepEqual(caps, ['text', 'audio_input', 'audio_output'], "the audio chat model's capabilities");
     });
   });
 
   describe('afterwards', () => {
     it('keeps the money invariants of every account used here', async () => {
       const inv = await checkInvariants(acct.accountId);
-      assert.equal(inv.reservations.pending, 0);
-      assert.equal(Number(inv.account.reserved_credits), 0);
+      assert.equal(inv.reservations.pending, 0, 'no reservation is left pending');
+      assert.equal(Number(inv.account.reserved_credits), 0, 'nothing is left reserved');
       assert.ok(close(Number(inv.account.total_usage), Number(inv.ledger.usage)), `total usage ${inv.account.total_usage} equals the ledger's ${inv.ledger.usage}`);
       assert.ok(close(Number(inv.account.total_usage), Number(inv.reservations.charged)), `total usage ${inv.account.total_usage} equals the reservations' charges ${inv.reservations.charged}`);
     });

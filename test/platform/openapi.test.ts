@@ -57,7 +57,7 @@ type Operation = { operationId: string; parameters?: { in: string; name: string;
 
 /** What OpenAPI 3.1 requires of what we generate; schemathesis loads and validates the served documents as well (bench/fuzz.sh). */
 function assertWellFormed(doc: Doc) {
-  assert.equal(doc.openapi, '3.1.0');
+  assert.equal(doc.openapi, '3.1.0', 'the document declares OpenAPI 3.1.0');
   const ids = new Set<string>();
   const schemes = Object.keys(doc.components?.securitySchemes ?? {});
   for (const req of doc.security ?? []) for (const k of Object.keys(req)) assert.ok(schemes.includes(k), `security ${k} is declared`);
@@ -148,7 +148,7 @@ describe('OpenAPI documents', () => {
     assert.ok(chat.responses.default.headers && 'retry-after' in chat.responses.default.headers, 'the error answer of chat completions documents retry-after');
     // the request schema is the handler's own: a field the chat schema has is in the document
     assert.ok(JSON.stringify(chat.requestBody).includes('"stream_options"'), 'the chat request schema has stream_options');
-    assert.equal(openApiPath('/v1/orgs/:id/logins'), '/v1/orgs/{id}/logins');
+    assert.equal(openApiPath('/v1/orgs/:id/logins'), '/v1/orgs/{id}/logins', "Koa's :param becomes an OpenAPI {param} template");
   });
 
   describe('served on the gateway port', () => {
@@ -161,19 +161,19 @@ describe('OpenAPI documents', () => {
       ]) {
         const res = await fetch(stack.gateway.url + path);
         assert.equal(res.status, 200, path);
-        assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+        assert.match(res.headers.get('content-type') ?? '', /application\/json/, `${path} is served as JSON`);
         const doc = (await res.json()) as Doc & { info: { title: string } };
-        assert.equal(doc.info.title, title);
+        assert.equal(doc.info.title, title, `${path} is the ${title} document`);
         assertWellFormed(doc);
       }
       const page = await fetch(`${stack.gateway.url}/docs`);
-      assert.equal(page.status, 200);
+      assert.equal(page.status, 200, '/docs answers');
       const html = await page.text();
-      assert.match(html, /swagger-ui-bundle\.js/);
+      assert.match(html, /swagger-ui-bundle\.js/, 'the /docs page loads the swagger-ui bundle');
       const init = await (await fetch(`${stack.gateway.url}/docs/assets/init.js`)).text();
-      assert.match(init, /"\/admin\/openapi\.json"/);
+      assert.match(init, /"\/admin\/openapi\.json"/, 'the swagger-ui init script lists the admin document');
       const bundle = await fetch(`${stack.gateway.url}/docs/assets/swagger-ui-bundle.js`);
-      assert.equal(bundle.status, 200);
+      assert.equal(bundle.status, 200, 'the swagger-ui bundle is served');
       assert.ok((await bundle.arrayBuffer()).byteLength > 100_000, 'the swagger-ui bundle from node_modules');
       // a method no route has (found by schemathesis: a bare 501 before) is a 405 in the envelope, with Allow
       for (const path of ['/v1/chat/completions', '/healthz', '/install.sh', '/admin/keys', '/api/runs/x']) {
@@ -182,11 +182,11 @@ describe('OpenAPI documents', () => {
         assert.equal(trace.json.error.code, 'method_not_allowed', path);
         assert.ok(trace.headers['x-request-id'], path);
       }
-      assert.match((await request(`${stack.gateway.url}/v1/models`, 'TRACE')).headers.allow ?? '', /GET/);
+      assert.match((await request(`${stack.gateway.url}/v1/models`, 'TRACE')).headers.allow ?? '', /GET/, 'a 405 names GET in its Allow header');
       // a query past Node's header limit: 431 in the envelope (a bare 431 before, found by schemathesis)
       const long = await request(`${stack.gateway.url}/v1/usage?model=${'%C3%BA'.repeat(4000)}`, 'GET');
-      assert.equal(long.status, 431);
-      assert.equal(long.json.error.code, 'header_too_large');
+      assert.equal(long.status, 431, 'a query past the header limit is refused with 431');
+      assert.equal(long.json.error.code, 'header_too_large', 'the 431 is in the envelope with header_too_large');
       assert.ok(long.headers['x-request-id'], 'a 431 answer carries x-request-id');
       // swagger-ui renders the document in chromium with every request kept to this server (no CDN)
       const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -197,20 +197,20 @@ describe('OpenAPI documents', () => {
         await page.goto(`${stack.gateway.url}/docs`);
         await page.locator('.opblock-summary-path', { hasText: '/v1/chat/completions' }).first().waitFor({ timeout: 30_000 });
         await page.screenshot({ path: path.join('test-artifacts', 'openapi', 'docs.png') });
-        assert.deepEqual(foreign, []);
+        assert.deepEqual(foreign, [], 'swagger-ui made no request beyond this server');
       } finally {
         await browser.close();
       }
       const unknown = await fetch(`${stack.gateway.url}/docs/assets/..%2Fpackage.json`);
-      assert.equal(unknown.status, 404);
-      assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'route_not_found');
+      assert.equal(unknown.status, 404, 'a path escaping the assets folder is not found');
+      assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'route_not_found', 'the 404 is in the envelope with route_not_found');
     });
 
     it("takes instants with offsets PostgreSQL refuses (the longer fuzz run's 500s), in UTC", async () => {
       const admin = { authorization: 'Bearer openapi-admin-token', 'content-type': 'application/json' };
       const made = await fetch(`${stack.gateway.url}/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'offset', plan_expires_at: '9814-01-29T01:47:32.7765+17:25' }) });
       assert.equal(made.status, 201, await made.clone().text());
-      assert.match(JSON.stringify(await made.json()), /9814-01-28T08:22:32\.776/);
+      assert.match(JSON.stringify(await made.json()), /9814-01-28T08:22:32\.776/, 'plan_expires_at is stored in UTC');
       const report = await fetch(`${stack.gateway.url}/admin/reports/uncovered?since=${encodeURIComponent('5352-08-24T02:33:35.94+20:46')}`, { headers: admin });
       assert.equal(report.status, 200, await report.clone().text());
     });
@@ -220,21 +220,21 @@ describe('OpenAPI documents', () => {
     const base = usePanel();
     it('serves its document and /docs before the console page', async () => {
       const res = await fetch(`${base()}/openapi.json`);
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the panel serves its document');
       const doc = (await res.json()) as Doc & { info: { title: string } };
-      assert.equal(doc.info.title, 'Hosting panel API');
+      assert.equal(doc.info.title, 'Hosting panel API', "the panel's document is the Hosting panel API");
       assertWellFormed(doc);
       const page = await fetch(`${base()}/docs`, { headers: { accept: 'text/html' } });
-      assert.equal(page.status, 200);
-      assert.match(await page.text(), /\/docs\/assets\/init\.js/);
+      assert.equal(page.status, 200, 'the panel serves /docs before the console page');
+      assert.match(await page.text(), /\/docs\/assets\/init\.js/, "the panel's /docs page loads its init script");
       const long = await request(`${base()}/v1/orgs?after=${'%C3%BA'.repeat(4000)}`, 'GET');
-      assert.equal(long.status, 431);
-      assert.equal(long.json.error.code, 'header_too_large');
+      assert.equal(long.status, 431, 'a query past the header limit is refused with 431 by the panel');
+      assert.equal(long.json.error.code, 'header_too_large', "the panel's 431 is in its error body with header_too_large");
       // a method a route lacks is a 405 in the panel's error body, with Allow (404 or a bare 501 before)
       for (const [method, path] of [['TRACE', '/v1/orgs'], ['TRACE', '/healthz'], ['TRACE', '/v1/auth/sign-in'], ['PUT', '/v1/alerts']]) {
         const res = await request(base() + path, method);
         assert.equal(res.status, 405, `${method} ${path}`);
-        assert.equal(res.json.error.code, 'method_not_allowed');
+        assert.equal(res.json.error.code, 'method_not_allowed', `${method} ${path}: the 405 says method_not_allowed`);
         assert.ok(res.headers.allow, `${method} ${path}: Allow`);
       }
     });
@@ -242,8 +242,8 @@ describe('OpenAPI documents', () => {
     it("refuses NUL in text and takes instants with any offset (the longer fuzz run's 500s)", async () => {
       const admin = await platformAdmin(base());
       const nul = await admin.req('POST', '/v1/account/tokens', { name: 'a\u0000b' });
-      assert.equal(nul.status, 400);
-      assert.equal(nul.json.error.code, 'validation_failed');
+      assert.equal(nul.status, 400, 'a name with NUL is refused with 400');
+      assert.equal(nul.json.error.code, 'validation_failed', 'the NUL refusal is a validation failure');
       const alerts = await admin.get(`/v1/alerts?before=${encodeURIComponent('0418-07-27T10:31:53.646868+23:50')}`);
       assert.equal(alerts.status, 200, JSON.stringify(alerts.json));
     });

@@ -15,8 +15,8 @@ import { SA } from '../../../domain/shared/search-attributes';
 
 function refused(r: Reply, status: number, code: string, field?: string) {
   assert.equal(r.status, status, JSON.stringify(r.json));
-  assert.equal(r.json.error.code, code);
-  if (field) assert.equal(r.json.error.details.field, field);
+  assert.equal(r.json.error.code, code, `the refusal's error code: ${JSON.stringify(r.json)}`);
+  if (field) assert.equal(r.json.error.details.field, field, `the refusal names the field: ${JSON.stringify(r.json)}`);
 }
 
 const amounts = (st: { lines: Array<{ plan: string; kind: string; detail: string; amount: string }> }) =>
@@ -44,7 +44,7 @@ describe('panel: billing', function () {
     C1 = await createOrgWithLogin(R.client, { type: 'customer' });
     C2 = await createOrgWithLogin(R.client, { type: 'customer' });
     pkgA = (await P.client.post(`/v1/orgs/${P.id}/packages`, { name: 'A', limits: {} })).json.id;
-    assert.equal((await R.client.put(`/v1/orgs/${C1.id}/package`, { package_id: pkgA })).status, 200);
+    assert.equal((await R.client.put(`/v1/orgs/${C1.id}/package`, { package_id: pkgA })).status, 200, 'C1 is put on package A');
     await addLabelledNode(na, { logical_region: 'eu', zone: 'z1' });
     await addLabelledNode(nb, { logical_region: 'eu', zone: 'z1' });
     await addLabelledNode(nc, { logical_region: 'us' });
@@ -64,8 +64,8 @@ describe('panel: billing', function () {
     const rates = [`# selector website database GiB`, `zone=z1 40 20 10`, `region=eu 60 30 15`, `node=${na} 80 40 20`, `default 30 10 5`].join('\n');
     const created = await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { name: 'P1', currency: 'eur', base_price: '1000', account_price: 100, package_prices: { [pkgA]: '250' }, rates });
     assert.equal(created.status, 201, JSON.stringify(created.json));
-    assert.equal(created.json.currency, 'EUR');
-    assert.deepEqual([created.json.base_price, created.json.account_price, created.json.package_prices], ['1000', '100', { [pkgA]: '250' }]);
+    assert.equal(created.json.currency, 'EUR', 'the currency is stored upper-cased');
+    assert.deepEqual([created.json.base_price, created.json.account_price, created.json.package_prices], ['1000', '100', { [pkgA]: '250' }], 'the prices are stored as exact decimal strings');
     assert.deepEqual(
       created.json.rate_lines.map((l: { line: number; selector: unknown }) => [l.line, l.selector]),
       [
@@ -74,6 +74,7 @@ describe('panel: billing', function () {
         [4, { key: 'node', value: na }],
         [5, 'default'],
       ],
+      'each rate line keeps its line number and parsed selector',
     );
     p1 = created.json.id;
     p2 = (await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { name: 'P2', currency: 'EUR', base_price: '2000', account_price: '150', rates: 'default 50 25 12.5' })).json.id;
@@ -85,7 +86,7 @@ describe('panel: billing', function () {
     refused(await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, currency: 'XYZ' }), 400, 'validation_failed', 'currency');
     const negative = await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, base_price: '-5' });
     refused(negative, 400, 'validation_failed', 'base_price');
-    assert.match(negative.json.error.message, /cannot be negative/);
+    assert.match(negative.json.error.message, /cannot be negative/, 'the error says a price cannot be negative');
     refused(await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, account_price: '1.1234567' }), 400, 'validation_failed', 'account_price');
     const cases: Array<[string, RegExp]> = [
       ['default 1 1 1\nregion=eu 1 1', /line 2: 3 fields instead of 4/],
@@ -97,15 +98,15 @@ describe('panel: billing', function () {
     for (const [text, message] of cases) {
       const r = await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, rates: text });
       refused(r, 400, 'validation_failed', 'rates');
-      assert.match(r.json.error.message, message);
+      assert.match(r.json.error.message, message, `the error names the bad rate line: ${text}`);
     }
     refused(await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, package_prices: { [C1.id]: '1' } }), 400, 'validation_failed', `package_prices.${C1.id}`);
     refused(await P.client.post(`/v1/orgs/${P.id}/billing-plans`, { ...good, name: 'p1' }), 409, 'conflict', 'name');
     refused(await C1.client.post(`/v1/orgs/${C1.id}/billing-plans`, good), 403, 'forbidden');
-    assert.equal((await C1.client.get(`/v1/billing-plans/${q1}`)).status, 200);
+    assert.equal((await C1.client.get(`/v1/billing-plans/${q1}`)).status, 200, "a customer reads its own reseller's plan");
     refused(await C1.client.get(`/v1/billing-plans/${p1}`), 404, 'not_found');
     // nothing of the refused ones was written
-    assert.deepEqual(((await P.client.get(`/v1/orgs/${P.id}/billing-plans`)).json.plans as Array<{ name: string }>).map((p) => p.name), ['P1', 'P2']);
+    assert.deepEqual(((await P.client.get(`/v1/orgs/${P.id}/billing-plans`)).json.plans as Array<{ name: string }>).map((p) => p.name), ['P1', 'P2'], 'only P1 and P2 were written');
   });
 
   it('assigns plans (a plan bills the orgs directly below its owner) from the next metered hour', async () => {
@@ -113,37 +114,38 @@ describe('panel: billing', function () {
     refused(await R.client.put(`/v1/orgs/${R.id}/billing-plan`, { plan_id: q1 }), 403, 'forbidden');
     const set = await P.client.put(`/v1/orgs/${R.id}/billing-plan`, { plan_id: p1 });
     assert.equal(set.status, 200, JSON.stringify(set.json));
-    assert.equal(set.json.current, null);
-    assert.deepEqual([set.json.next.plan_id, set.json.next.effective_from], [p1, '2030-01-31T11:00:00.000Z']);
-    for (const c of [C1, C2]) assert.equal((await R.client.put(`/v1/orgs/${c.id}/billing-plan`, { plan_id: q1 })).status, 200);
+    assert.equal(set.json.current, null, 'R had no plan before');
+    assert.deepEqual([set.json.next.plan_id, set.json.next.effective_from], [p1, '2030-01-31T11:00:00.000Z'], 'the plan applies from the next metered hour');
+    for (const c of [C1, C2]) assert.equal((await R.client.put(`/v1/orgs/${c.id}/billing-plan`, { plan_id: q1 })).status, 200, 'R puts its customers on Q1');
     refused(await P.client.del(`/v1/billing-plans/${p1}`), 409, 'conflict');
   });
 
   it('meters each hour once with a fake clock; a plan change mid-month shows both plans; selectors, package prices and margin rate as set', async () => {
     const schedule = await bp.temporal.schedule.getHandle(bp.scheduleId).describe();
-    assert.deepEqual(schedule.spec.intervals, [{ every: 3_600_000, offset: 60_000 }]);
-    assert.deepEqual([schedule.action.type, schedule.action.workflowType, schedule.action.taskQueue, schedule.policies.overlap], ['startWorkflow', 'meterTickWorkflow', bp.taskQueue, 'SKIP']);
+    assert.deepEqual(schedule.spec.intervals, [{ every: 3_600_000, offset: 60_000 }], 'the meter schedule runs hourly at one minute past');
+    assert.deepEqual([schedule.action.type, schedule.action.workflowType, schedule.action.taskQueue, schedule.policies.overlap], ['startWorkflow', 'meterTickWorkflow', bp.taskQueue, 'SKIP'], 'the schedule starts the meter tick workflow, skipping overlaps');
     await bp.meterUntil('2030-01-31T15:05:00Z'); // hours 11..14 under P1
     const change = await P.client.put(`/v1/orgs/${R.id}/billing-plan`, { plan_id: p2 });
-    assert.deepEqual([change.json.current.plan_id, change.json.next.plan_id, change.json.next.effective_from], [p1, p2, '2030-01-31T16:00:00.000Z']);
+    assert.deepEqual([change.json.current.plan_id, change.json.next.plan_id, change.json.next.effective_from], [p1, p2, '2030-01-31T16:00:00.000Z'], 'the plan change keeps P1 until the next hour, then P2');
     await bp.meterUntil('2030-01-31T18:05:00Z'); // hour 15 under P1, 16..17 under P2
 
     const hours = await env.db('panel_meter_hours').orderBy('hour').select('hour', 'orgs', 'sites', 'databases');
     assert.deepEqual(
       hours.map((h) => [new Date(h.hour).toISOString().slice(11, 13), h.orgs, h.sites, h.databases]),
       ['11', '12', '13', '14', '15', '16', '17'].map((h) => [h, 3, 6, 2]),
+      'each hour 11..17 metered once: 3 orgs, 6 sites, 2 databases',
     );
     // a repeated hour writes nothing
     const again = await recordHour(env.db, '2030-01-31T12');
-    assert.deepEqual([again.already, again.orgs, again.sites], [true, 3, 6]);
-    assert.equal(Number((await env.db('panel_meter_sites').count('* as n').first())!.n), 42);
+    assert.deepEqual([again.already, again.orgs, again.sites], [true, 3, 6], 'a repeated hour is already metered and counts the same');
+    assert.equal(Number((await env.db('panel_meter_sites').count('* as n').first())!.n), 42, 'a repeated hour writes no site rows: 7 hours x 6 sites');
 
     const page = await R.client.get(`/v1/orgs/${R.id}/billing`);
     assert.equal(page.status, 200, JSON.stringify(page.json));
-    assert.deepEqual(page.json.metering, { on: true, message: 'usage is metered hourly' });
+    assert.deepEqual(page.json.metering, { on: true, message: 'usage is metered hourly' }, 'metering is on');
     const own = page.json.statement;
-    assert.deepEqual([own.state, own.period, own.metered_hours, own.billed_by], ['estimate', '2030-01', 7, P.id]);
-    assert.deepEqual(own.plans.map((p: { plan: string; hours: number }) => [p.plan, p.hours]).sort(), [['P1', 5], ['P2', 2]]);
+    assert.deepEqual([own.state, own.period, own.metered_hours, own.billed_by], ['estimate', '2030-01', 7, P.id], "R's own statement: an estimate for January, 7 hours, billed by P");
+    assert.deepEqual(own.plans.map((p: { plan: string; hours: number }) => [p.plan, p.hours]).sort(), [['P1', 5], ['P2', 2]], '5 hours under P1 and 2 under P2');
     assert.deepEqual(amounts(own), {
       'P1 base per organisation': '6.72',
       [`P1 accounts package ${pkgA}`]: '1.68',
@@ -160,86 +162,86 @@ describe('panel: billing', function () {
       'P2 websites default': '0.40',
       'P2 databases default': '0.07',
       'P2 disk default': '0.12',
-    });
-    assert.deepEqual(own.totals, { EUR: '17.49' });
+    }, "each line's amount worked out by hand");
+    assert.deepEqual(own.totals, { EUR: '17.49' }, "R's total is the sum of its lines");
     const below = Object.fromEntries(page.json.billed_orgs.map((b: { org_id: string; totals: unknown; metered_hours: number; org_status: string }) => [b.org_id, [b.metered_hours, b.totals, b.org_status]]));
-    assert.deepEqual(below, { [C1.id]: [7, { EUR: '9.21' }, 'active'], [C2.id]: [7, { EUR: '7.57' }, 'active'] });
-    assert.deepEqual([page.json.billed_to_customers, page.json.billed_to_it, page.json.margin], [{ EUR: '16.78' }, { EUR: '17.49' }, { EUR: '-0.71' }]);
+    assert.deepEqual(below, { [C1.id]: [7, { EUR: '9.21' }, 'active'], [C2.id]: [7, { EUR: '7.57' }, 'active'] }, "each customer's hours, total and status");
+    assert.deepEqual([page.json.billed_to_customers, page.json.billed_to_it, page.json.margin], [{ EUR: '16.78' }, { EUR: '17.49' }, { EUR: '-0.71' }], 'billed to customers, billed to R and the margin');
 
     // the provider's page lists R; a customer sees its own statement only
-    assert.deepEqual((await P.client.get(`/v1/orgs/${P.id}/billing`)).json.billed_orgs.map((b: { org_id: string }) => b.org_id), [R.id]);
+    assert.deepEqual((await P.client.get(`/v1/orgs/${P.id}/billing`)).json.billed_orgs.map((b: { org_id: string }) => b.org_id), [R.id], "the provider's page lists R only");
     refused(await C1.client.get(`/v1/orgs/${R.id}/billing`), 404, 'not_found');
-    assert.deepEqual((await C1.client.get(`/v1/orgs/${C1.id}/billing/statement`)).json.totals, { EUR: '9.21' });
+    assert.deepEqual((await C1.client.get(`/v1/orgs/${C1.id}/billing/statement`)).json.totals, { EUR: '9.21' }, 'a customer sees its own statement');
   });
 
   it('refuses a bad or future period and a close before the month ended or without confirmation', async () => {
     for (const period of ['2030-1', '2030-13', 'january', '2030-01-01']) refused(await R.client.get(`/v1/orgs/${R.id}/billing?period=${period}`), 400, 'validation_failed', 'period');
     const future = await R.client.get(`/v1/orgs/${R.id}/billing?period=2030-02`);
     refused(future, 400, 'validation_failed', 'period');
-    assert.match(future.json.error.message, /in the future/);
+    assert.match(future.json.error.message, /in the future/, 'the error says the period is in the future');
     const early = await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-01', confirm: true });
     refused(early, 409, 'conflict', 'period');
-    assert.match(early.json.error.message, /has not ended yet/);
+    assert.match(early.json.error.message, /has not ended yet/, 'the error says the month has not ended yet');
     refused(await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-13', confirm: true }), 400, 'validation_failed', 'period');
     await bp.meterUntil('2030-02-01T00:30:00Z'); // the rest of January: hours 18..23 under P2
     refused(await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-01' }), 400, 'validation_failed', 'confirm');
     refused(await R.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-01', confirm: true }), 403, 'forbidden');
     refused(await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2029-12', confirm: true }), 409, 'conflict', 'period');
     // none of this suite's (other suites close months of their own orgs)
-    assert.equal(await env.db('panel_statements').where({ period: '2030-01' }).count('* as n').first().then((r) => Number(r!.n)), 0);
+    assert.equal(await env.db('panel_statements').where({ period: '2030-01' }).count('* as n').first().then((r) => Number(r!.n)), 0, 'no January statement was closed by the refusals');
   });
 
   it('closes a month once: a second close and later plan edits return the same statement; Temporal shows it by OrgId and Period', async () => {
     const closed = await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-01', confirm: true });
     assert.equal(closed.status, 200, JSON.stringify(closed.json));
-    assert.deepEqual([closed.json.state, closed.json.metered_hours, closed.json.totals], ['closed', 13, { EUR: '37.80' }]);
-    assert.deepEqual(closed.json.plans.map((p: { plan: string; hours: number }) => [p.plan, p.hours]).sort(), [['P1', 5], ['P2', 8]]);
-    assert.equal(amounts(closed.json)['P2 base per organisation'], '21.51');
-    for (const c of [C1, C2]) assert.equal((await R.client.post(`/v1/orgs/${c.id}/billing/close`, { period: '2030-01', confirm: true })).status, 200);
+    assert.deepEqual([closed.json.state, closed.json.metered_hours, closed.json.totals], ['closed', 13, { EUR: '37.80' }], 'the closed statement: 13 hours, total 37.80 EUR');
+    assert.deepEqual(closed.json.plans.map((p: { plan: string; hours: number }) => [p.plan, p.hours]).sort(), [['P1', 5], ['P2', 8]], '5 hours under P1 and 8 under P2');
+    assert.equal(amounts(closed.json)['P2 base per organisation'], '21.51', "P2's base for 8 hours");
+    for (const c of [C1, C2]) assert.equal((await R.client.post(`/v1/orgs/${c.id}/billing/close`, { period: '2030-01', confirm: true })).status, 200, "R closes its customers' January");
 
     const twice = await P.client.post(`/v1/orgs/${R.id}/billing/close`, { period: '2030-01', confirm: true });
-    assert.deepEqual(twice.json, closed.json);
-    assert.equal((await P.client.patch(`/v1/billing-plans/${p2}`, { base_price: '9999' })).status, 200);
-    assert.deepEqual((await R.client.get(`/v1/orgs/${R.id}/billing/statement?period=2030-01`)).json, closed.json);
+    assert.deepEqual(twice.json, closed.json, 'a second close returns the same statement');
+    assert.equal((await P.client.patch(`/v1/billing-plans/${p2}`, { base_price: '9999' })).status, 200, 'P2 can still be edited after the close');
+    assert.deepEqual((await R.client.get(`/v1/orgs/${R.id}/billing/statement?period=2030-01`)).json, closed.json, 'a plan edit does not change the closed statement');
     await assert.rejects(env.db('panel_statements').where({ org_id: R.id }).update({ totals: '{}' }), /a closed statement never changes/);
 
     const page = await R.client.get(`/v1/orgs/${R.id}/billing?period=2030-01`);
-    assert.deepEqual([page.json.billed_to_customers, page.json.billed_to_it, page.json.margin], [{ EUR: '31.18' }, { EUR: '37.80' }, { EUR: '-6.62' }]);
+    assert.deepEqual([page.json.billed_to_customers, page.json.billed_to_it, page.json.margin], [{ EUR: '31.18' }, { EUR: '37.80' }, { EUR: '-6.62' }], "the closed month's billed to customers, billed to R and margin");
 
     const d = await bp.temporal.workflow.getHandle(monthCloseWorkflowId(R.id, '2030-01')).describe();
-    assert.equal(d.status.name, 'COMPLETED');
-    assert.equal(d.typedSearchAttributes.get(SA.OrgId), R.id);
-    assert.equal(d.typedSearchAttributes.get(SA.Period)?.toISOString(), '2030-01-01T00:00:00.000Z');
+    assert.equal(d.status.name, 'COMPLETED', 'the month-close workflow completed');
+    assert.equal(d.typedSearchAttributes.get(SA.OrgId), R.id, 'the month-close workflow carries the OrgId search attribute');
+    assert.equal(d.typedSearchAttributes.get(SA.Period)?.toISOString(), '2030-01-01T00:00:00.000Z', 'the month-close workflow carries the Period search attribute');
     const meter = await bp.temporal.workflow.getHandle('meter-2030-01-31T12').describe();
-    assert.equal(meter.status.name, 'COMPLETED');
+    assert.equal(meter.status.name, 'COMPLETED', 'the meter workflow of an hour completed');
   });
 
   it('exports a statement as JSON and CSV that agree to the cent, and issued statements with an API token only', async () => {
     const json = (await R.client.get(`/v1/orgs/${R.id}/billing/statement?period=2030-01`)).json;
     const csv = await R.client.req('GET', `/v1/orgs/${R.id}/billing/statement?period=2030-01`, undefined, { accept: 'text/csv' });
-    assert.equal(csv.status, 200);
-    assert.match(csv.headers.get('content-type')!, /^text\/csv/);
+    assert.equal(csv.status, 200, 'the statement is served as CSV');
+    assert.match(csv.headers.get('content-type')!, /^text\/csv/, 'the CSV answer has a text/csv content type');
     const rows = (await (await fetch(`${bp.url}/v1/orgs/${R.id}/billing/statement?period=2030-01`, { headers: { accept: 'text/csv', cookie: R.client.cookie! } })).text()).trim().split('\r\n').map((l) => l.split(','));
-    assert.deepEqual(rows[0], ['org_id', 'period', 'plan', 'kind', 'detail', 'quantity_hours', 'unit_price', 'currency', 'amount']);
+    assert.deepEqual(rows[0], ['org_id', 'period', 'plan', 'kind', 'detail', 'quantity_hours', 'unit_price', 'currency', 'amount'], 'the CSV header row');
     const lines = rows.slice(1).filter((r) => r[3] !== 'total');
-    assert.deepEqual(lines.map((r) => r[8]), json.lines.map((l: { amount: string }) => l.amount));
+    assert.deepEqual(lines.map((r) => r[8]), json.lines.map((l: { amount: string }) => l.amount), "the CSV lines have the JSON lines' amounts, in order");
     const csvSum = lines.reduce((s, r) => s.plus(r[8]), new Decimal(0)).toFixed(2);
-    assert.equal(csvSum, json.totals.EUR);
-    assert.deepEqual(rows.slice(1).filter((r) => r[3] === 'total').map((r) => [r[7], r[8]]), [['EUR', '37.80']]);
+    assert.equal(csvSum, json.totals.EUR, 'the CSV lines sum to the JSON total to the cent');
+    assert.deepEqual(rows.slice(1).filter((r) => r[3] === 'total').map((r) => [r[7], r[8]]), [['EUR', '37.80']], 'the CSV total row is the JSON total');
 
     refused(await P.client.get(`/v1/orgs/${P.id}/billing/issued?period=2030-01`), 403, 'forbidden');
     const token = (await P.client.post('/v1/account/tokens', { name: 'billing export' })).json.token;
     const api = new (P.client.constructor as typeof PanelClient)(bp.url, token);
     const issued = await api.get(`/v1/orgs/${P.id}/billing/issued?period=2030-01`);
     assert.equal(issued.status, 200, JSON.stringify(issued.json));
-    assert.deepEqual(issued.json.statements.map((s: { org_id: string }) => s.org_id), [R.id]);
-    assert.deepEqual(issued.json.statements[0], json);
+    assert.deepEqual(issued.json.statements.map((s: { org_id: string }) => s.org_id), [R.id], "P's issued statements are R's");
+    assert.deepEqual(issued.json.statements[0], json, 'the issued statement is the one R sees');
     const issuedCsv = await (await fetch(`${bp.url}/v1/orgs/${P.id}/billing/issued?period=2030-01`, { headers: { accept: 'text/csv', authorization: `Bearer ${token}` } })).text();
-    assert.deepEqual(issuedCsv.trim().split('\r\n'), ['org_id,org_name,org_status,period,state,metered_hours,currency,amount', `${R.id},${json.org_name},active,2030-01,closed,13,EUR,37.80`]);
+    assert.deepEqual(issuedCsv.trim().split('\r\n'), ['org_id,org_name,org_status,period,state,metered_hours,currency,amount', `${R.id},${json.org_name},active,2030-01,closed,13,EUR,37.80`], "the issued CSV: a header and R's closed statement");
     // R's own export lists its two customers
     const rToken = (await R.client.post('/v1/account/tokens', { name: 'x' })).json.token;
     const rIssued = await new (R.client.constructor as typeof PanelClient)(bp.url, rToken).get(`/v1/orgs/${R.id}/billing/issued?period=2030-01`);
-    assert.deepEqual(rIssued.json.statements.map((s: { org_id: string; totals: unknown }) => [s.org_id, s.totals]).sort(), [[C1.id, { EUR: '17.11' }], [C2.id, { EUR: '14.07' }]].sort());
+    assert.deepEqual(rIssued.json.statements.map((s: { org_id: string; totals: unknown }) => [s.org_id, s.totals]).sort(), [[C1.id, { EUR: '17.11' }], [C2.id, { EUR: '14.07' }]].sort(), "R's issued statements are its two customers' with their totals");
     refused(await api.get(`/v1/orgs/${P.id}/billing/issued?period=2031-01`), 400, 'validation_failed', 'period');
     refused(await api.get(`/v1/orgs/${P.id}/billing/issued?period=01-2030`), 400, 'validation_failed', 'period');
   });
@@ -247,12 +249,12 @@ describe('panel: billing', function () {
   it('deletes a plan only once no org is billed by it (Not billed from the next hour)', async () => {
     refused(await P.client.del(`/v1/billing-plans/${p2}`), 409, 'conflict');
     const off = await P.client.put(`/v1/orgs/${R.id}/billing-plan`, { plan_id: null });
-    assert.equal(off.json.next.plan_id, null);
-    assert.equal((await P.client.del(`/v1/billing-plans/${p2}`)).status, 204);
-    assert.equal((await P.client.del(`/v1/billing-plans/${p1}`)).status, 204);
+    assert.equal(off.json.next.plan_id, null, 'R is billed by no plan from the next hour');
+    assert.equal((await P.client.del(`/v1/billing-plans/${p2}`)).status, 204, 'P2 billing nobody is deleted');
+    assert.equal((await P.client.del(`/v1/billing-plans/${p1}`)).status, 204, 'P1 billing nobody is deleted');
     refused(await P.client.get(`/v1/billing-plans/${p2}`), 404, 'not_found');
     // the closed statement still names it
-    assert.deepEqual((await R.client.get(`/v1/orgs/${R.id}/billing/statement?period=2030-01`)).json.totals, { EUR: '37.80' });
+    assert.deepEqual((await R.client.get(`/v1/orgs/${R.id}/billing/statement?period=2030-01`)).json.totals, { EUR: '37.80' }, 'the closed statement keeps its total after its plan is deleted');
   });
 
   it('without -billing-meter the billing page says usage is not being metered and a close is refused', async () => {
@@ -261,8 +263,8 @@ describe('panel: billing', function () {
       const p = await platformAdmin(plain.url);
       const prov = await createOrgWithLogin(p, { type: 'provider' });
       const page = await prov.client.get(`/v1/orgs/${prov.id}/billing`);
-      assert.equal(page.status, 200);
-      assert.deepEqual(page.json.metering, { on: false, message: 'usage is not being metered (the panel runs without -billing-meter)' });
+      assert.equal(page.status, 200, 'the billing page answers without the meter');
+      assert.deepEqual(page.json.metering, { on: false, message: 'usage is not being metered (the panel runs without -billing-meter)' }, 'the page says usage is not being metered');
       refused(await p.post(`/v1/orgs/${prov.id}/billing/close`, { period: '2020-01', confirm: true }), 409, 'conflict');
     } finally {
       await plain.close();

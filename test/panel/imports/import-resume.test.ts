@@ -66,7 +66,7 @@ describe('panel: legacy import resumes after kill -9 of its worker', function ()
     const state = () => env.db('panel_import_items').where({ import_id: up.id }).orderBy('seq').select('step', 'name', 'state', 'attempts', 'error');
 
     const first = await worker();
-    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202);
+    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202, 'the first run is accepted');
     // mid file copy: the item is running and part of the files are there
     const copiedBeforeKill = await untilShowing('the file copy under way', async () => {
       const n = countFiles(path.join(docroot, 'files'));
@@ -76,7 +76,7 @@ describe('panel: legacy import resumes after kill -9 of its worker', function ()
     assert.ok(countFiles(path.join(docroot, 'files')) < FILES, `killed after ${copiedBeforeKill} files`);
 
     const second = await worker();
-    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202);
+    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202, 'run again after the kill mid file copy is accepted');
     // mid SQL load: the dump's INSERTs are executing (the load holds LOCK TABLES, so rows cannot be counted yet)
     const rowsBeforeKill = await untilShowing('the SQL load under way', async () => {
       if ((await item('sql_loads', `${user}_wp`))?.state !== 'running') return null;
@@ -86,23 +86,23 @@ describe('panel: legacy import resumes after kill -9 of its worker', function ()
     await second.kill();
 
     await worker();
-    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202);
+    assert.equal((await provider.client.post(`/v1/imports/${up.id}/run`)).status, 202, 'run again after the kill mid SQL load is accepted');
     const done = await settledImport(provider.client, up.id, 240_000);
     assert.equal(done.json.status, 'done', JSON.stringify(done.json.items.filter((i: { error: string | null }) => i.error)));
 
     // nothing twice: exact rows, files with the archive's checksums, one of each created thing
     assert.equal(await adminSql(panel.root, `SELECT count(*), count(DISTINCT ID) FROM \`${user}_wp\`.wp_posts`), `${ROWS}\t${ROWS}`, `killed while ${rowsBeforeKill}`);
-    assert.equal(countFiles(path.join(docroot, 'files')), FILES);
+    assert.equal(countFiles(path.join(docroot, 'files')), FILES, 'every archive file was copied exactly once');
     const zeros = createHash('sha256').update(Buffer.alloc(FILE_BYTES)).digest('hex');
     for (const f of fs.readdirSync(path.join(docroot, 'files'), { recursive: true, withFileTypes: true }).filter((d) => d.isFile())) {
       assert.equal(createHash('sha256').update(fs.readFileSync(path.join(f.parentPath, f.name))).digest('hex'), zeros, f.name);
     }
-    assert.deepEqual(fs.readdirSync(docroot).filter((n) => n.includes('.import-')), []);
+    assert.deepEqual(fs.readdirSync(docroot).filter((n) => n.includes('.import-')), [], 'no temporary .import- leftovers in the docroot');
     const attempts = Object.fromEntries(done.json.items.map((i: { step: string; name: string; attempts: number }) => [`${i.step}:${i.name}`, i.attempts]));
     for (const [key, n] of Object.entries(attempts)) assert.equal(n, key === `site_files:${domain}` || key === `sql_loads:${user}_wp` ? 2 : 1, key);
-    assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 3);
-    assert.equal(await env.db('panel_databases').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 2);
-    assert.equal(await env.db('panel_dns_zones').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 2);
-    assert.equal(fs.readdirSync(path.join(dir, 'uploads')).length, 0);
+    assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 3, 'three sites exist, each once');
+    assert.equal(await env.db('panel_databases').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 2, 'two databases exist, each once');
+    assert.equal(await env.db('panel_dns_zones').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 2, 'two DNS zones exist, each once');
+    assert.equal(fs.readdirSync(path.join(dir, 'uploads')).length, 0, 'the uploaded archive is removed after the import');
   });
 });
