@@ -20,7 +20,7 @@ async function openStream(base: string, key: string, content: string): Promise<{
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'sim-gpt', stream: true, messages: [{ role: 'user', content }] }),
   });
-  assert.equal(res.status, 200);
+  assert.equal(res.status, 200, 'the streaming chat is answered with 200');
   const reader = res.body!.getReader();
   await reader.read();
   const done = (async () => {
@@ -51,10 +51,10 @@ describe('hold sweeper: liveness of the API process decides', function () {
     await new Promise((r) => setTimeout(r, 1800)); // older than the dead-process bound, still streaming
     const result = await sweep(stack);
     assert.ok(!result.released.includes(s.requestId), 'the sweeper released a live stream');
-    assert.equal((await env.db('reservations').where({ id: s.requestId }).first()).status, 'held');
+    assert.equal((await env.db('reservations').where({ id: s.requestId }).first()).status, 'held', "the live stream's hold is still held after the sweep");
     await s.done;
     const row = await settled(s.requestId);
-    assert.equal(row.status, 'settled');
+    assert.equal(row.status, 'settled', 'the live stream settles once it ends');
     assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
   });
 
@@ -71,13 +71,13 @@ describe('hold sweeper: liveness of the API process decides', function () {
       const result = await sweep(stack);
       assert.ok(result.released.includes(s.requestId), `the hold ${s.requestId} of the dead process is released: ${JSON.stringify(result.released)}`);
       const row = await env.db('reservations').where({ id: s.requestId }).first();
-      assert.equal(row.status, 'released');
-      assert.equal(row.outcome, 'abandoned');
+      assert.equal(row.status, 'released', "the dead process's hold is released");
+      assert.equal(row.outcome, 'abandoned', 'the released hold is marked abandoned');
       assert.ok(!(await sweep(stack)).released.includes(s.requestId), 'released once');
       const inv = await checkInvariants(acct.accountId);
-      assert.equal(Number(inv.account.reserved_credits), 0);
-      assert.equal(inv.account.pending_requests, 0);
-      assert.equal(inv.ledger.usage, inv.account.total_usage);
+      assert.equal(Number(inv.account.reserved_credits), 0, 'nothing stays reserved after the release');
+      assert.equal(inv.account.pending_requests, 0, 'no request is left pending after the release');
+      assert.equal(inv.ledger.usage, inv.account.total_usage, 'ledger and usage agree after the release');
     } finally {
       child.kill('SIGKILL');
     }

@@ -80,14 +80,14 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
 
   function assertInstalled(home: string, key = acct.key) {
     const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
-    assert.deepEqual(settings, { theme: 'dark', env: { FOO: '1', ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: key, ANTHROPIC_MODEL: 'sim-gpt' } });
+    assert.deepEqual(settings, { theme: 'dark', env: { FOO: '1', ANTHROPIC_BASE_URL: base, ANTHROPIC_AUTH_TOKEN: key, ANTHROPIC_MODEL: 'sim-gpt' } }, `Claude settings keep the user's own and gain the gateway env: ${JSON.stringify(settings)}`);
 
     const codex = fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8');
     assert.equal(count(codex, '# >>> gateway >>>'), 2, codex);
     assert.equal(count(codex, '# <<< gateway <<<'), 2, codex);
     assert.equal(count(codex, '[model_providers.gateway]'), 1, codex);
     // Top-level keys come before the first table; the user's own model line is commented out.
-    assert.match(codex, /^# >>> gateway >>>\n# [^\n]*\nmodel = "sim-gpt"\nmodel_provider = "gateway"\n# <<< gateway <<<\n# \[gateway\] model = "o3"\n/);
+    assert.match(codex, /^# >>> gateway >>>\n# [^\n]*\nmodel = "sim-gpt"\nmodel_provider = "gateway"\n# <<< gateway <<<\n# \[gateway\] model = "o3"\n/, `the gateway's top-level keys come before the first table, the user's model line commented out: ${codex}`);
     assert.ok(codex.includes('[profiles.fast]\nmodel = "o4-mini"\n'), codex);
     assert.ok(codex.includes(`[model_providers.gateway]\nname = "Gateway"\nbase_url = "${base}/v1"\nenv_key = "GATEWAY_API_KEY"\n`), codex);
 
@@ -136,7 +136,7 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
       req.on('error', reject);
       req.end();
     });
-    assert.equal(status, 400);
+    assert.equal(status, 400, 'a Host header with shell text is refused with 400');
   });
 
   it('the shell scripts parse (bash -n; shellcheck when installed)', function () {
@@ -154,19 +154,19 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
   it('the PowerShell scripts parse (tree-sitter PowerShell grammar), which would catch a broken one', async function () {
     for (const name of ['install.ps1', 'uninstall.ps1']) assert.deepEqual(await powershellSyntaxErrors(served[name].text), [], name);
     const broken = served['install.ps1'].text.replace(/\}\s*$/, '').replace('function ', 'function (');
-    assert.notDeepEqual(await powershellSyntaxErrors(broken), []);
+    assert.notDeepEqual(await powershellSyntaxErrors(broken), [], 'a broken script has syntax errors');
   });
 
   it('a wrong key stops with a non-zero exit and changes nothing', async function () {
     const home = newHome();
     const before = snapshot(home);
     const malformed = await run('install.sh', ['--key', 'sk-not-a-gateway-key', '--all', '--yes'], home);
-    assert.notEqual(malformed.code, 0);
-    assert.match(malformed.stderr, /not a gateway API key/);
+    assert.notEqual(malformed.code, 0, 'a key not shaped like a gateway key stops the installer');
+    assert.match(malformed.stderr, /not a gateway API key/, 'the installer says the key is not a gateway key');
     const unknown = await run('install.sh', ['--all', '--yes'], home, { input: `gw_ai_${'x'.repeat(43)}\n` });
-    assert.notEqual(unknown.code, 0);
-    assert.match(unknown.stderr, /rejected the key \(HTTP 401\)/);
-    assert.deepEqual(snapshot(home), before);
+    assert.notEqual(unknown.code, 0, 'a key the gateway does not know stops the installer');
+    assert.match(unknown.stderr, /rejected the key \(HTTP 401\)/, 'the installer says the gateway rejected the key');
+    assert.deepEqual(snapshot(home), before, 'a refused key changes nothing in HOME');
   });
 
   it('installs claude, codex and shell entries, keeps other content, backs up files without foreign keys; idempotent', async function () {
@@ -174,7 +174,7 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const r = await install(home);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assertInstalled(home);
-    assert.match(r.stdout, /Summary:/);
+    assert.match(r.stdout, /Summary:/, `the installer prints a summary: ${r.stdout}`);
 
     for (const [file, original] of [
       [path.join(home, '.claude', 'settings.json'), ORIGINAL.settings],
@@ -183,22 +183,22 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     ]) {
       const baks = backupsOf(file);
       assert.equal(baks.length, 1, file);
-      assert.match(baks[0], BAK);
-      assert.equal(fs.readFileSync(baks[0], 'utf8'), original);
+      assert.match(baks[0], BAK, `the backup of ${file} is named .bak-date-time`);
+      assert.equal(fs.readFileSync(baks[0], 'utf8'), original, `the backup of ${file} holds the original content`);
     }
     assert.deepEqual(backupsOf(path.join(home, '.zshrc')), [], 'a file with another provider\'s key is not copied');
-    assert.match(r.stdout, /\.zshrc \(no backup: it holds API keys of other providers\)/);
+    assert.match(r.stdout, /\.zshrc \(no backup: it holds API keys of other providers\)/, `the installer says why .zshrc has no backup: ${r.stdout}`);
 
     // The block works as shell code.
     const env = spawnSync('bash', ['-c', 'source ~/.bashrc; printf "%s|%s|%s" "$OPENAI_BASE_URL" "$OPENAI_API_KEY" "$GATEWAY_MODEL"'], { env: { HOME: home, PATH: process.env.PATH }, encoding: 'utf8' });
-    assert.equal(env.stdout, `${base}/v1|${acct.key}|sim-gpt`);
+    assert.equal(env.stdout, `${base}/v1|${acct.key}|sim-gpt`, 'the bash block sets the base URL, the key and the model');
 
     // Same answers again: nothing is written, no new backup.
     const before = snapshot(home);
     const again = await install(home);
     assert.equal(again.code, 0, again.stdout + again.stderr);
-    assert.deepEqual(snapshot(home), before);
-    assert.match(again.stdout, /already configured/);
+    assert.deepEqual(snapshot(home), before, 'a second install with the same answers writes nothing');
+    assert.match(again.stdout, /already configured/, `the second install says it is already configured: ${again.stdout}`);
 
     // A new key replaces the entries instead of adding a second set.
     const other = await newAccount();
@@ -211,11 +211,11 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const home = newHome();
     const r = await run('install.sh', [], home, { input: `${acct.key}\nclaude\nsim-gpt-mini,1\n\n`, env: { GATEWAY_JSON_TOOL: 'node' } });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /Gateway API key/);
-    assert.match(r.stdout, /Models this key may call:/);
+    assert.match(r.stdout, /Gateway API key/, `the installer asks for the key: ${r.stdout}`);
+    assert.match(r.stdout, /Models this key may call:/, `the installer lists the key's models: ${r.stdout}`);
     const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
-    assert.equal(settings.env.ANTHROPIC_MODEL, 'sim-gpt-mini');
-    assert.equal(settings.env.ANTHROPIC_AUTH_TOKEN, acct.key);
+    assert.equal(settings.env.ANTHROPIC_MODEL, 'sim-gpt-mini', "the model answered on stdin is Claude's model");
+    assert.equal(settings.env.ANTHROPIC_AUTH_TOKEN, acct.key, "the key answered on stdin is Claude's token");
     assert.equal(fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8'), ORIGINAL.codex, 'codex was not chosen');
   });
 
@@ -223,9 +223,9 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const home = newHome();
     const r = await install(home, [], { GATEWAY_JSON_TOOL: 'none' });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /\[skipped\]\s+claude\s+neither python3 nor node/);
-    assert.equal(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'), ORIGINAL.settings);
-    assert.match(fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8'), /\[model_providers\.gateway\]/);
+    assert.match(r.stdout, /\[skipped\]\s+claude\s+neither python3 nor node/, `the installer says why Claude is skipped: ${r.stdout}`);
+    assert.equal(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'), ORIGINAL.settings, 'Claude settings are left as they were');
+    assert.match(fs.readFileSync(path.join(home, '.codex', 'config.toml'), 'utf8'), /\[model_providers\.gateway\]/, 'codex is still configured');
   });
 
   it('--all --dry-run prints the plan and writes nothing (install and uninstall)', async function () {
@@ -233,75 +233,75 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const before = snapshot(home);
     const r = await run('install.sh', ['--all', '--dry-run'], home, { input: `${acct.key}\n2,1\n` });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(snapshot(home), before);
-    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/);
-    assert.match(r.stdout, /\[would change\]\s+codex\s+~\/\.codex\/config\.toml/);
-    assert.match(r.stdout, /\[would change\]\s+shell\s+~\/\.bashrc/);
+    assert.deepEqual(snapshot(home), before, 'a dry run writes nothing');
+    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/, `the dry run plans to change Claude settings: ${r.stdout}`);
+    assert.match(r.stdout, /\[would change\]\s+codex\s+~\/\.codex\/config\.toml/, `the dry run plans to change the codex config: ${r.stdout}`);
+    assert.match(r.stdout, /\[would change\]\s+shell\s+~\/\.bashrc/, `the dry run plans to change .bashrc: ${r.stdout}`);
     const second = /^ {2}2\) (\S+)$/m.exec(r.stdout)?.[1];
     assert.ok(second, r.stdout);
     assert.ok(r.stdout.includes(`env.ANTHROPIC_MODEL = ${second}\n`), 'model 2 was chosen first, so it is the default');
     assert.ok(!r.stdout.includes(acct.key), 'the key is masked in the plan');
 
-    assert.equal((await install(home)).code, 0);
+    assert.equal((await install(home)).code, 0, 'the install before the uninstall dry run succeeds');
     const installed = snapshot(home);
     const u = await run('uninstall.sh', ['--all', '--dry-run'], home, { input: 'reset\n' });
     assert.equal(u.code, 0, u.stdout + u.stderr);
-    assert.deepEqual(snapshot(home), installed);
-    assert.match(u.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json: remove the gateway entries/);
-    assert.match(u.stdout, /\[would change\]\s+codex\s+delete ~\/\.codex\/config\.toml\.bak-\d{8}-\d{6}/);
+    assert.deepEqual(snapshot(home), installed, 'an uninstall dry run writes nothing');
+    assert.match(u.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json: remove the gateway entries/, `the uninstall dry run plans to remove Claude's gateway entries: ${u.stdout}`);
+    assert.match(u.stdout, /\[would change\]\s+codex\s+delete ~\/\.codex\/config\.toml\.bak-\d{8}-\d{6}/, `the uninstall dry run plans to delete codex backups: ${u.stdout}`);
   });
 
   it('uninstall entries removes exactly the gateway entries and keeps every backup', async function () {
     const home = newHome();
-    assert.equal((await install(home)).code, 0);
+    assert.equal((await install(home)).code, 0, 'the install succeeds');
     const files = [path.join(home, '.claude', 'settings.json'), path.join(home, '.codex', 'config.toml'), path.join(home, '.bashrc')];
     const installBackups = files.flatMap(backupsOf);
-    assert.equal(installBackups.length, 3);
+    assert.equal(installBackups.length, 3, 'the install backs up three files');
 
     const r = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(JSON.parse(fs.readFileSync(files[0], 'utf8')), JSON.parse(ORIGINAL.settings));
-    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex);
-    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc);
-    assert.equal(fs.readFileSync(path.join(home, '.zshrc'), 'utf8'), ORIGINAL.zshrc);
+    assert.deepEqual(JSON.parse(fs.readFileSync(files[0], 'utf8')), JSON.parse(ORIGINAL.settings), 'Claude settings are back to the original');
+    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex, 'the codex config is back to the original');
+    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc, '.bashrc is back to the original');
+    assert.equal(fs.readFileSync(path.join(home, '.zshrc'), 'utf8'), ORIGINAL.zshrc, '.zshrc is back to the original');
     for (const b of installBackups) assert.ok(fs.existsSync(b), `${b} kept`);
     // Each file was copied again before the uninstaller wrote it; .zshrc never.
     for (const f of files) assert.equal(backupsOf(f).length, 2, f);
-    assert.deepEqual(backupsOf(path.join(home, '.zshrc')), []);
+    assert.deepEqual(backupsOf(path.join(home, '.zshrc')), [], '.zshrc, holding another key, is never backed up');
 
     // Nothing left to remove: a second run changes nothing.
     const before = snapshot(home);
     const again = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
     assert.equal(again.code, 0, again.stdout + again.stderr);
-    assert.deepEqual(snapshot(home), before);
+    assert.deepEqual(snapshot(home), before, 'a second uninstall changes nothing');
   });
 
   it('uninstall reset also deletes the old .bak-* files', async function () {
     const home = newHome();
-    assert.equal((await install(home)).code, 0);
+    assert.equal((await install(home)).code, 0, 'the install succeeds');
     const files = [path.join(home, '.claude', 'settings.json'), path.join(home, '.codex', 'config.toml'), path.join(home, '.bashrc')];
     const old = files.flatMap(backupsOf);
-    assert.equal(old.length, 3);
+    assert.equal(old.length, 3, 'the install backs up three files');
 
     const r = await run('uninstall.sh', ['--all', '--yes'], home, { input: '2\n' });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     for (const b of old) assert.ok(!fs.existsSync(b), `${b} deleted`);
-    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex);
-    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc);
+    assert.equal(fs.readFileSync(files[1], 'utf8'), ORIGINAL.codex, 'the codex config is back to the original after the reset');
+    assert.equal(fs.readFileSync(files[2], 'utf8'), ORIGINAL.bashrc, '.bashrc is back to the original after the reset');
     // The copy taken right before the reset wrote each file held the gateway key: deleted too.
     for (const f of files) assert.deepEqual(backupsOf(f), [], f);
-    assert.match(r.stdout, /deleted ~\/\.bashrc\.bak-\d{8}-\d{6} \(it held the gateway key\)/);
+    assert.match(r.stdout, /deleted ~\/\.bashrc\.bak-\d{8}-\d{6} \(it held the gateway key\)/, `the reset says it deleted the .bashrc backup holding the gateway key: ${r.stdout}`);
     for (const f of files) assert.ok(!fs.readFileSync(f, 'utf8').includes(acct.key), f);
   });
 
   it('backups are readable by their owner only (0600), whatever the mode of the file', async function () {
     const home = newHome();
     for (const f of ['.bashrc', '.codex/config.toml']) fs.chmodSync(path.join(home, f), 0o644);
-    assert.equal((await install(home)).code, 0);
+    assert.equal((await install(home)).code, 0, 'the install succeeds');
     const r = await run('uninstall.sh', ['--level', 'entries', '--all', '--yes'], home);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const baks = [path.join(home, '.bashrc'), path.join(home, '.codex', 'config.toml')].flatMap(backupsOf);
-    assert.equal(baks.length, 4);
+    assert.equal(baks.length, 4, 'install and uninstall each back up both files');
     for (const b of baks) assert.equal(fs.statSync(b).mode & 0o777, 0o600, b);
   });
 
@@ -310,9 +310,9 @@ describe('installer scripts (spec 1 section 1 item 8)', function () {
     const before = snapshot(home);
     const r = await run('install.sh', ['--all', '--dry-run'], home);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(snapshot(home), before);
-    assert.match(r.stdout, /\[skipped\]\s+key\s+dry run without a key: <API_KEY> stands for it/);
-    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/);
+    assert.deepEqual(snapshot(home), before, 'a dry run without a key writes nothing');
+    assert.match(r.stdout, /\[skipped\]\s+key\s+dry run without a key: <API_KEY> stands for it/, `the dry run says <API_KEY> stands for the missing key: ${r.stdout}`);
+    assert.match(r.stdout, /\[would change\]\s+claude\s+~\/\.claude\/settings\.json/, `the dry run plans to change Claude settings: ${r.stdout}`);
     assert.ok(r.stdout.includes('env.ANTHROPIC_MODEL = <model_id>\n'), r.stdout);
     const named = await run('install.sh', ['--all', '--dry-run', '--models', 'sim-gpt'], home);
     assert.equal(named.code, 0, named.stdout + named.stderr);

@@ -22,7 +22,7 @@ describe('routing rules', () => {
       assert.equal(order[2].provider.id, 'c', 'a higher priority number comes last');
       firsts[order[0].provider.id]++;
     }
-    assert.deepEqual(firsts, { a: 300, b: 100 });
+    assert.deepEqual(firsts, { a: 300, b: 100 }, 'weight 3 against 1 puts a first three times as often as b');
   });
 
   it('opens after N failures within the window, half-opens for one trial after the cool-down', () => {
@@ -34,25 +34,25 @@ describe('routing rules', () => {
       assert.ok(b.acquire('r'), `failures spread wider than the window keep the breaker closed at ${t} ms`);
       b.failed('r');
     }
-    assert.equal(b.stateOf('r'), 'closed');
+    assert.equal(b.stateOf('r'), 'closed', 'failures spread wider than the window leave the breaker closed');
     now = 1300;
     b.failed('r');
     now = 1400;
     b.failed('r');
-    assert.equal(b.stateOf('r'), 'open');
-    assert.equal(b.acquire('r'), false);
+    assert.equal(b.stateOf('r'), 'open', 'the third failure within the window opens the breaker');
+    assert.equal(b.acquire('r'), false, 'an open breaker lets no request through');
     now = 1900;
-    assert.equal(b.stateOf('r'), 'half_open');
+    assert.equal(b.stateOf('r'), 'half_open', 'after the cool-down the breaker is half-open');
     assert.equal(b.acquire('r'), true, 'one trial');
     assert.equal(b.acquire('r'), false, 'only one');
     b.failed('r');
-    assert.equal(b.stateOf('r'), 'open');
+    assert.equal(b.stateOf('r'), 'open', 'a failed trial opens the breaker again');
     now = 2400;
     assert.ok(b.acquire('r'), 'after the open interval one trial passes');
     b.released('r'); // the client went away: the trial is given back
     assert.ok(b.acquire('r'), 'a trial given back can be taken again');
     b.succeeded('r');
-    assert.equal(b.stateOf('r'), 'closed');
+    assert.equal(b.stateOf('r'), 'closed', 'a successful trial closes the breaker');
     assert.ok(b.acquire('r'), 'a successful trial closes the breaker');
   });
 

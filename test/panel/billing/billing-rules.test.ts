@@ -12,15 +12,15 @@ const node = (n: Partial<NodeLabels> & { node: string }): NodeLabels => ({ regio
 
 describe('panel: billing rules', () => {
   it('takes ISO 4217 currencies with their minor units and refuses others', () => {
-    assert.deepEqual(parseCurrency('eur'), { currency: 'EUR', minorUnits: 2 });
-    assert.deepEqual(parseCurrency('JPY'), { currency: 'JPY', minorUnits: 0 });
-    assert.deepEqual(parseCurrency('BHD'), { currency: 'BHD', minorUnits: 3 });
+    assert.deepEqual(parseCurrency('eur'), { currency: 'EUR', minorUnits: 2 }, 'a lower-case code is taken, EUR has 2 minor units');
+    assert.deepEqual(parseCurrency('JPY'), { currency: 'JPY', minorUnits: 0 }, 'JPY has no minor units');
+    assert.deepEqual(parseCurrency('BHD'), { currency: 'BHD', minorUnits: 3 }, 'BHD has 3 minor units');
     for (const bad of ['EURO', 'XYZ', '', 'e u']) refusedWith(() => parseCurrency(bad), 'currency', /ISO 4217/);
   });
 
   it('takes non-negative decimal prices with at most 6 decimals', () => {
-    assert.equal(parsePrice('12.500', 'p'), '12.5');
-    assert.equal(parsePrice(3, 'p'), '3');
+    assert.equal(parsePrice('12.500', 'p'), '12.5', 'a price is normalised without trailing zeros');
+    assert.equal(parsePrice(3, 'p'), '3', 'a number price is taken as its decimal string');
     refusedWith(() => parsePrice('-1', 'p'), 'p', /cannot be negative/);
     for (const bad of ['1e3', '1.1234567', 'abc', '', null]) refusedWith(() => parsePrice(bad, 'p'), 'p', /decimal/);
   });
@@ -32,7 +32,7 @@ describe('panel: billing rules', () => {
       [4, { key: 'physical_region', value: 'fra' }, '1', '1', '1'],
       [5, { key: 'cell', value: 'c9' }, '0', '0', '0'],
       [6, 'default', '0.5', '0.25', '0.125'],
-    ]);
+    ], 'rate lines keep their line numbers; blanks and comments are skipped');
     refusedWith(() => parseRateLines('default 1 1 1\nzone=a 1 1 1 1'), 'rates', /line 2: 5 fields instead of 4/);
     refusedWith(() => parseRateLines('region 1 1 1'), 'rates', /line 1: unknown selector "region"/);
     refusedWith(() => parseRateLines('default 1 x 1'), 'rates', /line 1: price_per_database "x"/);
@@ -41,11 +41,11 @@ describe('panel: billing rules', () => {
 
   it('selects the line naming the node, then the first matching label line, then default', () => {
     const lines = parseRateLines('zone=z1 1 0 0\nregion=eu 2 0 0\nnode=n1 3 0 0\ndefault 4 0 0');
-    assert.equal(selectRate(lines, node({ node: 'n1', region: 'eu', zone: 'z1' }))!.website, '3');
-    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu', zone: 'z1' }))!.website, '1');
-    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu' }))!.website, '2');
-    assert.equal(selectRate(lines, node({ node: 'n2', region: 'us' }))!.website, '4');
-    assert.equal(selectRate(parseRateLines('zone=z1 1 0 0'), node({ node: 'n2' })), null);
+    assert.equal(selectRate(lines, node({ node: 'n1', region: 'eu', zone: 'z1' }))!.website, '3', 'the line naming the node wins over label lines');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu', zone: 'z1' }))!.website, '1', 'without a node line, the first matching label line (zone) is taken');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'eu' }))!.website, '2', 'the region line matches when no zone line does');
+    assert.equal(selectRate(lines, node({ node: 'n2', region: 'us' }))!.website, '4', 'no label matches: the default line');
+    assert.equal(selectRate(parseRateLines('zone=z1 1 0 0'), node({ node: 'n2' })), null, 'no match and no default line: no rate');
   });
 
   it('rates pro rata over the month and rounds once per line to the minor unit', () => {
@@ -58,8 +58,8 @@ describe('panel: billing rules', () => {
       ['accounts', 'package k', '1'],
       ['websites', 'default', '0'],
       ['disk', 'default', '0'],
-    ]);
-    assert.deepEqual(r.totals, { JPY: '2' });
+    ], 'each line is rated pro rata and rounded once to whole yen');
+    assert.deepEqual(r.totals, { JPY: '2' }, 'the total is the sum of the rounded lines');
   });
 
   it('issue 34: a 6-field rate line prices CPU-hours and memory GiB-hours per unit used, exactly, from integer counters', () => {
@@ -79,8 +79,8 @@ describe('panel: billing rules', () => {
   });
 
   it('reads periods YYYY-MM with their hours', () => {
-    assert.deepEqual(parsePeriod('2030-02').hours, 672);
-    assert.deepEqual(parsePeriod('2032-02').hours, 696);
+    assert.deepEqual(parsePeriod('2030-02').hours, 672, 'February 2030 has 28 days of hours');
+    assert.deepEqual(parsePeriod('2032-02').hours, 696, 'February 2032, a leap year, has 29 days of hours');
     for (const bad of ['2030-00', '2030-2', '30-02', 7]) refusedWith(() => parsePeriod(bad), 'period', /YYYY-MM/);
   });
 });
