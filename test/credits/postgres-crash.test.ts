@@ -87,33 +87,33 @@ describe('PostgreSQL killed (kill -9) right after holds commit', function () {
     // What recovery left is consistent: the surviving holds and nothing of the lost ones.
     const after = await checkInvariants(account.id, d);
     assert.ok(new Decimal(after.ledger.usage).eq(after.account.total_usage), `ledger usage ${after.ledger.usage} equals the account's ${after.account.total_usage}`);
-    assert.equal(after.account.pending_requests, ids.length - lost + 1);
+    assert.equal(after.account.pending_requests, ids.length - lost + 1, 'the surviving holds and the durable video hold are pending, the lost ones not');
 
     // No heartbeat could be written while the server was down: its process is not taken for dead yet.
     await d('api_processes').where({ id: processId }).update({ heartbeat_at: d.raw(`now() - interval '1 hour'`) });
-    assert.equal((await holdsOfDeadProcesses(d, { deadAfterMs: 60_000, unrecordedOlderThanMs: 3_600_000 }, null)).length, 0);
+    assert.equal((await holdsOfDeadProcesses(d, { deadAfterMs: 60_000, unrecordedOlderThanMs: 3_600_000 }, null)).length, 0, 'the holding process is not taken for dead while its outcome writes are retried');
 
     // The API's outcome writes (each retried until the server answers again).
     await Promise.all(holds.map((h) => h.report(COMPLETED)));
     const rows = await d('reservations').whereIn('id', ids);
-    assert.equal(rows.length, ids.length);
-    assert.equal(rows.filter((r) => r.hold_recreated_at !== null).length, lost);
+    assert.equal(rows.length, ids.length, 'every request has a reservation again after the outcome writes');
+    assert.equal(rows.filter((r) => r.hold_recreated_at !== null).length, lost, 'exactly the lost holds were written again by their outcome writes');
     assert.ok(rows.every((r) => r.status === 'held' && r.report?.outcome === 'completed'), `every hold is held with its outcome reported: ${JSON.stringify(rows.map((r) => [r.status, r.report?.outcome]))}`);
 
     const { settleBatch } = createSettlementActivities(d);
     const first = await settleBatch(ids);
-    assert.equal(first.settled, ids.length);
-    assert.deepEqual(await settleBatch(ids), { settled: 0, charged: '0' });
+    assert.equal(first.settled, ids.length, 'every request settles in the first batch');
+    assert.deepEqual(await settleBatch(ids), { settled: 0, charged: '0' }, 'a second settlement of the same batch settles and charges nothing');
     const settled = await d('reservations').whereIn('id', ids);
     assert.ok(settled.every((r) => r.status === 'settled' && r.charge === '0.006000000000'), 'each charged in full: 1000 × 0.000002 + 500 × 0.000008');
     const ledger = await d('ledger').whereIn('reservation_id', ids).select('reservation_id', 'kind');
-    for (const id of ids) assert.deepEqual(ledger.filter((l) => l.reservation_id === id).map((l) => l.kind).sort(), ['charge', 'hold', 'release']);
+    for (const id of ids) assert.deepEqual(ledger.filter((l) => l.reservation_id === id).map((l) => l.kind).sort(), ['charge', 'hold', 'release'], `reservation ${id} has exactly one hold, one release and one charge`);
 
     const inv = await checkInvariants(account.id, d);
     assert.ok(new Decimal(inv.ledger.usage).eq(inv.account.total_usage), `ledger usage ${inv.ledger.usage} equals the account's ${inv.account.total_usage}`);
     assert.ok(new Decimal(inv.ledger.grants).eq(inv.account.total_credits), `ledger grants ${inv.ledger.grants} equal the account's credits ${inv.account.total_credits}`);
     assert.ok(new Decimal(inv.account.total_usage).eq(new Decimal('0.006').mul(ids.length).plus(2)), 'the charges and the video hold');
-    assert.equal(inv.account.pending_requests, 1);
+    assert.equal(inv.account.pending_requests, 1, 'only the video hold is still pending');
     assert.ok(new Decimal(inv.account.reserved_credits).eq(2), `the video hold of 2 is still reserved: ${inv.account.reserved_credits}`);
     const key = await d('api_keys').where({ id: keyId }).first();
     assert.ok(new Decimal(key.spend).eq(new Decimal('0.006').mul(N)), `key spend ${key.spend}`);

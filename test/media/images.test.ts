@@ -79,15 +79,15 @@ async function assertInvariants(a: TestAccount) {
   const inv = await checkInvariants(a.accountId);
   assert.equal(normalize(inv.account.total_usage), normalize(inv.ledger.usage), 'total_usage equals the ledger');
   assert.equal(normalize(inv.account.reserved_credits), normalize(inv.reservations.reserved), 'reserved equals open holds');
-  assert.equal(inv.account.pending_requests, inv.reservations.pending);
+  assert.equal(inv.account.pending_requests, inv.reservations.pending, 'pending_requests equals the open reservations');
   assert.equal(normalize(inv.account.total_usage), normalize(inv.reservations.charged), 'usage is the sum of charges once settled');
-  assert.equal(inv.reservations.pending, 0);
+  assert.equal(inv.reservations.pending, 0, 'no reservation is left pending');
 }
 
 async function generation(base: string, key: string, id: string) {
   await settled(id);
   const g = await call(base, `/v1/generation?id=${id}`, { key });
-  assert.equal(g.status, 200);
+  assert.equal(g.status, 200, `the generation record answers: ${g.text.slice(0, 300)}`);
   return g.json.data;
 }
 
@@ -151,28 +151,28 @@ describe('images: image URL fetching', () => {
 
   it('fetches a PNG from an allowed address (control)', async () => {
     const r = await fetchImageUrl(`http://127.0.0.2:${standPort}/png`, { allowAddress: standIn });
-    assert.equal(r.kind, 'png');
+    assert.equal(r.kind, 'png', 'the fetched image is judged a PNG');
     assert.ok(r.data.equals(PNG), `the fetched bytes are the PNG: ${r.data.length} bytes`);
   });
   it('refuses loopback, private, link-local and metadata literals without connecting', async () => {
     for (const host of ['127.0.0.1', '10.0.0.1', '192.168.0.10', '169.254.169.254', '[::1]', '[::ffff:127.0.0.1]']) {
       await refusedWith(`http://${host}:${loopPort}/png`, /not a public address/);
     }
-    assert.deepEqual(hits, []);
+    assert.deepEqual(hits, [], `no server was reached: ${hits.join(', ')}`);
   });
   it('refuses a DNS name that resolves to loopback (localhost)', async () => {
     await refusedWith(`http://localhost:${loopPort}/png`, /non-public address/);
-    assert.deepEqual(hits, []);
+    assert.deepEqual(hits, [], `no server was reached: ${hits.join(', ')}`);
   });
   it('refuses a redirect from an allowed host to loopback, by literal or by name', async () => {
     await refusedWith(`http://127.0.0.2:${standPort}/to?${encodeURIComponent(`http://127.0.0.1:${loopPort}/png`)}`, /not a public address/);
     await refusedWith(`http://127.0.0.2:${standPort}/to?${encodeURIComponent(`http://localhost:${loopPort}/png`)}`, /non-public address/);
     assert.ok(hits.every((h) => h.startsWith('stand')), `loopback server was reached: ${hits.join(', ')}`);
-    assert.equal(hits.length, 2);
+    assert.equal(hits.length, 2, `only the two redirecting requests reached the stand-in: ${hits.join(', ')}`);
   });
   it('follows an allowed redirect, but not endlessly', async () => {
     const r = await fetchImageUrl(`http://127.0.0.2:${standPort}/to?${encodeURIComponent(`http://127.0.0.2:${standPort}/png`)}`, { allowAddress: standIn });
-    assert.equal(r.kind, 'png');
+    assert.equal(r.kind, 'png', 'the redirect\'s target is fetched as a PNG');
     let url = `http://127.0.0.2:${standPort}/png`;
     for (let i = 0; i < 5; i++) url = `http://127.0.0.2:${standPort}/to?${encodeURIComponent(url)}`;
     await refusedWith(url, /redirects/);
@@ -201,8 +201,8 @@ describe('images: streaming multipart reader (pure)', () => {
     const f = form([{ name: 'prompt', value: 'a cat\r\n--not a boundary' }, { name: 'image[]', value: PNG, filename: 'x.png', type: 'image/png' }, { name: 'n', value: '2' }], 'XyZ');
     for (const size of [1, 3, 7, 64, 100_000]) {
       const parts = await readMultipart(chunked(f.body, size), 'XyZ', limits);
-      assert.deepEqual(parts.map((p) => [p.name, p.filename]), [['prompt', null], ['image[]', 'x.png'], ['n', null]]);
-      assert.equal(parts[0]!.data.toString(), 'a cat\r\n--not a boundary');
+      assert.deepEqual(parts.map((p) => [p.name, p.filename]), [['prompt', null], ['image[]', 'x.png'], ['n', null]], `chunks of ${size} bytes: the parts' names and filenames in order`);
+      assert.equal(parts[0]!.data.toString(), 'a cat\r\n--not a boundary', `chunks of ${size} bytes: a field value keeping a CRLF and a boundary-like line`);
       assert.ok(parts[1]!.data.equals(PNG), `the image part is the PNG: ${parts[1]!.data.length} bytes`);
     }
   });
@@ -247,19 +247,19 @@ describe('images: gateway', function () {
     it('GET /v1/images/models lists image models with capabilities, parameters, limits and pricing in credits', async () => {
       const a = await newAccount();
       const r = await call(base, '/v1/images/models', { key: a.key });
-      assert.equal(r.status, 200);
+      assert.equal(r.status, 200, `the image model list answers: ${r.text.slice(0, 300)}`);
       // other suites add image models to the shared catalog (seen at once since catalog inserts notify)
       const ids = r.json.data.map((m: { id: string }) => m.id);
-      assert.deepEqual(ids.filter((id: string) => id.startsWith('sim-')), ['sim-image-1', 'sim-image-mini']);
+      assert.deepEqual(ids.filter((id: string) => id.startsWith('sim-')), ['sim-image-1', 'sim-image-mini'], 'the simulator\'s two image models are listed');
       assert.ok(ids.every((id: string) => !id.startsWith('sim-gpt')), 'text models are not listed');
       const one = r.json.data.find((m: { id: string }) => m.id === 'sim-image-1');
-      assert.deepEqual(one.capabilities, ['image_generation', 'image_editing', 'streaming']);
+      assert.deepEqual(one.capabilities, ['image_generation', 'image_editing', 'streaming'], 'sim-image-1 generates, edits and streams');
       assert.ok(one.supported_parameters.includes('input_references'), `sim-image-1 supports input_references: ${one.supported_parameters.join(', ')}`);
-      assert.equal(one.max_input_images, 8);
-      assert.equal(one.max_images, 4);
-      assert.deepEqual(one.pricing, { per_image: 0.04, per_input_image: 0.01 });
+      assert.equal(one.max_input_images, 8, 'sim-image-1 takes up to 8 input images');
+      assert.equal(one.max_images, 4, 'sim-image-1 makes up to 4 images a request');
+      assert.deepEqual(one.pricing, { per_image: 0.04, per_input_image: 0.01 }, 'sim-image-1 is priced per image and per input image, in credits');
       const mini = r.json.data.find((m: { id: string }) => m.id === 'sim-image-mini');
-      assert.deepEqual(mini.capabilities, ['image_generation']);
+      assert.deepEqual(mini.capabilities, ['image_generation'], 'sim-image-mini only generates');
       assert.equal(mini.max_input_images, undefined, 'only edit-capable models state a maximum input image count');
     });
   });
@@ -270,30 +270,30 @@ describe('images: gateway', function () {
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'a red fox', n: 2, size: '1024x1024', quality: 'low' } });
       assert.equal(r.status, 200, r.text);
       const id = r.headers.get('x-gateway-request-id')!;
-      assert.match(id, /^[0-9a-f-]{36}$/);
-      assert.equal(r.headers.get('x-gateway-cost'), '0.08');
-      assert.equal(typeof r.json.created, 'number');
-      assert.equal(r.json.data.length, 2);
+      assert.match(id, /^[0-9a-f-]{36}$/, 'the request id is a UUID');
+      assert.equal(r.headers.get('x-gateway-cost'), '0.08', 'the cost header is 2 × 0.04 credits');
+      assert.equal(typeof r.json.created, 'number', 'the answer carries its creation time');
+      assert.equal(r.json.data.length, 2, 'two images are returned');
       for (const d of r.json.data) {
-        assert.equal(d.media_type, 'image/png');
+        assert.equal(d.media_type, 'image/png', 'each image is labelled image/png');
         assert.ok(isPng(d.b64_json), `each image is a PNG: ${String(d.b64_json).slice(0, 40)}`);
       }
       const u = r.json.usage;
-      assert.equal(u.cost, 0.08);
-      assert.deepEqual(u.cost_details, { billing_source: 'estimate', is_estimate: true, reserved_credits: 0.08 });
-      assert.deepEqual(u.balance, { before: 10, after: 9.92, reserved_credits: 0.08 });
-      assert.equal(u.prompt_tokens, 3);
-      assert.equal(u.completion_tokens, 2 * 272);
-      assert.equal(u.total_tokens, 3 + 544);
+      assert.equal(u.cost, 0.08, 'the cost is 2 × 0.04 credits');
+      assert.deepEqual(u.cost_details, { billing_source: 'estimate', is_estimate: true, reserved_credits: 0.08 }, 'an estimated cost, with the hold of 0.08');
+      assert.deepEqual(u.balance, { before: 10, after: 9.92, reserved_credits: 0.08 }, 'the balance before and after, with the hold');
+      assert.equal(u.prompt_tokens, 3, 'the prompt\'s tokens');
+      assert.equal(u.completion_tokens, 2 * 272, '272 output tokens per image');
+      assert.equal(u.total_tokens, 3 + 544, 'the total tokens are prompt plus output');
       const g = await generation(base, a.key, id);
-      assert.equal(g.modality, 'image');
-      assert.equal(g.billing_source, 'estimate');
-      assert.equal(g.is_estimate, true);
-      assert.equal(g.cost, 0.08);
-      assert.equal(g.reserved_credits, 0.08);
-      assert.equal(g.usage_details.images_returned, 2);
-      assert.equal(g.usage_details.images_requested, 2);
-      assert.equal(await balance(a), '0.08');
+      assert.equal(g.modality, 'image', 'the generation record is an image one');
+      assert.equal(g.billing_source, 'estimate', 'the generation record is billed as an estimate');
+      assert.equal(g.is_estimate, true, 'the generation record is marked an estimate');
+      assert.equal(g.cost, 0.08, 'the generation record\'s cost is 0.08');
+      assert.equal(g.reserved_credits, 0.08, 'the generation record keeps the hold of 0.08');
+      assert.equal(g.usage_details.images_returned, 2, 'the generation record counts 2 images returned');
+      assert.equal(g.usage_details.images_requested, 2, 'the generation record counts 2 images requested');
+      assert.equal(await balance(a), '0.08', 'the account\'s usage is the 0.08 charged');
       await assertInvariants(a);
     });
 
@@ -301,23 +301,23 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await call(base, '/v1/images/generations', { key: a.key, body: { model: 'sim-image-1', prompt: 'jpeg please', output_format: 'jpeg', output_compression: 80 } });
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.data[0].media_type, 'image/jpeg');
-      assert.equal(r.json.usage.cost, 0.04);
-      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).endpoint, '/v1/images/generations');
+      assert.equal(r.json.data[0].media_type, 'image/jpeg', 'JPEG output is labelled image/jpeg');
+      assert.equal(r.json.usage.cost, 0.04, 'one image costs 0.04');
+      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).endpoint, '/v1/images/generations', 'the generation record keeps the alias endpoint');
     });
 
     it('bills only the images the provider returned (images_returned=1 of n=3)', async () => {
       const a = await newAccount({ credits: '5' });
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'three cats [sim images_returned=1]', n: 3 } });
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.data.length, 1);
-      assert.equal(r.json.usage.cost, 0.04);
-      assert.equal(r.json.usage.cost_details.reserved_credits, 0.12);
+      assert.equal(r.json.data.length, 1, 'the provider returned only one image');
+      assert.equal(r.json.usage.cost, 0.04, 'only the returned image is billed');
+      assert.equal(r.json.usage.cost_details.reserved_credits, 0.12, 'the hold was for the 3 images asked for');
       const g = await generation(base, a.key, r.headers.get('x-gateway-request-id')!);
-      assert.equal(g.cost, 0.04);
-      assert.equal(g.reserved_credits, 0.12);
-      assert.equal(g.usage_details.images_returned, 1);
-      assert.equal(await balance(a), '0.04');
+      assert.equal(g.cost, 0.04, 'the generation record bills one image');
+      assert.equal(g.reserved_credits, 0.12, 'the generation record keeps the hold for 3 images');
+      assert.equal(g.usage_details.images_returned, 1, 'the generation record counts 1 image returned');
+      assert.equal(await balance(a), '0.04', 'the account\'s usage is the one image');
       await assertInvariants(a);
     });
 
@@ -325,48 +325,48 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'costly [sim cost=0.03]' } });
       assert.equal(r.status, 200, r.text);
-      assert.deepEqual(r.json.usage.cost_details, { billing_source: 'provider_cost', is_estimate: false, reserved_credits: 0.04 });
-      assert.equal(r.json.usage.cost, 0.03);
+      assert.deepEqual(r.json.usage.cost_details, { billing_source: 'provider_cost', is_estimate: false, reserved_credits: 0.04 }, 'the provider\'s cost is billed, not an estimate, against the hold of one image');
+      assert.equal(r.json.usage.cost, 0.03, 'the provider\'s 0.03 is charged');
       const g = await generation(base, a.key, r.headers.get('x-gateway-request-id')!);
-      assert.equal(g.billing_source, 'provider_cost');
-      assert.equal(g.cost, 0.03);
+      assert.equal(g.billing_source, 'provider_cost', 'the generation record is billed at the provider\'s cost');
+      assert.equal(g.cost, 0.03, 'the generation record\'s cost is the provider\'s 0.03');
       const capped = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'too costly [sim cost=5]' } });
-      assert.equal(capped.json.usage.cost, 0.04);
-      assert.equal((await generation(base, a.key, capped.headers.get('x-gateway-request-id')!)).cost, 0.04);
+      assert.equal(capped.json.usage.cost, 0.04, 'a provider cost over the hold is capped at the hold');
+      assert.equal((await generation(base, a.key, capped.headers.get('x-gateway-request-id')!)).cost, 0.04, 'the generation record\'s cost is capped at the hold');
       await assertInvariants(a);
     });
 
     it('no image returned: 502 generation_failed, not billed; provider error: not billed', async () => {
       const a = await newAccount();
       const none = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'nothing [sim images_returned=0]' } });
-      assert.equal(none.status, 502);
-      assert.equal(none.json.error.code, 'generation_failed');
+      assert.equal(none.status, 502, `no image returned is a 502: ${none.text.slice(0, 300)}`);
+      assert.equal(none.json.error.code, 'generation_failed', 'no image returned is generation_failed');
       const failed = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'boom [sim status=500]' } });
-      assert.equal(failed.status, 502);
-      assert.equal(failed.json.error.code, 'provider_error');
+      assert.equal(failed.status, 502, `a provider error is a 502: ${failed.text.slice(0, 300)}`);
+      assert.equal(failed.json.error.code, 'provider_error', 'a provider error is provider_error');
       const rows = await reservationsOf(a);
-      assert.equal(rows.length, 2);
+      assert.equal(rows.length, 2, 'both requests held credits');
       for (const row of rows) {
         const s = await settled(row.id);
-        assert.equal(s.billing_source, 'not_billed');
-        assert.equal(normalize(s.charge), '0');
+        assert.equal(s.billing_source, 'not_billed', `reservation ${row.id} is not billed`);
+        assert.equal(normalize(s.charge), '0', `reservation ${row.id} charges nothing`);
       }
-      assert.equal(await balance(a), '0');
+      assert.equal(await balance(a), '0', 'the account was charged nothing');
       await assertInvariants(a);
     });
 
     it('402 when the balance cannot hold n images; complimentary on the free-trial plan', async () => {
       const poor = await newAccount({ credits: '0.05' });
       const r = await call(base, '/v1/images', { key: poor.key, body: { model: 'sim-image-1', prompt: 'two', n: 2 } });
-      assert.equal(r.status, 402);
-      assert.equal(r.json.error.code, 'insufficient_quota');
-      assert.equal((await reservationsOf(poor)).length, 0);
+      assert.equal(r.status, 402, `two images at 0.04 do not fit 0.05: ${r.text.slice(0, 300)}`);
+      assert.equal(r.json.error.code, 'insufficient_quota', 'the refusal\'s code is insufficient_quota');
+      assert.equal((await reservationsOf(poor)).length, 0, 'the refused request held nothing');
       const trial = await newAccount({ tier: 'free_trial', credits: '1' });
       const t = await call(base, '/v1/images', { key: trial.key, body: { model: 'sim-image-1', prompt: 'free' } });
       assert.equal(t.status, 200, t.text);
-      assert.equal(t.json.usage.cost, 0);
-      assert.equal(t.json.usage.cost_details.billing_source, 'complimentary');
-      assert.equal((await generation(base, trial.key, t.headers.get('x-gateway-request-id')!)).billing_source, 'complimentary');
+      assert.equal(t.json.usage.cost, 0, 'the free-trial image costs nothing');
+      assert.equal(t.json.usage.cost_details.billing_source, 'complimentary', 'the free-trial image is complimentary');
+      assert.equal((await generation(base, trial.key, t.headers.get('x-gateway-request-id')!)).billing_source, 'complimentary', 'the generation record is complimentary');
       await assertInvariants(trial);
     });
 
@@ -378,13 +378,13 @@ describe('images: gateway', function () {
         body: { model: 'sim-image-1', prompt, input_references: [{ type: 'image_url', image_url: { url: dataUrl(JPEG, 'image/png') } }, { type: 'image_url', image_url: { url: dataUrl(WEBP) } }] },
       });
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.usage.cost, 0.06); // 0.04 + 2 × 0.01
+      assert.equal(r.json.usage.cost, 0.06, 'one image and two input images: 0.04 + 2 × 0.01'); // 0.04 + 2 × 0.01
       const sent = await simStatsLast(prompt);
       assert.ok(sent, 'the simulator saw the request');
-      assert.equal((sent!.images as unknown[]).length, 2);
+      assert.equal((sent!.images as unknown[]).length, 2, 'both input images reached the provider');
       const g = await generation(base, a.key, r.headers.get('x-gateway-request-id')!);
-      assert.equal(g.cost, 0.06);
-      assert.equal(g.usage_details.input_images, 2);
+      assert.equal(g.cost, 0.06, 'the generation record\'s cost includes the input images');
+      assert.equal(g.usage_details.input_images, 2, 'the generation record counts 2 input images');
       await assertInvariants(a);
     });
 
@@ -401,13 +401,13 @@ describe('images: gateway', function () {
         for (const url of [`http://127.0.0.1:${port}/a.png`, `http://localhost:${port}/a.png`, 'http://169.254.169.254/latest/meta-data/', 'http://10.1.2.3/a.png']) {
           const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x', input_references: [{ type: 'image_url', image_url: { url } }] } });
           assert.equal(r.status, 400, url);
-          assert.equal(r.json.error.code, 'invalid_parameter');
-          assert.equal(r.json.error.param, 'input_references[0].image_url.url');
-          assert.match(r.json.error.message, /public address/);
+          assert.equal(r.json.error.code, 'invalid_parameter', `${url}: the refusal is invalid_parameter`);
+          assert.equal(r.json.error.param, 'input_references[0].image_url.url', `${url}: the refusal names the image URL's parameter`);
+          assert.match(r.json.error.message, /public address/, `${url}: the refusal says the address is not public`);
         }
-        assert.equal(reached, 0);
-        assert.equal((await reservationsOf(a)).length, 0);
-        assert.equal(await balance(a), '0');
+        assert.equal(reached, 0, 'the loopback server was never reached');
+        assert.equal((await reservationsOf(a)).length, 0, 'no refused request held credits');
+        assert.equal(await balance(a), '0', 'the account was charged nothing');
       } finally {
         srv.close();
       }
@@ -418,19 +418,19 @@ describe('images: gateway', function () {
       const prompt = `mini ${randomUUID()}`;
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-mini', prompt, n: 6, width: 512, height: 768, negative_prompt: 'blur', guidance: 7.5, steps: 30, seed: 42, response_format: 'b64_json', provider: { options: { simulator: { moderation: 'low', n: 9, images: [{ image_url: 'http://10.0.0.1/x.png' }] } } } } });
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.data.length, 6);
-      assert.equal(r.json.usage.cost, 0.06);
+      assert.equal(r.json.data.length, 6, 'all 6 images asked for are returned');
+      assert.equal(r.json.usage.cost, 0.06, '6 images at 0.01');
       const sent = await simStatsLast(prompt);
-      assert.equal(sent!.model, 'sim-image-mini-2026-01-15');
-      assert.equal(sent!.size, '512x768');
-      assert.equal(sent!.negative_prompt, 'blur');
-      assert.equal(sent!.guidance, 7.5);
-      assert.equal(sent!.steps, 30);
-      assert.equal(sent!.seed, 42);
-      assert.equal(sent!.moderation, 'low');
+      assert.equal(sent!.model, 'sim-image-mini-2026-01-15', 'the provider gets its versioned model name');
+      assert.equal(sent!.size, '512x768', 'width and height reach the provider as its size');
+      assert.equal(sent!.negative_prompt, 'blur', 'negative_prompt is forwarded');
+      assert.equal(sent!.guidance, 7.5, 'guidance is forwarded');
+      assert.equal(sent!.steps, 30, 'steps is forwarded');
+      assert.equal(sent!.seed, 42, 'seed is forwarded');
+      assert.equal(sent!.moderation, 'low', 'a provider option (moderation) is forwarded');
       assert.equal(sent!.n, 6, 'provider.options cannot change what is billed');
-      assert.equal(sent!.images, undefined);
-      assert.equal(sent!.response_format, undefined);
+      assert.equal(sent!.images, undefined, 'provider.options cannot add input images (an address the guard would refuse)');
+      assert.equal(sent!.response_format, undefined, 'response_format is not sent to the provider');
     });
   });
 
@@ -485,19 +485,19 @@ describe('images: gateway', function () {
       it(name, async () => {
         const r = await call(base, '/v1/images', { key: a.key, body });
         assert.equal(r.status, status, r.text);
-        assert.equal(r.json.error.code, code);
-        assert.equal(r.json.error.param, param);
-        assert.equal(r.json.error.type, 'invalid_request_error');
+        assert.equal(r.json.error.code, code, `${name}: the error code`);
+        assert.equal(r.json.error.param, param, `${name}: the error names the parameter`);
+        assert.equal(r.json.error.type, 'invalid_request_error', `${name}: the error type`);
       });
     }
     it('left nothing held and nothing charged', async () => {
-      assert.equal((await reservationsOf(a)).length, 0);
-      assert.equal(await balance(a), '0');
+      assert.equal((await reservationsOf(a)).length, 0, 'no refused request held credits');
+      assert.equal(await balance(a), '0', 'no refused request was charged');
       await assertInvariants(a);
     });
     it('the unsupported_capability message names the right endpoint', async () => {
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-gpt', prompt: 'x' } });
-      assert.match(r.json.error.message, /\/v1\/chat\/completions/);
+      assert.match(r.json.error.message, /\/v1\/chat\/completions/, `the message sends a text model to its endpoint: ${r.json.error.message}`);
     });
   });
 
@@ -506,25 +506,25 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'streamed', stream: true } });
       assert.equal(r.status, 200, r.text);
-      assert.match(r.headers.get('content-type')!, /text\/event-stream/);
-      assert.equal(r.headers.get('x-gateway-cost'), null);
+      assert.match(r.headers.get('content-type')!, /text\/event-stream/, 'a stream answers as server-sent events');
+      assert.equal(r.headers.get('x-gateway-cost'), null, 'a stream carries no cost header (the cost comes in the completed event)');
       const id = r.headers.get('x-gateway-request-id')!;
       assert.ok(id, 'a streamed image answer carries x-gateway-request-id');
       const frames = sseFrames(r.text);
-      assert.deepEqual(frames.map((f) => f.event ?? f.data), ['image_generation.partial_image', 'image_generation.partial_image', 'image_generation.completed', '[DONE]']);
+      assert.deepEqual(frames.map((f) => f.event ?? f.data), ['image_generation.partial_image', 'image_generation.partial_image', 'image_generation.completed', '[DONE]'], 'two previews, one completed image, then [DONE]');
       for (const p of frames.slice(0, 2)) {
-        assert.equal(p.data.type, 'image_generation.partial_image');
+        assert.equal(p.data.type, 'image_generation.partial_image', 'each preview is a partial_image event');
         assert.ok(isPng(p.data.b64_json), `each partial image is a PNG: ${String(p.data.b64_json).slice(0, 40)}`);
-        assert.equal(p.data.usage, undefined);
+        assert.equal(p.data.usage, undefined, 'a preview carries no usage (it is not billed)');
       }
       const done = frames[2]!.data;
       assert.ok(isPng(done.b64_json), `the completed image is a PNG: ${String(done.b64_json).slice(0, 40)}`);
-      assert.notEqual(done.b64_json, frames[0]!.data.b64_json);
-      assert.equal(done.usage.cost, 0.04);
-      assert.equal(done.usage.cost_details.billing_source, 'estimate');
+      assert.notEqual(done.b64_json, frames[0]!.data.b64_json, 'the final image is not the first preview');
+      assert.equal(done.usage.cost, 0.04, 'the completed event\'s cost is one image');
+      assert.equal(done.usage.cost_details.billing_source, 'estimate', 'the completed event\'s cost is an estimate');
       const g = await generation(base, a.key, id);
-      assert.equal(g.cost, 0.04);
-      assert.equal(g.usage_details.images_returned, 1);
+      assert.equal(g.cost, 0.04, 'the generation record\'s cost is one image');
+      assert.equal(g.usage_details.images_returned, 1, 'the generation record counts one image returned');
       await assertInvariants(a);
     });
 
@@ -572,11 +572,11 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'two asked [sim images_returned=1]', n: 2, stream: true } });
       const frames = sseFrames(r.text);
-      assert.equal(frames.filter((f) => f.event === 'image_generation.completed').length, 1);
-      assert.equal(frames.at(-1)!.data, '[DONE]');
-      assert.equal(frames.at(-2)!.data.usage.cost, 0.04);
-      assert.equal(frames.at(-2)!.data.usage.cost_details.reserved_credits, 0.08);
-      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).cost, 0.04);
+      assert.equal(frames.filter((f) => f.event === 'image_generation.completed').length, 1, 'one completed event for the one image returned');
+      assert.equal(frames.at(-1)!.data, '[DONE]', 'the stream ends with [DONE]');
+      assert.equal(frames.at(-2)!.data.usage.cost, 0.04, 'only the image returned is billed');
+      assert.equal(frames.at(-2)!.data.usage.cost_details.reserved_credits, 0.08, 'the hold was for the 2 images asked for');
+      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).cost, 0.04, 'the generation record bills one image');
     });
 
     it('a stream that breaks after one of two images delivers and bills that one', async () => {
@@ -584,9 +584,9 @@ describe('images: gateway', function () {
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'dropped [sim drop_after=1]', n: 2, stream: true } });
       const frames = sseFrames(r.text);
       const completed = frames.filter((f) => f.event === 'image_generation.completed');
-      assert.equal(completed.length, 1);
-      assert.equal(completed[0]!.data.usage.cost, 0.04);
-      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).cost, 0.04);
+      assert.equal(completed.length, 1, 'the image sent before the break is completed');
+      assert.equal(completed[0]!.data.usage.cost, 0.04, 'the image delivered is billed');
+      assert.equal((await generation(base, a.key, r.headers.get('x-gateway-request-id')!)).cost, 0.04, 'the generation record bills only the image delivered');
       await assertInvariants(a);
     });
 
@@ -614,10 +614,10 @@ describe('images: gateway', function () {
       }
       ac.abort();
       const row = await settled(id);
-      assert.equal(row.outcome, 'cancelled');
-      assert.equal(normalize(row.held_credits), '0.12');
-      assert.equal(normalize(row.charge), '0.04');
-      assert.equal(row.usage_details.images_returned, 1);
+      assert.equal(row.outcome, 'cancelled', 'the request that lost its client is cancelled');
+      assert.equal(normalize(row.held_credits), '0.12', 'the hold was for 3 images');
+      assert.equal(normalize(row.charge), '0.04', 'only the image received is charged');
+      assert.equal(row.usage_details.images_returned, 1, 'one image counted as returned');
       await assertInvariants(a);
     });
 
@@ -626,9 +626,9 @@ describe('images: gateway', function () {
       const { id, ac } = await openImageStream(a, { model: 'sim-image-1', prompt: 'slow [sim chunk_delay=400]', n: 2, stream: true });
       ac.abort();
       const row = await settled(id);
-      assert.equal(row.outcome, 'cancelled');
-      assert.equal(row.billing_source, 'not_billed');
-      assert.equal(normalize(row.charge), '0');
+      assert.equal(row.outcome, 'cancelled', 'the request that lost its client is cancelled');
+      assert.equal(row.billing_source, 'not_billed', 'nothing was billed before the first image');
+      assert.equal(normalize(row.charge), '0', 'nothing was charged');
       await assertInvariants(a);
     });
 
@@ -636,9 +636,9 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-mini', prompt: 'no stream', stream: true } });
       assert.equal(r.status, 200, r.text);
-      assert.match(r.headers.get('content-type')!, /application\/json/);
-      assert.equal(r.json.data.length, 1);
-      assert.equal(r.json.usage.cost, 0.01);
+      assert.match(r.headers.get('content-type')!, /application\/json/, 'a model without streaming answers JSON');
+      assert.equal(r.json.data.length, 1, 'one image is returned');
+      assert.equal(r.json.usage.cost, 0.01, 'sim-image-mini\'s one image costs 0.01');
     });
   });
 
@@ -657,14 +657,14 @@ describe('images: gateway', function () {
       ]);
       const r = await postForm(base, a.key, f);
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.json.data.length, 2);
-      assert.equal(r.json.usage.cost, 0.11); // 2 × 0.04 + 3 × 0.01
+      assert.equal(r.json.data.length, 2, 'two images are returned');
+      assert.equal(r.json.usage.cost, 0.11, '2 images and 3 input images: 2 × 0.04 + 3 × 0.01'); // 2 × 0.04 + 3 × 0.01
       const sent = await simStatsLast(prompt);
-      assert.equal((sent!.images as unknown[]).length, 3);
+      assert.equal((sent!.images as unknown[]).length, 3, 'all three uploads reached the provider');
       const g = await generation(base, a.key, r.headers.get('x-gateway-request-id')!);
-      assert.equal(g.endpoint, '/v1/images/edits');
-      assert.equal(g.cost, 0.11);
-      assert.equal(g.modality, 'image');
+      assert.equal(g.endpoint, '/v1/images/edits', 'the generation record keeps the edits endpoint');
+      assert.equal(g.cost, 0.11, 'the generation record\'s cost includes the input images');
+      assert.equal(g.modality, 'image', 'the generation record is an image one');
       await assertInvariants(a);
     });
 
@@ -672,8 +672,8 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const r = await postForm(base, a.key, form([{ name: 'model', value: 'sim-image-1' }, { name: 'prompt', value: 's' }, { name: 'image', value: PNG, filename: 'a.png' }, { name: 'stream', value: 'true' }]));
       const frames = sseFrames(r.text);
-      assert.deepEqual(frames.map((f) => f.event ?? f.data), ['image_generation.partial_image', 'image_generation.partial_image', 'image_generation.completed', '[DONE]']);
-      assert.equal(frames[2]!.data.usage.cost, 0.05);
+      assert.deepEqual(frames.map((f) => f.event ?? f.data), ['image_generation.partial_image', 'image_generation.partial_image', 'image_generation.completed', '[DONE]'], 'two previews, one completed image, then [DONE]');
+      assert.equal(frames[2]!.data.usage.cost, 0.05, 'one image and one input image: 0.04 + 0.01');
     });
 
     const base4 = (extra: FormPart[]) => [{ name: 'model', value: 'sim-image-1' }, { name: 'prompt', value: 'p' }, ...extra];
@@ -703,13 +703,13 @@ describe('images: gateway', function () {
       it(`${status} ${code}: ${name}`, async () => {
         const r = await postForm(base, a.key, make());
         assert.equal(r.status, status, r.text);
-        assert.equal(r.json.error.code, code);
-        assert.equal(r.json.error.param, param);
+        assert.equal(r.json.error.code, code, `${name}: the error code`);
+        assert.equal(r.json.error.param, param, `${name}: the error names the parameter`);
       });
     }
     it('left nothing held and nothing charged', async () => {
-      assert.equal((await reservationsOf(a)).length, 0);
-      assert.equal(await balance(a), '0');
+      assert.equal((await reservationsOf(a)).length, 0, 'no refused upload held credits');
+      assert.equal(await balance(a), '0', 'no refused upload was charged');
     });
 
     it('refuses an upload over 20 MB while it streams: 413 arrives before the body ends, nothing held', async () => {
@@ -742,11 +742,11 @@ describe('images: gateway', function () {
         };
         pump();
       });
-      assert.equal(result.status, 413);
-      assert.equal(JSON.parse(result.body).error.code, 'request_too_large');
+      assert.equal(result.status, 413, `the oversized upload is refused with 413: ${result.body.slice(0, 300)}`);
+      assert.equal(JSON.parse(result.body).error.code, 'request_too_large', 'the refusal\'s code is request_too_large');
       assert.ok(result.sentWhenAnswered < 40 * 1024 * 1024, `answered only after ${result.sentWhenAnswered} bytes`);
-      assert.equal((await reservationsOf(acct)).length, 0);
-      assert.equal(await balance(acct), '0');
+      assert.equal((await reservationsOf(acct)).length, 0, 'the refused upload held nothing');
+      assert.equal(await balance(acct), '0', 'the refused upload was charged nothing');
     });
 
     it('a declared Content-Length over 20 MB is refused before reading', async () => {
@@ -762,7 +762,7 @@ describe('images: gateway', function () {
         req.on('error', reject);
         req.write('--X\r\n'); // and nothing more
       });
-      assert.equal(status, 413);
+      assert.equal(status, 413, 'a declared body over 20 MB is refused with 413');
     });
   });
 
@@ -774,18 +774,18 @@ describe('images: gateway', function () {
       const first = await call(base, '/v1/images', { key: a.key, body, headers: { 'idempotency-key': key } });
       assert.equal(first.status, 200, first.text);
       const again = await call(base, '/v1/images', { key: a.key, body: { seed: 7, n: 1, prompt: 'once', model: 'sim-image-1' }, headers: { 'idempotency-key': key } });
-      assert.equal(again.status, 409);
-      assert.equal(again.json.error.code, 'idempotent_replay');
+      assert.equal(again.status, 409, `the same content under the same key is refused: ${again.text.slice(0, 300)}`);
+      assert.equal(again.json.error.code, 'idempotent_replay', 'the refusal\'s code is idempotent_replay');
       const other = await call(base, '/v1/images', { key: a.key, body: { ...body, prompt: 'twice' }, headers: { 'idempotency-key': key } });
-      assert.equal(other.status, 409);
-      assert.equal(other.json.error.code, 'idempotency_key_reused');
+      assert.equal(other.status, 409, `other content under the same key is refused: ${other.text.slice(0, 300)}`);
+      assert.equal(other.json.error.code, 'idempotency_key_reused', 'the refusal\'s code is idempotency_key_reused');
       const rows = await reservationsOf(a);
-      assert.equal(rows.length, 1);
+      assert.equal(rows.length, 1, 'only the first request held credits');
       await settled(rows[0].id);
-      assert.equal(await balance(a), '0.04');
+      assert.equal(await balance(a), '0.04', 'only the first request was charged');
       // another account may use the same key
       const b = await newAccount();
-      assert.equal((await call(base, '/v1/images', { key: b.key, body, headers: { 'idempotency-key': key } })).status, 200);
+      assert.equal((await call(base, '/v1/images', { key: b.key, body, headers: { 'idempotency-key': key } })).status, 200, 'another account may use the same key');
       await assertInvariants(a);
     });
 
@@ -793,29 +793,29 @@ describe('images: gateway', function () {
       const a = await newAccount();
       const key = `edit-${randomUUID()}`;
       const parts = [{ name: 'model', value: 'sim-image-1' }, { name: 'prompt', value: 'p' }, { name: 'image', value: PNG, filename: 'a.png' }];
-      assert.equal((await postForm(base, a.key, form(parts), { 'idempotency-key': key })).status, 200);
+      assert.equal((await postForm(base, a.key, form(parts), { 'idempotency-key': key })).status, 200, 'the first edit under the key answers');
       const again = await postForm(base, a.key, form(parts), { 'idempotency-key': key }); // other boundary, same content
-      assert.equal(again.json.error.code, 'idempotent_replay');
+      assert.equal(again.json.error.code, 'idempotent_replay', 'the same form under another boundary is a replay');
       const other = await postForm(base, a.key, form([...parts.slice(0, 2), { name: 'image', value: JPEG, filename: 'a.png' }]), { 'idempotency-key': key });
-      assert.equal(other.json.error.code, 'idempotency_key_reused');
-      assert.equal((await reservationsOf(a)).length, 1);
+      assert.equal(other.json.error.code, 'idempotency_key_reused', 'another file under the key is a reuse of the key');
+      assert.equal((await reservationsOf(a)).length, 1, 'only the first edit held credits');
     });
 
     it('a key is not spent by a rejected request or a provider failure', async () => {
       const a = await newAccount();
       const key = `k-${randomUUID()}`;
       const bad = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x', n: 99 }, headers: { 'idempotency-key': key } });
-      assert.equal(bad.status, 400);
+      assert.equal(bad.status, 400, `n=99 is refused: ${bad.text.slice(0, 300)}`);
       const failing = { model: 'sim-image-1', prompt: 'x [sim status=500]' };
-      assert.equal((await call(base, '/v1/images', { key: a.key, body: failing, headers: { 'idempotency-key': key } })).status, 502);
+      assert.equal((await call(base, '/v1/images', { key: a.key, body: failing, headers: { 'idempotency-key': key } })).status, 502, 'a provider failure under the key answers 502');
       assert.equal((await call(base, '/v1/images', { key: a.key, body: failing, headers: { 'idempotency-key': key } })).status, 502, 'processed again, not a replay');
       const ok = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x' }, headers: { 'idempotency-key': key } });
       assert.equal(ok.status, 200, ok.text);
       const invalidKey = await call(base, '/v1/images', { key: a.key, body: { model: 'sim-image-1', prompt: 'x' }, headers: { 'idempotency-key': 'has space' } });
-      assert.equal(invalidKey.status, 400);
-      assert.equal(invalidKey.json.error.param, 'Idempotency-Key');
+      assert.equal(invalidKey.status, 400, 'an idempotency key with a space is refused');
+      assert.equal(invalidKey.json.error.param, 'Idempotency-Key', 'the refusal names the Idempotency-Key header');
       for (const r of await reservationsOf(a)) await settled(r.id);
-      assert.equal(await balance(a), '0.04');
+      assert.equal(await balance(a), '0.04', 'only the successful request was charged');
       await assertInvariants(a);
     });
   });

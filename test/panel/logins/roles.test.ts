@@ -62,7 +62,7 @@ describe('panel: roles × actions', () => {
     outsideProvider = await newOrg(admin, 'provider');
     const roName = unique('ro');
     const roTemp = `temp-${randomUUID()}`;
-    assert.equal((await provider.client.post(`/v1/orgs/${reseller.id}/logins`, { username: roName, password: roTemp, role: 'read_only' })).status, 201);
+    assert.equal((await provider.client.post(`/v1/orgs/${reseller.id}/logins`, { username: roName, password: roTemp, role: 'read_only' })).status, 201, 'the provider creates a read_only login in the reseller\'s org');
     const readOnly = await signInFresh(url(), roName, roTemp);
 
     // `by` creates below `parent`: a provider below the platform, else a reseller (nested) or a customer.
@@ -119,7 +119,7 @@ describe('panel: roles × actions', () => {
         const id = await a.makeChild!();
         const was = await nameOf(id);
         const r = await a.client.patch(`/v1/orgs/${id}`, { name: 'renamed below' });
-        assert.equal(await nameOf(id), r.status === 200 ? 'renamed below' : was);
+        assert.equal(await nameOf(id), r.status === 200 ? 'renamed below' : was, 'the org below is renamed only if the rename was accepted, else keeps its name');
         return r;
       },
       expect: { platform_admin: [200], provider_admin: [200], reseller: [200], account_owner: null, read_only: [403, 'forbidden'] },
@@ -140,8 +140,8 @@ describe('panel: roles × actions', () => {
         const id = await a.makeChild!();
         const r = await a.client.post(`/v1/orgs/${id}/suspend`);
         const status = (await actors.platform_admin.client.get(`/v1/orgs/${id}`)).json.status;
-        assert.equal(status, r.status === 200 ? 'suspended' : 'active');
-        if (r.status === 200) assert.equal((await a.client.post(`/v1/orgs/${id}/reactivate`)).json.status, 'active');
+        assert.equal(status, r.status === 200 ? 'suspended' : 'active', 'the org below is suspended only if the suspension was accepted');
+        if (r.status === 200) assert.equal((await a.client.post(`/v1/orgs/${id}/reactivate`)).json.status, 'active', 'the suspended org below is reactivated');
         return r;
       },
       expect: { platform_admin: [200], provider_admin: [200], reseller: [200], account_owner: null, read_only: [403, 'forbidden'] },
@@ -166,7 +166,7 @@ describe('panel: roles × actions', () => {
       run: async (a) => {
         const id = await a.makeChild!();
         const r = await a.client.del(`/v1/orgs/${id}`, { confirm: a.own });
-        if (r.status === 400) assert.equal(r.json.error.details.field, 'confirm');
+        if (r.status === 400) assert.equal(r.json.error.details.field, 'confirm', `the refusal names the confirm field: ${JSON.stringify(r.json)}`);
         assert.equal((await actors.platform_admin.client.get(`/v1/orgs/${id}`)).status, 200, 'still there');
         return r;
       },
@@ -177,7 +177,7 @@ describe('panel: roles × actions', () => {
       run: async (a) => {
         const id = await a.makeChild!();
         const r = await a.client.del(`/v1/orgs/${id}`, { confirm: id });
-        assert.equal((await actors.platform_admin.client.get(`/v1/orgs/${id}`)).status, r.status === 204 ? 404 : 200);
+        assert.equal((await actors.platform_admin.client.get(`/v1/orgs/${id}`)).status, r.status === 204 ? 404 : 200, 'the org below is gone only if the delete was accepted');
         return r;
       },
       expect: { platform_admin: [204], provider_admin: [204], reseller: [204], account_owner: null, read_only: [403, 'forbidden'] },
@@ -220,7 +220,7 @@ describe('panel: roles × actions', () => {
         ];
         // read_only is refused any write before its target is looked up: only the reads are 404 for it.
         const reads = replies.slice(0, 3);
-        for (const r of reads) assert.deepEqual([r.status, r.json.error.code], [404, 'not_found']);
+        for (const r of reads) assert.deepEqual([r.status, r.json.error.code], [404, 'not_found'], `a read outside the subtree is 404 not_found: ${JSON.stringify(r.json)}`);
         return replies[a === actors.read_only ? 0 : 3];
       },
       expect: { platform_admin: null, provider_admin: [404, 'not_found'], reseller: [404, 'not_found'], account_owner: [404, 'not_found'], read_only: [404, 'not_found'] },
@@ -236,9 +236,9 @@ describe('panel: roles × actions', () => {
           const a = actors[role];
           const r = await action.run(a);
           assert.equal(r.status, e[0], JSON.stringify(r.json));
-          if (e[1]) assert.equal(r.json.error.code, e[1]);
+          if (e[1]) assert.equal(r.json.error.code, e[1], `${action.name}: the refusal's error code: ${JSON.stringify(r.json)}`);
           // Whatever was refused, the actor's own org is still active and usable.
-          assert.equal((await a.client.get(`/v1/orgs/${a.own}`)).json.status, 'active');
+          assert.equal((await a.client.get(`/v1/orgs/${a.own}`)).json.status, 'active', `${action.name}: the actor's own org is still active`);
         });
       }
     });
@@ -247,30 +247,30 @@ describe('panel: roles × actions', () => {
   it('a reseller without create_subresellers cannot create or grant sub-resellers; one holding it can, and grants only what it holds', async () => {
     const plain = await createOrgWithLogin(provider.client, { type: 'reseller' });
     const r = await plain.client.post('/v1/orgs', orgBody('reseller'));
-    assert.equal(r.status, 403);
-    assert.equal(r.json.error.code, 'power_missing');
-    assert.equal(r.json.error.details.power, 'create_subresellers');
+    assert.equal(r.status, 403, `a reseller without the power cannot create a sub-reseller: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.code, 'power_missing', 'the refusal is power_missing');
+    assert.equal(r.json.error.details.power, 'create_subresellers', 'the refusal names the missing power create_subresellers');
     // Not even the provider places a sub-reseller below it.
-    assert.equal((await provider.client.post('/v1/orgs', orgBody('reseller', plain.id))).json.error.code, 'power_missing');
-    assert.equal((await plain.client.post('/v1/orgs', orgBody('customer', undefined))).status, 201);
+    assert.equal((await provider.client.post('/v1/orgs', orgBody('reseller', plain.id))).json.error.code, 'power_missing', 'the provider cannot place a sub-reseller below a reseller lacking the power');
+    assert.equal((await plain.client.post('/v1/orgs', orgBody('customer', undefined))).status, 201, 'a reseller without the power still creates customers');
     // The holder creates a sub-reseller and passes the power on; it cannot grant one it lacks.
     const sub = await reseller.client.post('/v1/orgs', orgBody('reseller', undefined, { powers: ['create_subresellers'] }));
     assert.equal(sub.status, 201, JSON.stringify(sub.json));
     const got = await reseller.client.get(`/v1/orgs/${sub.json.id}`);
-    assert.deepEqual(got.json.powers.effective, ['create_subresellers']);
+    assert.deepEqual(got.json.powers.effective, ['create_subresellers'], 'the sub-reseller holds the power passed on to it');
     const lacking = await reseller.client.post('/v1/orgs', orgBody('reseller', undefined, { powers: ['create_packages'] }));
-    assert.equal(lacking.status, 403);
-    assert.equal(lacking.json.error.code, 'power_missing');
-    assert.equal((await reseller.client.post('/v1/orgs', orgBody('reseller', undefined, { powers: ['no_such_power'] }))).status, 400);
+    assert.equal(lacking.status, 403, `a reseller cannot grant a power it lacks: ${JSON.stringify(lacking.json)}`);
+    assert.equal(lacking.json.error.code, 'power_missing', 'the refusal of an ungranted power is power_missing');
+    assert.equal((await reseller.client.post('/v1/orgs', orgBody('reseller', undefined, { powers: ['no_such_power'] }))).status, 400, 'an unknown power is refused with 400');
   });
 
   it('the audit log shows who, what, before, after and the request id, for changes in the subtree only', async () => {
     const target = await newOrg(reseller.client, 'customer');
     const before = await nameOf(target);
     const renamed = await reseller.client.patch(`/v1/orgs/${target}`, { name: 'Audited name' });
-    assert.equal(renamed.status, 200);
+    assert.equal(renamed.status, 200, `the reseller renames its customer: ${JSON.stringify(renamed.json)}`);
     const requestId = renamed.headers.get('x-request-id');
-    assert.match(requestId!, /^[0-9a-f-]{36}$/);
+    assert.match(requestId!, /^[0-9a-f-]{36}$/, 'the answer carries a request id (a UUID)');
     // Changes elsewhere: a sibling reseller's customer, and another provider.
     const sibling = await createOrgWithLogin(provider.client, { type: 'reseller' });
     const siblingCustomer = await newOrg(sibling.client, 'customer');
@@ -279,20 +279,20 @@ describe('panel: roles × actions', () => {
 
     const page = async (c: PanelClient, org: string) => {
       const r = await c.get(`/v1/orgs/${org}/audit?limit=500`);
-      assert.equal(r.status, 200);
+      assert.equal(r.status, 200, `the audit page answers: ${JSON.stringify(r.json)}`);
       return r.json.entries as Array<Record<string, unknown>>;
     };
     const mine = await page(reseller.client, reseller.id);
     const entry = mine.find((e) => e.request_id === requestId)!;
     assert.ok(entry, 'the rename is in the reseller\'s audit');
-    assert.equal(entry.action, 'org.rename');
-    assert.equal(entry.actor_username, reseller.username);
-    assert.equal(entry.actor_login_id, (await reseller.client.get('/v1/account')).json.login.id);
-    assert.equal(entry.org_id, target);
-    assert.equal(entry.target_type, 'org');
-    assert.equal(entry.target_id, target);
-    assert.deepEqual(entry.before, { name: before });
-    assert.deepEqual(entry.after, { name: 'Audited name' });
+    assert.equal(entry.action, 'org.rename', 'the entry records a rename');
+    assert.equal(entry.actor_username, reseller.username, 'the entry names the acting login\'s username');
+    assert.equal(entry.actor_login_id, (await reseller.client.get('/v1/account')).json.login.id, 'the entry names the acting login\'s id');
+    assert.equal(entry.org_id, target, 'the entry is filed under the renamed org');
+    assert.equal(entry.target_type, 'org', 'the entry\'s target is an org');
+    assert.equal(entry.target_id, target, 'the entry\'s target is the renamed org');
+    assert.deepEqual(entry.before, { name: before }, 'the entry keeps the name before');
+    assert.deepEqual(entry.after, { name: 'Audited name' }, 'the entry keeps the name after');
     assert.ok(entry.at, `the audit entry has a time: ${JSON.stringify(entry)}`);
     // Only its subtree: its own org and the orgs below (or deleted since); not the sibling's, not the other provider's.
     const below = new Set([reseller.id, ...(await reseller.client.get('/v1/orgs?limit=500')).json.orgs.map((o: { id: string }) => o.id)]);
@@ -311,11 +311,11 @@ describe('panel: roles × actions', () => {
     assert.ok(!customerAudit.some((e) => e.request_id === requestId), `the customer does not see the reseller's request ${requestId}`);
     // Newest first, a page at a time.
     const one = await reseller.client.get(`/v1/orgs/${reseller.id}/audit?limit=1`);
-    assert.equal(one.json.entries.length, 1);
+    assert.equal(one.json.entries.length, 1, 'limit=1 gives one entry');
     const two = await reseller.client.get(`/v1/orgs/${reseller.id}/audit?limit=1&before=${one.json.next_before}`);
     assert.ok(Number(two.json.entries[0].id) < Number(one.json.entries[0].id), `the page before ${one.json.next_before} holds older entries: ${two.json.entries[0].id} < ${one.json.entries[0].id}`);
     // Above the caller, or elsewhere: 404.
-    assert.equal((await reseller.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404);
-    assert.equal((await customer.client.get(`/v1/orgs/${reseller.id}/audit`)).status, 404);
+    assert.equal((await reseller.client.get(`/v1/orgs/${provider.id}/audit`)).status, 404, 'the audit of the org above is 404 to the reseller');
+    assert.equal((await customer.client.get(`/v1/orgs/${reseller.id}/audit`)).status, 404, 'the audit of the org above is 404 to the customer');
   });
 });

@@ -54,35 +54,35 @@ describe('panel: two-factor sign-in', () => {
     const { reseller, customer, loginId } = await tree();
     await awayFromStepEdge();
     const start = await customer.client.post('/v1/account/two-factor');
-    assert.equal(start.status, 200);
+    assert.equal(start.status, 200, `enrolment starts: ${JSON.stringify(start.json)}`);
     const secret: string = start.json.secret;
-    assert.match(secret, /^[A-Z2-7]{16,}=*$/);
+    assert.match(secret, /^[A-Z2-7]{16,}=*$/, 'the secret is base32');
     const uri = new URL(start.json.otpauth_uri);
-    assert.equal(uri.protocol, 'otpauth:');
-    assert.equal(uri.host, 'totp');
-    assert.equal(uri.searchParams.get('secret'), secret);
+    assert.equal(uri.protocol, 'otpauth:', 'the URI is an otpauth URI');
+    assert.equal(uri.host, 'totp', 'the URI is for TOTP');
+    assert.equal(uri.searchParams.get('secret'), secret, 'the URI carries the secret');
     assert.ok(uri.searchParams.get('issuer'), `the otpauth URI names an issuer: ${uri}`);
     assert.ok(decodeURIComponent(uri.pathname).includes(customer.username), `the otpauth URI names the login ${customer.username}: ${uri.pathname}`);
     // Not in force until confirmed: sign-in still needs no code.
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD)).status, 200);
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD)).status, 200, 'before confirmation sign-in needs no code');
     const bad = await customer.client.post('/v1/account/two-factor/confirm', { code: wrongCode(secret) });
-    assert.equal(bad.status, 401);
-    assert.equal(bad.json.error.code, 'invalid_two_factor_code');
-    assert.equal((await customer.client.get('/v1/account')).json.login.two_factor, false);
+    assert.equal(bad.status, 401, `a wrong code does not confirm enrolment: ${JSON.stringify(bad.json)}`);
+    assert.equal(bad.json.error.code, 'invalid_two_factor_code', 'the refusal\'s code is invalid_two_factor_code');
+    assert.equal((await customer.client.get('/v1/account')).json.login.two_factor, false, 'the refused confirmation left two-factor off');
 
     const confirmCode = codeAt(secret, -1);
     const confirm = await customer.client.post('/v1/account/two-factor/confirm', { code: confirmCode });
-    assert.equal(confirm.status, 200);
+    assert.equal(confirm.status, 200, `the previous step's code confirms enrolment: ${JSON.stringify(confirm.json)}`);
     const codes: string[] = confirm.json.recovery_codes;
-    assert.equal(codes.length, 10);
-    assert.equal(new Set(codes).size, 10);
+    assert.equal(codes.length, 10, '10 recovery codes are shown');
+    assert.equal(new Set(codes).size, 10, 'the 10 recovery codes differ');
     // Shown once: a second confirmation or enrolment is refused; the account page has no codes or secret.
-    assert.equal((await customer.client.post('/v1/account/two-factor/confirm', { code: codeAt(secret, 0) })).status, 409);
-    assert.equal((await customer.client.post('/v1/account/two-factor')).status, 409);
+    assert.equal((await customer.client.post('/v1/account/two-factor/confirm', { code: codeAt(secret, 0) })).status, 409, 'a second confirmation is refused with 409');
+    assert.equal((await customer.client.post('/v1/account/two-factor')).status, 409, 'a second enrolment is refused with 409');
     const me = await customer.client.get('/v1/account');
-    assert.equal(me.json.login.two_factor, true);
+    assert.equal(me.json.login.two_factor, true, 'the account page shows two-factor on');
     const listed = await reseller.client.get(`/v1/orgs/${customer.id}/logins`);
-    assert.equal(listed.json.logins.find((l: { id: string }) => l.id === loginId).two_factor, true);
+    assert.equal(listed.json.logins.find((l: { id: string }) => l.id === loginId).two_factor, true, 'the level above sees two-factor on in the login list');
     for (const text of [JSON.stringify(me.json), JSON.stringify(listed.json)]) {
       assert.ok(!text.includes(secret), 'the TOTP secret is shown');
       for (const code of codes) assert.ok(!text.includes(code), 'a recovery code is shown');
@@ -91,39 +91,39 @@ describe('panel: two-factor sign-in', () => {
     // Sign-in: the password alone is not enough; a wrong code and a garbage code are refused.
     const c = new PanelClient(url());
     const none = await c.signIn(customer.username, PASSWORD);
-    assert.equal(none.status, 401);
-    assert.equal(none.json.error.code, 'two_factor_code_required');
-    assert.equal(none.headers.get('set-cookie'), null);
+    assert.equal(none.status, 401, `the password alone does not sign in: ${JSON.stringify(none.json)}`);
+    assert.equal(none.json.error.code, 'two_factor_code_required', 'the refusal asks for a code');
+    assert.equal(none.headers.get('set-cookie'), null, 'no session cookie without a code');
     for (const code of [wrongCode(secret), 'abcdef', '12345', confirmCode /* used by the confirmation */]) {
       const r = await c.signIn(customer.username, PASSWORD, code);
       assert.equal(r.status, 401, code);
       assert.equal(r.json.error.code, 'invalid_two_factor_code', code);
-      assert.equal(r.headers.get('set-cookie'), null);
+      assert.equal(r.headers.get('set-cookie'), null, `${code}: no session cookie for a refused code`);
     }
     // A wrong password with a right code is still invalid_credentials.
-    assert.equal((await c.signIn(customer.username, 'not the password', codeAt(secret, 0))).json.error.code, 'invalid_credentials');
+    assert.equal((await c.signIn(customer.username, 'not the password', codeAt(secret, 0))).json.error.code, 'invalid_credentials', 'a wrong password with a right code is still invalid_credentials');
     await awayFromStepEdge();
     const current = codeAt(secret, 0);
     const ok = await c.signIn(customer.username, PASSWORD, current);
-    assert.equal(ok.status, 200);
-    assert.equal((await c.get('/v1/account')).status, 200);
+    assert.equal(ok.status, 200, `the current code signs in: ${JSON.stringify(ok.json)}`);
+    assert.equal((await c.get('/v1/account')).status, 200, 'the new session works');
     // The same code cannot be used twice, nor an older one; a newer one (next step, within drift) works once.
     const reuse = await new PanelClient(url()).signIn(customer.username, PASSWORD, current);
-    assert.equal(reuse.status, 401);
-    assert.equal(reuse.json.error.code, 'invalid_two_factor_code');
+    assert.equal(reuse.status, 401, 'a code already used is refused');
+    assert.equal(reuse.json.error.code, 'invalid_two_factor_code', 'the refusal of a used code is invalid_two_factor_code');
     const next = codeAt(secret, 1);
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, next)).status, 200);
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, next)).status, 401);
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, current)).status, 401);
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, next)).status, 200, 'the next step\'s code (within drift) signs in');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, next)).status, 401, 'the next step\'s code does not sign in twice');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, current)).status, 401, 'an older code than the last used does not sign in');
 
     // A recovery code works once, with or without its dash and in either case.
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[0])).status, 200);
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[0])).status, 200, 'a recovery code signs in');
     const again = await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[0]);
-    assert.equal(again.status, 401);
-    assert.equal(again.json.error.code, 'invalid_two_factor_code');
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[1].replace('-', '').toUpperCase())).status, 200);
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[1])).status, 401);
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[2])).status, 200);
+    assert.equal(again.status, 401, 'a recovery code does not sign in twice');
+    assert.equal(again.json.error.code, 'invalid_two_factor_code', 'the refusal of a used recovery code is invalid_two_factor_code');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[1].replace('-', '').toUpperCase())).status, 200, 'a recovery code signs in without its dash and in capitals');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[1])).status, 401, 'that recovery code, used in another form, does not sign in again');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codes[2])).status, 200, 'another recovery code signs in');
 
     // Neither the secret nor a recovery code is in the audit log (rows or API).
     const rows = JSON.stringify(await env.db('panel_audit').where({ target_id: loginId }));
@@ -145,31 +145,31 @@ describe('panel: two-factor sign-in', () => {
     const other = await createOrgWithLogin(provider.client, { type: 'reseller' });
     // Not by the login itself (its own org), nor from outside the subtree.
     const own = await customer.client.del(`/v1/logins/${loginId}/two-factor`);
-    assert.equal(own.status, 403);
-    assert.equal(own.json.error.code, 'forbidden');
-    assert.equal((await other.client.del(`/v1/logins/${loginId}/two-factor`)).status, 404);
-    assert.equal((await customer.client.get('/v1/account')).status, 200);
+    assert.equal(own.status, 403, `the login cannot remove its own two-factor: ${JSON.stringify(own.json)}`);
+    assert.equal(own.json.error.code, 'forbidden', 'the refusal\'s code is forbidden');
+    assert.equal((await other.client.del(`/v1/logins/${loginId}/two-factor`)).status, 404, 'a reseller outside the subtree gets 404');
+    assert.equal((await customer.client.get('/v1/account')).status, 200, 'the refused removals left the login\'s session working');
 
     const removed = await reseller.client.del(`/v1/logins/${loginId}/two-factor`);
-    assert.equal(removed.status, 200);
-    assert.equal(removed.json.two_factor, false);
+    assert.equal(removed.status, 200, `the reseller above removes the two-factor: ${JSON.stringify(removed.json)}`);
+    assert.equal(removed.json.two_factor, false, 'the removal answers two-factor off');
     const gone = await customer.client.get('/v1/account');
-    assert.equal(gone.status, 401);
-    assert.equal(gone.json.error.code, 'unauthenticated');
+    assert.equal(gone.status, 401, 'the removal ended the login\'s session');
+    assert.equal(gone.json.error.code, 'unauthenticated', 'the ended session is unauthenticated');
     const c = new PanelClient(url());
     const r = await c.signIn(customer.username, PASSWORD);
-    assert.equal(r.status, 200);
-    assert.equal((await c.get('/v1/account')).json.login.two_factor, false);
+    assert.equal(r.status, 200, `the password alone signs in again: ${JSON.stringify(r.json)}`);
+    assert.equal((await c.get('/v1/account')).json.login.two_factor, false, 'the account page shows two-factor off');
     const listed = await provider.client.get(`/v1/orgs/${customer.id}/logins`);
-    assert.equal(listed.json.logins.find((l: { id: string }) => l.id === loginId).two_factor, false);
+    assert.equal(listed.json.logins.find((l: { id: string }) => l.id === loginId).two_factor, false, 'the level above sees two-factor off in the login list');
     const audit = (await reseller.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.find((e: { action: string }) => e.action === 'login.remove_two_factor');
-    assert.equal(audit.actor_username, reseller.username);
-    assert.deepEqual(audit.before, { two_factor: true });
+    assert.equal(audit.actor_username, reseller.username, 'the removal\'s audit names the reseller as actor');
+    assert.deepEqual(audit.before, { two_factor: true }, 'the audit records two-factor on before');
     // Enrols again with a new secret.
     const { secret } = await enrol(c);
     await awayFromStepEdge();
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD)).json.error.code, 'two_factor_code_required');
-    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codeAt(secret, 0))).status, 200);
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD)).json.error.code, 'two_factor_code_required', 'after enrolling again the password alone asks for a code');
+    assert.equal((await new PanelClient(url()).signIn(customer.username, PASSWORD, codeAt(secret, 0))).status, 200, 'the new secret\'s code signs in');
   });
 
   it('the same TOTP code or recovery code sent in parallel signs in once', async () => {
@@ -201,12 +201,12 @@ describe('panel: two-factor sign-in', () => {
       });
     try {
       // The right password without a code is no failure.
-      for (let i = 0; i < 3; i++) assert.equal((await from({ username: customer.username, password: PASSWORD })).json.error?.code, 'two_factor_code_required');
-      for (let i = 0; i < 2; i++) assert.equal((await from({ username: customer.username, password: PASSWORD, code: wrongCode(secret) })).json.error?.code, 'invalid_two_factor_code');
+      for (let i = 0; i < 3; i++) assert.equal((await from({ username: customer.username, password: PASSWORD })).json.error?.code, 'two_factor_code_required', 'the right password without a code is refused as needing a code (no failure)');
+      for (let i = 0; i < 2; i++) assert.equal((await from({ username: customer.username, password: PASSWORD, code: wrongCode(secret) })).json.error?.code, 'invalid_two_factor_code', 'a wrong code is refused as invalid');
       await awayFromStepEdge();
       const r = await from({ username: customer.username, password: PASSWORD, code: codeAt(secret, 0) });
-      assert.equal(r.status, 429);
-      assert.equal(r.json.error?.code, 'too_many_attempts');
+      assert.equal(r.status, 429, `two wrong codes lock the login even with a right code: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error?.code, 'too_many_attempts', 'the refusal\'s code is too_many_attempts');
     } finally {
       await throttled.close();
       await env.db('panel_signin_failures').where((w) => w.where({ scope: 'login', key: customer.username }).orWhere({ scope: 'ip', key: ip })).delete();
@@ -250,44 +250,44 @@ describe('panel: -require-2fa-roles reseller', () => {
         const r = await client.req(m, p, body);
         assert.equal(r.status, 403, `${m} ${p}`);
         assert.equal(r.json.error.code, 'two_factor_required', `${m} ${p}`);
-        assert.equal(r.json.error.details.role, 'reseller');
+        assert.equal(r.json.error.details.role, 'reseller', `${m} ${p}: the refusal names the role reseller`);
       }
     };
     await expectRefused(c);
     // Its old API token is held to the same rule.
     const bearer = new PanelClient(strict(), tok.json.token);
     await expectRefused(bearer);
-    assert.equal((await bearer.get('/v1/account')).status, 200);
+    assert.equal((await bearer.get('/v1/account')).status, 200, 'the old token may read its account');
     // What it may do.
-    assert.equal((await c.get('/v1/account')).status, 200);
+    assert.equal((await c.get('/v1/account')).status, 200, 'the unenrolled reseller may read its account');
     const tokens = await c.get('/v1/account/tokens');
-    assert.equal(tokens.status, 200);
-    assert.equal(tokens.json.tokens.length, 2);
-    assert.equal((await c.del(`/v1/account/tokens/${tok2.json.id}`)).status, 204);
+    assert.equal(tokens.status, 200, `the unenrolled reseller may list its tokens: ${JSON.stringify(tokens.json)}`);
+    assert.equal(tokens.json.tokens.length, 2, 'both old tokens are listed');
+    assert.equal((await c.del(`/v1/account/tokens/${tok2.json.id}`)).status, 204, 'the unenrolled reseller may revoke a token');
     const changed = `changed-${randomUUID()}`;
-    assert.equal((await c.post('/v1/account/password', { current_password: PASSWORD, new_password: changed })).status, 204);
+    assert.equal((await c.post('/v1/account/password', { current_password: PASSWORD, new_password: changed })).status, 204, 'the unenrolled reseller may change its password');
     const kept = c.cookie;
-    assert.equal((await c.post('/v1/auth/sign-out')).status, 204);
+    assert.equal((await c.post('/v1/auth/sign-out')).status, 204, 'the unenrolled reseller may sign out');
     c.cookie = kept;
-    assert.equal((await c.get('/v1/account')).status, 401);
+    assert.equal((await c.get('/v1/account')).status, 401, 'the signed-out session no longer works');
     // Other roles are not concerned.
     const cust = new PanelClient(strict());
-    assert.equal((await cust.signIn(customer.username, PASSWORD)).status, 200);
-    assert.equal((await cust.get(`/v1/orgs/${customer.id}`)).status, 200);
+    assert.equal((await cust.signIn(customer.username, PASSWORD)).status, 200, 'a customer signs in on the strict process');
+    assert.equal((await cust.get(`/v1/orgs/${customer.id}`)).status, 200, 'a customer is not held to the reseller rule');
 
     // Enrolled: the same session works normally, and sign-in asks for the code.
     const d = new PanelClient(strict());
-    assert.equal((await d.signIn(reseller.username, changed)).status, 200);
+    assert.equal((await d.signIn(reseller.username, changed)).status, 200, 'the reseller signs in with the changed password');
     const { secret } = await enrol(d);
-    assert.equal((await d.get('/v1/orgs')).status, 200);
+    assert.equal((await d.get('/v1/orgs')).status, 200, 'once enrolled, the same session reads the orgs');
     const made = await d.post('/v1/orgs', { type: 'customer', name: 'after enrolment', login: { username: unique('cus'), password: PASSWORD } });
     assert.equal(made.status, 201, JSON.stringify(made.json));
     assert.equal((await bearer.get(`/v1/orgs/${customer.id}`)).status, 200, 'its token too');
-    assert.equal((await new PanelClient(strict()).signIn(reseller.username, changed)).json.error.code, 'two_factor_code_required');
+    assert.equal((await new PanelClient(strict()).signIn(reseller.username, changed)).json.error.code, 'two_factor_code_required', 'once enrolled, sign-in asks for the code');
     await awayFromStepEdge();
     const e = new PanelClient(strict());
-    assert.equal((await e.signIn(reseller.username, changed, codeAt(secret, 0))).status, 200);
-    assert.equal((await e.get(`/v1/orgs/${customer.id}`)).status, 200);
+    assert.equal((await e.signIn(reseller.username, changed, codeAt(secret, 0))).status, 200, 'the password with a current code signs in');
+    assert.equal((await e.get(`/v1/orgs/${customer.id}`)).status, 200, 'the signed-in enrolled reseller reads its customer');
   });
 
   it('the policy is platform-wide (issue 32 item 5): set over the API on one process, every process enforces it on the next request; a flag only seeds it', async () => {

@@ -39,24 +39,24 @@ describe('panel: relocation plan', () => {
 
     const plan = await admin.get(`/v1/cluster/nodes/${names.from}/relocation-plan`);
     assert.equal(plan.status, 200, JSON.stringify(plan.json));
-    assert.equal(plan.json.reason_to_move, 'the node is draining');
+    assert.equal(plan.json.reason_to_move, 'the node is draining', 'a draining node\'s plan says why its sites move');
     const to = Object.fromEntries(plan.json.moves.map((m: { site_id: string; to: string | null }) => [m.site_id, m.to]));
     assert.deepEqual(new Set([to[sites[0].id], to[sites[1].id]]), new Set([names.a, names.b]), 'the two PHP sites are spread over the two nodes that qualify');
     assert.equal(to[sites[2].id], names.eu, 'a static site of an eu account goes to the eu node');
     assert.equal(to[sites[3].id], null, 'no eu node has PHP 8.2');
     const blocked = plan.json.moves.find((m: { site_id: string }) => m.site_id === sites[3].id);
-    assert.match(blocked.why, /no other node qualifies/);
+    assert.match(blocked.why, /no other node qualifies/, 'the site with no target says no other node qualifies');
     assert.ok(blocked.other_nodes.some((n: { node: string; reasons: string[] }) => n.node === names.eu && n.reasons.some((r) => /PHP 8\.2/.test(r))), `the eu node is listed as lacking PHP 8.2: ${JSON.stringify(blocked.other_nodes)}`);
     // advice only: nothing moved
-    assert.equal((await env.db('panel_sites').whereIn('id', sites.map((s) => s.id)).where({ node_name: names.from })).length, 4);
+    assert.equal((await env.db('panel_sites').whereIn('id', sites.map((s) => s.id)).where({ node_name: names.from })).length, 4, 'advice only: all four sites are still on the draining node');
   });
 
   it('says nothing needs to move for a healthy node, 404 for an unknown one, and is a cluster page', async () => {
     const ok = await admin.get(`/v1/cluster/nodes/${names.a}/relocation-plan`);
-    assert.equal(ok.json.reason_to_move, null);
-    assert.deepEqual(ok.json.moves, []);
-    assert.equal((await admin.get('/v1/cluster/nodes/no-such-node/relocation-plan')).status, 404);
+    assert.equal(ok.json.reason_to_move, null, 'a healthy node has no reason to move');
+    assert.deepEqual(ok.json.moves, [], 'a healthy node\'s plan lists no moves');
+    assert.equal((await admin.get('/v1/cluster/nodes/no-such-node/relocation-plan')).status, 404, 'an unknown node\'s plan is 404');
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
-    assert.equal((await provider.client.get(`/v1/cluster/nodes/${names.from}/relocation-plan`)).status, 404);
+    assert.equal((await provider.client.get(`/v1/cluster/nodes/${names.from}/relocation-plan`)).status, 404, 'a provider login cannot see the cluster page (404)');
   });
 });
