@@ -135,7 +135,7 @@ describe('panel: logins management', () => {
       const owner = r.json.logins.find((l: { id: string }) => l.id === customerLoginId);
       assert.deepEqual(
         Object.keys(owner).sort(),
-        ['created_at', 'id', 'last_sign_in_at', 'must_change_password', 'org_id', 'password_age_days', 'password_changed_at', 'role', 'status', 'two_factor', 'username'],
+        ['created_at', 'id', 'last_sign_in_at', 'must_change_password', 'org_id', 'password_age_days', 'password_changed_at', 'role', 'status', 'two_factor', 'username'], 'only the documented fields are listed',
       );
       assert.equal(owner.role, 'account_owner', "the owner's role is listed");
       assert.equal(owner.password_age_days, 0, "the owner's password is new");
@@ -201,7 +201,7 @@ describe('panel: logins management', () => {
     assert.deepEqual(entries.slice(0, 2).map((e: { action: string; before: unknown; after: unknown }) => [e.action, e.before, e.after]), [
       ['login.reactivate', { status: 'suspended' }, { status: 'active' }],
       ['login.suspend', { status: 'active' }, { status: 'suspended' }],
-    ]);
+    ], 'the audit holds the suspension and reactivation with before and after');
   });
 
   it('a deleted login loses its sessions and tokens and cannot sign in', async () => {
