@@ -389,7 +389,8 @@ describe('read endpoints (spec 1 sections 2.4, 2.5, 2.9, 4.6)', function () {
       assert.deepEqual(res.json.data.total, { requests: 1, credits: Number(SIM_GPT_MINI_COST), prompt_tokens: 9, completion_tokens: 5 }, 'only the sim-gpt-mini request');
       assert.deepEqual(
         res.json.data.by_model.map((m: { model: string }) => m.model),
-        ['sim-gpt-mini'], 'by model lists only sim-gpt-mini',
+        ['sim-gpt-mini'],
+        'by model lists only sim-gpt-mini',
       );
       const none = await call(base, '/v1/usage?model=sim-claude', { key: acct.key });
       assert.equal(none.json.data.total.requests, 0, 'no requests for another model');

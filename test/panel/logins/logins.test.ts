@@ -135,7 +135,8 @@ describe('panel: logins management', () => {
       const owner = r.json.logins.find((l: { id: string }) => l.id === customerLoginId);
       assert.deepEqual(
         Object.keys(owner).sort(),
-        ['created_at', 'id', 'last_sign_in_at', 'must_change_password', 'org_id', 'password_age_days', 'password_changed_at', 'role', 'status', 'two_factor', 'username'], 'only the documented fields are listed',
+        ['created_at', 'id', 'last_sign_in_at', 'must_change_password', 'org_id', 'password_age_days', 'password_changed_at', 'role', 'status', 'two_factor', 'username'],
+        'only the documented fields are listed',
       );
       assert.equal(owner.role, 'account_owner', "the owner's role is listed");
       assert.equal(owner.password_age_days, 0, "the owner's password is new");
