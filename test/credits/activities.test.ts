@@ -53,9 +53,9 @@ describe('credits activities (MockActivityEnvironment)', function () {
     assert.ok(!again.released.includes(deadHold.reservationId), 'released once');
     const rows = await env.db('reservations').whereIn('id', [deadHold.reservationId, liveHold.reservationId, reported.reservationId]).select('id', 'status');
     const status = Object.fromEntries(rows.map((r) => [r.id, r.status]));
-    assert.equal(status[deadHold.reservationId], 'released');
-    assert.equal(status[liveHold.reservationId], 'held');
-    assert.equal(status[reported.reservationId], 'held');
+    assert.equal(status[deadHold.reservationId], 'released', "the dead process's hold is released");
+    assert.equal(status[liveHold.reservationId], 'held', 'the live process keeps its hold');
+    assert.equal(status[reported.reservationId], 'held', 'the recorded hold stays held for the relay');
   });
 
   it('settleBatch: settles each held reservation from its recorded outcome once, skips the resolved and the unreported', async function () {
@@ -67,15 +67,15 @@ describe('credits activities (MockActivityEnvironment)', function () {
     const ids = [a.reservationId, b.reservationId, unreported.reservationId];
     type Batch = Awaited<ReturnType<typeof settleBatch>>;
     const first = (await new MockActivityEnvironment().run(settleBatch, ids)) as Batch;
-    assert.equal(first.settled, 2);
-    assert.equal(first.charged, '0.00006'); // 10 × 0.000002 + 5 × 0.000008
+    assert.equal(first.settled, 2, 'the two reported holds are settled');
+    assert.equal(first.charged, '0.00006', 'only the completed outcome is charged'); // 10 × 0.000002 + 5 × 0.000008
     const retried = (await new MockActivityEnvironment().run(settleBatch, ids)) as Batch;
-    assert.deepEqual(retried, { settled: 0, charged: '0' });
+    assert.deepEqual(retried, { settled: 0, charged: '0' }, 'a retry settles nothing and charges nothing');
     const rows = await env.db('reservations').whereIn('id', ids).select('id', 'status');
     const status = Object.fromEntries(rows.map((r) => [r.id, r.status]));
-    assert.deepEqual([status[a.reservationId], status[b.reservationId], status[unreported.reservationId]], ['settled', 'released', 'held']);
+    assert.deepEqual([status[a.reservationId], status[b.reservationId], status[unreported.reservationId]], ['settled', 'released', 'held'], 'completed settled, failed released, unreported still held');
     const inv = await checkInvariants(acct.accountId);
-    assert.equal(inv.ledger.usage, inv.account.total_usage);
-    assert.equal(inv.account.pending_requests, 1);
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
+    assert.equal(inv.account.pending_requests, 1, 'only the unreported hold is pending');
   });
 });

@@ -22,22 +22,22 @@ describe('reservations under concurrency', function () {
     const refused = results.filter((r) => r.status === 402);
     assert.equal(ok.length + refused.length, 200, `unexpected: ${JSON.stringify(results.find((r) => r.status !== 200 && r.status !== 402)?.json)}`);
     assert.ok(ok.length >= 1 && ok.length < 200, `ok=${ok.length}`);
-    for (const r of refused) assert.equal(r.json.error.code, 'insufficient_quota');
+    for (const r of refused) assert.equal(r.json.error.code, 'insufficient_quota', 'every refusal is for insufficient quota');
 
     await Promise.all(ok.map((r) => settled(r.headers.get('x-gateway-request-id')!)));
     const inv = await checkInvariants(acct.accountId);
-    assert.equal(inv.account.pending_requests, 0);
-    assert.equal(Number(inv.account.reserved_credits), 0);
+    assert.equal(inv.account.pending_requests, 0, 'no request left pending');
+    assert.equal(Number(inv.account.reserved_credits), 0, 'no credits left reserved');
     assert.ok(Number(inv.account.total_usage) <= Number(inv.account.total_credits), `usage ${inv.account.total_usage} within credits ${inv.account.total_credits}`);
     // Sum of charges equals total_usage exactly (decimal strings compared through the database).
     const sum = await env.db('reservations').where({ account_id: acct.accountId }).sum({ s: 'charge' }).first();
-    assert.equal(sum!.s, inv.account.total_usage);
-    assert.equal(inv.ledger.usage, inv.account.total_usage);
+    assert.equal(sum!.s, inv.account.total_usage, 'the sum of the charges is the total usage');
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
     const charged = ok.reduce((s, r) => s + Number(r.headers.get('x-gateway-cost')), 0);
     assert.ok(Math.abs(charged - Number(inv.account.total_usage)) < 1e-9, `the summed x-gateway-cost ${charged} equals the total usage ${inv.account.total_usage}`);
     // Rejected requests left no trace.
     const rows = await env.db('reservations').where({ account_id: acct.accountId }).count({ n: '*' }).first();
-    assert.equal(Number(rows!.n), ok.length);
+    assert.equal(Number(rows!.n), ok.length, 'a reservation row only for each answered request');
   });
 });
 

@@ -30,11 +30,11 @@ describe('settlement outbox and relay', function () {
     } finally {
       await stack.startWorker();
     }
-    for (const id of ids) assert.equal((await settled(id)).status, 'settled');
+    for (const id of ids) assert.equal((await settled(id)).status, 'settled', `request ${id} settled once the worker is back`);
     const inv = await checkInvariants(acct.accountId);
-    assert.equal(Number(inv.account.reserved_credits), 0);
-    assert.equal(inv.ledger.usage, inv.account.total_usage);
-    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, 3);
+    assert.equal(Number(inv.account.reserved_credits), 0, 'no credits left reserved');
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
+    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, 3, 'each of the 3 requests charged once');
   });
 
   it('a batch claimed by a relay whose workflow start failed is started again under the same workflow id', async function () {
@@ -64,16 +64,16 @@ describe('settlement outbox and relay', function () {
         await new Promise((res) => setTimeout(res, 100));
       } while (Date.now() < deadline);
       claimedBy = row.settlement_workflow_id;
-      assert.match(claimedBy, /^settlement-/);
-      assert.equal(row.status, 'held');
+      assert.match(claimedBy, /^settlement-/, 'the relay claimed the batch under a settlement workflow id');
+      assert.equal(row.status, 'held', 'the claimed hold is still held while its workflow cannot start');
     } finally {
       await broken.stop();
       await stack.startWorker();
     }
     const row = await settled(id, 20_000);
-    assert.equal(row.status, 'settled');
-    assert.equal(row.settlement_workflow_id, claimedBy);
-    assert.equal((await stack.temporal.workflow.getHandle(claimedBy).result()).settled, 1);
+    assert.equal(row.status, 'settled', 'the reservation settles once the workflow is started again');
+    assert.equal(row.settlement_workflow_id, claimedBy, 'started again under the same workflow id');
+    assert.equal((await stack.temporal.workflow.getHandle(claimedBy).result()).settled, 1, 'that workflow settled the one outcome');
   });
 
   it('under concurrent load outcomes settle in batches: fewer workflows than requests, each charged once', async function () {
@@ -87,11 +87,11 @@ describe('settlement outbox and relay', function () {
     assert.ok(rows.every((r) => r.status === 'settled'), `every request settled: ${rows.map((r) => r.status).join(', ')}`);
     const workflows = new Set(rows.map((r) => r.settlement_workflow_id));
     assert.ok(workflows.size < n, `${workflows.size} workflows for ${n} requests`);
-    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, n);
+    assert.equal((await env.db('ledger').whereIn('reservation_id', ids).where({ kind: 'charge' })).length, n, 'each request charged once');
     const inv = await checkInvariants(acct.accountId);
-    assert.equal(Number(inv.account.reserved_credits), 0);
-    assert.equal(inv.account.pending_requests, 0);
-    assert.equal(inv.ledger.usage, inv.account.total_usage);
+    assert.equal(Number(inv.account.reserved_credits), 0, 'no credits left reserved');
+    assert.equal(inv.account.pending_requests, 0, 'no request left pending');
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
   });
 
   /** Waits until `n` of the rows are claimed (a workflow named on them); returns the claimed rows. */

@@ -55,7 +55,7 @@ class FakeBilling {
 
   readonly activities: ProviderCostActivities & Pick<SettlementActivities, 'settleReservation'> = {
     fetchLateCost: async (providerId: string, generationId: string): Promise<LateCost> => {
-      assert.deepEqual({ providerId, generationId }, SPEECH.lateCost);
+      assert.deepEqual({ providerId, generationId }, SPEECH.lateCost, 'the late cost is fetched for the generation the report announced');
       const at = await this.testEnv.currentTimeMs();
       this.costFetches.push(at);
       return this.lateCost(at);
@@ -113,21 +113,21 @@ describe('reservation workflow on production waits (time skipping, mocked activi
     const billing = new FakeBilling(testEnv);
     const { result, reservationId, startedAt, timers } = await runReservation(billing, { report: COMPLETED });
 
-    assert.deepEqual(timers, []);
-    assert.deepEqual(billing.only.report, COMPLETED);
+    assert.deepEqual(timers, [], 'no timer: settled without waiting');
+    assert.deepEqual(billing.only.report, COMPLETED, 'settled with the reported outcome');
     assert.ok(billing.only.atMs - startedAt < 10_000, `settled ${billing.only.atMs - startedAt} ms after the start`);
-    assert.deepEqual(result, { reservationId, status: 'settled', billingSource: 'tokens', charge: '0.00006', applied: true });
+    assert.deepEqual(result, { reservationId, status: 'settled', billingSource: 'tokens', charge: '0.00006', applied: true }, 'the settlement result is returned as the workflow result');
   });
 
   it('no report within holdTimeoutMs (15 min): the hold resolves as abandoned after the 15 minutes, not before', async function () {
     const billing = new FakeBilling(testEnv);
     const { result, startedAt, timers } = await runReservation(billing);
 
-    assert.deepEqual(timers, [15 * MINUTE]);
+    assert.deepEqual(timers, [15 * MINUTE], 'one timer: the 15-minute hold timeout');
     const waited = billing.only.atMs - startedAt;
     assert.ok(waited >= 15 * MINUTE && waited < 15 * MINUTE + 10_000, `resolved ${waited} ms after the start`);
-    assert.deepEqual(billing.only.report, ABANDONED_REPORT);
-    assert.equal(result.status, 'released');
+    assert.deepEqual(billing.only.report, ABANDONED_REPORT, 'settled as abandoned');
+    assert.equal(result.status, 'released', 'an abandoned hold is released');
   });
 
   it('a report arriving 14 minutes in (skipped) still settles with that report, not as abandoned', async function () {
@@ -142,8 +142,8 @@ describe('reservation workflow on production waits (time skipping, mocked activi
 
     const waited = billing.only.atMs - startedAt;
     assert.ok(waited >= 14 * MINUTE && waited < 15 * MINUTE, `settled ${waited} ms after the start`);
-    assert.deepEqual(billing.only.report, COMPLETED);
-    assert.equal(result.status, 'settled');
+    assert.deepEqual(billing.only.report, COMPLETED, 'settled with the late report');
+    assert.equal(result.status, 'settled', 'the late report is charged');
   });
 
   it('an uncertain outcome keeps the hold for uncertainGraceMs (2 min), then settles the report', async function () {
@@ -151,11 +151,11 @@ describe('reservation workflow on production waits (time skipping, mocked activi
     const uncertain: RequestReport = { ...COMPLETED, outcome: 'failed', billable: false, uncertain: true, usage: null, httpStatus: 504, error: 'upstream timeout' };
     const { result, startedAt, timers } = await runReservation(billing, { report: uncertain });
 
-    assert.deepEqual(timers, [2 * MINUTE]);
+    assert.deepEqual(timers, [2 * MINUTE], 'one timer: the 2-minute grace');
     const waited = billing.only.atMs - startedAt;
     assert.ok(waited >= 2 * MINUTE && waited < 2 * MINUTE + 10_000, `settled ${waited} ms after the start`);
-    assert.deepEqual(billing.only.report, uncertain);
-    assert.equal(result.status, 'released');
+    assert.deepEqual(billing.only.report, uncertain, 'the uncertain report settled as sent');
+    assert.equal(result.status, 'released', 'an uncertain failure is released');
   });
 
   it('a late provider cost recorded 4 minutes after the answer: polled 1 s doubling up to 30 s, then the provider cost is charged', async function () {
@@ -165,27 +165,27 @@ describe('reservation workflow on production waits (time skipping, mocked activi
 
     const waited = billing.only.atMs - run.startedAt;
     assert.ok(waited >= 4 * MINUTE && waited < 4 * MINUTE + 30_000 + 10_000, `settled ${waited} ms after the answer`);
-    assert.deepEqual(run.timers.slice(0, LATE_COST_WAITS.length), LATE_COST_WAITS);
+    assert.deepEqual(run.timers.slice(0, LATE_COST_WAITS.length), LATE_COST_WAITS, 'cost waits start at 1 s and double');
     assert.ok(run.timers.every((t) => t <= 30_000), `every cost wait is capped at 30 s: ${run.timers.join(', ')}`);
     assert.equal(billing.costFetches.length, run.timers.length + 1, 'one fetch before each wait and one after the last');
     const { report } = billing.only;
-    assert.deepEqual(report.media, { billingSource: 'provider_cost', amount: '0.42' });
-    assert.deepEqual(report.usageDetails, { characters: 120, seconds: 7.5 });
-    assert.equal(run.result.billingSource, 'provider_cost');
-    assert.equal(run.result.charge, '0.42');
+    assert.deepEqual(report.media, { billingSource: 'provider_cost', amount: '0.42' }, 'the provider cost is charged');
+    assert.deepEqual(report.usageDetails, { characters: 120, seconds: 7.5 }, 'the provider usage is merged into the usage details');
+    assert.equal(run.result.billingSource, 'provider_cost', 'billed from the provider cost');
+    assert.equal(run.result.charge, '0.42', 'the charge is the provider cost');
   });
 
   it('a late cost still pending after lateCostWaitMs (10 min): the estimate is charged after the 10 minutes', async function () {
     const billing = new FakeBilling(testEnv, () => ({ status: 'pending' }));
     const { result, startedAt, timers } = await runReservation(billing, { report: SPEECH });
 
-    assert.deepEqual(timers.slice(0, LATE_COST_WAITS.length), LATE_COST_WAITS);
+    assert.deepEqual(timers.slice(0, LATE_COST_WAITS.length), LATE_COST_WAITS, 'cost waits start at 1 s and double');
     assert.ok(sum(timers) >= 10 * MINUTE && sum(timers) < 10 * MINUTE + 30_000, `waits total ${sum(timers)} ms`);
     const waited = billing.only.atMs - startedAt;
     assert.ok(waited >= 10 * MINUTE && waited < 10 * MINUTE + 40_000, `settled ${waited} ms after the answer`);
     assert.deepEqual(billing.only.report, SPEECH, 'the estimate: the report as the API sent it');
-    assert.equal(result.billingSource, 'estimate');
-    assert.equal(result.charge, '0.8');
+    assert.equal(result.billingSource, 'estimate', 'billed from the estimate');
+    assert.equal(result.charge, '0.8', 'the estimate is charged');
   });
 
   it('the provider completes without a cost: its usage is kept, the estimate charged', async function () {
@@ -194,9 +194,9 @@ describe('reservation workflow on production waits (time skipping, mocked activi
     const run = await runReservation(billing, { report: SPEECH });
 
     assert.ok(billing.only.atMs - run.startedAt >= 2 * MINUTE, `billed after the 2-minute grace: ${billing.only.atMs - run.startedAt} ms`);
-    assert.deepEqual(billing.only.report.media, SPEECH.media);
-    assert.deepEqual(billing.only.report.usageDetails, { characters: 120, seconds: 7.5 });
-    assert.equal(run.result.billingSource, 'estimate');
+    assert.deepEqual(billing.only.report.media, SPEECH.media, 'the media charge stays the estimate');
+    assert.deepEqual(billing.only.report.usageDetails, { characters: 120, seconds: 7.5 }, 'the provider usage is kept');
+    assert.equal(run.result.billingSource, 'estimate', 'billed from the estimate');
   });
 
   it('an uncertain outcome with a late cost: the grace first, then the cost wait', async function () {
@@ -204,10 +204,10 @@ describe('reservation workflow on production waits (time skipping, mocked activi
     const billing = new FakeBilling(testEnv, (at) => (at - t0 >= 3 * MINUTE ? { status: 'completed', cost: '0.5', usage: {} } : { status: 'pending' }));
     const run = await runReservation(billing, { report: { ...SPEECH, uncertain: true } });
 
-    assert.equal(run.timers[0], 2 * MINUTE);
+    assert.equal(run.timers[0], 2 * MINUTE, 'the first timer is the 2-minute grace');
     assert.ok(billing.costFetches[0] - run.startedAt >= 2 * MINUTE, 'no fetch during the grace');
-    assert.deepEqual(run.timers.slice(1, 4), LATE_COST_WAITS.slice(0, 3));
+    assert.deepEqual(run.timers.slice(1, 4), LATE_COST_WAITS.slice(0, 3), 'then the cost waits, from 1 s doubling');
     assert.ok(billing.only.atMs - run.startedAt >= 3 * MINUTE, `billed after the grace and the first waits: ${billing.only.atMs - run.startedAt} ms`);
-    assert.deepEqual(billing.only.report.media, { billingSource: 'provider_cost', amount: '0.5' });
+    assert.deepEqual(billing.only.report.media, { billingSource: 'provider_cost', amount: '0.5' }, 'the provider cost is charged');
   });
 });

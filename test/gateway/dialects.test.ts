@@ -98,8 +98,8 @@ const DIALECTS: Record<string, (c: Client, model: string, prompt: string, stream
         types.push(ev.type);
         if (ev.type === 'response.completed') done = ev.response;
       }
-      assert.equal(types[0], 'response.created');
-      assert.equal(types.at(-1), 'response.completed');
+      assert.equal(types[0], 'response.created', 'the stream opens with response.created');
+      assert.equal(types.at(-1), 'response.completed', 'the stream ends with response.completed');
       r = done!;
     }
     const calls = r.output.filter((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall[];
@@ -137,32 +137,32 @@ describe('dialects × upstreams through the official SDKs', function () {
         const mode = stream ? 'streaming' : 'non-streaming';
         it(`${dialect} → ${upstream} upstream, ${mode}: content, usage and the billed credits`, async () => {
           const a = await ask(client, model, 'hello from the dialect test [sim tokens=6 cost=auto]', stream, false);
-          assert.match(a.text, /^Echo: hello from the dialect test/);
-          assert.equal(a.completionTokens, 6);
+          assert.match(a.text, /^Echo: hello from the dialect test/, `the answer echoes the prompt: ${a.text}`);
+          assert.equal(a.completionTokens, 6, 'the requested 6 completion tokens are reported');
           assert.ok(a.promptTokens > 0, `prompt tokens counted: ${a.promptTokens}`);
-          assert.equal(a.toolCalls.length, 0);
+          assert.equal(a.toolCalls.length, 0, 'no tool calls for a plain prompt');
           const row = await settled(a.requestId);
-          assert.equal(row.model, model);
-          assert.equal(row.completion_tokens, 6);
-          assert.equal(row.prompt_tokens, a.promptTokens);
-          assert.equal(row.billing_source, 'provider_cost');
+          assert.equal(row.model, model, 'the request row names the model');
+          assert.equal(row.completion_tokens, 6, 'the request row records the completion tokens');
+          assert.equal(row.prompt_tokens, a.promptTokens, 'the request row records the prompt tokens the client saw');
+          assert.equal(row.billing_source, 'provider_cost', 'billed from the provider cost');
           const g = await generation(a.requestId);
           assert.ok(g.cost > 0, `the generation has a cost: ${g.cost}`);
-          assert.equal(g.billing_source, 'provider_cost');
-          if (stream) assert.equal(a.headerCost, null);
+          assert.equal(g.billing_source, 'provider_cost', 'the generation is billed from the provider cost');
+          if (stream) assert.equal(a.headerCost, null, 'a stream carries no x-gateway-cost header');
           else {
-            assert.equal(Number(a.headerCost), g.cost);
+            assert.equal(Number(a.headerCost), g.cost, 'x-gateway-cost is the generation cost');
             // The body id is a lookup id for non-streaming answers.
-            assert.equal((await generation(a.bodyId)).id, a.requestId);
+            assert.equal((await generation(a.bodyId)).id, a.requestId, 'the body id looks up the same generation');
           }
         });
 
         it(`${dialect} → ${upstream} upstream, ${mode}: tool calls`, async () => {
           const a = await ask(client, model, 'Paris weather [sim tool_call=get_weather]', stream, true);
-          assert.equal(a.toolCalls.length, 1);
-          assert.equal(a.toolCalls[0].name, 'get_weather');
-          assert.match(String(a.toolCalls[0].args.input), /Paris weather/);
-          assert.equal((await settled(a.requestId)).status, 'settled');
+          assert.equal(a.toolCalls.length, 1, 'one tool call');
+          assert.equal(a.toolCalls[0].name, 'get_weather', 'the tool call names get_weather');
+          assert.match(String(a.toolCalls[0].args.input), /Paris weather/, 'the tool call arguments carry the prompt');
+          assert.equal((await settled(a.requestId)).status, 'settled', 'the tool-call request is settled');
         });
       }
     }
@@ -171,16 +171,16 @@ describe('dialects × upstreams through the official SDKs', function () {
   it('messages-dialect errors use the vendor shape, authentication included', async () => {
     const bad = new Anthropic({ apiKey: 'gw_ai_nope', baseURL: stack.gateway.url, maxRetries: 0 });
     await assert.rejects(bad.messages.create({ model: 'sim-claude', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }), (e: InstanceType<typeof Anthropic.APIError>) => {
-      assert.equal(e.status, 401);
-      assert.equal((e.error as { type: string }).type, 'error');
-      assert.equal((e.error as { error: { type: string } }).error.type, 'authentication_error');
+      assert.equal(e.status, 401, 'a bad key is refused with 401');
+      assert.equal((e.error as { type: string }).type, 'error', 'the body is an Anthropic error envelope');
+      assert.equal((e.error as { error: { type: string } }).error.type, 'authentication_error', 'the error type is authentication_error');
       return true;
     });
     const r = await call(stack.gateway.url, '/v1/messages', { key: acct.key, body: { model: 'sim-claude', messages: [{ role: 'user', content: 'x' }] } });
-    assert.equal(r.status, 400);
-    assert.deepEqual(Object.keys(r.json), ['type', 'error']);
-    assert.equal(r.json.error.type, 'invalid_request_error');
-    assert.match(r.json.error.message, /max_tokens/);
+    assert.equal(r.status, 400, 'a request without max_tokens is refused with 400');
+    assert.deepEqual(Object.keys(r.json), ['type', 'error'], 'the body is an Anthropic error envelope');
+    assert.equal(r.json.error.type, 'invalid_request_error', 'the error type is invalid_request_error');
+    assert.match(r.json.error.message, /max_tokens/, 'the error names the field');
   });
 
   it('tool results go back to either upstream from the messages dialect', async () => {
@@ -196,7 +196,7 @@ describe('dialects × upstreams through the official SDKs', function () {
         ],
       });
       const text = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-      assert.match(text, /^Tool said: sunny/);
+      assert.match(text, /^Tool said: sunny/, `the ${model} upstream saw the tool result: ${text}`);
     }
   });
 
@@ -211,7 +211,7 @@ describe('dialects × upstreams through the official SDKs', function () {
           { type: 'function_call_output', call_id: 'call_1', output: 'rainy' },
         ],
       });
-      assert.match(r.output_text, /^Tool said: rainy/);
+      assert.match(r.output_text, /^Tool said: rainy/, `the ${model} upstream saw the function output: ${r.output_text}`);
     }
   });
 
@@ -229,16 +229,16 @@ describe('dialects × upstreams through the official SDKs', function () {
     while (!got.includes('text_delta')) got += new TextDecoder().decode((await reader.read()).value);
     ctl.abort();
     const row = await settled(id);
-    assert.equal(row.status, 'cancelled');
+    assert.equal(row.status, 'cancelled', 'the closed stream is settled as cancelled');
     assert.ok(Number(row.charge) > 0, `a cancelled stream is charged for what was sent: ${row.charge}`);
   });
 
   it('bodies carry no gateway fields in the messages and responses dialects', async () => {
     const m = await call(stack.gateway.url, '/v1/messages', { key: acct.key, headers: { 'anthropic-version': '2023-06-01' }, body: { model: 'sim-gpt', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] } });
-    assert.deepEqual(Object.keys(m.json.usage).sort(), ['cache_creation_input_tokens', 'cache_read_input_tokens', 'input_tokens', 'output_tokens']);
-    assert.equal(m.json.cost, undefined);
+    assert.deepEqual(Object.keys(m.json.usage).sort(), ['cache_creation_input_tokens', 'cache_read_input_tokens', 'input_tokens', 'output_tokens'], 'the messages usage has only the vendor fields');
+    assert.equal(m.json.cost, undefined, 'no gateway cost field in the messages body');
     const r = await call(stack.gateway.url, '/v1/responses', { key: acct.key, body: { model: 'sim-claude', input: 'hi' } });
-    assert.deepEqual(Object.keys(r.json.usage).sort(), ['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens']);
+    assert.deepEqual(Object.keys(r.json.usage).sort(), ['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens'], 'the responses usage has only the vendor fields');
     assert.ok(r.headers.get('x-gateway-cost'), 'the answer carries x-gateway-cost');
   });
 });

@@ -46,15 +46,15 @@ describe('panel: logins management', () => {
 
   it('the level above creates logins (the admin role by default, or read_only); the level two above too', async () => {
     const a = await addLogin(reseller.client, customer.id);
-    assert.equal(a.body.role, 'account_owner');
-    assert.equal(a.body.org_id, customer.id);
-    assert.equal(a.body.status, 'active');
+    assert.equal(a.body.role, 'account_owner', 'the admin role by default');
+    assert.equal(a.body.org_id, customer.id, 'the login belongs to the customer org');
+    assert.equal(a.body.status, 'active', 'a new login is active');
     const ro = await addLogin(provider.client, customer.id, 'read_only');
-    assert.equal(ro.body.role, 'read_only');
-    assert.equal((await ro.client.get('/v1/account')).json.login.role, 'read_only');
+    assert.equal(ro.body.role, 'read_only', 'the read_only role as asked');
+    assert.equal((await ro.client.get('/v1/account')).json.login.role, 'read_only', 'the read_only login signs in with its role');
     const audit = (await reseller.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.find((e: { action: string; target_id: string }) => e.action === 'login.create' && e.target_id === a.id);
-    assert.deepEqual(audit.after, { username: a.username, role: 'account_owner' });
-    assert.equal(audit.actor_username, reseller.username);
+    assert.deepEqual(audit.after, { username: a.username, role: 'account_owner' }, 'the audit entry holds the username and role');
+    assert.equal(audit.actor_username, reseller.username, 'the audit entry names the creator');
   });
 
   it('a login never manages the logins of its own org: 403 forbidden for every action, nothing changes', async () => {
@@ -77,9 +77,9 @@ describe('panel: logins management', () => {
       assert.equal(r.json.error.code, 'forbidden', `${m} ${p}`);
     }
     assert.equal((await colleague.client.get('/v1/account')).status, 200, 'its sessions were not ended');
-    assert.equal((await reseller.client.get('/v1/account')).status, 200);
+    assert.equal((await reseller.client.get('/v1/account')).status, 200, 'the reseller keeps its session');
     const listed = (await provider.client.get(`/v1/orgs/${reseller.id}/logins`)).json.logins;
-    assert.equal(listed.length, 2);
+    assert.equal(listed.length, 2, 'no login was added to the reseller org');
     assert.ok(listed.every((l: { status: string }) => l.status === 'active'), `both logins are active: ${listed.map((l: { status: string }) => l.status).join(', ')}`);
   });
 
@@ -110,7 +110,7 @@ describe('panel: logins management', () => {
       if (p.startsWith('/v1/logins/')) bodies.add(JSON.stringify(r.json));
     }
     assert.equal(bodies.size, 1, 'an existing login outside answers like a missing one');
-    assert.equal((await otherCustomer.client.get('/v1/account')).json.login.status, 'active');
+    assert.equal((await otherCustomer.client.get('/v1/account')).json.login.status, 'active', 'the other customer login is still active');
   });
 
   it('listing shows role, status, password age and two-factor, never a hash or secret', async () => {
@@ -122,53 +122,54 @@ describe('panel: logins management', () => {
     const token = (await customer.client.post('/v1/account/tokens', { name: 'x' })).json.token;
     for (const by of [reseller.client, provider.client, admin]) {
       const r = await by.get(`/v1/orgs/${customer.id}/logins`);
-      assert.equal(r.status, 200);
+      assert.equal(r.status, 200, `the list answers 200: ${JSON.stringify(r.json)}`);
       const text = JSON.stringify(r.json);
-      assert.doesNotMatch(text, /argon2|password_hash|totp|secret|recovery/i);
+      assert.doesNotMatch(text, /argon2|password_hash|totp|secret|recovery/i, 'no hash or secret in the list');
       assert.ok(!text.includes(enrolment.json.secret) && !text.includes(token) && !text.includes(PASSWORD), 'the answer holds neither the TOTP secret, the session token nor the password');
       const e = r.json.logins.find((l: { id: string }) => l.id === extra.id);
-      assert.equal(e.role, 'read_only');
-      assert.equal(e.status, 'suspended');
-      assert.equal(e.password_age_days, 10);
-      assert.equal(e.two_factor, false);
-      assert.equal(e.must_change_password, false);
+      assert.equal(e.role, 'read_only', 'the role is listed');
+      assert.equal(e.status, 'suspended', 'the status is listed');
+      assert.equal(e.password_age_days, 10, 'the password age in days is listed');
+      assert.equal(e.two_factor, false, 'two-factor is listed');
+      assert.equal(e.must_change_password, false, 'must_change_password is listed');
       const owner = r.json.logins.find((l: { id: string }) => l.id === customerLoginId);
       assert.deepEqual(
         Object.keys(owner).sort(),
         ['created_at', 'id', 'last_sign_in_at', 'must_change_password', 'org_id', 'password_age_days', 'password_changed_at', 'role', 'status', 'two_factor', 'username'],
+        'only the documented fields are listed',
       );
-      assert.equal(owner.role, 'account_owner');
-      assert.equal(owner.password_age_days, 0);
+      assert.equal(owner.role, 'account_owner', "the owner's role is listed");
+      assert.equal(owner.password_age_days, 0, "the owner's password is new");
     }
     // The org's own logins may read their org's list (reading is not managing).
-    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}/logins`)).status, 200);
+    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}/logins`)).status, 200, "the org's own login reads its list");
     await reseller.client.post(`/v1/logins/${extra.id}/reactivate`);
   });
 
   it('a password reset by the level above ends that login\'s sessions; the new password is temporary', async () => {
     const target = await addLogin(reseller.client, customer.id);
     const second = new PanelClient(url());
-    assert.equal((await second.signIn(target.username, PASSWORD)).status, 200);
+    assert.equal((await second.signIn(target.username, PASSWORD)).status, 200, 'the second session signs in');
     const bystander = await addLogin(reseller.client, customer.id);
     const fresh = `reset-${randomUUID()}`;
     const r = await provider.client.post(`/v1/logins/${target.id}/reset-password`, { password: fresh });
-    assert.equal(r.status, 200);
-    assert.equal(r.json.must_change_password, true);
+    assert.equal(r.status, 200, `the reset is accepted: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.must_change_password, true, 'the new password is temporary');
     for (const c of [target.client, second]) {
       const g = await c.get('/v1/account');
-      assert.equal(g.status, 401);
-      assert.equal(g.json.error.code, 'unauthenticated');
+      assert.equal(g.status, 401, "the reset ended the login's sessions");
+      assert.equal(g.json.error.code, 'unauthenticated', 'an ended session is unauthenticated');
     }
     assert.equal((await bystander.client.get('/v1/account')).status, 200, 'other logins keep their sessions');
-    assert.equal((await new PanelClient(url()).signIn(target.username, PASSWORD)).status, 401);
+    assert.equal((await new PanelClient(url()).signIn(target.username, PASSWORD)).status, 401, 'the old password no longer signs in');
     const c = new PanelClient(url());
     const s = await c.signIn(target.username, fresh);
-    assert.equal(s.status, 200);
-    assert.equal(s.json.must_change_password, true);
-    assert.equal((await c.get(`/v1/orgs/${customer.id}`)).json.error.code, 'password_change_required');
+    assert.equal(s.status, 200, 'the new password signs in');
+    assert.equal(s.json.must_change_password, true, 'the new password must be changed');
+    assert.equal((await c.get(`/v1/orgs/${customer.id}`)).json.error.code, 'password_change_required', 'nothing else until the password is changed');
     const audit = (await provider.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.find((e: { action: string; target_id: string }) => e.action === 'login.reset_password' && e.target_id === target.id);
-    assert.equal(audit.actor_username, provider.username);
-    assert.equal(audit.after.sessions_ended, 2);
+    assert.equal(audit.actor_username, provider.username, 'the audit entry names who reset');
+    assert.equal(audit.after.sessions_ended, 2, 'the audit entry counts the two ended sessions');
     assert.ok(!JSON.stringify(audit).includes(fresh), 'the reset audit entry does not hold the new password');
   });
 
@@ -176,44 +177,44 @@ describe('panel: logins management', () => {
     const target = await addLogin(reseller.client, customer.id);
     const token = (await target.client.post('/v1/account/tokens', { name: 'x' })).json.token;
     const bearer = new PanelClient(url(), token);
-    assert.equal((await bearer.get(`/v1/orgs/${customer.id}`)).status, 200);
+    assert.equal((await bearer.get(`/v1/orgs/${customer.id}`)).status, 200, 'the token works before the suspension');
     const s = await reseller.client.post(`/v1/logins/${target.id}/suspend`);
-    assert.equal(s.status, 200);
-    assert.equal(s.json.status, 'suspended');
+    assert.equal(s.status, 200, `the suspension is accepted: ${JSON.stringify(s.json)}`);
+    assert.equal(s.json.status, 'suspended', 'the login is suspended');
     for (const c of [target.client, bearer]) {
       for (const [m, p] of [['GET', `/v1/orgs/${customer.id}`], ['GET', '/v1/account'], ['POST', '/v1/auth/sign-out']]) {
         const r = await c.req(m, p);
         assert.equal(r.status, 403, `${m} ${p}`);
-        assert.equal(r.json.error.code, 'suspended');
+        assert.equal(r.json.error.code, 'suspended', 'refused as suspended');
       }
     }
     const si = await new PanelClient(url()).signIn(target.username, PASSWORD);
-    assert.equal(si.status, 403);
-    assert.equal(si.json.error.code, 'suspended');
+    assert.equal(si.status, 403, 'a suspended login cannot sign in');
+    assert.equal(si.json.error.code, 'suspended', 'sign-in refused as suspended');
     // A wrong password does not tell that the login is suspended.
-    assert.equal((await new PanelClient(url()).signIn(target.username, 'a wrong password')).json.error.code, 'invalid_credentials');
+    assert.equal((await new PanelClient(url()).signIn(target.username, 'a wrong password')).json.error.code, 'invalid_credentials', 'a wrong password is refused as invalid credentials');
     // The other logins of the org are not affected.
-    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}`)).status, 200);
-    assert.equal((await reseller.client.post(`/v1/logins/${target.id}/reactivate`)).json.status, 'active');
-    assert.equal((await target.client.get(`/v1/orgs/${customer.id}`)).status, 200);
-    assert.equal((await bearer.get(`/v1/orgs/${customer.id}`)).status, 200);
+    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}`)).status, 200, 'the other logins of the org work');
+    assert.equal((await reseller.client.post(`/v1/logins/${target.id}/reactivate`)).json.status, 'active', 'reactivated');
+    assert.equal((await target.client.get(`/v1/orgs/${customer.id}`)).status, 200, 'the session works again');
+    assert.equal((await bearer.get(`/v1/orgs/${customer.id}`)).status, 200, 'the token works again');
     const entries = (await reseller.client.get(`/v1/orgs/${customer.id}/audit`)).json.entries.filter((e: { target_id: string }) => e.target_id === target.id);
     assert.deepEqual(entries.slice(0, 2).map((e: { action: string; before: unknown; after: unknown }) => [e.action, e.before, e.after]), [
       ['login.reactivate', { status: 'suspended' }, { status: 'active' }],
       ['login.suspend', { status: 'active' }, { status: 'suspended' }],
-    ]);
+    ], 'the audit holds the suspension and reactivation with before and after');
   });
 
   it('a deleted login loses its sessions and tokens and cannot sign in', async () => {
     const target = await addLogin(reseller.client, customer.id);
     const token = (await target.client.post('/v1/account/tokens', { name: 'x' })).json.token;
-    assert.equal((await reseller.client.del(`/v1/logins/${target.id}`)).status, 204);
-    assert.equal((await target.client.get('/v1/account')).status, 401);
-    assert.equal((await new PanelClient(url(), token).get('/v1/account')).status, 401);
-    assert.equal((await new PanelClient(url()).signIn(target.username, PASSWORD)).json.error.code, 'invalid_credentials');
+    assert.equal((await reseller.client.del(`/v1/logins/${target.id}`)).status, 204, 'the login is deleted');
+    assert.equal((await target.client.get('/v1/account')).status, 401, 'its session is ended');
+    assert.equal((await new PanelClient(url(), token).get('/v1/account')).status, 401, 'its token is revoked');
+    assert.equal((await new PanelClient(url()).signIn(target.username, PASSWORD)).json.error.code, 'invalid_credentials', 'it cannot sign in');
     const listed = (await reseller.client.get(`/v1/orgs/${customer.id}/logins`)).json.logins;
     assert.ok(!listed.some((l: { id: string }) => l.id === target.id), `the deleted login ${target.id} is not listed`);
-    assert.equal((await reseller.client.del(`/v1/logins/${target.id}`)).status, 404);
+    assert.equal((await reseller.client.del(`/v1/logins/${target.id}`)).status, 404, 'a second delete finds nothing');
   });
 
   it('a read_only login reads what its org can read, changes nothing (403 forbidden), and still manages its own password and tokens', async () => {
@@ -222,7 +223,7 @@ describe('panel: logins management', () => {
     for (const p of ['/v1/account', '/v1/orgs', `/v1/orgs/${reseller.id}`, `/v1/orgs/${customer.id}`, `/v1/orgs/${customer.id}/logins`, `/v1/orgs/${reseller.id}/logins`, `/v1/orgs/${reseller.id}/audit`]) {
       assert.equal((await ro.client.get(p)).status, 200, p);
     }
-    assert.equal((await ro.client.get(`/v1/orgs/${otherCustomer.id}`)).status, 404);
+    assert.equal((await ro.client.get(`/v1/orgs/${otherCustomer.id}`)).status, 404, 'outside its subtree is 404');
     const writes: Array<[string, string, unknown?]> = [
       ['POST', '/v1/orgs', { type: 'customer', name: 'x', login: { username: unique('x'), password: PASSWORD } }],
       ['PATCH', `/v1/orgs/${customer.id}`, { name: 'renamed by read_only' }],
@@ -246,18 +247,18 @@ describe('panel: logins management', () => {
     await check(ro.client);
     // Its own credentials: a token (which is read-only too), and its password.
     const tok = await ro.client.post('/v1/account/tokens', { name: 'ro' });
-    assert.equal(tok.status, 201);
+    assert.equal(tok.status, 201, `the read_only login creates a token: ${JSON.stringify(tok.json)}`);
     await check(new PanelClient(url(), tok.json.token));
-    assert.equal((await new PanelClient(url(), tok.json.token).get(`/v1/orgs/${customer.id}`)).status, 200);
+    assert.equal((await new PanelClient(url(), tok.json.token).get(`/v1/orgs/${customer.id}`)).status, 200, 'its token reads');
     const next = `ro-${randomUUID()}`;
-    assert.equal((await ro.client.post('/v1/account/password', { current_password: PASSWORD, new_password: next })).status, 204);
-    assert.equal((await new PanelClient(url()).signIn(ro.username, next)).status, 200);
-    assert.equal((await ro.client.del(`/v1/account/tokens/${tok.json.id}`)).status, 204);
+    assert.equal((await ro.client.post('/v1/account/password', { current_password: PASSWORD, new_password: next })).status, 204, 'it changes its own password');
+    assert.equal((await new PanelClient(url()).signIn(ro.username, next)).status, 200, 'it signs in with the new password');
+    assert.equal((await ro.client.del(`/v1/account/tokens/${tok.json.id}`)).status, 204, 'it revokes its own token');
     // Nothing changed.
     const after = await provider.client.get(`/v1/orgs/${customer.id}`);
-    assert.deepEqual(after.json, before.json);
-    assert.equal((await customer.client.get('/v1/account')).status, 200);
+    assert.deepEqual(after.json, before.json, 'the org is unchanged');
+    assert.equal((await customer.client.get('/v1/account')).status, 200, "the customer's session is intact");
     const changes = await env.db('panel_audit').where({ actor_username: ro.username }).pluck('action');
-    assert.deepEqual(changes.sort(), ['login.change_password', 'login.change_password', 'token.create', 'token.revoke']);
+    assert.deepEqual(changes.sort(), ['login.change_password', 'login.change_password', 'token.create', 'token.revoke'], 'only its own credential changes are audited');
   });
 });
