@@ -27,7 +27,7 @@ describe('gateway robustness', function () {
         await new Promise((r) => setTimeout(r, 50));
       } while (Date.now() < deadline);
       assert.equal(gen.status, 200, gen.text);
-      assert.equal(gen.json.data.id, requestId, 'the generation is the answer\'s request, found by its body id');
+      assert.equal(gen.json.data.id, requestId, "the generation is the answer's request, found by its body id");
       assert.equal(gen.json.data.status, 'held', 'not settled yet while the worker is away: still held');
       assert.equal(gen.json.data.billing_source, 'pending', 'billing source is pending before settlement');
     } finally {

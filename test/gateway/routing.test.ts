@@ -126,7 +126,7 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     );
     assert.equal(g.route.upstream_model, good, 'the generation names the route that answered');
     const balance = await env.db('accounts').where({ id: acct.accountId }).first();
-    assert.equal(new Decimal(balance.total_usage).toString(), expected.toString(), 'the account\'s usage is the exact charge');
+    assert.equal(new Decimal(balance.total_usage).toString(), expected.toString(), "the account's usage is the exact charge");
     assert.equal(new Decimal(balance.reserved_credits).toString(), '0', 'nothing stays reserved');
   });
 
@@ -207,7 +207,7 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     // The route recovers: the next trial succeeds and the circuit closes.
     await failing(flaky, null);
     await new Promise((r) => setTimeout(r, 1600));
-    assert.deepEqual(await results(await chat(acct.key, model)), ['ok'], 'the recovered route\'s trial closes the circuit');
+    assert.deepEqual(await results(await chat(acct.key, model)), ['ok'], "the recovered route's trial closes the circuit");
     assert.deepEqual(await results(await chat(acct.key, model)), ['ok'], 'the closed route keeps answering');
     assert.equal(await callsTo(flaky), 5, 'the recovered route was called for the trial and the next request');
   });

@@ -160,10 +160,10 @@ describe('panel: web console billing page in chromium', function () {
     assert.equal(download.suggestedFilename(), `statement-${C.id}-2035-01.csv`, 'the CSV is named after the org and the month');
     const csv = fs.readFileSync((await download.path())!, 'utf8');
     const fromApi = await (await fetch(`${bp.url}/v1/orgs/${C.id}/billing/statement?period=2035-01`, { headers: { accept: 'text/csv', cookie: P.client.cookie! } })).text();
-    assert.equal(csv, fromApi, 'the downloaded CSV is the API\'s CSV');
+    assert.equal(csv, fromApi, "the downloaded CSV is the API's CSV");
     const rows = csv.trim().split('\r\n').map((l) => l.split(','));
     const lines = rows.slice(1).filter((r) => r[3] !== 'total');
-    assert.deepEqual(lines.map((r) => r[8]), closed.lines.map((l: { amount: string }) => l.amount), 'the CSV line amounts are the statement\'s');
+    assert.deepEqual(lines.map((r) => r[8]), closed.lines.map((l: { amount: string }) => l.amount), "the CSV line amounts are the statement's");
     assert.equal(lines.reduce((s, r) => s.plus(r[8]), new Decimal(0)).toFixed(2), '3.37', 'the CSV lines add up to 3.37 to the cent');
     assert.deepEqual(rows.slice(1).filter((r) => r[3] === 'total').map((r) => [r[7], r[8]]), [['EUR', '3.37']], 'the CSV total row is 3.37 EUR');
     const [json] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download JSON' }).click()]);
@@ -173,13 +173,13 @@ describe('panel: web console billing page in chromium', function () {
     // the provider's own page: the statement it issued, and its margin; the plan in use is not deleted
     await page.goto(`/orgs/${P.id}/billing?period=2035-01`);
     const billed = page.getByRole('table', { name: 'Statements for 2035-01' }).getByRole('row').filter({ hasText: C.body.name });
-    assert.match((await billed.textContent())!, /closed3\s*3\.37 EUR/, 'the provider sees the customer\'s closed statement of 3.37 EUR');
-    assert.equal(await page.getByTestId('margin').textContent(), '3.37 EUR', 'the provider\'s margin is 3.37 EUR');
+    assert.match((await billed.textContent())!, /closed3\s*3\.37 EUR/, "the provider sees the customer's closed statement of 3.37 EUR");
+    assert.equal(await page.getByTestId('margin').textContent(), '3.37 EUR', "the provider's margin is 3.37 EUR");
     // its closed statements of every month, each opening the statement; the customer's list holds it too, others' do not
     const listed = page.getByRole('table', { name: 'Closed statements' }).getByRole('row').filter({ hasText: '2035-01' });
-    assert.match((await listed.textContent())!, new RegExp(`2035-01${C.body.name}3\\s*3\\.37 EUR`), 'the closed statements list the customer\'s statement of 3.37 EUR');
-    assert.deepEqual((await C.client.get(`/v1/orgs/${C.id}/billing/statements`)).json.statements.map((x: { org_id: string; period: string; totals: unknown }) => [x.org_id, x.period, x.totals]), [[C.id, '2035-01', { EUR: '3.37' }]], 'the customer\'s own list holds the closed statement');
-    assert.equal((await C.client.get(`/v1/orgs/${P.id}/billing/statements`)).status, 404, 'the customer cannot list the provider\'s statements');
+    assert.match((await listed.textContent())!, new RegExp(`2035-01${C.body.name}3\\s*3\\.37 EUR`), "the closed statements list the customer's statement of 3.37 EUR");
+    assert.deepEqual((await C.client.get(`/v1/orgs/${C.id}/billing/statements`)).json.statements.map((x: { org_id: string; period: string; totals: unknown }) => [x.org_id, x.period, x.totals]), [[C.id, '2035-01', { EUR: '3.37' }]], "the customer's own list holds the closed statement");
+    assert.equal((await C.client.get(`/v1/orgs/${P.id}/billing/statements`)).status, 404, "the customer cannot list the provider's statements");
     await listed.getByRole('link', { name: `View the statement of ${C.body.name} for 2035-01` }).click();
     await page.waitForURL(`**/orgs/${C.id}/billing?period=2035-01`);
     await page.getByTestId('statement-state').filter({ hasText: 'closed' }).waitFor();
@@ -248,7 +248,7 @@ describe('panel: web console backups in chromium', function () {
 
     await row.getByRole('button', { name: 'Restore…' }).click();
     const form = page.getByRole('form', { name: 'Restore into an account' });
-    assert.equal(await form.getByLabel('Into account (ID)').inputValue(), s.customer.id, 'the restore form is prefilled with the site\'s own account');
+    assert.equal(await form.getByLabel('Into account (ID)').inputValue(), s.customer.id, "the restore form is prefilled with the site's own account");
     const copy = `${unique('copy-')}.example.com`;
     await form.getByLabel('Domain of the restored website').fill(copy);
     await form.getByRole('button', { name: 'Restore' }).click();
@@ -262,7 +262,7 @@ describe('panel: web console backups in chromium', function () {
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 60_000 });
     // the restored website's file is the backed-up one, on disk and served by the node's nginx
     assert.equal(fs.readFileSync(path.join(panel.root, 'sites', copy, 'public_html', 'index.html'), 'utf8'), `<h1>${s.domain} as backed up</h1>`, 'the restored website holds the backed-up file on disk');
-    assert.deepEqual(await getFromNode(panel.webPort, copy), { status: 200, body: `<h1>${s.domain} as backed up</h1>` }, 'the node\'s nginx serves the backed-up file for the restored website');
+    assert.deepEqual(await getFromNode(panel.webPort, copy), { status: 200, body: `<h1>${s.domain} as backed up</h1>` }, "the node's nginx serves the backed-up file for the restored website");
     await browser.shot(page, 'backups-restored-site');
 
     // the schedule: every hour, keep the newest 2 (a Temporal schedule), then stopped
@@ -291,7 +291,7 @@ describe('panel: web console backups in chromium', function () {
     const id = page.url().split('/').pop()!;
     const ins = (await admin.get(`/v1/inspections/${id}`)).json;
     assert.equal(fs.readFileSync(path.join(ins.path, 'site/public_html/index.html'), 'utf8'), `<h1>${s.domain} as backed up</h1>`, 'the inspection folder holds the backed-up file');
-    assert.equal(await page.getByTestId('inspection-expiry').textContent(), new Date(ins.expires_at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC', 'the page shows the inspection\'s expiry in UTC');
+    assert.equal(await page.getByTestId('inspection-expiry').textContent(), new Date(ins.expires_at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC', "the page shows the inspection's expiry in UTC");
     await browser.shot(page, 'backups-inspection');
     // listed on the platform page until removed, opening the same page
     await page.getByRole('link', { name: 'Backups', exact: true }).first().click();

@@ -102,12 +102,12 @@ describe('panel: legacy import of TLS certificates (dry run classes, certificate
       const https = await getOverTls(panel.webTlsPort!, domain);
       assert.equal(https.status, 200, 'HTTPS answers for the imported domain');
       assert.match(https.body, new RegExp(`Imported ${domain.replace(/\./g, '\\.')}`), 'HTTPS serves the imported files');
-      assert.equal(https.fingerprint256, archived.fingerprint256, 'HTTPS serves the archive\'s own certificate for the domain');
+      assert.equal(https.fingerprint256, archived.fingerprint256, "HTTPS serves the archive's own certificate for the domain");
       assert.equal((await getOverTls(panel.webTlsPort!, `www.${domain}`)).fingerprint256, archived.fingerprint256, 'the www alias is served with the same archive certificate');
       const site = (await provider.client.get(`/v1/orgs/${customer.id}/sites`)).json.sites.find((s: { domain: string }) => s.domain === domain);
       const got = await provider.client.get(`/v1/sites/${site.id}/certificate`);
-      assert.equal(got.status, 200, 'the site\'s certificate is readable through the API');
-      assert.equal(got.json.fingerprint_sha256, archived.fingerprint256, 'the API shows the archive certificate\'s fingerprint');
+      assert.equal(got.status, 200, "the site's certificate is readable through the API");
+      assert.equal(got.json.fingerprint_sha256, archived.fingerprint256, "the API shows the archive certificate's fingerprint");
       const key = fs.readFileSync(path.join(panel.root, 'etc/ssl', domain, 'privkey.pem'), 'utf8');
       assert.deepEqual(await tablesContaining(key.split('\n')[1]), [], 'the private key is in no database table in clear');
     });

@@ -107,7 +107,7 @@ describe('panel: scheduled placement (domain/panel/placement.ts)', () => {
 
   it('roles are the labelled ones, else those the facts say', () => {
     assert.deepEqual(nodeRoles(['db'], { roles: ['web'] }), ['db'], 'labelled roles win over the facts');
-    assert.deepEqual(nodeRoles(null, { roles: ['web', 'db'] }), ['web', 'db'], 'without labels, the facts\' roles are used');
+    assert.deepEqual(nodeRoles(null, { roles: ['web', 'db'] }), ['web', 'db'], "without labels, the facts' roles are used");
     assert.deepEqual(nodeRoles(null, null), [], 'no labels and no facts: no roles');
   });
 });
