@@ -27,14 +27,14 @@ describe('gateway robustness', function () {
         await new Promise((r) => setTimeout(r, 50));
       } while (Date.now() < deadline);
       assert.equal(gen.status, 200, gen.text);
-      assert.equal(gen.json.data.id, requestId);
-      assert.equal(gen.json.data.status, 'held');
-      assert.equal(gen.json.data.billing_source, 'pending');
+      assert.equal(gen.json.data.id, requestId, "the generation is the answer's request, found by its body id");
+      assert.equal(gen.json.data.status, 'held', 'not settled yet while the worker is away: still held');
+      assert.equal(gen.json.data.billing_source, 'pending', 'billing source is pending before settlement');
     } finally {
       await stack.startWorker();
     }
     const row = await env.db('reservations').where({ account_id: acct.accountId }).first('id');
-    assert.equal((await settled(row.id)).status, 'settled');
+    assert.equal((await settled(row.id)).status, 'settled', 'the request settles once the worker is back');
   });
 
   it('an id with a control character answers 400 naming the parameter, not 500', async function () {
@@ -42,8 +42,8 @@ describe('gateway robustness', function () {
     for (const id of ['%00', 'abc%0A', '%1Fx', '%7F']) {
       const res = await call(stack.gateway.url, `/v1/generation?id=${id}`, { key: acct.key });
       assert.equal(res.status, 400, res.text);
-      assert.equal(res.json.error.code, 'invalid_parameter');
-      assert.equal(res.json.error.param, 'id');
+      assert.equal(res.json.error.code, 'invalid_parameter', `the id ${id} is refused as an invalid parameter`);
+      assert.equal(res.json.error.param, 'id', `the error for ${id} names the id parameter`);
     }
   });
 
@@ -92,9 +92,9 @@ describe('gateway robustness', function () {
       for (const s of sockets) s.destroy();
       const res = await call(gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi' }] } });
       assert.equal(res.status, 503, res.text);
-      assert.equal(res.json.error.code, 'service_unavailable');
+      assert.equal(res.json.error.code, 'service_unavailable', 'a database outage answers service_unavailable');
       assert.ok(Number(res.headers.get('retry-after')) >= 1, `a 503 carries retry-after: ${res.headers.get('retry-after')}`);
-      assert.equal((await env.db('reservations').where({ account_id: acct.accountId })).length, 0);
+      assert.equal((await env.db('reservations').where({ account_id: acct.accountId })).length, 0, 'nothing was reserved while the database was unreachable');
     });
   });
 });

