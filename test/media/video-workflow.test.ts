@@ -43,8 +43,8 @@ class FakeJob {
 
   readonly activities: VideoActivities & Pick<SettlementActivities, 'settleReservation'> = {
     pollVideo: async (providerId: string, upstreamId: string): Promise<ProviderVideo> => {
-      assert.equal(providerId, 'simulator');
-      assert.equal(upstreamId, UPSTREAM);
+      assert.equal(providerId, 'simulator', 'the job is polled on the provider it was created on');
+      assert.equal(upstreamId, UPSTREAM, 'the job is polled by the upstream id the create reported');
       const at = await this.testEnv.currentTimeMs();
       this.polls.push(at);
       return this.answer(this.polls.length, at);
@@ -95,7 +95,7 @@ describe('video job workflow on production polling (time skipping, mocked activi
 
   before(async function () {
     // GROWING and the minute counts below are those of the production defaults.
-    assert.deepEqual(DEFAULT_VIDEO_POLLING, { initialMs: 2_000, factor: 1.5, maxMs: 15_000, createWaitMs: 3 * MINUTE, lateCostWaitMs: 10 * MINUTE, unbilledCostWaitMs: MINUTE, pollsPerRun: 200 });
+    assert.deepEqual(DEFAULT_VIDEO_POLLING, { initialMs: 2_000, factor: 1.5, maxMs: 15_000, createWaitMs: 3 * MINUTE, lateCostWaitMs: 10 * MINUTE, unbilledCostWaitMs: MINUTE, pollsPerRun: 200 }, 'the production polling defaults that GROWING and the minute counts assume');
     testEnv = await createTimeSkippingEnv();
   });
 
@@ -120,8 +120,8 @@ describe('video job workflow on production polling (time skipping, mocked activi
     const job = new FakeJob(testEnv, (poll) => (poll <= 2 ? pending : poll < 8 ? working : completed('1.75')));
     const { result, timers, startedAt, input } = await runJob(job);
 
-    assert.equal(job.polls.length, 8);
-    assert.deepEqual(timers, [GROWING]);
+    assert.equal(job.polls.length, 8, 'pending twice, working to poll 7, completed at poll 8');
+    assert.deepEqual(timers, [GROWING], 'one run whose waits grow x1.5 from 2 s and cap at 15 s');
     // the polls happened at those intervals of (skipped) time
     const gaps = job.polls.slice(1).map((t, i) => t - job.polls[i]);
     gaps.forEach((g, i) => assert.ok(g >= GROWING[i + 1] && g < GROWING[i + 1] + 5_000, `gap ${i}: ${g} ms`));
@@ -129,15 +129,15 @@ describe('video job workflow on production polling (time skipping, mocked activi
     assert.deepEqual(job.statuses, [
       ['in_progress', null],
       ['completed', null],
-    ]);
+    ], 'in_progress and completed are each recorded once');
     const { reservationId, report } = job.only;
-    assert.equal(reservationId, input.reservationId);
-    assert.deepEqual(report.media, { billingSource: 'provider_cost', amount: '1.75' });
-    assert.equal(report.outcome, 'completed');
-    assert.equal(report.billable, true);
-    assert.equal(report.providerCost, '1.75');
-    assert.deepEqual(report.usageDetails, { seconds: 4, resolution: '720p', status: 'completed', upstream_id: UPSTREAM });
-    assert.deepEqual(result, { jobId: input.jobId, status: 'completed', settlement: { reservationId: input.reservationId, status: 'settled', billingSource: 'provider_cost', charge: '1.75', applied: true } });
+    assert.equal(reservationId, input.reservationId, "the job's own reservation is settled");
+    assert.deepEqual(report.media, { billingSource: 'provider_cost', amount: '1.75' }, 'the provider cost is the billed amount');
+    assert.equal(report.outcome, 'completed', 'the report says completed');
+    assert.equal(report.billable, true, 'a completed job is billable');
+    assert.equal(report.providerCost, '1.75', 'the provider cost is reported');
+    assert.deepEqual(report.usageDetails, { seconds: 4, resolution: '720p', status: 'completed', upstream_id: UPSTREAM }, 'the usage details name the duration, resolution, status and upstream id');
+    assert.deepEqual(result, { jobId: input.jobId, status: 'completed', settlement: { reservationId: input.reservationId, status: 'settled', billingSource: 'provider_cost', charge: '1.75', applied: true } }, 'the workflow returns the completed job and its settlement');
   });
 
   it('a provider cost arriving 4 minutes after completion: polled for over skipped minutes, then the provider cost is charged', async function () {
@@ -152,14 +152,14 @@ describe('video job workflow on production polling (time skipping, mocked activi
     const waited = job.only.atMs - completedAt;
     assert.ok(waited >= 4 * MINUTE && waited < 4 * MINUTE + 20_000, `settled ${waited} ms after completion`);
     assert.ok(job.polls.length > 20, `${job.polls.length} polls`);
-    assert.deepEqual(job.only.report.media, { billingSource: 'provider_cost', amount: '3.2' });
-    assert.equal(job.only.report.providerCost, '3.2');
-    assert.equal(result.status, 'completed');
-    assert.equal(result.settlement.charge, '3.2');
+    assert.deepEqual(job.only.report.media, { billingSource: 'provider_cost', amount: '3.2' }, 'the late provider cost is billed');
+    assert.equal(job.only.report.providerCost, '3.2', 'the late provider cost is reported');
+    assert.equal(result.status, 'completed', 'the job ends completed');
+    assert.equal(result.settlement.charge, '3.2', 'the late provider cost is charged');
     assert.deepEqual(job.statuses, [
       ['in_progress', null],
       ['completed', null],
-    ]);
+    ], 'in_progress and completed are each recorded once');
   });
 
   it('a completed job with no provider cost after lateCostWaitMs (10 min): the estimate is charged, the last wait clipped to the limit', async function () {
@@ -177,15 +177,15 @@ describe('video job workflow on production polling (time skipping, mocked activi
     // after the final state the waits start again at 2 s, grow and cap, and stop at the 10 minutes
     const [run] = timers;
     const costWaits = run.slice(2);
-    assert.deepEqual(costWaits.slice(0, 7), GROWING.slice(0, 7));
+    assert.deepEqual(costWaits.slice(0, 7), GROWING.slice(0, 7), 'the cost waits start again at 2 s and grow as before');
     assert.ok(costWaits.every((t) => t <= 15_000), `every cost wait is capped at 15 s: ${costWaits.join(', ')}`);
     assert.ok(sum(costWaits) >= 10 * MINUTE - 5_000 && sum(costWaits) <= 10 * MINUTE, `cost waits total ${sum(costWaits)} ms`);
     assert.ok(costWaits.at(-1)! < 15_000, 'the last wait is clipped to what remains of the 10 minutes');
     const { report } = job.only;
-    assert.equal(report.billable, true);
-    assert.equal(report.providerCost, null);
-    assert.deepEqual(report.media, { billingSource: 'estimate', amount: ESTIMATE });
-    assert.deepEqual(result.settlement, { reservationId: job.only.reservationId, status: 'settled', billingSource: 'estimate', charge: ESTIMATE, applied: true });
+    assert.equal(report.billable, true, 'a completed job is billable even without a provider cost');
+    assert.equal(report.providerCost, null, 'no provider cost came');
+    assert.deepEqual(report.media, { billingSource: 'estimate', amount: ESTIMATE }, 'the estimate is billed when no cost arrives');
+    assert.deepEqual(result.settlement, { reservationId: job.only.reservationId, status: 'settled', billingSource: 'estimate', charge: ESTIMATE, applied: true }, 'the estimate is charged and settled');
   });
 
   it('a failed job with no cost: waits unbilledCostWaitMs (1 min) for one, then bills nothing', async function () {
@@ -202,33 +202,33 @@ describe('video job workflow on production polling (time skipping, mocked activi
     assert.deepEqual(job.statuses, [
       ['in_progress', null],
       ['failed', 'content policy'],
-    ]);
+    ], "in_progress and then failed with the provider's error are recorded once");
     const { report } = job.only;
-    assert.equal(report.outcome, 'failed');
-    assert.equal(report.billable, false);
-    assert.equal(report.error, 'content policy');
-    assert.equal(result.settlement.status, 'released');
+    assert.equal(report.outcome, 'failed', 'the report says failed');
+    assert.equal(report.billable, false, 'a failed job with no cost is not billable');
+    assert.equal(report.error, 'content policy', "the provider's error is reported");
+    assert.equal(result.settlement.status, 'released', 'the hold of an unbilled failure is released');
   });
 
   it('continue-as-new after pollsPerRun (200) polls: the job goes on with its state and delay carried, charged once', async function () {
     const job = new FakeJob(testEnv, (poll) => (poll < 250 ? working : completed('9.99')));
     const { result, timers, handle } = await runJob(job);
 
-    assert.equal(job.polls.length, 250);
+    assert.equal(job.polls.length, 250, 'working until poll 250, completed then');
     assert.equal(timers.length, 2, 'two runs');
-    assert.equal(timers[0].length, 200);
-    assert.equal(timers[1].length, 50);
-    assert.deepEqual(timers[0].slice(0, 6), GROWING.slice(0, 6));
+    assert.equal(timers[0].length, 200, 'the first run stops at pollsPerRun waits');
+    assert.equal(timers[1].length, 50, 'the second run makes the remaining 50 waits');
+    assert.deepEqual(timers[0].slice(0, 6), GROWING.slice(0, 6), "the first run's waits grow from 2 s");
     // the second run keeps the capped delay instead of starting again at 2 s
     assert.ok(timers[1].every((t) => t === 15_000), `the second run keeps the capped 15 s delay: ${[...new Set(timers[1])].join(', ')}`);
-    assert.notEqual((await handle.describe()).runId, handle.firstExecutionRunId);
+    assert.notEqual((await handle.describe()).runId, handle.firstExecutionRunId, 'the workflow continued as new into another run');
     assert.deepEqual(job.statuses, [
       ['in_progress', null],
       ['completed', null],
-    ]);
-    assert.deepEqual(job.only.report.media, { billingSource: 'provider_cost', amount: '9.99' });
-    assert.equal(result.status, 'completed');
-    assert.equal(result.settlement.charge, '9.99');
+    ], 'in_progress and completed are recorded once across both runs');
+    assert.deepEqual(job.only.report.media, { billingSource: 'provider_cost', amount: '9.99' }, 'the provider cost is billed once after continue-as-new');
+    assert.equal(result.status, 'completed', 'the job ends completed');
+    assert.equal(result.settlement.charge, '9.99', 'the provider cost is charged after continue-as-new');
   });
 
   it('continue-as-new during the late-cost wait: the 10 minutes count from the final state, not from the new run', async function () {
@@ -241,33 +241,33 @@ describe('video job workflow on production polling (time skipping, mocked activi
     const { result, timers } = await runJob(job);
 
     assert.equal(timers.length, 2, 'continued as new while waiting for the cost');
-    assert.equal(timers[0].length, 200);
+    assert.equal(timers[0].length, 200, 'the first run stops at pollsPerRun waits');
     // 195 waits before the polls up to the final state, then the cost waits of both runs
     const costWaits = [...timers[0].slice(195), ...timers[1]];
     assert.ok(sum(costWaits) >= 10 * MINUTE - 5_000 && sum(costWaits) <= 10 * MINUTE, `cost waits total ${sum(costWaits)} ms`);
     const waited = job.only.atMs - completedAt;
     // the workflow reads its clock at the task after the poll; the test server's clocks may differ by a millisecond
     assert.ok(waited >= 10 * MINUTE - 1_000 && waited < 10 * MINUTE + 10_000, `settled ${waited} ms after completion`);
-    assert.deepEqual(job.only.report.media, { billingSource: 'estimate', amount: ESTIMATE });
-    assert.equal(result.settlement.billingSource, 'estimate');
+    assert.deepEqual(job.only.report.media, { billingSource: 'estimate', amount: ESTIMATE }, 'the estimate is billed after the 10 minutes counted from the final state');
+    assert.equal(result.settlement.billingSource, 'estimate', 'the estimate is charged');
   });
 
   it('no videoCreatedSignal within createWaitMs (3 min): the job fails, nothing is polled, the hold is released', async function () {
     const job = new FakeJob(testEnv, () => assert.fail('polled a job the provider never accepted'));
     const { result, startedAt, timers } = await runJob(job, { created: false });
 
-    assert.equal(job.polls.length, 0);
-    assert.deepEqual(timers, [[3 * MINUTE]]);
+    assert.equal(job.polls.length, 0, 'a job never created is never polled');
+    assert.deepEqual(timers, [[3 * MINUTE]], 'one run with only the create wait of 3 minutes');
     const waited = job.only.atMs - startedAt;
     assert.ok(waited >= 3 * MINUTE && waited < 3 * MINUTE + 20_000, `failed ${waited} ms after the start`);
-    assert.deepEqual(job.statuses, [['failed', 'the API did not report the provider answer to the create in time']]);
+    assert.deepEqual(job.statuses, [['failed', 'the API did not report the provider answer to the create in time']], 'the job is recorded failed because the create was never reported');
     const { report } = job.only;
-    assert.equal(report.outcome, 'failed');
-    assert.equal(report.billable, false);
-    assert.equal(report.providerCost, null);
-    assert.deepEqual(report.media, { billingSource: 'estimate', amount: ESTIMATE });
-    assert.deepEqual(report.usageDetails, { seconds: 4, resolution: '720p', status: 'failed' });
-    assert.equal(result.status, 'failed');
-    assert.equal(result.settlement.status, 'released');
+    assert.equal(report.outcome, 'failed', 'the report says failed');
+    assert.equal(report.billable, false, 'a job never created is not billable');
+    assert.equal(report.providerCost, null, 'no provider cost for a job never created');
+    assert.deepEqual(report.media, { billingSource: 'estimate', amount: ESTIMATE }, 'the media report carries the estimate it held');
+    assert.deepEqual(report.usageDetails, { seconds: 4, resolution: '720p', status: 'failed' }, 'the usage details say failed with no upstream id');
+    assert.equal(result.status, 'failed', 'the job ends failed');
+    assert.equal(result.settlement.status, 'released', 'the hold is released');
   });
 });

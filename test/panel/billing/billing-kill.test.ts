@@ -39,7 +39,7 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
         assert.equal(r.status, 201, JSON.stringify(r.json));
         customers.push(r.json.id);
         for (let s = 0; s < 5; s++) await addSite(r.json.id, node, 1024);
-        assert.equal((await provider.client.put(`/v1/orgs/${r.json.id}/billing-plan`, { plan_id: plan.json.id })).status, 200);
+        assert.equal((await provider.client.put(`/v1/orgs/${r.json.id}/billing-plan`, { plan_id: plan.json.id })).status, 200, 'the customer is put on the hourly plan');
       }
     } finally {
       await bp.close();
@@ -62,13 +62,13 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
     await until('every hour metered', async () => (await lastMeteredHour())?.toISOString() === '2031-03-31T23:00:00.000Z', 300_000);
 
     const hours = await env.db('panel_meter_hours').orderBy('hour').select('hour', 'orgs', 'sites');
-    assert.equal(hours.length, HOURS);
+    assert.equal(hours.length, HOURS, 'each hour of the catch-up is metered');
     hours.forEach((h, i) => {
-      assert.equal(new Date(h.hour).getTime(), Date.parse('2031-03-27T00:00:00Z') + i * 3_600_000);
-      assert.deepEqual([h.orgs, h.sites], [CUSTOMERS, CUSTOMERS * 5]);
+      assert.equal(new Date(h.hour).getTime(), Date.parse('2031-03-27T00:00:00Z') + i * 3_600_000, `metered hour ${i} follows the previous one with no gap or repeat`);
+      assert.deepEqual([h.orgs, h.sites], [CUSTOMERS, CUSTOMERS * 5], `hour ${h.hour} counts every customer org and its 5 sites once`);
     });
-    assert.equal(await count('panel_meter_orgs'), HOURS * CUSTOMERS);
-    assert.equal(await count('panel_meter_sites'), HOURS * CUSTOMERS * 5);
+    assert.equal(await count('panel_meter_orgs'), HOURS * CUSTOMERS, 'each hour meters each customer org once');
+    assert.equal(await count('panel_meter_sites'), HOURS * CUSTOMERS * 5, 'each hour meters each customer site once');
   });
 
   it('month close: killed with closes in flight, closing again writes each statement once', async () => {
@@ -86,9 +86,9 @@ describe('panel: billing survives a kill -9 of the worker process', function () 
       const r = await again.post(`/v1/orgs/${id}/billing/close`, { period: '2031-03', confirm: true });
       assert.equal(r.status, 200, JSON.stringify(r.json));
       // 120 of 744 hours: base 120.00, one account 12.00, 600 site-hours 6.00, 600 GiB-hours 0.60
-      assert.deepEqual([r.json.state, r.json.metered_hours, r.json.totals], ['closed', HOURS, { EUR: '138.60' }]);
+      assert.deepEqual([r.json.state, r.json.metered_hours, r.json.totals], ['closed', HOURS, { EUR: '138.60' }], `the statement of org ${id} is closed over every hour, totalled once`);
     }
-    assert.equal(await count('panel_statements'), CUSTOMERS);
+    assert.equal(await count('panel_statements'), CUSTOMERS, 'one statement per customer, none written twice');
     for (const s of atKill) {
       const now = await env.db('panel_statements').where({ org_id: s.org_id }).first('id', 'closed_at');
       assert.deepEqual(now, { id: s.id, closed_at: s.closed_at }, 'a statement written before the kill was rewritten');

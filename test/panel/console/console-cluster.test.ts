@@ -126,15 +126,15 @@ describe('panel: web console, cluster side, in chromium', function () {
     const chart = page.getByRole('img', { name: /^CPU: latest 95 %/ });
     await chart.waitFor();
     assert.ok(Number(await chart.getAttribute('data-points')) >= 2, 'the chart around the alert has at least two points');
-    assert.equal(await chart.locator('line.threshold').count(), 1);
+    assert.equal(await chart.locator('line.threshold').count(), 1, "the chart draws the rule's threshold as one line");
 
     await page.getByLabel('Note (optional)').fill('looking at it');
     await page.getByRole('button', { name: 'Acknowledge' }).click();
     await page.getByTestId('alert-state').filter({ hasText: 'acknowledged' }).waitFor();
     let api = (await admin.get(`/v1/alerts/${fired.id}`)).json;
-    assert.equal(api.state, 'acknowledged');
-    assert.equal(api.note, 'looking at it');
-    assert.equal(api.events[1].actor, 'admin');
+    assert.equal(api.state, 'acknowledged', 'Acknowledge in the page acknowledges the alert in the API');
+    assert.equal(api.note, 'looking at it', 'the acknowledgement keeps the note typed in the page');
+    assert.equal(api.events[1].actor, 'admin', 'the acknowledgement is recorded as made by admin');
     await shot(page, 'alert-acknowledged');
 
     // a second page still showing "acknowledged" while the first resolves it
@@ -148,9 +148,9 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByTestId('alert-state').filter({ hasText: 'resolved' }).waitFor();
     await page.getByRole('table', { name: 'What happened to this alert' }).getByRole('cell', { name: 'runaway cron job stopped' }).waitFor();
     api = (await admin.get(`/v1/alerts/${fired.id}`)).json;
-    assert.equal(api.state, 'resolved');
-    assert.deepEqual(api.events.map((e: { kind: string }) => e.kind), ['fired', 'acknowledged', 'resolved']);
-    assert.equal(api.events[2].note, 'runaway cron job stopped');
+    assert.equal(api.state, 'resolved', 'Resolve in the page resolves the alert in the API');
+    assert.deepEqual(api.events.map((e: { kind: string }) => e.kind), ['fired', 'acknowledged', 'resolved'], "the alert's history is fired, acknowledged, resolved");
+    assert.equal(api.events[2].note, 'runaway cron job stopped', 'the resolution keeps its note');
     await shot(page, 'alert-resolved');
 
     await stale.getByRole('button', { name: 'Resolve' }).click();
@@ -187,7 +187,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await form.getByRole('button', { name: 'Save rule' }).click();
     await page.getByText('Rule node_load saved.').waitFor();
     let r = (await admin.get('/v1/alert-rules')).json.rules.find((x: { key: string }) => x.key === 'node_load');
-    assert.deepEqual([r.threshold, r.for_seconds, r.severity, r.enabled, r.changed], [6, 120, 'critical', true, true]);
+    assert.deepEqual([r.threshold, r.for_seconds, r.severity, r.enabled, r.changed], [6, 120, 'critical', true, true], 'the saved rule has the new threshold, duration, severity and is enabled and changed');
     await page.getByRole('heading', { name: /1-minute load above 6/ }).waitFor();
     await shot(page, 'alert-rules');
 
@@ -195,9 +195,9 @@ describe('panel: web console, cluster side, in chromium', function () {
     page.once('dialog', (d) => void d.accept()); // "Restore the built-in values of node_load?"
     await card.getByRole('button', { name: 'Restore defaults' }).click();
     await card.getByRole('heading', { name: /1-minute load above 8/ }).waitFor();
-    assert.equal(await form.getByLabel('Threshold').inputValue(), '8');
+    assert.equal(await form.getByLabel('Threshold').inputValue(), '8', 'Restore defaults puts the built-in threshold back in the form');
     r = (await admin.get('/v1/alert-rules')).json.rules.find((x: { key: string }) => x.key === 'node_load');
-    assert.deepEqual([r.threshold, r.for_seconds, r.severity, r.enabled, r.changed], [8, 300, 'warning', true, false]);
+    assert.deepEqual([r.threshold, r.for_seconds, r.severity, r.enabled, r.changed], [8, 300, 'warning', true, false], 'Restore defaults brings back the built-in values and clears changed');
     await rule('node_load', { enabled: false });
   });
 
@@ -231,7 +231,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     assert.notEqual(last?.id ?? before, before, 'a new pass ran and stored its report');
     await page.waitForURL(`**/cluster/reconcile/sites/${siteId}`);
     await page.getByTestId('reconcile-status').filter({ hasText: 'drift' }).waitFor();
-    assert.match((await page.locator('pre.diff').first().textContent())!, /^\+# hand-made change$/m);
+    assert.match((await page.locator('pre.diff').first().textContent())!, /^\+# hand-made change$/m, "the site's diff shows the hand-made line as added");
     assert.equal(fs.readFileSync(vhost, 'utf8'), rendered + '# hand-made change\n', 'observed: left alone');
 
     await page.getByRole('button', { name: 'Review a change to remediate' }).click();
@@ -239,27 +239,27 @@ describe('panel: web console, cluster side, in chromium', function () {
     await review.getByTestId('policy-effect').filter({ hasText: 'manual node edits are overwritten' }).waitFor();
     // focus follows the render (an effect), so wait for it rather than read it once
     await page.waitForFunction('document.activeElement?.getAttribute("aria-label") === "Review of the policy change"', undefined, { timeout: 5000 });
-    assert.match((await review.locator('pre.diff').textContent())!, /\+# hand-made change/);
+    assert.match((await review.locator('pre.diff').textContent())!, /\+# hand-made change/, 'the review shows the diff that remediation would overwrite');
     assert.equal((await admin.get(`/v1/reconcile/sites/${siteId}`)).json.policy, 'observe', 'nothing changes before Confirm');
     await shot(page, 'reconcile-review');
     await review.getByRole('button', { name: 'Confirm: remediate' }).click();
     await page.getByTestId('reconcile-policy').filter({ hasText: 'remediate' }).waitFor();
     const view = (await admin.get(`/v1/reconcile/sites/${siteId}`)).json;
-    assert.equal(view.policy, 'remediate');
-    assert.deepEqual(view.events[0].detail, { from: 'observe', to: 'remediate', by: 'admin' });
+    assert.equal(view.policy, 'remediate', "Confirm sets the site's policy to remediate");
+    assert.deepEqual(view.events[0].detail, { from: 'observe', to: 'remediate', by: 'admin' }, 'the policy change is recorded from observe to remediate by admin');
     await page.getByRole('table', { name: 'Latest first' }).getByRole('cell', { name: 'policy', exact: true }).waitFor();
     await shot(page, 'reconcile-site');
 
     // opted in: the next pass rewrites the vhost to the panel's
     await runPass(admin);
-    assert.equal(fs.readFileSync(vhost, 'utf8'), rendered);
+    assert.equal(fs.readFileSync(vhost, 'utf8'), rendered, "the remediating pass rewrites the vhost to the panel's");
     await page.reload();
     await page.getByTestId('reconcile-status').filter({ hasText: 'in sync' }).waitFor();
     // the report of the pass that found the drift lists the site with its findings
     await page.goto(`/cluster/reconcile/passes/${last!.id}`);
     const row = page.getByRole('table', { name: 'Per-site findings of this pass' }).getByRole('row').filter({ has: page.getByRole('link', { name: domain }) });
     await row.getByText('vhost file differs from the panel').waitFor();
-    assert.match((await row.textContent())!, /drift/);
+    assert.match((await row.textContent())!, /drift/, 'the pass report lists the site as drift');
     await shot(page, 'reconcile-pass');
 
     // issue 32 item 14: the page says what passes really do — under -reconcile on they rewrite the opted-in site
@@ -301,11 +301,11 @@ describe('panel: web console, cluster side, in chromium', function () {
     await form.getByLabel('alert.resolved').uncheck();
     await form.getByRole('button', { name: 'Add endpoint' }).click();
     const secret = (await page.getByTestId('webhook-secret').textContent())!;
-    assert.match(secret, /^whsec_/);
+    assert.match(secret, /^whsec_/, 'the secret is shown once with its whsec_ prefix');
     const listed = (await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints;
-    assert.equal(listed.length, 1);
-    assert.deepEqual(listed[0].events, ['alert.fired']);
-    assert.equal(listed[0].secret, undefined);
+    assert.equal(listed.length, 1, 'the provider has exactly the one endpoint added');
+    assert.deepEqual(listed[0].events, ['alert.fired'], 'only alert.fired is subscribed once alert.resolved is unchecked');
+    assert.equal(listed[0].secret, undefined, 'the API never lists the secret');
     await shot(page, 'webhook-created');
     await page.reload();
     await page.getByRole('table', { name: /Webhook endpoints of/ }).getByText(rx.url('/provider')).waitFor();
@@ -317,7 +317,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     await edit.getByLabel('Description').fill('pager bridge');
     await edit.getByRole('button', { name: 'Save endpoint' }).click();
     await row0.getByText('pager bridge', { exact: true }).waitFor();
-    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].description, 'pager bridge');
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].description, 'pager bridge', 'the edited description is saved');
 
     // a soft-quota alert of the account below: 90 MB of its 100
     const siteId = randomUUID();
@@ -330,7 +330,7 @@ describe('panel: web console, cluster side, in chromium', function () {
     const deadline = Date.now() + 30_000;
     const delivery = async () => (await provider.client.get(`/v1/webhooks/${listed[0].id}/deliveries`)).json.deliveries[0];
     while ((await delivery())?.status !== 'delivered' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    assert.equal(JSON.parse(rx.got.find((g) => g.path === '/provider')!.body).type, 'alert.fired');
+    assert.equal(JSON.parse(rx.got.find((g) => g.path === '/provider')!.body).type, 'alert.fired', 'the receiver got an alert.fired delivery');
 
     const endpointRow = page.getByRole('row').filter({ hasText: rx.url('/provider') });
     await endpointRow.getByRole('button', { name: 'Deliveries' }).click();
@@ -343,12 +343,12 @@ describe('panel: web console, cluster side, in chromium', function () {
     const count = await deliveries.getByRole('row').filter({ hasText: 'alert.fired' }).count();
     await delivered.getByRole('button', { name: 'Redeliver' }).click();
     await deliveries.getByRole('row').filter({ hasText: 'redelivery' }).first().waitFor();
-    assert.equal(await deliveries.getByRole('row').filter({ hasText: 'alert.fired' }).count(), count + 1);
+    assert.equal(await deliveries.getByRole('row').filter({ hasText: 'alert.fired' }).count(), count + 1, 'Redeliver adds one more alert.fired delivery');
     await shot(page, 'webhook-deliveries');
 
     await endpointRow.getByRole('button', { name: 'Disable' }).click();
     await endpointRow.getByRole('button', { name: 'Enable' }).waitFor();
-    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].enabled, false);
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints[0].enabled, false, 'Disable turns the endpoint off');
 
     // the account's chain sees the quota alert on the account's Alerts tab
     await page.goto(`/orgs/${customer.id}/alerts`);
@@ -360,14 +360,14 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.getByRole('button', { name: 'Acknowledge' }).click();
     await page.getByTestId('alert-state').filter({ hasText: 'acknowledged' }).waitFor();
     const quota = (await provider.client.get(`/v1/alerts/${page.url().split('/').pop()}`)).json;
-    assert.deepEqual([quota.state, quota.note, quota.org_id, quota.scope], ['acknowledged', 'old backups removed tonight', customer.id, 'account']);
+    assert.deepEqual([quota.state, quota.note, quota.org_id, quota.scope], ['acknowledged', 'old backups removed tonight', customer.id, 'account'], "the quota alert is acknowledged with its note, for the account, from the org's Alerts tab");
     await rule('disk_quota_80', { enabled: false });
 
     await page.goto(`/orgs/${provider.id}/webhooks`);
     page.once('dialog', (d) => void d.accept()); // "Delete the endpoint …?"
     await page.getByRole('row').filter({ hasText: rx.url('/provider') }).getByRole('button', { name: 'Delete' }).click();
     await page.getByText('No endpoints.').waitFor();
-    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints.length, 0);
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/webhooks`)).json.endpoints.length, 0, 'Delete removes the endpoint');
     await evaluateAlerts(env.db); // the disabled rule resolves the account's alerts
   });
 
@@ -380,10 +380,10 @@ describe('panel: web console, cluster side, in chromium', function () {
     await page.keyboard.press('Control+A');
     await page.keyboard.type('95');
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate('document.activeElement.labels[0].textContent'), 'For (seconds)');
+    assert.equal(await page.evaluate('document.activeElement.labels[0].textContent'), 'For (seconds)', 'Tab moves from the threshold to the labelled For (seconds) field');
     await page.keyboard.press('Enter');
     await page.getByText('Rule node_rootfs saved.').waitFor();
-    assert.equal((await admin.get('/v1/alert-rules')).json.rules.find((x: { key: string }) => x.key === 'node_rootfs').threshold, 95);
+    assert.equal((await admin.get('/v1/alert-rules')).json.rules.find((x: { key: string }) => x.key === 'node_rootfs').threshold, 95, 'Enter in the form saves the new threshold');
   });
 
   it('measures page weight and time to interactive of the heaviest cluster page (a node page with four charts and its alerts)', async () => {
@@ -404,7 +404,7 @@ describe('panel: web console, cluster side, in chromium', function () {
       const page = await signedIn('admin', off.url);
       await page.goto('/cluster/nodes/hosting');
       await page.getByRole('status').filter({ hasText: 'metrics sampling is off' }).first().waitFor();
-      assert.equal(await page.getByRole('img', { name: /^CPU:/ }).count(), 0);
+      assert.equal(await page.getByRole('img', { name: /^CPU:/ }).count(), 0, 'no charts are drawn when sampling is off');
       await shot(page, 'node-sampling-off');
       await page.goto('/cluster/alert-rules');
       await page.getByRole('status').filter({ hasText: 'metrics sampling is off' }).waitFor();

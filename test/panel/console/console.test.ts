@@ -103,7 +103,7 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name: customer.username }).waitFor();
     await shot(page, 'first-sign-in');
     // the password really changed: the temporary one no longer signs in
-    assert.equal((await provider.client.post('/v1/auth/sign-in', { username: customer.username, password: customer.temporary })).status, 401);
+    assert.equal((await provider.client.post('/v1/auth/sign-in', { username: customer.username, password: customer.temporary })).status, 401, 'the temporary password no longer signs in once changed');
   });
 
   it('enrols TOTP with a QR code and recovery codes shown once, then signs in with a code', async () => {
@@ -114,7 +114,7 @@ describe('panel: web console in chromium', function () {
     const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' });
     await qr.waitFor();
     await shot(page, 'totp-qr');
-    assert.match((await qr.getAttribute('src'))!, /^data:image\/svg\+xml;base64,/);
+    assert.match((await qr.getAttribute('src'))!, /^data:image\/svg\+xml;base64,/, 'the QR code is an inline SVG image');
     const secret = (await page.getByTestId('totp-secret').textContent())!.trim();
     // the previous time step's code (an authenticator a little behind), so the current one is still unused for sign-in
     await page.getByLabel('Code from the app').fill(totp(secret, Math.floor(Date.now() / 1000) - 30));
@@ -192,8 +192,8 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name: customerName }).waitFor();
     const customerId = /\/orgs\/([^/]+)$/.exec(page.url())![1];
     const customer = await provider.client.get(`/v1/orgs/${customerId}`);
-    assert.equal(customer.json.parent_id, resellerId);
-    assert.equal(customer.json.package_id, pkg.json.id);
+    assert.equal(customer.json.parent_id, resellerId, 'the customer was created below the reseller whose page it was made on');
+    assert.equal(customer.json.package_id, pkg.json.id, 'the customer was given the chosen package');
     await page.getByRole('link', { name: 'Limits' }).click();
     await page.getByText('Source: package').waitFor();
     await shot(page, 'customer-with-package');
@@ -209,8 +209,8 @@ describe('panel: web console in chromium', function () {
     await form.getByRole('button', { name: 'Create customer' }).click();
     const refusal = form.getByRole('alert');
     await refusal.waitFor();
-    assert.match((await refusal.textContent())!, /The limit 'customer_accounts' of reseller .* is 1/);
-    assert.match((await refusal.textContent())!, /limit_reached/);
+    assert.match((await refusal.textContent())!, /The limit 'customer_accounts' of reseller .* is 1/, 'the refusal names the customer_accounts limit of the reseller and its value');
+    assert.match((await refusal.textContent())!, /limit_reached/, "the refusal shows the API's error code");
     await shot(page, 'limit-refusal');
     assert.equal((await provider.client.get(`/v1/orgs?root=${resellerId}&children=true`)).json.orgs.length, 1, 'nothing was created');
   });
@@ -223,13 +223,13 @@ describe('panel: web console in chromium', function () {
     const form = page.getByRole('form', { name: 'Add website' });
     const domain = `${unique('site-')}.console.test`;
     await form.getByLabel('Domain').fill(domain);
-    assert.equal(await form.getByLabel('Node').inputValue(), '');
-    assert.equal(await form.getByLabel('Node').locator('option:checked').textContent(), 'Chosen by the scheduler');
+    assert.equal(await form.getByLabel('Node').inputValue(), '', 'the scheduler is the default node choice');
+    assert.equal(await form.getByLabel('Node').locator('option:checked').textContent(), 'Chosen by the scheduler', 'the default option reads Chosen by the scheduler');
     await form.getByRole('button', { name: 'Add website' }).click();
     await page.getByRole('heading', { name: domain }).waitFor();
     const reason = page.getByTestId('placement-reason');
     await reason.waitFor();
-    assert.match((await reason.textContent())!, /^hosting: chosen by the scheduler: the least loaded qualifying node/);
+    assert.match((await reason.textContent())!, /^hosting: chosen by the scheduler: the least loaded qualifying node/, 'the placement reason says the scheduler chose the least loaded node');
     await page.getByTestId('site-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
     // the limits of its account and what its node binds (issue 34): none set, and this node enforces CPU
     const limits = page.getByRole('table', { name: 'Limits of this website on node hosting' });
@@ -244,7 +244,7 @@ describe('panel: web console in chromium', function () {
     const status = await new Promise<number>((resolve, reject) => {
       http.get({ host: '127.0.0.1', port: panel.webPort, path: '/', headers: { host: domain } }, (res) => resolve(res.resume().statusCode!)).on('error', reject);
     });
-    assert.equal(status, 200);
+    assert.equal(status, 200, "the hosting node's nginx serves the new site");
   });
 
   it('shows the branding of the login hostname on the sign-in page', async () => {
@@ -256,8 +256,8 @@ describe('panel: web console in chromium', function () {
     await page.goto('/sign-in');
     await page.getByRole('heading', { name: 'Acme Hosting' }).waitFor();
     await page.getByRole('link', { name: 'help@acme.example' }).waitFor();
-    assert.equal(await page.title(), 'Acme Hosting');
-    assert.equal(await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"), '#c0392b');
+    assert.equal(await page.title(), 'Acme Hosting', "the page title is the branding's display name");
+    assert.equal(await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"), '#c0392b', 'the accent colour of the branding is applied');
     await shot(page, 'branded-sign-in');
   });
 
@@ -270,30 +270,30 @@ describe('panel: web console in chromium', function () {
       const sent = await fetch(`/v1/orgs/${id}/packages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: JSON.stringify({ name: 'real', limits: {} }) });
       return [{ status: plain.status, body: (await plain.json()) as { error: { code: string; message: string } } }, { status: sent.status }];
     }, provider.id);
-    assert.equal(without.status, 403);
-    assert.equal(without.body.error.code, 'forbidden');
-    assert.match(without.body.error.message, /x-csrf-token/);
-    assert.equal(withToken.status, 201);
+    assert.equal(without.status, 403, `a change without the CSRF header is refused with 403: ${JSON.stringify(without.body)}`);
+    assert.equal(without.body.error.code, 'forbidden', 'the CSRF refusal is forbidden');
+    assert.match(without.body.error.message, /x-csrf-token/, 'the CSRF refusal names the header');
+    assert.equal(withToken.status, 201, 'the same change with the CSRF header is created');
     const names = (await provider.client.get(`/v1/orgs/${provider.id}/packages`)).json.packages.map((p: { name: string }) => p.name);
-    assert.deepEqual(names, ['real']);
+    assert.deepEqual(names, ['real'], 'only the package sent with the CSRF header exists');
   });
 
   it('the platform admin reads the cluster: node list, the hosting node page with its latest metrics and websites, declared capacity', async () => {
     const provider = await createOrgWithLogin(admin, { type: 'provider' });
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const domain = `${unique('node-')}.console.test`;
-    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: null })).status, 201);
+    assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain, php_version: null })).status, 201, "the customer's site is created");
     const page = await newPage();
     await signIn(page, 'admin', PASSWORD);
     await page.getByRole('link', { name: 'Cluster' }).click();
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'hosting', exact: true }) });
     await row.waitFor();
-    assert.match((await row.textContent())!, /web/);
+    assert.match((await row.textContent())!, /web/, 'the hosting node is listed with its web role');
     await row.getByRole('link', { name: 'hosting' }).click();
     await page.waitForURL('**/cluster/nodes/hosting');
     await page.getByRole('heading', { name: /Latest metrics/ }).waitFor();
     await page.getByRole('meter', { name: 'Memory' }).waitFor();
-    assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/);
+    assert.match((await page.locator('dl.facts').last().textContent())!, /Load \(1, 5, 15 min\)/, 'the node page shows the load averages');
     await page.getByRole('table', { name: 'Websites on hosting' }).getByRole('link', { name: domain }).waitFor();
     await page.getByText('nothing needs to move').waitFor();
     await shot(page, 'node-page');
@@ -305,7 +305,7 @@ describe('panel: web console in chromium', function () {
     await form.getByLabel('Overcommit (%)').fill('150');
     await form.getByRole('button', { name: 'Declare' }).click();
     await page.getByText('Declared, overcommit 150 %').waitFor();
-    assert.match((await page.getByRole('row').filter({ hasText: 'Disk (MB)' }).textContent())!, /5000000\s*7500000/);
+    assert.match((await page.getByRole('row').filter({ hasText: 'Disk (MB)' }).textContent())!, /5000000\s*7500000/, 'the disk row shows the declared amount and the allowed one with 150 % overcommit');
     await shot(page, 'capacity');
     page.once('dialog', (d) => void d.accept()); // "Clear the declaration? …"
     await page.getByRole('button', { name: 'Clear declaration' }).click();
@@ -330,8 +330,8 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('definition').filter({ hasText: 'exec, passthru' }).waitFor();
     await shot(page, 'site-php');
     const after = await admin.get(`/v1/sites/${site.json.id}`);
-    assert.deepEqual(after.json.php.disabled_functions, ['exec', 'passthru']);
-    assert.equal(after.json.php.allow_url_fopen, false);
+    assert.deepEqual(after.json.php.disabled_functions, ['exec', 'passthru'], 'the extra disabled functions are saved as a list');
+    assert.equal(after.json.php.allow_url_fopen, false, 'allow_url_fopen is turned off');
   });
 
   it('measures page weight and time to interactive of the heaviest page (an org page with its create form)', async () => {
@@ -363,16 +363,16 @@ describe('panel: web console in chromium', function () {
     await page.getByLabel('Upload a file here').setInputFiles({ name: 'more.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(2 * MB, 1) });
     const refusal = page.getByRole('alert');
     await refusal.waitFor();
-    assert.match((await refusal.textContent())!, /limit_reached/);
-    assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0);
+    assert.match((await refusal.textContent())!, /limit_reached/, 'the upload over quota is refused with limit_reached');
+    assert.equal(await page.getByRole('cell', { name: 'more.bin' }).count(), 0, 'the refused upload is not listed');
     await shot(page, 'file-manager-quota');
 
     const other = await signedIn(provider.username, provider.id);
     await other.getByRole('link', { name: 'Usage' }).click();
     const rows = other.getByRole('table', { name: 'Customer accounts' }).locator('tbody tr');
     await rows.first().waitFor();
-    assert.match((await rows.nth(0).textContent())!, new RegExp(`${high.body.name}.*warning`));
-    assert.match((await rows.nth(1).textContent())!, new RegExp(`${low.body.name}.*ok`));
+    assert.match((await rows.nth(0).textContent())!, new RegExp(`${high.body.name}.*warning`), 'the account at or above 80 % is listed first, with a warning');
+    assert.match((await rows.nth(1).textContent())!, new RegExp(`${low.body.name}.*ok`), 'the account below 80 % comes second, ok');
     await shot(other, 'usage');
   });
 
@@ -404,7 +404,7 @@ describe('panel: web console in chromium', function () {
     await form.getByLabel(/Type the ID/).fill(customer.id);
     await form.getByRole('button', { name: 'Delete for good' }).click();
     await page.waitForURL(`**/orgs/${provider.id}`);
-    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404);
+    assert.equal((await provider.client.get(`/v1/orgs/${customer.id}`)).status, 404, 'the deleted account is gone');
   });
 
   it('settings tabs: a package, a reseller’s delegated powers, branding, and the logins of an org below', async () => {
@@ -428,7 +428,7 @@ describe('panel: web console in chromium', function () {
     await brand.getByLabel('Display name').fill('Green Hosting');
     await brand.getByRole('button', { name: 'Save branding' }).click();
     await page.getByRole('status').filter({ hasText: 'Branding saved.' }).waitFor();
-    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/branding`)).json.own.accent_color, '#117a65');
+    assert.equal((await provider.client.get(`/v1/orgs/${provider.id}/branding`)).json.own.accent_color, '#117a65', 'the accent colour is saved once valid');
 
     await page.goto(`/orgs/${reseller.id}/powers`);
     const powers = page.getByRole('form', { name: 'Delegated powers' });
@@ -449,7 +449,7 @@ describe('panel: web console in chromium', function () {
     await row.filter({ hasText: 'suspended' }).waitFor();
     await shot(page, 'logins');
     const logins = (await provider.client.get(`/v1/orgs/${reseller.id}/logins`)).json.logins;
-    assert.equal(logins.find((l: { username: string }) => l.username === username).status, 'suspended');
+    assert.equal(logins.find((l: { username: string }) => l.username === username).status, 'suspended', 'the added login is suspended');
   });
 
   it('DNS zones: create a zone and replace its records; a bad record shows the API message', async () => {
@@ -471,7 +471,7 @@ describe('panel: web console in chromium', function () {
     await until('both records listed', async () => (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json.records.length === 2, 10_000);
     await shot(page, 'dns');
     const z = (await customer.client.get(`/v1/dns-zones/${zones[0].id}`)).json;
-    assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT']);
+    assert.deepEqual(z.records.map((r: { name: string; type: string }) => `${r.name} ${r.type}`), ['www A', '@ TXT'], 'both records are saved in the order given');
   });
 
   it('databases: created on the hosting node’s MariaDB, the password shown once', async () => {
@@ -520,36 +520,36 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('heading', { name }).waitFor();
     const id = /\/orgs\/([^/]+)$/.exec(page.url())![1];
     const org = (await admin.get(`/v1/orgs/${id}`)).json;
-    assert.equal(org.type, 'provider');
-    assert.deepEqual(org.limits.own, { resellers: 5 });
+    assert.equal(org.type, 'provider', "the admin's new org is a provider");
+    assert.deepEqual(org.limits.own, { resellers: 5 }, 'the provider has the custom resellers limit and nothing else');
   });
 
   it('the platform admin names a listed node for a website; its agent never reports, so the site shows failed, listed first', async () => {
     const node = unique('edge-');
-    assert.equal((await admin.post('/v1/cluster/nodes', { name: node })).status, 201);
+    assert.equal((await admin.post('/v1/cluster/nodes', { name: node })).status, 201, 'the admin adds a listed node');
     // no agent runs for it: the node record says alive with the web role, as a fresh heartbeat would
     await env.db('panel_nodes').where({ name: node }).update({ state: 'alive', roles: ['web'], last_heartbeat_at: new Date() });
     try {
       const provider = await createOrgWithLogin(admin, { type: 'provider' });
       const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
-      assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('ok-')}.console.test`, php_version: null })).status, 201);
+      assert.equal((await customer.client.post(`/v1/orgs/${customer.id}/sites`, { domain: `${unique('ok-')}.console.test`, php_version: null })).status, 201, "a site on the scheduler's choice is created");
       const page = await signedIn('admin');
       await page.goto(`/orgs/${customer.id}/sites`);
       const form = page.getByRole('form', { name: 'Add website' });
       await form.getByLabel('Node').locator(`option[value="${node}"]`).waitFor({ state: 'attached' });
-      assert.deepEqual(await form.getByLabel('Node').locator('option').allTextContents(), ['Chosen by the scheduler', "The panel's hosting node", `Node ${node}`]);
+      assert.deepEqual(await form.getByLabel('Node').locator('option').allTextContents(), ['Chosen by the scheduler', "The panel's hosting node", `Node ${node}`], 'the node choices are the scheduler, the hosting node and the listed node');
       const domain = `${unique('edge-')}.console.test`;
       await form.getByLabel('Domain').fill(domain);
       await form.getByLabel('PHP version').selectOption('');
       await form.getByLabel('Node').selectOption(node);
       await form.getByRole('button', { name: 'Add website' }).click();
       await page.getByRole('heading', { name: domain }).waitFor();
-      assert.match((await page.getByTestId('placement-reason').textContent())!, new RegExp(`^${node}: node "${node}" was named by admin \\(site.place\\)`));
+      assert.match((await page.getByTestId('placement-reason').textContent())!, new RegExp(`^${node}: node "${node}" was named by admin \\(site.place\\)`), 'the placement reason says the node was named by admin');
       await page.getByTestId('site-status').filter({ hasText: 'failed' }).waitFor({ timeout: 30_000 });
       await page.getByText('did not report the operation').waitFor();
       await page.getByRole('link', { name: "Account's websites" }).click();
       await page.getByRole('status').filter({ hasText: `1 website(s) failed on their node: ${domain}` }).waitFor();
-      assert.match((await page.getByRole('table').locator('tbody tr').first().textContent())!, new RegExp(`${domain}failed`));
+      assert.match((await page.getByRole('table').locator('tbody tr').first().textContent())!, new RegExp(`${domain}failed`), 'the failed site is listed first');
       await shot(page, 'failed-site');
     } finally {
       await env.db('panel_nodes').where({ name: node }).update({ draining: true });
@@ -564,12 +564,12 @@ describe('panel: web console in chromium', function () {
     await page.getByRole('button', { name: 'Create token' }).click();
     const token = (await page.getByTestId('new-token').textContent())!.trim();
     const bearer = await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } });
-    assert.equal(bearer.status, 200);
+    assert.equal(bearer.status, 200, 'the new token works as a Bearer token');
     const row = page.getByRole('row').filter({ hasText: 'ci export' });
     page.once('dialog', (d) => void d.accept()); // "Revoke the token …?"
     await row.getByRole('button', { name: 'Revoke' }).click();
     await page.getByText('No API tokens.').waitFor();
-    assert.equal((await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+    assert.equal((await fetch(`${panel.url}/v1/account`, { headers: { authorization: `Bearer ${token}` } })).status, 401, 'the revoked token is refused');
   });
 });
 

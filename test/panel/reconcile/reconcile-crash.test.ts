@@ -75,7 +75,7 @@ describe('panel: a reconciliation pass survives its worker being killed', functi
     assert.equal(pass.status, 'done', JSON.stringify(pass));
     // (other suites' sites of the same database may be in the pass too: count ours)
     const ours = await env.db('panel_reconcile_results').where({ pass_id: passId }).whereIn('site_id', ids);
-    assert.equal(ours.length, SITES);
+    assert.equal(ours.length, SITES, 'every one of our sites has a result in the resumed pass');
     assert.ok(ours.every((r) => r.phase === 'done' && r.status === 'drift' && r.remediation.ok === true), JSON.stringify(ours.map((r) => [r.phase, r.status, r.remediation?.ok])));
 
     const log = fs.readFileSync(path.join(root, 'state/reconcile.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -87,6 +87,6 @@ describe('panel: a reconciliation pass survives its worker being killed', functi
     domains.forEach((d, i) => assert.equal(fs.readFileSync(vhost(d), 'utf8'), original[i], d));
     const events = await env.db('panel_reconcile_events').whereIn('site_id', ids).where({ pass_id: passId, kind: 'remediated' });
     assert.equal(events.length, SITES, 'one overwrite recorded per site');
-    for (const id of ids) assert.equal((await admin2.get(`/v1/reconcile/sites/${id}`)).json.status, 'in_sync');
+    for (const id of ids) assert.equal((await admin2.get(`/v1/reconcile/sites/${id}`)).json.status, 'in_sync', `site ${id} is in sync after the resumed pass`);
   });
 });
