@@ -58,29 +58,29 @@ describe('issue 23 feature 5: account webhooks (credits variant)', function () {
     const base = stack.gateway.url;
     const refused = await admin(base, `/admin/accounts/${acct.accountId}/webhooks`, { url: 'http://10.1.2.3/hook' });
     assert.equal(refused.status, 400, refused.text);
-    assert.equal(refused.json.error.param, 'url');
-    assert.match(refused.json.error.message, /GATEWAY_WEBHOOK_ALLOW_TARGETS/);
-    assert.equal((await admin(base, `/admin/accounts/${acct.accountId}/webhooks`, { url: 'ftp://example.com/' })).status, 400);
-    assert.equal((await admin(base, `/admin/accounts/${randomUUID()}/webhooks`, { url: 'http://127.0.0.1:9/hook' })).status, 404);
+    assert.equal(refused.json.error.param, 'url', 'the refusal names the url field');
+    assert.match(refused.json.error.message, /GATEWAY_WEBHOOK_ALLOW_TARGETS/, 'the refusal points to the setting that allows private targets');
+    assert.equal((await admin(base, `/admin/accounts/${acct.accountId}/webhooks`, { url: 'ftp://example.com/' })).status, 400, 'a non-HTTP target is refused 400');
+    assert.equal((await admin(base, `/admin/accounts/${randomUUID()}/webhooks`, { url: 'http://127.0.0.1:9/hook' })).status, 404, 'an unknown account has no webhooks to add: 404');
     const made = await admin(base, `/admin/accounts/${acct.accountId}/webhooks`, { url: 'http://127.0.0.1:9/hook' });
     assert.equal(made.status, 201, made.text);
-    assert.match(made.json.secret, /^whsec_/);
+    assert.match(made.json.secret, /^whsec_/, 'the secret is shown once, with the whsec_ prefix');
     const listed = await admin(base, `/admin/accounts/${acct.accountId}/webhooks`);
-    assert.equal(listed.json.endpoints.length, 1);
-    assert.equal(listed.json.endpoints[0].secret, undefined);
+    assert.equal(listed.json.endpoints.length, 1, 'the listing holds the one endpoint');
+    assert.equal(listed.json.endpoints[0].secret, undefined, 'the listing does not show the secret');
     assert.ok(!JSON.stringify(await env.db('account_webhook_endpoints').where({ id: made.json.id })).includes(made.json.secret), 'the secret is stored sealed');
-    assert.equal((await admin(base, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE')).status, 200);
-    assert.equal((await admin(base, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE')).status, 404);
+    assert.equal((await admin(base, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE')).status, 200, 'the endpoint is deleted');
+    assert.equal((await admin(base, `/admin/webhooks/${made.json.id}`, undefined, 'DELETE')).status, 404, 'a deleted endpoint is gone: 404');
 
     // The CLI refuses loopback targets unless the operator setting allows them.
     const cliRefused = await cli('webhook', 'create', '--account', acct.accountId, '--url', 'http://127.0.0.1:9/hook');
     assert.equal(cliRefused.code, 2, cliRefused.stdout);
     const cliMade = await cliWith({ GATEWAY_WEBHOOK_ALLOW_TARGETS: '127.0.0.1' }, 'webhook', 'create', '--account', acct.accountId, '--url', 'http://127.0.0.1:9/hook');
     assert.equal(cliMade.code, 0, cliMade.stdout);
-    assert.match(oneObject(cliMade).secret, /^whsec_/);
-    assert.equal((await cli('webhook', 'list', '--account', acct.accountId)).json.endpoints.length, 1);
-    assert.equal((await cli('webhook', 'delete', '--id', cliMade.json.id)).code, 0);
-    assert.equal((await cli('account', 'threshold', '--account', acct.accountId, '--threshold', 'lots')).code, 2);
+    assert.match(oneObject(cliMade).secret, /^whsec_/, 'the CLI shows the secret once, with the whsec_ prefix');
+    assert.equal((await cli('webhook', 'list', '--account', acct.accountId)).json.endpoints.length, 1, 'the CLI lists the one endpoint');
+    assert.equal((await cli('webhook', 'delete', '--id', cliMade.json.id)).code, 0, 'the CLI deletes the endpoint');
+    assert.equal((await cli('account', 'threshold', '--account', acct.accountId, '--threshold', 'lots')).code, 2, 'a non-numeric threshold is a CLI usage error (exit 2)');
   });
 
   it('balance.low fires once when a settlement crosses the threshold, signed, retried after a 500, re-armed above it', async () => {
@@ -92,7 +92,7 @@ describe('issue 23 feature 5: account webhooks (credits variant)', function () {
       assert.equal(made.status, 201, made.text);
       const t = await admin(base, `/admin/accounts/${acct.accountId}/low-balance-threshold`, { low_balance_threshold: '10' }, 'PUT');
       assert.equal(t.status, 200, t.text);
-      assert.equal(t.json.low_balance_armed, true);
+      assert.equal(t.json.low_balance_armed, true, 'setting a threshold below the balance arms it');
       const chat = () => call(base, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'spend [sim tokens=3]' }] } });
       const first = await chat();
       assert.equal(first.status, 200, first.text);
@@ -101,23 +101,23 @@ describe('issue 23 feature 5: account webhooks (credits variant)', function () {
       await settled(second.headers.get('x-gateway-request-id')!);
 
       const delivered = await until('the delivery delivered', () => env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id, status: 'delivered' }).first());
-      assert.equal(delivered.attempts, 2);
-      assert.equal(hook.got.length, 2); // the 500, then the delivery
+      assert.equal(delivered.attempts, 2, 'the delivery took two attempts: the 500, then the success');
+      assert.equal(hook.got.length, 2, 'the receiver got the failed attempt and the delivery'); // the 500, then the delivery
       for (const r of hook.got) assert.ok(verified(made.json.secret, r), 'the signature verifies with the secret');
       const event = JSON.parse(hook.got[1].body);
-      assert.equal(event.type, 'balance.low');
-      assert.equal(event.account_id, acct.accountId);
-      assert.equal(event.data.threshold, '10');
-      assert.equal(event.data.request_id, first.headers.get('x-gateway-request-id'));
+      assert.equal(event.type, 'balance.low', 'the event is balance.low');
+      assert.equal(event.account_id, acct.accountId, 'the event names the account');
+      assert.equal(event.data.threshold, '10', 'the event names the threshold');
+      assert.equal(event.data.request_id, first.headers.get('x-gateway-request-id'), 'the event names the request whose settlement crossed the threshold');
       const a = await env.db('accounts').where({ id: acct.accountId }).first();
-      assert.equal(event.data.balance, new Decimal(a.total_credits).sub(a.total_usage).plus(new Decimal((await env.db('reservations').where({ id: second.headers.get('x-gateway-request-id') }).first()).charge)).toString());
+      assert.equal(event.data.balance, new Decimal(a.total_credits).sub(a.total_usage).plus(new Decimal((await env.db('reservations').where({ id: second.headers.get('x-gateway-request-id') }).first()).charge)).toString(), 'the event shows the balance right after the crossing settlement');
       // Fired once: the second settlement, below the threshold still, fired nothing.
-      assert.equal((await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id })).length, 1);
-      assert.equal(a.low_balance_armed, false);
+      assert.equal((await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id })).length, 1, 'the second settlement below the threshold fired nothing');
+      assert.equal(a.low_balance_armed, false, 'the crossing disarmed the threshold');
 
       // Credits back above the threshold re-arm it; the next crossing fires again.
       await admin(base, `/admin/accounts/${acct.accountId}/credits`, { credits: '1' });
-      assert.equal((await env.db('accounts').where({ id: acct.accountId }).first()).low_balance_armed, true);
+      assert.equal((await env.db('accounts').where({ id: acct.accountId }).first()).low_balance_armed, true, 'credits back above the threshold re-arm it');
       await admin(base, `/admin/accounts/${acct.accountId}/low-balance-threshold`, { low_balance_threshold: new Decimal(a.total_credits).plus(1).sub(a.total_usage).toString() }, 'PUT');
       const third = await chat();
       await settled(third.headers.get('x-gateway-request-id')!);
@@ -147,7 +147,7 @@ describe('issue 23 feature 5: key.spend_limit_reached (keyed variant)', function
       const p = await call(stack.gateway.url, '/v1/chat/completions', { key: probe.key, body });
       assert.equal(p.status, 200, p.text);
       const held = (await settled(p.headers.get('x-gateway-request-id')!)).held_credits;
-      assert.equal((await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id })).length, 0);
+      assert.equal((await env.db('account_webhook_deliveries').where({ endpoint_id: made.json.id })).length, 0, 'a request under the spend limit fires nothing');
 
       const k = await createKey(env.db, { accountId: a.id, label: 'limited', format: 'mt', settings: { spend_limit: new Decimal(held).toString() } });
       const r = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
@@ -156,10 +156,10 @@ describe('issue 23 feature 5: key.spend_limit_reached (keyed variant)', function
       await until('the webhook received', async () => hook.got.length > 0);
       const event = JSON.parse(hook.got[0].body);
       assert.ok(verified(made.json.secret, hook.got[0]), 'the webhook signature verifies with the endpoint secret');
-      assert.equal(event.type, 'key.spend_limit_reached');
-      assert.equal(event.data.key_id, k.id);
-      assert.equal(event.data.spend, event.data.spend_limit);
-      assert.equal(hook.got.length, 1);
+      assert.equal(event.type, 'key.spend_limit_reached', 'the event is key.spend_limit_reached');
+      assert.equal(event.data.key_id, k.id, 'the event names the key');
+      assert.equal(event.data.spend, event.data.spend_limit, "the key's spend equals its limit");
+      assert.equal(hook.got.length, 1, 'exactly one event was delivered');
       // The next request is refused for the limit: settlement told of it already, no second event.
       const refused = await call(stack.gateway.url, '/v1/chat/completions', { key: k.key, body });
       assert.equal(refused.status, 403, refused.text);

@@ -196,10 +196,10 @@ describe('npm start as a service', function () {
       const before = s.output().split('Gateway      ')[0];
       assert.doesNotMatch(before, /webpack|workflow-bundle|asset /, before);
       const file = path.join(dataDir, 'connection.json');
-      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600, 'the connection file is readable by its owner only');
       const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
-      assert.equal(saved.DATABASE_URL, `postgres://postgres:postgres@127.0.0.1:${env.PG_PORT}/gateway`);
-      assert.equal(saved.GATEWAY_VARIANT, 'credits');
+      assert.equal(saved.DATABASE_URL, `postgres://postgres:postgres@127.0.0.1:${env.PG_PORT}/gateway`, "the connection file records the running system's database URL");
+      assert.equal(saved.GATEWAY_VARIANT, 'credits', 'the connection file records the gateway variant');
       // The CLI with nothing but DATA_DIR reaches the running system's database (not the default port).
       const cliEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir };
       const admin = (...args: string[]) =>
@@ -212,8 +212,8 @@ describe('npm start as a service', function () {
       assert.equal(models.code, 0, models.stdout);
       assert.ok(JSON.parse(models.stdout).models.some((m: { id: string }) => m.id === 'sim-gpt'), `sim-gpt is listed: ${models.stdout}`);
       const help = await admin('help');
-      assert.equal(help.code, 0);
-      assert.match(help.stdout, /^usage: npm run -s admin -- <command>/);
+      assert.equal(help.code, 0, "the CLI's help exits 0");
+      assert.match(help.stdout, /^usage: npm run -s admin -- <command>/, 'the help opens with the usage line');
       for (const c of ['account create', 'key create', 'model set', 'provider set', 'report uncovered']) assert.ok(help.stdout.includes(`  ${c} [--`), c);
       await panelDemo(s.output(), dataDir, env);
     } finally {
@@ -235,8 +235,8 @@ describe('npm start as a service', function () {
 
     const second = start(env);
     await ready(second);
-    assert.match(second.output(), /PostgreSQL left running by an earlier start that was killed/);
-    assert.match(second.output(), /Temporal dev server left running by an earlier start that was killed/);
+    assert.match(second.output(), /PostgreSQL left running by an earlier start that was killed/, 'the second start says it stopped the PostgreSQL the killed start left');
+    assert.match(second.output(), /Temporal dev server left running by an earlier start that was killed/, 'the second start says it stopped the Temporal server the killed start left');
     assert.ok(!left.some(alive), 'the orphans were stopped');
     const now = servers(dataDir);
     second.child.kill('SIGTERM');
@@ -255,8 +255,8 @@ describe('npm start as a service', function () {
       const code = await s.exited;
       clearInterval(watch);
       assert.equal(code, 1, s.output());
-      assert.match(s.output(), /npm start failed: .*EADDRINUSE/);
-      assert.doesNotMatch(s.output(), /undefined/);
+      assert.match(s.output(), /npm start failed: .*EADDRINUSE/, 'the failure message names the port already in use');
+      assert.doesNotMatch(s.output(), /undefined/, 'the failure message has no undefined in it');
       assert.equal(seen.size, 2, 'PostgreSQL and Temporal had started');
       await allGone([...seen], 5000);
     } finally {

@@ -84,7 +84,7 @@ async function replayCommitted(domain: 'credits' | 'panel', bundle: WorkflowBund
     replayed++;
   }
   assert.ok(files.length > 0, `committed ${domain} histories exist to replay`);
-  assert.equal(replayed, files.length);
+  assert.equal(replayed, files.length, `every committed ${domain} history replayed`);
 }
 
 const attr = (s: OtlpSpan, key: string) => {
@@ -94,16 +94,16 @@ const attr = (s: OtlpSpan, key: string) => {
 
 describe('traces: off by default', () => {
   it('registers nothing without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
-    assert.equal(startTracing({ endpoint: undefined, serviceName: 'test' }), false);
-    assert.equal(tracingEnabled(), false);
-    assert.equal(tracingMiddleware('gateway'), null);
-    assert.equal(tracingClientInterceptor(), null);
-    assert.deepEqual(workerTracingOptions(), {});
+    assert.equal(startTracing({ endpoint: undefined, serviceName: 'test' }), false, 'without an endpoint tracing does not start');
+    assert.equal(tracingEnabled(), false, 'tracing is reported off');
+    assert.equal(tracingMiddleware('gateway'), null, 'no Koa tracing middleware without tracing');
+    assert.equal(tracingClientInterceptor(), null, 'no Temporal client interceptor without tracing');
+    assert.deepEqual(workerTracingOptions(), {}, 'no worker tracing options without tracing');
     assert.equal(currentTraceparent(), undefined, 'no traceparent is recorded with outcomes');
     // No tracer provider: the API's no-op span, which records nothing.
     const span = trace.getTracer('probe').startSpan('probe');
-    assert.equal(span.isRecording(), false);
-    assert.equal(span.spanContext().traceId, '0'.repeat(32));
+    assert.equal(span.isRecording(), false, 'the no-op span records nothing');
+    assert.equal(span.spanContext().traceId, '0'.repeat(32), 'the no-op span has the all-zero trace id');
   });
 });
 
@@ -115,7 +115,7 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
   before(async function () {
     this.timeout(180_000);
     receiver = await startReceiver();
-    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
+    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true, 'tracing starts with the receiver as endpoint');
     bundle = await tracedBundle('credits');
     stack = await startStack({ workflowBundle: bundle });
   });
@@ -150,16 +150,16 @@ describe('traces: a gateway request to its settlement workflow (OTLP/HTTP)', fun
     const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
     assert.ok(found.koa, `no Koa span for ${requestId}; spans: ${names}`);
     assert.equal(attr(found.koa, 'request.id'), requestId, 'a billed request answers x-request-id = x-gateway-request-id');
-    assert.equal(attr(found.koa, 'http.route'), '/v1/chat/completions');
+    assert.equal(attr(found.koa, 'http.route'), '/v1/chat/completions', 'the Koa span names the matched route');
     assert.ok(found.relay, `no settlement.relay span linked to the request's span; spans: ${names}`);
     assert.ok(found.start, 'the traced client started the settlement workflow inside the relay span');
     assert.ok(found.run, 'the workflow span is the start span\'s child');
     assert.ok(found.startActivity && found.runActivity, 'the activity spans are the workflow span\'s descendants');
-    assert.match(found.runActivity.name, /^RunActivity:settle/);
+    assert.match(found.runActivity.name, /^RunActivity:settle/, 'the activity under the settlement workflow is the settle activity');
     // The exporter speaks OTLP/HTTP JSON.
-    assert.deepEqual([...receiver.contentTypes], ['application/json']);
+    assert.deepEqual([...receiver.contentTypes], ['application/json'], 'the exporter sends OTLP/HTTP JSON only');
     const settled = await env.db('reservations').where({ id: requestId }).first('status');
-    assert.equal(settled.status, 'settled');
+    assert.equal(settled.status, 'settled', 'the traced request settled');
   });
 
   it('issue 33 item 10: a client span per provider attempt, child of the request span: provider, path, status, fallback', async function () {
@@ -212,7 +212,7 @@ describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function
   before(async function () {
     this.timeout(180_000);
     receiver = await startReceiver();
-    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true);
+    assert.equal(startTracing({ endpoint: receiver.url, serviceName: 'tracing-test' }), true, 'tracing starts with the receiver as endpoint');
     let webPort: number;
     [bundle, webPort] = await Promise.all([tracedBundle('panel'), freePort()]);
     fs.chmodSync(root, 0o755); // nginx and PHP-FPM workers (www-data) read below it
@@ -253,7 +253,7 @@ describe('traces: a panel request to its node-op workflow (OTLP/HTTP)', function
     const names = [...new Set(receiver.spans.map((s) => s.name))].join(', ');
     assert.ok(found.koa, `no Koa span for the site creation; spans: ${names}`);
     assert.match(attr(found.koa, 'request.id') ?? '', /\S/, 'the panel request id is an attribute');
-    assert.equal(attr(found.koa, 'http.response.status_code'), '201');
+    assert.equal(attr(found.koa, 'http.response.status_code'), '201', 'the Koa span records the 201 of the site creation');
     assert.ok(found.start, `the node-op start is the request span's child; spans: ${names}`);
     assert.ok(found.run && found.runActivity, `the workflow and its activities follow; spans: ${names}`);
   });

@@ -147,7 +147,7 @@ describe('panel: console Migration page in chromium', function () {
     await reportClass(page, 'Migrated with changes').getByText(`parked domains become aliases (${user}.example)`).waitFor();
     await reportClass(page, 'Not migrated').getByText('PostgreSQL dumps are not importable yet').waitFor();
     await reportClass(page, 'Migrated').getByText('statement(s) checked').first().waitFor();
-    assert.equal(await reportClass(page, 'Refused as unsafe').count(), 0);
+    assert.equal(await reportClass(page, 'Refused as unsafe').count(), 0, 'a safe archive has nothing refused as unsafe');
     await page.getByRole('heading', { name: 'Quota check: fits' }).waitFor();
     await shot(page, 'migration-report');
 
@@ -177,8 +177,8 @@ describe('panel: console Migration page in chromium', function () {
     await shown.getByText('they will not be shown again').waitFor();
     const passwords = await shown.getByTestId('import-password').allTextContents();
     const users = await shown.locator('tbody tr td:nth-child(2)').allTextContents();
-    assert.deepEqual([...users].sort(), [`${user}_shopuser`, `${user}_wpuser`]);
-    assert.equal(passwords.length, 2);
+    assert.deepEqual([...users].sort(), [`${user}_shopuser`, `${user}_wpuser`], 'the passwords shown are for the two imported database users');
+    assert.equal(passwords.length, 2, 'one password is shown per database user');
     await shot(page, 'migration-done');
     await page.reload();
     await status(page).filter({ hasText: 'done' }).waitFor();
@@ -186,19 +186,19 @@ describe('panel: console Migration page in chromium', function () {
     await page.getByText('The new database passwords were shown once').waitFor();
 
     // "Run again" was a second run of the import; nothing repeated: the cut website ran twice, every other item once
-    assert.equal((await env.db('panel_imports').where({ id: importId }).first('runs')).runs, 2);
+    assert.equal((await env.db('panel_imports').where({ id: importId }).first('runs')).runs, 2, 'the import ran twice: the first run and the run again');
     const after = await items(importId);
     for (const i of after) assert.equal(i.attempts, i.seq === atKill.find((k) => k.state === 'running')!.seq ? 2 : 1, `${i.step}:${i.name}`);
-    assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 3);
+    assert.equal(await env.db('panel_sites').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 3, 'the three imported websites are in the account');
     // the site serves the imported files; the database holds the rows, read with the password the page showed
-    assert.match((await getFromNode(panel.webPort, domain, '/')).body, new RegExp(`Imported ${domain.replace(/\./g, '\\.')}`));
-    assert.equal((await getFromNode(panel.webPort, domain, '/files/0/f7.txt')).body.length, 2048);
+    assert.match((await getFromNode(panel.webPort, domain, '/')).body, new RegExp(`Imported ${domain.replace(/\./g, '\\.')}`), 'the site serves the imported index page');
+    assert.equal((await getFromNode(panel.webPort, domain, '/files/0/f7.txt')).body.length, 2048, 'the site serves an imported file whole');
     const served = path.join(panel.root, 'sites', domain, 'public_html', 'big.bin');
-    assert.equal(createHash('sha256').update(fs.readFileSync(served)).digest('hex'), createHash('sha256').update(big).digest('hex'));
+    assert.equal(createHash('sha256').update(fs.readFileSync(served)).digest('hex'), createHash('sha256').update(big).digest('hex'), 'the big file is served byte for byte');
     const wp = passwords[users.indexOf(`${user}_wpuser`)];
     const rows = await run('mariadb', ['--no-defaults', `--socket=${path.join(panel.root, 'run/my.sock')}`, `--user=${user}_wpuser`, `--password=${wp}`, '--batch', '--skip-column-names', '-e', `SELECT count(*) FROM \`${user}_wp\`.wp_posts`]);
     assert.equal(rows.stdout.trim(), '321', rows.stderr);
-    assert.equal(await adminSql(panel.root, `SELECT count(*) FROM \`${user}_shop\`.orders`), '3');
+    assert.equal(await adminSql(panel.root, `SELECT count(*) FROM \`${user}_shop\`.orders`), '3', 'the shop database holds its 3 imported orders');
 
     // the account's imports list it
     await page.getByRole('button', { name: 'All imports of this account' }).click();
@@ -214,9 +214,9 @@ describe('panel: console Migration page in chromium', function () {
     await page.getByRole('alert').filter({ hasText: 'The archive is refused as unsafe: 1 item(s) are refused; the uploaded copy is deleted' }).waitFor();
     await reportClass(page, 'Refused as unsafe').getByText('symbolic link to the absolute path /etc/passwd').waitFor();
     await page.getByText('This archive holds entries refused as unsafe: nothing can run, and the uploaded copy is deleted').waitFor();
-    assert.equal(await page.getByRole('button', { name: /Confirm and run|Run again/ }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: /Confirm and run|Run again/ }).count(), 0, 'an unsafe archive offers no run button');
     const row = await env.db('panel_imports').where({ org_id: customer.id }).first('status', 'archive_path');
-    assert.deepEqual(row, { status: 'refused', archive_path: null });
+    assert.deepEqual(row, { status: 'refused', archive_path: null }, 'the unsafe import is refused and its archive deleted');
     await shot(page, 'migration-unsafe');
   });
 
@@ -227,7 +227,7 @@ describe('panel: console Migration page in chromium', function () {
     await page.getByRole('heading', { name: 'Quota check: over a limit' }).waitFor();
     await page.getByRole('alert').filter({ hasText: "The limit 'websites' of customer" }).filter({ hasText: 'websites: 0 used + 3 imported > 2' }).waitFor();
     await page.getByRole('row').filter({ hasText: 'websites' }).getByText('no: 0 + 3 > 2').waitFor();
-    assert.equal(await page.getByRole('button', { name: 'Confirm and run' }).isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Confirm and run' }).isDisabled(), true, 'an import over a limit cannot be confirmed');
     await shot(page, 'migration-over-quota');
   });
 
@@ -255,30 +255,30 @@ describe('panel: console Migration page in chromium', function () {
     fs.writeFileSync(big, Buffer.alloc(MAX_UPLOAD + 1));
     const page = await uploadInPage(customer.id, big);
     await page.getByRole('alert').filter({ hasText: `The request is not valid: archive: larger than ${MAX_UPLOAD} bytes` }).waitFor();
-    assert.equal(await env.db('panel_imports').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 0);
+    assert.equal(await env.db('panel_imports').where({ org_id: customer.id }).count<{ n: string }[]>('* as n').then((r) => Number(r[0].n)), 0, 'an archive over the upload limit creates no import');
     // the API refuses it the same way when a client sends it anyway
     const r = await uploadArchive(provider.client, customer.id, big);
     assert.equal(r.status, 400, JSON.stringify(r.json));
-    assert.equal(r.json.error.message, `The request is not valid: archive: larger than ${MAX_UPLOAD} bytes`);
+    assert.equal(r.json.error.message, `The request is not valid: archive: larger than ${MAX_UPLOAD} bytes`, 'the API gives the same message the page showed');
   });
 
   it('GET /v1/orgs/{id}/imports lists an account\'s imports newest first, in scope only; the tab needs migration.run', async () => {
     const customer = await createOrgWithLogin(provider.client, { type: 'customer' });
     const first = await uploadArchive(provider.client, customer.id, (await archive('ls1')).file);
     const second = await uploadArchive(provider.client, customer.id, (await archive('ls2', { extra: UNSAFE.fifo })).file);
-    assert.equal(first.status, 201);
-    assert.equal(second.status, 422);
+    assert.equal(first.status, 201, `the readable archive is accepted: ${JSON.stringify(first.json)}`);
+    assert.equal(second.status, 422, `the unsafe archive is refused 422: ${JSON.stringify(second.json)}`);
     const list = await provider.client.get(`/v1/orgs/${customer.id}/imports`);
     assert.equal(list.status, 200, JSON.stringify(list.json));
-    assert.equal(list.json.max_upload_bytes, MAX_UPLOAD);
-    assert.deepEqual(list.json.imports.map((i: { id: string; status: string }) => [i.id, i.status]), [[second.json.error.details.import_id, 'refused'], [first.json.id, 'ready']]);
-    assert.deepEqual(list.json.imports[1].counts, { total: 13, done: 0, pre_existing: 0, pending: 13, running: 0, failed: 0 });
-    assert.equal(list.json.imports[0].report_counts.refused, 1);
+    assert.equal(list.json.max_upload_bytes, MAX_UPLOAD, 'the list says the upload limit');
+    assert.deepEqual(list.json.imports.map((i: { id: string; status: string }) => [i.id, i.status]), [[second.json.error.details.import_id, 'refused'], [first.json.id, 'ready']], 'the imports are listed newest first with their statuses');
+    assert.deepEqual(list.json.imports[1].counts, { total: 13, done: 0, pre_existing: 0, pending: 13, running: 0, failed: 0 }, 'the ready import counts 13 items, all pending');
+    assert.equal(list.json.imports[0].report_counts.refused, 1, 'the refused import counts its one refused item');
     // the account owner reads its own list; another provider does not see the account; a bad id is 404
-    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}/imports`)).json.imports.length, 2);
+    assert.equal((await customer.client.get(`/v1/orgs/${customer.id}/imports`)).json.imports.length, 2, 'the account owner reads its own two imports');
     const other = await createOrgWithLogin(await platformAdmin(panel.url), { type: 'provider' });
-    assert.equal((await other.client.get(`/v1/orgs/${customer.id}/imports`)).status, 404);
-    assert.equal((await provider.client.get('/v1/orgs/not-an-id/imports')).status, 404);
+    assert.equal((await other.client.get(`/v1/orgs/${customer.id}/imports`)).status, 404, "another provider does not see the account's imports");
+    assert.equal((await provider.client.get('/v1/orgs/not-an-id/imports')).status, 404, 'a bad org id is 404');
     // issue 32 item 16: the list says what is true — the ready one never ran, the refused one ran nothing; the limit reads as people write it
     const listed = await signedIn(provider.username, provider.id);
     await listed.goto(`/orgs/${customer.id}/migration`);
@@ -291,7 +291,7 @@ describe('panel: console Migration page in chromium', function () {
     // the owner (no migration.run) has no Migration tab
     const page = await signedIn(customer.username, customer.id);
     await page.getByRole('link', { name: 'Websites' }).waitFor();
-    assert.equal(await page.getByRole('link', { name: 'Migration' }).count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'Migration' }).count(), 0, 'an owner without migration.run has no Migration tab');
   });
 
   it('measures page weight and time to interactive of the Migration page', async () => {

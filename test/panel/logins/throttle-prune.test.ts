@@ -15,7 +15,7 @@ describe('panel: pruning sign-in counts', () => {
     await env.db('panel_signin_failures').insert(Object.values(rows));
     await pruneAttempts(env.db, THROTTLE_DEFAULTS);
     const left = (await env.db('panel_signin_failures').whereIn('key', Object.values(rows).map((r) => r.key)).pluck('key')).sort();
-    assert.deepEqual(left, [rows.live.key, rows.locked.key].sort());
+    assert.deepEqual(left, [rows.live.key, rows.locked.key].sort(), 'only the live window and the still-locked count survive the prune');
     await env.db('panel_signin_failures').whereIn('key', left).delete();
   });
 });
