@@ -24,6 +24,10 @@ export default tseslint.config(
         'error',
         { selector: "CallExpression[callee.name='assert'][arguments.length<2]", message: 'assert(value) needs a message: assert(value, \'what is checked\').' },
         { selector: "CallExpression[callee.object.name='assert'][callee.property.name='ok'][arguments.length<2]", message: 'assert.ok(value) needs a message: assert.ok(value, \'what is checked\').' },
+        {
+          selector: "CallExpression[callee.object.name='assert'][callee.property.name=/^(equal|strictEqual|deepEqual|deepStrictEqual|notEqual|notStrictEqual|notDeepEqual|notDeepStrictEqual|match|doesNotMatch)$/][arguments.length<3]",
+          message: 'a comparison assert needs a message: assert.equal(actual, expected, \'what is checked\'); a failure in CI then says what was compared.',
+        },
       ],
     },
   },

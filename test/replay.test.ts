@@ -30,7 +30,7 @@ describe('replay of committed workflow histories', function () {
         assert.equal(r.error, undefined, `${r.workflowId}: ${String(r.error)}`);
         replayed++;
       }
-      assert.equal(replayed, files.length);
+      assert.equal(replayed, files.length, 'every committed history of this workflow type replayed');
     });
   }
 });

@@ -1,5 +1,6 @@
 import type { Db } from '../../../platform/db';
 import { hourName, hourOf } from '../../../domain/panel/billing';
+import { pruneUsageHours } from '../sites/resource-usage';
 
 // Hourly metering (spec 2 sections 2.8, 4.3 `-billing-meter`; PANEL.md section 4 `meter-<hour>`):
 // one transaction per hour records, for every org billed in that hour (its latest plan assignment
@@ -84,6 +85,7 @@ export async function recordHour(db: Db, name: string): Promise<MeteredHour> {
     const sites = (await trx.raw(SITES, { hour })).rowCount ?? 0;
     const databases = (await trx.raw(DATABASES, { hour })).rowCount ?? 0;
     await trx('panel_meter_hours').where({ hour }).update({ orgs, sites, databases });
+    await pruneUsageHours(trx, hour); // the metered copy (panel_meter_sites) is what billing reads from now on
     return { hour: name, already: false, orgs, sites, databases };
     // one snapshot for the three statements: they see the same billed orgs, sites and databases
   }, { isolationLevel: 'repeatable read' });

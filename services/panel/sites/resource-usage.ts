@@ -5,7 +5,8 @@ import type { Actor } from '../shared/actor';
 import { siteInScope } from './sites';
 
 // What each site's control group used (issue 34 §1), from the counters its node reports with every
-// heartbeat: the only writer of panel_site_counters and panel_site_usage_hours. A reading adds what
+// heartbeat: the only writer of panel_site_counters and panel_site_usage_hours (which metering prunes
+// through pruneUsageHours once their hours are long metered). A reading adds what
 // grew since the previous one to the hour it is read in; a counter that went down belongs to a
 // group made again (a node restart), so all of it is new. The memory peak counts for an hour only
 // when the group's peak rose since the previous reading (else the hour's peak is at most the current
@@ -44,6 +45,14 @@ const RECORD_SQL = `
 export async function recordGroupUsage(q: Q, node: string, usage: SiteUsage[]): Promise<void> {
   if (!usage.some((u) => u.group)) return;
   await q.raw(RECORD_SQL, [JSON.stringify(usage), node]);
+}
+
+/** Hourly usage rows are kept this long after their hour is metered: the usage page shows 48 hours, billing reads the metered copy. */
+export const USAGE_HOURS_KEPT_DAYS = 35;
+
+/** Deletes the hourly usage rows older than USAGE_HOURS_KEPT_DAYS before `metered` (an hour metering has recorded). */
+export async function pruneUsageHours(q: Q, metered: Date): Promise<number> {
+  return q('panel_site_usage_hours').where('hour', '<', new Date(metered.getTime() - USAGE_HOURS_KEPT_DAYS * 86_400_000)).delete();
 }
 
 /** Hours of usage shown by the usage page. */
