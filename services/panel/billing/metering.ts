@@ -77,6 +77,8 @@ export async function recordHour(db: Db, name: string): Promise<MeteredHour> {
   if (Number.isNaN(hour.getTime()) || hourName(hour) !== name) throw new Error(`not a metered hour: ${name}`);
   return db.transaction(async (trx) => {
     const taken = await trx.raw('INSERT INTO panel_meter_hours (hour, orgs, sites, databases) VALUES (?, 0, 0, 0) ON CONFLICT DO NOTHING RETURNING hour', [hour]);
+    // hours long metered: billing reads their copy (panel_meter_sites) from then on
+    await pruneUsageHours(trx, hour);
     if (taken.rowCount === 0) {
       const row = await trx('panel_meter_hours').where({ hour }).first();
       return { hour: name, already: true, orgs: row.orgs, sites: row.sites, databases: row.databases };
@@ -85,7 +87,6 @@ export async function recordHour(db: Db, name: string): Promise<MeteredHour> {
     const sites = (await trx.raw(SITES, { hour })).rowCount ?? 0;
     const databases = (await trx.raw(DATABASES, { hour })).rowCount ?? 0;
     await trx('panel_meter_hours').where({ hour }).update({ orgs, sites, databases });
-    await pruneUsageHours(trx, hour); // the metered copy (panel_meter_sites) is what billing reads from now on
     return { hour: name, already: false, orgs, sites, databases };
     // one snapshot for the three statements: they see the same billed orgs, sites and databases
   }, { isolationLevel: 'repeatable read' });

@@ -135,8 +135,13 @@ describe('panel: billing', function () {
       ['11', '12', '13', '14', '15', '16', '17'].map((h) => [h, 3, 6, 2]),
       'each hour 11..17 metered once: 3 orgs, 6 sites, 2 databases',
     );
-    // a repeated hour writes nothing
+    // a repeated hour writes nothing; site usage hours 35 days behind the hour go, newer ones stay
+    const site = (await env.db('panel_sites').first('id'))!.id;
+    const usageHours = ['2029-12-27T11:00:00Z', '2029-12-27T12:00:00Z'].map((h) => ({ site_id: site, hour: new Date(h), cpu_us: 1 }));
+    await env.db('panel_site_usage_hours').insert(usageHours).onConflict(['site_id', 'hour']).ignore();
     const again = await recordHour(env.db, '2030-01-31T12');
+    const kept = await env.db('panel_site_usage_hours').where({ site_id: site }).whereIn('hour', usageHours.map((u) => u.hour)).pluck('hour');
+    assert.deepEqual(kept.map((h: Date) => h.toISOString()), ['2029-12-27T12:00:00.000Z'], 'the usage hour 35 days and one hour behind is pruned, the one 35 days behind is kept');
     assert.deepEqual([again.already, again.orgs, again.sites], [true, 3, 6], 'a repeated hour is already metered and counts the same');
     assert.equal(Number((await env.db('panel_meter_sites').count('* as n').first())!.n), 42, 'a repeated hour writes no site rows: 7 hours x 6 sites');
 
