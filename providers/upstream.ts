@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, errors, FormData, request, type Dispatcher } from 'undici';
 import { Counter, Histogram } from 'prom-client';
@@ -28,6 +29,8 @@ export interface UpstreamOptions {
   authHeaders: (key: string) => Record<string, string>;
   /** this process's rejected keys: skipped while they cool down (issue 36 part 3); absent: every key in order */
   keyHealth?: KeyCooldowns;
+  /** a kind that refuses a bad key with a 400 says so in the body (Gemini: API_KEY_INVALID) */
+  keyRejected?: (json: unknown) => boolean;
 }
 
 export interface FormPart {
@@ -52,6 +55,31 @@ const failures = new Counter({
 
 // Statuses by which a provider refuses the whole request for this key, before processing it.
 const KEY_REJECTED = new Set([401, 403]);
+/** 400 answers whose body refused the key (UpstreamOptions.keyRejected) */
+const keyRejected400 = new WeakSet<UpstreamResponse>();
+
+/** The provider refused the gateway's key, not the request: the gateway's problem (next key, next route), never the client's. */
+export function keyRefused(res: UpstreamResponse): boolean {
+  return KEY_REJECTED.has(res.statusCode) || keyRejected400.has(res);
+}
+
+/** A response whose body is already in memory, readable as undici's (text, json, dump, iteration). */
+export function bufferedResponse(statusCode: number, headers: Record<string, string | string[] | undefined>, chunks: AsyncIterable<string> | Iterable<string>): UpstreamResponse {
+  const body = Object.assign(Readable.from(chunks), {
+    async text() {
+      let s = '';
+      for await (const c of body) s += String(c);
+      return s;
+    },
+    async json() {
+      return JSON.parse(await body.text()) as unknown;
+    },
+    async dump() {
+      body.destroy();
+    },
+  });
+  return { statusCode, headers, body, trailers: {}, opaque: null, context: {} } as unknown as UpstreamResponse;
+}
 
 /** POSTs JSON to the provider (see `send` for the failover rule). */
 export function postUpstream(provider: Provider, path: string, body: unknown, opts: UpstreamOptions): Promise<UpstreamResponse> {
@@ -114,15 +142,22 @@ function send(
     }
     },
     opts.keyHealth,
+    opts.keyRejected,
   );
 }
 
 /**
- * One provider call per key until one is not refused as a key (401/403), measured and traced:
+ * One provider call per key until one is not refused as a key (401/403, or a 400 `keyRejected` reads so), measured and traced:
  * `attempt` sends with a key ('' when the provider has none) and throws an UpstreamFailure, or
  * anything else for the caller's abort; a rejected key cools down (keyHealth). Shared by kinds whose client library does its own HTTP.
  */
-export async function sendWithKeys(provider: Provider, route: string, attempt: (key: string) => Promise<UpstreamResponse>, keyHealth?: KeyCooldowns): Promise<UpstreamResponse> {
+export async function sendWithKeys(
+  provider: Provider,
+  route: string,
+  attempt: (key: string) => Promise<UpstreamResponse>,
+  keyHealth?: KeyCooldowns,
+  keyRejected?: UpstreamOptions['keyRejected'],
+): Promise<UpstreamResponse> {
   // keys cooling after a rejection go last (domain/catalog/route-health.ts)
   const keys = !provider.api_keys.length ? [''] : keyHealth ? keyHealth.usable(provider.id, provider.api_keys) : provider.api_keys;
   for (let i = 0; ; i++) {
@@ -150,11 +185,23 @@ export async function sendWithKeys(provider: Provider, route: string, attempt: (
     if (res.statusCode >= 500 || res.statusCode === 429) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
     if (res.statusCode >= 400) failures.inc({ ...labels, kind: `http_${res.statusCode}` });
+    if (res.statusCode === 400 && keyRejected) {
+      // read to tell a refused key from a refused request; handed on from memory
+      const text = await res.body.text();
+      res = bufferedResponse(res.statusCode, res.headers, [text]);
+      let json: unknown = null;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // not JSON: not a key refusal
+      }
+      if (keyRejected(json)) keyRejected400.add(res);
+    }
     if (keys[i]) {
-      if (KEY_REJECTED.has(res.statusCode)) keyHealth?.rejected(provider.id, keys[i], res.statusCode);
+      if (keyRefused(res)) keyHealth?.rejected(provider.id, keys[i], res.statusCode);
       else if (res.statusCode < 400) keyHealth?.accepted(provider.id, keys[i]);
     }
-    if (KEY_REJECTED.has(res.statusCode) && i + 1 < keys.length) {
+    if (keyRefused(res) && i + 1 < keys.length) {
       await res.body.dump();
       continue;
     }

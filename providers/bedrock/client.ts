@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
 import { BedrockRuntimeClient, BedrockRuntimeServiceException, ConverseCommand, ConverseStreamCommand, type ConverseCommandInput, type ConverseStreamOutput } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { LRUCache } from 'lru-cache';
 import type { Provider } from '../../domain/catalog/model';
-import { sendWithKeys, UpstreamFailure, type UpstreamOptions, type UpstreamResponse } from '../upstream';
+import { bufferedResponse, sendWithKeys, UpstreamFailure, type UpstreamOptions, type UpstreamResponse } from '../upstream';
 
 // Calls Bedrock through the official client (SigV4 signing, event-stream decoding) and hands the
 // gateway an ordinary UpstreamResponse: a Converse answer as its JSON, a ConverseStream as
@@ -57,24 +56,6 @@ export interface BedrockCall {
 // a rate limit (retry later), a model that failed is a provider error, not the client's request.
 const STATUS_OF: Record<string, number> = { ServiceQuotaExceededException: 429, ModelErrorException: 502, ModelStreamErrorException: 502 };
 
-/** A body the gateway reads as an undici response body (text, json, dump, iteration). */
-function responseOf(statusCode: number, headers: Record<string, string>, chunks: AsyncIterable<string> | Iterable<string>): UpstreamResponse {
-  const body = Object.assign(Readable.from(chunks), {
-    async text() {
-      let s = '';
-      for await (const c of body) s += String(c);
-      return s;
-    },
-    async json() {
-      return JSON.parse(await body.text()) as unknown;
-    },
-    async dump() {
-      body.destroy();
-    },
-  });
-  return { statusCode, headers, body, trailers: {}, opaque: null, context: {} } as unknown as UpstreamResponse;
-}
-
 async function* events(stream: AsyncIterable<ConverseStreamOutput>, requestId: string): AsyncGenerator<string> {
   for await (const ev of stream) {
     for (const [name, value] of Object.entries(ev)) {
@@ -90,13 +71,13 @@ function failure(err: unknown, opts: UpstreamOptions): UpstreamResponse {
   if (err instanceof BedrockRuntimeServiceException) {
     if (err.name === 'ModelTimeoutException') throw new UpstreamFailure('timeout', true, `${err.name}: ${err.message}`);
     const status = STATUS_OF[err.name] ?? err.$metadata.httpStatusCode ?? 502;
-    return responseOf(status, { 'x-amzn-errortype': err.name }, [JSON.stringify({ __type: err.name, message: err.message })]);
+    return bufferedResponse(status, { 'x-amzn-errortype': err.name }, [JSON.stringify({ __type: err.name, message: err.message })]);
   }
   if ((err as Error).name === 'TimeoutError') throw new UpstreamFailure('timeout', true, `no answer within ${opts.timeoutMs} ms`);
   const code = (err as { code?: string }).code;
   // An answer the client could not read (not Bedrock's shape) is the provider's error; a refused connection never carried the request.
   const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  if (status) return responseOf(status, {}, [JSON.stringify({ message: (err as Error).message })]);
+  if (status) return bufferedResponse(status, {}, [JSON.stringify({ message: (err as Error).message })]);
   throw new UpstreamFailure('connection', code !== 'ECONNREFUSED', `connection failed (${code ?? (err as Error).message})`);
 }
 
@@ -108,10 +89,10 @@ export function sendBedrock(provider: Provider, call: BedrockCall, opts: Upstrea
     try {
       if (call.stream) {
         const out = await client.send(new ConverseStreamCommand(call.input), { abortSignal: opts.signal });
-        return responseOf(200, { 'content-type': 'text/event-stream' }, events(out.stream!, out.$metadata.requestId ?? ''));
+        return bufferedResponse(200, { 'content-type': 'text/event-stream' }, events(out.stream!, out.$metadata.requestId ?? ''));
       }
       const { $metadata, ...out } = await client.send(new ConverseCommand(call.input), { abortSignal: opts.signal });
-      return responseOf(200, { 'content-type': 'application/json' }, [JSON.stringify({ ...out, requestId: $metadata.requestId ?? '' })]);
+      return bufferedResponse(200, { 'content-type': 'application/json' }, [JSON.stringify({ ...out, requestId: $metadata.requestId ?? '' })]);
     } catch (err) {
       return failure(err, opts);
     }

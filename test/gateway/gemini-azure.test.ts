@@ -199,6 +199,24 @@ describe('gemini and azure-openai: fault injection through the gateway', functio
     assert.equal((await settled(row.id)).billing_source, 'not_billed', 'not billed');
   });
 
+  it('a Gemini key the provider refuses (400 API_KEY_INVALID) is skipped for the next key and cools down', async () => {
+    const acct = await newAccount({ credits: '10' });
+    const provider = (await env.db('models').where({ id: 'sim-gemini' }).first('provider_id')).provider_id;
+    await env.db('providers').where({ id: provider }).update({ api_keys: ['bad-gemini-key', 'sim-upstream-key'] });
+    try {
+      await new Promise((r) => setTimeout(r, 200)); // the catalog reloads on NOTIFY
+      await fetch(`${env.simulator.url}/_sim/stats`, { method: 'DELETE' });
+      const ask = () => call(stack.gateway.url, '/v1/chat/completions', { key: acct.key, body: { model: 'sim-gemini', messages: [{ role: 'user', content: 'failover [sim reject_keys=bad-gemini-key tokens=2]' }] } });
+      const r = await ask();
+      assert.equal(r.status, 200, `answered with the next key: ${r.text}`);
+      assert.deepEqual([(await stats()).by_key['bad-gemini-key'], (await stats()).by_key['sim-upstream-key']], [1, 1], 'the bad key once, then the good one');
+      assert.equal((await ask()).status, 200, 'the next request is answered too');
+      assert.deepEqual([(await stats()).by_key['bad-gemini-key'], (await stats()).by_key['sim-upstream-key']], [1, 2], 'the refused key cools down: the next request goes to the good key first');
+    } finally {
+      await env.db('providers').where({ id: provider }).update({ api_keys: ['sim-upstream-key'] });
+    }
+  });
+
   it('an Azure key the provider rejects (401) is skipped for the next key', async () => {
     const acct = await newAccount({ credits: '10' });
     await env.db('providers').where({ id: 'simulator-azure' }).update({ api_keys: ['bad-azure-key', 'sim-upstream-key'] });

@@ -1,6 +1,6 @@
 import { errors as undiciErrors } from 'undici';
 import { GatewayError } from '../../../domain/shared/errors';
-import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
+import { keyRefused, UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
 import type { Report } from './billable-call';
 
 // The one mapping of failed provider calls to the client's error (spec 1 section 7), shared by
@@ -30,8 +30,6 @@ export interface RefusalOptions {
   message?: (body: unknown) => string | null | undefined;
   /** an endpoint's own mapping of a refusal, tried first (e.g. an unsupported audio format) */
   special?: (status: number, code: string | undefined) => GatewayError | null;
-  /** whether the body refuses the provider key, whatever the status (Gemini: 400 API_KEY_INVALID) */
-  keyRejected?: (body: unknown) => boolean;
 }
 
 const defaultMessage = (body: unknown) => (body as { error?: { message?: string } } | null)?.error?.message;
@@ -50,16 +48,14 @@ export interface Refusal {
 export async function readRefusal(res: UpstreamResponse, o: RefusalOptions = {}): Promise<Refusal> {
   let detail = `HTTP ${res.statusCode}`;
   let code: string | undefined;
-  let keyRejected = false;
   try {
     const body = await res.body.json();
     detail = ((o.message ?? defaultMessage)(body) ?? detail).slice(0, 500);
     code = (body as { error?: { code?: string } } | null)?.error?.code;
-    keyRejected = o.keyRejected?.(body) ?? false;
   } catch {
     // not JSON: keep the status line
   }
-  return { status: res.statusCode, detail, code, retryAfter: res.headers['retry-after']?.toString(), ...(keyRejected ? { keyRejected } : {}) };
+  return { status: res.statusCode, detail, code, retryAfter: res.headers['retry-after']?.toString(), ...(keyRefused(res) ? { keyRejected: true } : {}) };
 }
 
 /** A provider's non-200 answer: read, reported (not billed) and mapped to the client's error. */
@@ -74,7 +70,7 @@ export function refusalError(r: Refusal, report: Report, model: string, o: Refus
   const special = o.special?.(s, r.code);
   if (special) return special;
   if (s === 429) return new GatewayError('provider_rate_limited', {}, { 'retry-after': r.retryAfter ?? '1' });
-  if (s === 401 || s === 403 || r.keyRejected) return new GatewayError('provider_unavailable', { model });
+  if (r.keyRejected) return new GatewayError('provider_unavailable', { model });
   if (s >= 400 && s < 500) return new GatewayError('invalid_request', { detail: `the provider rejected the request: ${r.detail}` });
   return new GatewayError('provider_error', { detail: r.detail });
 }

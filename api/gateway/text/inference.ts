@@ -154,9 +154,9 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
             throw err;
           }
         },
-        refusal: (p) => ({ message: p.adapter.errorMessage, keyRejected: p.adapter.keyRejected }),
+        refusal: (p) => ({ message: p.adapter.errorMessage }),
         send: (p) => {
-          const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, keyHealth: deps.health.keys, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
+          const o = { timeoutMs: deps.upstreamTimeoutMs, signal: client.abort.signal, keyHealth: deps.health.keys, keyRejected: p.adapter.keyRejected, authHeaders: (k: string) => ({ ...p.headers, ...p.adapter.authHeaders(k) }) };
           return p.adapter.send ? p.adapter.send(p.route.provider, p.upstreamBody, o) : postUpstream(p.route.provider, p.adapter.path(p.route.provider, p.route.upstreamModel, stream), p.upstreamBody, o);
         },
       });
@@ -179,7 +179,7 @@ export function inference<Req>(deps: InferenceDeps, dialect: ClientDialect<Req>)
     if (ignored.length) ctx.set('x-gateway-ignored-params', ignored.join(', '));
     const provider = route.provider;
     const upstream = routed.res;
-    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage, keyRejected: adapter.keyRejected });
+    if (upstream.statusCode !== 200) throw await upstreamRefusal(upstream, report, model.id, { message: adapter.errorMessage });
     ctx.set('x-gateway-request-id', hold.reservationId);
     // The answer names the model that answered (a fallback of `models` too) by its public id.
     const rc: RenderContext = { requestId: hold.reservationId, model: answering.id, created: Math.floor(started / 1000) };

@@ -6,7 +6,7 @@ import { routeKey, type CircuitBreakers } from '../../../domain/catalog/routing'
 import type { Candidate } from '../../../domain/catalog/preferences';
 import { KeyCooldowns, RouteMeasures } from '../../../domain/catalog/route-health';
 import type { RouteAttempt, Routing } from '../../../domain/credits/reservation';
-import { UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
+import { keyRefused, UpstreamFailure, type UpstreamResponse } from '../../../providers/upstream';
 import { registry } from '../../../platform/metrics';
 import { withAttemptAttributes } from '../../../platform/tracing';
 import { readRefusal, type Refusal, type RefusalOptions } from '../shared/upstream-failure';
@@ -120,8 +120,8 @@ export interface RouteCall<P> {
   refusal?: (p: P) => RefusalOptions;
 }
 
-// Statuses that move the request on: the provider's trouble, or the gateway's keys rejected.
-const movesOn = (status: number) => status === 429 || status >= 500 || status === 401 || status === 403;
+// Answers that move the request on: the provider's trouble, or the gateway's keys rejected.
+const movesOn = (res: UpstreamResponse) => res.statusCode === 429 || res.statusCode >= 500 || keyRefused(res);
 
 /** ms a Retry-After header asks for (seconds or an HTTP date); null when absent or unreadable. */
 export function retryAfterMs(v: string | undefined, now: number): number | null {
@@ -169,7 +169,7 @@ export async function sendOverRoutes<P>(candidates: readonly Candidate[], c: Rou
       failure = err;
       return { reason: 'connect', retryAfter: null };
     }
-    if (res.statusCode === 200 || !movesOn(res.statusCode)) {
+    if (res.statusCode === 200 || !movesOn(res)) {
       c.breakers.succeeded(key);
       if (res.statusCode === 200) c.health.measures.latency(key, Date.now() - sentAt);
       c.log.used = cand;
