@@ -222,7 +222,9 @@ async function heldCount(db: Db, accountIds: string[]): Promise<number> {
 /** Statements PostgreSQL ran since the last reset (pg_stat_statements), the benchmark's own left out. */
 interface Statements {
   calls: number;
-  top: Array<{ calls: number; meanMs: number; totalMs: number; query: string }>;
+  /** WAL the statements wrote (pg_stat_statements): records, full-page images, bytes */
+  wal: { records: number; fpi: number; bytes: number };
+  top: Array<{ calls: number; meanMs: number; totalMs: number; walBytes: number; query: string }>;
 }
 
 async function resetStatements(db: Db): Promise<void> {
@@ -231,12 +233,20 @@ async function resetStatements(db: Db): Promise<void> {
 
 async function statementsSince(db: Db): Promise<Statements> {
   const own = `query NOT ILIKE '%pg_stat_statements%' AND query NOT ILIKE '%count(*) as "count" from "reservations"%'`;
-  const total = await db.raw(`SELECT COALESCE(sum(calls), 0)::bigint AS calls FROM pg_stat_statements WHERE ${own}`);
+  const total = await db.raw(
+    `SELECT COALESCE(sum(calls), 0)::bigint AS calls, COALESCE(sum(wal_records), 0)::bigint AS records, COALESCE(sum(wal_fpi), 0)::bigint AS fpi, COALESCE(sum(wal_bytes), 0)::bigint AS bytes
+     FROM pg_stat_statements WHERE ${own}`,
+  );
   const top = await db.raw(
-    `SELECT calls, mean_exec_time AS mean, total_exec_time AS total, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
+    `SELECT calls, mean_exec_time AS mean, total_exec_time AS total, wal_bytes::bigint AS wal, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC LIMIT 8`,
   );
-  return { calls: Number(total.rows[0].calls), top: top.rows.map((r: { calls: string; mean: number; total: number; query: string }) => ({ calls: Number(r.calls), meanMs: r.mean, totalMs: r.total, query: r.query })) };
+  const t = total.rows[0];
+  return {
+    calls: Number(t.calls),
+    wal: { records: Number(t.records), fpi: Number(t.fpi), bytes: Number(t.bytes) },
+    top: top.rows.map((r: { calls: string; mean: number; total: number; wal: string; query: string }) => ({ calls: Number(r.calls), meanMs: r.mean, totalMs: r.total, walBytes: Number(r.wal), query: r.query })),
+  };
 }
 
 interface SettleWait {
@@ -688,12 +698,17 @@ function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { co
     if (withStatements.length) {
       out.push('### PostgreSQL statements per settled request (pg_stat_statements, from the phase start until every request of it settled; the benchmark\'s own queries left out)');
       out.push('');
-      out.push(table(['phase', 'requests', 'statements', 'per request'], withStatements.map((x) => [x.label, x.requests, x.statements!.calls, fixed(x.statements!.calls / x.requests, 3)])));
+      out.push(
+        table(
+          ['phase', 'requests', 'statements', 'per request', 'WAL bytes per request', 'WAL records per request', 'full-page images per request'],
+          withStatements.map((x) => [x.label, x.requests, x.statements!.calls, fixed(x.statements!.calls / x.requests, 3), fixed(x.statements!.wal.bytes / x.requests, 0), fixed(x.statements!.wal.records / x.requests, 1), fixed(x.statements!.wal.fpi / x.requests, 2)]),
+        ),
+      );
       out.push('');
       for (const x of withStatements) {
         out.push(`Top statements by total time, ${x.label}:`);
         out.push('');
-        out.push(table(['calls', 'mean ms', 'total ms', 'statement'], x.statements!.top.map((t) => [t.calls, fixed(t.meanMs, 2), fixed(t.totalMs, 0), '`' + t.query.replace(/[|`]/g, ' ') + '`'])));
+        out.push(table(['calls', 'mean ms', 'total ms', 'WAL bytes per call', 'statement'], x.statements!.top.map((t) => [t.calls, fixed(t.meanMs, 2), fixed(t.totalMs, 0), fixed(t.walBytes / Math.max(1, t.calls), 0), '`' + t.query.replace(/[|`]/g, ' ') + '`'])));
         out.push('');
       }
     }
