@@ -579,7 +579,7 @@ interface Report {
 
 function render(r: Report): string {
   const out: string[] = [];
-  const paths = r.dirty ? r.dirty.split('\n').map((l) => l.slice(3)).filter((p) => /credits|chaos|hold|outbox|relay/.test(p)) : [];
+  const paths = r.dirty ? r.dirty.split('\n').map((l) => l.replace(/^\s*\S+\s/, '')).filter((p) => /credits|chaos|hold|outbox|relay/.test(p)) : [];
   out.push(`## ${new Date().toISOString()} · commit ${r.commit}${paths.length ? ` (uncommitted: ${paths.join(', ')})` : ''}`);
   out.push('');
   out.push(

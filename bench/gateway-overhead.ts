@@ -590,7 +590,7 @@ const lagText = (st: SettlementStats, v: number) => (v === Infinity ? `> ${fixed
 
 function render(r: Report, rows: Map<string, Row>, queriedAt: number, meta: { commit: string; dirty: string; load0: number[]; load1: number[] }): string {
   const out: string[] = [];
-  const paths = meta.dirty ? meta.dirty.split('\n').map((l) => l.slice(3)) : [];
+  const paths = meta.dirty ? meta.dirty.split('\n').map((l) => l.replace(/^\s*\S+\s/, '')) : [];
   const dirtyNote = paths.length ? ` (uncommitted: ${paths.slice(0, 8).join(', ')}${paths.length > 8 ? ', …' : ''})` : '';
   out.push(`## ${new Date().toISOString()} · commit ${meta.commit}${dirtyNote}`);
   out.push('');

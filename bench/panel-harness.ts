@@ -158,7 +158,7 @@ export function revision(relevant: RegExp): { commit: string; dirty: string[] } 
   const dirty = git(['status', '--porcelain'])
     .split('\n')
     .filter(Boolean)
-    .map((l) => l.slice(3))
+    .map((l) => l.replace(/^\s*\S+\s/, '')) // the output is trimmed: the first line lost its leading blank
     .filter((p) => relevant.test(p));
   return { commit: git(['rev-parse', '--short', 'HEAD']), dirty };
 }
