@@ -7,7 +7,7 @@ import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { createDb, type Db } from '../platform/db';
 import { recordRun } from './history';
-import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
+import { sleep, spawnChild, stopAll, systemEnv, TSX_BIN, type Child } from './children';
 import { fixed, ms3, nsToMs, num, summarize, table } from './stats';
 
 // Response-cache benchmark (issue 36 part 4; `npm run bench:cache`). Starts the simulator and the
@@ -123,21 +123,7 @@ async function main(): Promise<number> {
   let db: Db | undefined;
   let pool: Pool | undefined;
   try {
-    const [gatewayPort, temporalPort, temporalUiPort, pgPort, simPort, ...panelPorts] = await freePorts(10);
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: String(gatewayPort),
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(temporalUiPort),
-      PG_PORT: String(pgPort),
-      SIMULATOR_URL: `http://127.0.0.1:${simPort}`,
-      // npm start runs the panel too: free ports of its own, so a system running beside does not stop it
-      ...Object.fromEntries(['PANEL_PORT', 'PANEL_HOSTING_WEB_PORT', 'PANEL_HOSTING_TLS_PORT', 'PANEL_NODE_API_PORT', 'PANEL_HOSTING_DB_PORT'].map((k, i) => [k, String(panelPorts[i])])),
-      LOG_LEVEL: 'warn',
-    };
-    delete env.DATABASE_URL;
-    delete env.TEMPORAL_ADDRESS;
+    const { env, gatewayPort, pgPort, simPort } = await systemEnv(dataDir, 1);
     log(`starting the simulator and the system (DATA_DIR ${dataDir})`);
     const simulator = spawnChild('bench/simulator.ts', TSX_BIN, ['bench/simulator.ts'], { ...process.env, SIMULATOR_PORT: String(simPort) }, ROOT);
     await waitHttp(`http://127.0.0.1:${simPort}/v1/models`, simulator, 30_000);

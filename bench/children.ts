@@ -160,3 +160,33 @@ export async function freePorts(n: number): Promise<number[]> {
   if (ports.size < n) throw new Error('could not find free ports');
   return [...ports];
 }
+
+/**
+ * The environment of `npm start` (main/start.ts) for a benchmark: embedded PostgreSQL and Temporal
+ * under `dataDir`, every port free (the panel's too, so that a system running beside does not stop
+ * it), the simulator on the first of the `extraPorts` free ports handed back, warnings only.
+ * `extra` is added last.
+ */
+export async function systemEnv(dataDir: string, extraPorts: number, extra: NodeJS.ProcessEnv = {}): Promise<{ env: NodeJS.ProcessEnv; gatewayPort: number; pgPort: number; simPort: number; ports: number[] }> {
+  const [gatewayPort, temporalPort, temporalUiPort, pgPort, p1, p2, p3, p4, p5, ...ports] = await freePorts(9 + Math.max(1, extraPorts));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    GATEWAY_PORT: String(gatewayPort),
+    TEMPORAL_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(temporalUiPort),
+    PG_PORT: String(pgPort),
+    SIMULATOR_URL: `http://127.0.0.1:${ports[0]}`,
+    PANEL_PORT: String(p1),
+    PANEL_HOSTING_WEB_PORT: String(p2),
+    PANEL_HOSTING_TLS_PORT: String(p3),
+    PANEL_NODE_API_PORT: String(p4),
+    PANEL_HOSTING_DB_PORT: String(p5),
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+  // embedded defaults, whatever the shell running the benchmark has set
+  delete env.DATABASE_URL;
+  delete env.TEMPORAL_ADDRESS;
+  return { env, gatewayPort, pgPort, simPort: ports[0], ports };
+}

@@ -7,7 +7,7 @@ import { Pool, request } from 'undici';
 import { createAccount } from '../services/accounts/accounts';
 import { createKey } from '../services/keys/keys';
 import { createDb, type Db } from '../platform/db';
-import { freePorts, sleep, spawnChild, stopAll, TSX_BIN, type Child } from './children';
+import { sleep, spawnChild, stopAll, systemEnv, TSX_BIN, type Child } from './children';
 import { cpuBetween, cpuSecondsBetween, cpuSnapshot, type CpuGroups, type CpuSnapshot } from './cpu';
 import { fixed, ms3, nsToMs, num, summarize, table, type Summary } from './stats';
 
@@ -389,20 +389,8 @@ async function main(): Promise<number> {
   const pools: Pool[] = [];
   const report: Report = { notes: [], rounds: [], settles: [], cpu: [], perSettled: [] };
   try {
-    const [gatewayPort, temporalPort, temporalUiPort, pgPort, simPort, barePort] = await freePorts(6);
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATA_DIR: dataDir,
-      GATEWAY_PORT: String(gatewayPort),
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(temporalUiPort),
-      PG_PORT: String(pgPort),
-      SIMULATOR_URL: `http://127.0.0.1:${simPort}`,
-      LOG_LEVEL: 'warn',
-      PG_STAT_STATEMENTS: '1',
-    };
-    delete env.DATABASE_URL;
-    delete env.TEMPORAL_ADDRESS;
+    const { env, gatewayPort, pgPort, simPort, ports } = await systemEnv(dataDir, 2, { PG_STAT_STATEMENTS: '1' });
+    const barePort = ports[1];
     // BENCH_CPU_PROF_DIR: profile the system's node process (tsx passes the flags on to node;
     // the profile is written when the process exits).
     const profDir = process.env.BENCH_CPU_PROF_DIR;

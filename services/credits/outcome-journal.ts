@@ -67,6 +67,7 @@ const sum = (f: (j: OutcomeJournal) => number) => [...open].reduce((s, j) => s +
 new Gauge({ name: 'credits_outcome_journal_entries', help: 'Outcomes waiting in the outcome journal for PostgreSQL', registers: [registry], collect() { this.set(sum((j) => j.depth)); } });
 new Gauge({ name: 'credits_outcome_journal_bytes', help: 'Bytes of the outcomes waiting in the outcome journal', registers: [registry], collect() { this.set(sum((j) => j.size)); } });
 new Gauge({ name: 'credits_outcome_journal_oldest_seconds', help: 'Age of the oldest outcome waiting in the outcome journal', registers: [registry], collect() { this.set(Math.max(0, ...[...open].map((j) => j.oldestSeconds))); } });
+new Gauge({ name: 'credits_outcome_spooled', help: 'Outcomes waiting for their batch (OUTCOME_BATCH_INTERVAL_MS), spooled to disk', registers: [registry], collect() { this.set(sum((j) => j.spooled)); } });
 const appended = new Counter({ name: 'credits_outcome_journal_appended_total', help: 'Outcomes written to the outcome journal (PostgreSQL could not take them)', registers: [registry] });
 const replayed = new Counter({ name: 'credits_outcome_journal_replayed_total', help: 'Outcomes of the journal that PostgreSQL took on replay', registers: [registry] });
 const refused = new Counter({ name: 'credits_outcome_journal_full_refusals_total', help: 'Requests refused (503) because the outcome journal was at its bound', registers: [registry] });
@@ -87,6 +88,8 @@ export class OutcomeJournal {
   private file: string | null = null;
   private fd: number | null = null;
   private segment: Segment | null = null;
+  /** outcomes in the spool now, over its segments */
+  private spooledNow = 0;
   private spoolFailed = false;
   private timer: NodeJS.Timeout | null = null;
   private replaying = false;
@@ -103,6 +106,10 @@ export class OutcomeJournal {
 
   get depth(): number {
     return this.entries.length;
+  }
+
+  get spooled(): number {
+    return this.spooledNow;
   }
 
   get size(): number {
@@ -224,11 +231,13 @@ export class OutcomeJournal {
       return () => {};
     }
     seg.waiting++;
+    this.spooledNow++;
     let done = false;
     return () => {
       if (done) return;
       done = true;
       seg.waiting--;
+      this.spooledNow--;
       this.dropSpooled(seg);
     };
   }

@@ -102,6 +102,8 @@ describe('an API process killed right after answering', function () {
       const rows = await env.db('reservations').whereIn('id', ids).select('id', 'report');
       assert.deepEqual(rows.map((r) => r.report), [null, null], 'the other two outcomes wait in the process for their batch');
       assert.deepEqual(spooled().map((l) => (JSON.parse(l) as { write: { reservationId: string } }).write.reservationId).sort(), [...ids].sort(), 'both are spooled on disk');
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      assert.match(metrics, /^credits_outcome_spooled 2$/m, 'the spool gauge counts them');
 
       first.child.kill('SIGKILL');
       await new Promise((r) => first.child.once('exit', r));
