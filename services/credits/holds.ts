@@ -157,7 +157,8 @@ export class Reservations {
    * PostgreSQL crash lost is written again with it. With an outcome line, no outcome batch of this
    * process in flight and none sent in the journal's batch interval, the statement has left the
    * process when this returns its promise (the API reports before it ends the answer); else the
-   * outcome is spooled before this returns and leaves with the next batch. The body id is readable by /v1/generation from then on. An outcome
+   * outcome is spooled before this returns and leaves with the next batch. The body id is readable
+   * by /v1/generation from then on. An outcome
    * the database does not take goes to the outcome journal, which replays it until it does; while
    * outcomes wait there, or no outcome-line connection is up (the database is down), a new one is
    * appended (fsynced) at once, before the answer ends.
