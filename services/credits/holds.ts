@@ -4,7 +4,7 @@ import { normalize, type Credits, type Tariff } from '../../domain/credits/prici
 import type { RequestReport } from '../../domain/credits/reservation';
 import { runPrepared, type Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
-import { HOLD_BATCH, holdElement, type HoldTerms, type HoldVerdict } from './hold-statement';
+import { HOLD_BATCH, HOLD_ONE, holdAlone, holdElement, holdOneValues, type HoldTerms, type HoldVerdict } from './hold-statement';
 import { GroupCommit } from './group-commit';
 import { recordOutcomes, type OutcomeWrite, type Recorded } from './outbox';
 import type { OutcomeLine } from './outcome-line';
@@ -99,8 +99,8 @@ export class Reservations {
    */
   private async takeHolds(batch: HoldTerms[]): Promise<HoldVerdict[]> {
     const durable = batch.some((t) => t.ownerWorkflowId !== null);
-    const values = [JSON.stringify(batch.map((t, i) => holdElement(t, i))), false, durable];
-    const res = await (this.opts.holdLine?.send(HOLD_BATCH, values) ?? runPrepared(this.db, HOLD_BATCH, values));
+    const [statement, values] = holdAlone(batch) ? [HOLD_ONE, holdOneValues(batch[0], durable)] : [HOLD_BATCH, [JSON.stringify(batch.map((t, i) => holdElement(t, i))), false, durable]];
+    const res = await (this.opts.holdLine?.send(statement, values) ?? runPrepared(this.db, statement, values));
     return res.rows as unknown as HoldVerdict[];
   }
 

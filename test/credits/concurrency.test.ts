@@ -4,6 +4,7 @@ import Decimal from 'decimal.js';
 import { createSettlementActivities } from '../../activities/credits/settlement';
 import { GatewayError } from '../../domain/shared/errors';
 import { createDb } from '../../platform/db';
+import { HOLD_BATCH_SQL, holdElement } from '../../services/credits/hold-statement';
 import { Reservations, type HoldRequest } from '../../services/credits/holds';
 import { createKey } from '../../services/keys/keys';
 import { env } from '../setup/env';
@@ -100,6 +101,32 @@ describe('hold batches (group commit)', function () {
     assert.ok(new Decimal(inv.account.total_usage).lte(inv.account.total_credits), 'nothing overdrawn');
     assert.equal(inv.ledger.usage, inv.account.total_usage, 'a hold ledger row per admitted hold');
     assert.equal(Number(inv.reservations.pending), taken.length, 'held rows');
+  });
+
+  it('a hold alone (HOLD_ONE) decides and writes as the batch function does for a batch of one', async () => {
+    const sizes = ['4', '7', '5', '0.5', '3', '0', '2.5', '9'];
+    const alone = await newAccount({ credits: '10' });
+    const viaFunction = await newAccount({ credits: '10' });
+    const res = new Reservations(env.db, { logger: env.logger });
+    const outcomes: Array<[string, string]> = [];
+    for (const size of sizes) {
+      // one at a time: each is a batch of one, so the process sends HOLD_ONE
+      const [got] = await verdicts(res, [request(alone.accountId, alone.keyId, size)]);
+      const t = { ...request(viaFunction.accountId, viaFunction.keyId, size), modality: 'text', ownerWorkflowId: null, processId: null, trackKeySpend: false };
+      const row = (await env.db.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(t, 0)]), false, false])).rows[0];
+      outcomes.push([got, row.verdict]);
+    }
+    assert.deepEqual(outcomes.map(([a]) => a), outcomes.map(([, f]) => f), 'the same verdict for each hold');
+    assert.deepEqual(outcomes.map(([a]) => a), expected(sizes.map((held) => ({ keyId: alone.keyId, held })), '10', new Map()), 'and the rule as the test states it');
+    const columns = async (accountId: string) => {
+      const a = await env.db('accounts').where({ id: accountId }).first('total_usage', 'reserved_credits', 'pending_requests');
+      const rows = await env.db('reservations').where({ account_id: accountId }).orderBy('created_at').select('held_credits', 'balance_before', 'status', 'key_spend_tracked', 'modality', 'input_multiplier');
+      const ledger = await env.db('ledger').where({ account_id: accountId }).orderBy('id').select('kind', 'amount');
+      return { a, rows, ledger };
+    };
+    assert.deepEqual(await columns(alone.accountId), await columns(viaFunction.accountId), 'the same account columns, reservation rows and ledger rows');
+    const inv = await checkInvariants(alone.accountId);
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'a hold ledger row per admitted hold');
   });
 
   it('spend-limited keys in one batch: each key limit and the balance bind per hold in arrival order', async () => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createSettlementActivities } from '../../activities/credits/settlement';
 import { createDb } from '../../platform/db';
-import { HOLD_BATCH_SQL, holdElement, type HoldTerms } from '../../services/credits/hold-statement';
+import { HOLD_BATCH_SQL, HOLD_ONE, holdElement, holdOneValues, type HoldTerms } from '../../services/credits/hold-statement';
 import { Reservations, type HoldRequest } from '../../services/credits/holds';
 import { recordOutcome } from '../../services/credits/outbox';
 import { call, checkInvariants, newAccount, settled, useStack } from '../helpers/stack';
@@ -158,6 +158,10 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
           const t = terms(owner);
           await trx.raw(HOLD_BATCH_SQL, [JSON.stringify([holdElement(t, 0)]), false, owner !== null]);
           assert.equal((await trx.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, expected, `synchronous_commit within the hold transaction (owner ${owner})`);
+          await trx.raw('SET LOCAL synchronous_commit = on');
+          // a hold alone (HOLD_ONE, knex's placeholders for its numbered ones)
+          await trx.raw(HOLD_ONE.text.replace(/\$\d+/g, '?'), holdOneValues({ ...t, reservationId: randomUUID() }, owner !== null));
+          assert.equal((await trx.raw('SHOW synchronous_commit')).rows[0].synchronous_commit, expected, `synchronous_commit within a lone hold's transaction (owner ${owner})`);
           throw new Error('rollback');
         })
         .catch((err) => {
