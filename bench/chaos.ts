@@ -406,8 +406,8 @@ async function main(): Promise<number> {
     const claimedHeld = async (since: Date | null) => {
       const rows: Array<{ id: string; n: number }> = (
         await db!.raw(
-          `SELECT settlement_workflow_id AS id, count(*)::int AS n FROM reservations
-           WHERE status = 'held' AND settlement_workflow_id IS NOT NULL AND account_id = ANY(?::uuid[]) ${since ? 'AND settlement_claimed_at >= ?' : ''}
+          `SELECT o.workflow_id AS id, count(*)::int AS n FROM settlement_outbox o JOIN reservations r ON r.id = o.reservation_id
+           WHERE r.status = 'held' AND o.workflow_id IS NOT NULL AND r.account_id = ANY(?::uuid[]) ${since ? 'AND o.claimed_at >= ?' : ''}
            GROUP BY 1`,
           since ? [phaseAccounts, since] : [phaseAccounts],
         )

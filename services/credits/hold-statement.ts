@@ -100,7 +100,8 @@ export function holdAlone(batch: HoldTerms[]): boolean {
  */
 export const HOLD_ONE = prepared(
   'credits_take_hold',
-  `WITH a AS (
+  // named in the text too, for pg_stat_activity and pg_stat_statements
+  `/* credits_take_hold */ WITH a AS (
      UPDATE accounts SET total_usage = total_usage + ?::numeric, reserved_credits = reserved_credits + ?::numeric, pending_requests = pending_requests + 1
      WHERE id = ?::uuid AND total_credits - total_usage >= ?::numeric
      RETURNING total_credits - total_usage AS left_after),

@@ -55,11 +55,10 @@ export function registerCreditsGauges(registry: Registry, db: Db): void {
     type Row = { open: number; held: string | null; backlog: number; claimed: number; oldest: number | null };
     // The database down: the scrape still answers (the outcome journal's gauges matter most then), these keep their last values.
     const rows: Row[] | null = await state.db.raw(`
-      SELECT count(*)::int AS open, sum(held_credits)::text AS held,
-             (count(*) FILTER (WHERE reported_at IS NOT NULL AND settlement_workflow_id IS NULL))::int AS backlog,
-             (count(*) FILTER (WHERE settlement_workflow_id IS NOT NULL))::int AS claimed,
-             extract(epoch FROM now() - min(reported_at) FILTER (WHERE settlement_workflow_id IS NULL))::float8 AS oldest
-        FROM reservations WHERE status = 'held'`).then((r: { rows: Row[] }) => r.rows, () => null);
+      SELECT h.open, h.held, o.backlog, o.claimed, o.oldest
+        FROM (SELECT count(*)::int AS open, sum(held_credits)::text AS held FROM reservations WHERE status = 'held') h,
+             (SELECT (count(*) FILTER (WHERE workflow_id IS NULL))::int AS backlog, (count(*) FILTER (WHERE workflow_id IS NOT NULL))::int AS claimed,
+                     extract(epoch FROM now() - min(recorded_at) FILTER (WHERE workflow_id IS NULL))::float8 AS oldest FROM settlement_outbox) o`).then((r: { rows: Row[] }) => r.rows, () => null);
     if (!rows) return;
     const r = rows[0];
     open.set(r.open);

@@ -3,9 +3,11 @@ import { prepared, runPrepared, type Db } from '../../platform/db';
 import { HOLD_BATCH_CALL, holdElement, type HoldTerms } from './hold-statement';
 import type { OutcomeLine } from './outcome-line';
 
-// The outcome outbox on the reservation row. The API records an outcome once (durable, after the
-// client has its answer), a batch of them per statement (group commit, services/credits/group-commit.ts);
-// the relay claims recorded outcomes for a workflow, at most `limit` a time, skipping rows another
+// The outcome outbox: a narrow row per recorded outcome in settlement_outbox (its own table, so that
+// recording and claiming do not rewrite the wide reservation row and its indexes; the settlement
+// statement deletes the row). The API records an outcome once (durable, after the client has its
+// answer), a batch of them per statement (group commit, services/credits/group-commit.ts); the
+// relay claims recorded outcomes for a workflow, at most `limit` a time, skipping rows another
 // relay holds (FOR UPDATE SKIP LOCKED).
 
 export const OUTBOX_CHANNEL = 'settlement_outbox';
@@ -19,12 +21,13 @@ export interface OutcomeWrite {
   lost?: HoldTerms;
 }
 
-/** Records each outcome on its held row, one durable commit and one NOTIFY for the batch (payload: how many); the ids recorded. */
+/** Records each outcome of a held reservation, one durable commit and one NOTIFY for the batch (payload: how many); the ids recorded. */
 const RECORD_SQL = `WITH o AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS o(id uuid, report jsonb, body_id text)),
   u AS (
-    UPDATE reservations r SET report = o.report, reported_at = now(), body_id = COALESCE(r.body_id, o.body_id)
-    FROM o WHERE r.id = o.id AND r.status = 'held' AND r.report IS NULL
-    RETURNING r.id
+    INSERT INTO settlement_outbox (reservation_id, report, body_id)
+    SELECT o.id, o.report, o.body_id FROM o JOIN reservations r ON r.id = o.id AND r.status = 'held'
+    ON CONFLICT (reservation_id) DO NOTHING
+    RETURNING reservation_id AS id
   )
   SELECT COALESCE(array_agg(id::text), '{}') AS ids, CASE WHEN count(*) > 0 THEN pg_notify(?, count(*)::text) END AS notified FROM u`;
 const RECORD = prepared('credits_record_outcomes', RECORD_SQL);
@@ -93,34 +96,59 @@ const OWN_WORKFLOW = `(report->>'uncertain')::boolean IS TRUE OR report->'lateCo
 export async function claimOutcomes(db: Db, limit: number): Promise<ClaimedOutcome[]> {
   const res = await db.raw(
     `WITH c AS (
-       SELECT id, reported_at, ${OWN_WORKFLOW} AS own FROM reservations
-       WHERE status = 'held' AND reported_at IS NOT NULL AND settlement_workflow_id IS NULL
-       ORDER BY reported_at, id LIMIT ? FOR UPDATE SKIP LOCKED
-     ), first AS (SELECT id FROM c WHERE NOT own ORDER BY reported_at, id LIMIT 1),
+       SELECT reservation_id AS id, recorded_at, ${OWN_WORKFLOW} AS own FROM settlement_outbox
+       WHERE workflow_id IS NULL
+       ORDER BY recorded_at, reservation_id LIMIT ? FOR UPDATE SKIP LOCKED
+     ), first AS (SELECT id FROM c WHERE NOT own ORDER BY recorded_at, id LIMIT 1),
      u AS (
-       UPDATE reservations r SET settlement_workflow_id = CASE WHEN c.own THEN 'reservation-' || r.id::text ELSE 'settlement-' || (SELECT id::text FROM first) END,
-         settlement_claimed_at = now()
-       FROM c WHERE r.id = c.id
-       RETURNING r.id, r.account_id, r.key_id, r.model, r.endpoint, r.held_credits, r.report, r.settlement_workflow_id, c.own, c.reported_at
+       UPDATE settlement_outbox o SET workflow_id = CASE WHEN c.own THEN 'reservation-' || c.id::text ELSE 'settlement-' || (SELECT id::text FROM first) END,
+         claimed_at = now()
+       FROM c WHERE o.reservation_id = c.id
+       RETURNING o.reservation_id AS id, o.report, o.workflow_id, c.own, c.recorded_at
      )
-     SELECT id, account_id, key_id, model, endpoint, held_credits, report, settlement_workflow_id FROM u ORDER BY own, reported_at, id`,
+     SELECT u.id, r.account_id, r.key_id, r.model, r.endpoint, r.held_credits, u.report, u.workflow_id AS settlement_workflow_id
+     FROM u JOIN reservations r ON r.id = u.id ORDER BY u.own, u.recorded_at, u.id`,
     [limit],
   );
   return res.rows;
 }
 
-/** Claims older than `olderThanMs` still held: their workflow may not have started (a relay died between claim and start). */
+/** Claims older than `olderThanMs` still waiting for their settlement: their workflow may not have started (a relay died between claim and start). */
 export async function staleClaims(db: Db, olderThanMs: number, limit = 500): Promise<ClaimedOutcome[]> {
   const r = await db.raw(
-    `SELECT id, account_id, key_id, model, endpoint, held_credits, report, settlement_workflow_id FROM reservations
-     WHERE status = 'held' AND settlement_workflow_id IS NOT NULL AND settlement_claimed_at < now() - make_interval(secs => ?::float8 / 1000)
-     ORDER BY settlement_claimed_at LIMIT ?`,
+    `SELECT r.id, r.account_id, r.key_id, r.model, r.endpoint, r.held_credits, o.report, o.workflow_id AS settlement_workflow_id
+     FROM settlement_outbox o JOIN reservations r ON r.id = o.reservation_id
+     WHERE o.workflow_id IS NOT NULL AND o.claimed_at < now() - make_interval(secs => ?::float8 / 1000)
+     ORDER BY o.claimed_at LIMIT ?`,
     [olderThanMs, limit],
   );
   return r.rows;
 }
 
+/**
+ * Moves outcomes that API processes of the previous release recorded on the reservation row (its
+ * `report`, claimed or not) here, at most `limit` a pass: the relay's stale pass runs it, so during
+ * a rolling upgrade they settle too (migrations/202702020100_credits_settlement_outbox.ts). Both
+ * partial indexes it reads are empty otherwise. The number moved.
+ */
+export async function adoptLegacyOutcomes(db: Db, limit = 500): Promise<number> {
+  const r = await db.raw(
+    `WITH l AS (
+       SELECT id, report, body_id, reported_at, settlement_workflow_id, settlement_claimed_at FROM reservations
+       WHERE status = 'held' AND report IS NOT NULL AND ((reported_at IS NOT NULL AND settlement_workflow_id IS NULL) OR settlement_workflow_id IS NOT NULL)
+       LIMIT ? FOR UPDATE SKIP LOCKED
+     ), moved AS (
+       INSERT INTO settlement_outbox (reservation_id, report, body_id, recorded_at, workflow_id, claimed_at)
+       SELECT id, report, body_id, COALESCE(reported_at, now()), settlement_workflow_id, settlement_claimed_at FROM l
+       ON CONFLICT (reservation_id) DO NOTHING
+     )
+     UPDATE reservations r SET report = NULL, reported_at = NULL, settlement_workflow_id = NULL, settlement_claimed_at = NULL FROM l WHERE r.id = l.id`,
+    [limit],
+  );
+  return r.rowCount ?? 0;
+}
+
 /** Marks claims as looked at again (so the next stale pass waits another interval). */
 export async function touchClaims(db: Db, ids: string[]): Promise<void> {
-  await db('reservations').whereIn('id', ids).update({ settlement_claimed_at: db.fn.now() });
+  await db('settlement_outbox').whereIn('reservation_id', ids).update({ claimed_at: db.fn.now() });
 }

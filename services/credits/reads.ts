@@ -33,10 +33,14 @@ export async function keyUsageWindows(db: Db, keyId: string) {
   return r.rows[0];
 }
 
-/** A reservation of this account by request id, or by the body id of its answer. */
+/**
+ * A reservation of this account by request id, or by the body id of its answer, with its recorded
+ * outcome while it waits in the outbox (the body id is there until settlement copies it).
+ */
 export async function findGeneration(db: Db, accountId: string, id: string) {
-  const q = db('reservations').where({ account_id: accountId });
-  return (UUID.test(id) ? q.where({ id }) : q.where({ body_id: id })).first();
+  const q = () => db('reservations as r').leftJoin('settlement_outbox as o', 'o.reservation_id', 'r.id').where('r.account_id', accountId).select('r.*', db.raw('COALESCE(o.report, r.report) AS report'), db.raw('COALESCE(r.body_id, o.body_id) AS body_id'));
+  if (UUID.test(id)) return q().where('r.id', id).first();
+  return (await q().where('r.body_id', id).first()) ?? q().whereIn('r.id', db('settlement_outbox').where({ body_id: id }).select('reservation_id')).first();
 }
 
 export async function keyOfAccount(db: Db, accountId: string, keyId: string): Promise<boolean> {

@@ -7,7 +7,7 @@ import type { Db } from '../../platform/db';
 import type { Logger } from '../../platform/logger';
 import { linksTo, tracingEnabled } from '../../platform/tracing';
 import { reportOutcome, startSettlement } from './client';
-import { claimOutcomes, OUTBOX_CHANNEL, staleClaims, touchClaims, type ClaimedOutcome } from './outbox';
+import { adoptLegacyOutcomes, claimOutcomes, OUTBOX_CHANNEL, staleClaims, touchClaims, type ClaimedOutcome } from './outbox';
 
 // The settlement relay (runs in the credits worker): hands recorded outcomes to workflows in
 // batches. Each outcome write's NOTIFY says how many outcomes it recorded; a batch is claimed as
@@ -106,6 +106,11 @@ export async function startSettlementRelay(o: RelayOptions): Promise<Relay> {
     }
     if (Date.now() - lastStalePass >= staleClaimMs / 2) {
       lastStalePass = Date.now();
+      const adopted = await adoptLegacyOutcomes(o.db);
+      if (adopted) {
+        o.logger.info({ outcomes: adopted }, 'outcomes recorded by a process of the previous release moved to the outbox');
+        sweep = true;
+      }
       const stale = await staleClaims(o.db, staleClaimMs);
       if (stale.length) {
         await touchClaims(o.db, stale.map((c) => c.id));

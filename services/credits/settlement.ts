@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db';
 import { EVENT_DELIVERIES, EVENTS_CHANNEL, LOW_BALANCE, REACHED_AT } from '../accounts/event-sql';
 import { creditsCharged, holdsResolved, settlementLag, tokensSettled } from './metrics';
 
-/** A hold to settle, with its outcome (absent: the outcome recorded on its row). */
+/** A hold to settle, with its outcome (absent: the outcome recorded in the outbox). */
 export interface ToSettle {
   id: string;
   report?: RequestReport;
@@ -20,14 +20,16 @@ const SETTLED_COLUMNS = `ord int, id uuid, status text, billing_source text, out
  * The batch, set-based (issue 31), in one statement (its own transaction): first the key rows and
  * then the account rows locked, each in id order (lk, then la: each gates the next through a
  * one-time filter, so no reservation row is touched before both are held); then every reservation
- * by one UPDATE guarded by status = 'held', each key and each account updated once with the
- * batch's sums, the release and charge ledger rows by one INSERT … SELECT, account events by one
- * INSERT. A replayed batch changes nothing. (An UPDATE works on the newest row version, so the
+ * by one UPDATE guarded by status = 'held' (taking the claim's workflow id and the recording time
+ * from its outbox row, which goes), each key and each account updated once with the batch's sums,
+ * the release and charge ledger rows by one INSERT … SELECT, account events by one INSERT. A
+ * replayed batch changes nothing. (An UPDATE works on the newest row version, so the
  * statement's snapshot, taken before the lock waits, reads no stale balance.)
  */
 const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM api_keys WHERE id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE) x),
   la AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM accounts WHERE id = ANY(?::uuid[]) AND (SELECT n FROM lk) >= 0 ORDER BY id FOR NO KEY UPDATE) y),
-  s AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS s(${SETTLED_COLUMNS}) WHERE (SELECT n FROM la) >= 0),
+  s AS (SELECT s.*, o.workflow_id AS outbox_workflow_id, o.recorded_at FROM jsonb_to_recordset(?::jsonb) AS s(${SETTLED_COLUMNS})
+        LEFT JOIN settlement_outbox o ON o.reservation_id = s.id WHERE (SELECT n FROM la) >= 0),
   r AS (
     UPDATE reservations SET status = s.status, billing_source = s.billing_source, outcome = s.outcome,
       http_status = s.http_status, body_id = COALESCE(s.body_id, reservations.body_id), latency_ms = s.latency_ms, error = s.error,
@@ -39,10 +41,13 @@ const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1
       output_credits = s.output_credits, pricing_adjustment_credits = s.pricing_adjustment_credits,
       uncovered_credits = s.uncovered_credits,
       route = COALESCE(s.route, reservations.route), provider = COALESCE(s.route_provider, reservations.provider),
-      is_estimate = s.is_estimate, settled_at = now()
+      is_estimate = s.is_estimate, settled_at = now(),
+      reported_at = s.recorded_at, settlement_workflow_id = s.outbox_workflow_id
     FROM s WHERE reservations.id = s.id AND reservations.status = 'held'
     RETURNING s.ord, reservations.id, reservations.status, reservations.account_id, reservations.key_id, reservations.key_spend_tracked,
-      reservations.held_credits, reservations.charge, extract(epoch FROM clock_timestamp() - reservations.reported_at)::float8 AS lag
+      reservations.held_credits, reservations.charge, extract(epoch FROM clock_timestamp() - s.recorded_at)::float8 AS lag
+  ), o AS (
+    DELETE FROM settlement_outbox WHERE reservation_id IN (SELECT id FROM r)
   ), k AS (
     UPDATE api_keys SET spend = spend + d.spend_delta, spend_limit_reached_at = ${REACHED_AT}
     FROM (SELECT key_id, sum(charge - held_credits) AS spend_delta, (array_agg(id::text ORDER BY ord DESC))[1] AS request_id
@@ -80,7 +85,7 @@ const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1
  */
 export async function settleReservations(db: Db, items: ToSettle[]): Promise<SettlementResult[]> {
   const rows: Array<Tariff & { id: string; status: string; account_id: string; key_id: string; key_spend_tracked: boolean; model: string; provider: string; held_credits: string; complimentary: boolean; report: RequestReport | null }> =
-    await db('reservations').whereIn('id', items.map((i) => i.id));
+    await db('reservations as r').leftJoin('settlement_outbox as o', 'o.reservation_id', 'r.id').whereIn('r.id', items.map((i) => i.id)).select('r.*', db.raw('COALESCE(o.report, r.report) AS report'));
   const byId = new Map(rows.map((r) => [r.id as string, r]));
   const decided = new Map<string, { status: SettlementResult['status']; billingSource: string; charge: string }>();
   const batch: Array<Record<string, unknown>> = [];
@@ -138,7 +143,10 @@ export async function settleReservations(db: Db, items: ToSettle[]): Promise<Set
   }
   // Those not applied here: what their row says now (resolved by an earlier attempt, or not yet reported).
   const missed = items.filter((i) => !applied.has(i.id)).map((i) => i.id);
-  const now = new Map<string, { status: SettlementResult['status']; billing_source: string; charge: string | null }>(missed.length ? (await db('reservations').whereIn('id', missed).select('id', 'status', 'billing_source', 'charge')).map((r) => [r.id, r]) : []);
+  const now = new Map<string, { id: string; status: SettlementResult['status']; billing_source: string; charge: string | null }>(missed.length ? (await db('reservations').whereIn('id', missed).select('id', 'status', 'billing_source', 'charge')).map((r) => [r.id, r]) : []);
+  // An outcome recorded while another path resolved its hold (the sweeper) has no settlement left to do.
+  const resolved = [...now.values()].filter((r) => (r.status as string) !== 'held' && byId.get(r.id)?.report).map((r) => r.id);
+  if (resolved.length) await db('settlement_outbox').whereIn('reservation_id', resolved).delete();
   return items.map(({ id }) => {
     const d = decided.get(id);
     if (applied.has(id) && d) return { reservationId: id, status: d.status, billingSource: d.billingSource, charge: d.charge, applied: true };
@@ -192,7 +200,7 @@ export async function holdsOfDeadProcesses(db: Db, rule: AbandonmentRule, after:
                 -- until the server has been up that long.
                 ELSE COALESCE(p.heartbeat_at, r.created_at) < now() - make_interval(secs => :dead::float8 / 1000)
                   AND pg_postmaster_start_time() < now() - make_interval(secs => :dead::float8 / 1000) END
-       AND r.report IS NULL
+       AND r.report IS NULL AND NOT EXISTS (SELECT 1 FROM settlement_outbox o WHERE o.reservation_id = r.id)
      ORDER BY r.created_at, r.id
      LIMIT :limit`,
     {

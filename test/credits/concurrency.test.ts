@@ -171,7 +171,8 @@ describe('hold batches (group commit)', function () {
         }
         // Settle what was taken so far, set-based, while the next round holds.
         const ids = taken.splice(0);
-        await env.db('reservations').whereIn('id', ids).update({ report: JSON.stringify({ outcome: 'completed', billable: true, usage: { prompt_tokens: 10, completion_tokens: 10, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200 }), reported_at: env.db.fn.now() });
+        const report = JSON.stringify({ outcome: 'completed', billable: true, usage: { prompt_tokens: 10, completion_tokens: 10, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200 });
+        if (ids.length) await env.db('settlement_outbox').insert(ids.map((id) => ({ reservation_id: id, report })));
         settling.push(settleBatch(ids.filter((_, i) => i % 2 === 0)), settleBatch(ids.filter((_, i) => i % 2 === 1)));
       }
       await Promise.all(settling);

@@ -90,7 +90,7 @@ describe('hold sweeper: liveness of the API process decides', function () {
     const body = (content: string) => ({ model: 'sim-gpt', max_tokens: 100, messages: [{ role: 'user', content: `${content} [sim tokens=4]` }] });
     const waitingHolds = async (n: number) => {
       for (let i = 0; ; i++) {
-        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%credits_take_holds%'`);
+        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%credits_take_hold%'`);
         if (w.rows[0].n >= n) return;
         assert.ok(i < 400, 'no hold batch waited on the lock');
         await new Promise((r) => setTimeout(r, 25));
@@ -121,7 +121,7 @@ describe('hold sweeper: liveness of the API process decides', function () {
       await Promise.all(queued);
       let rows: Array<{ status: string }> = [];
       for (let i = 0; i < 100; i++) {
-        const busy = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%credits_take_holds%' AND state = 'active' AND pid <> pg_backend_pid()`);
+        const busy = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%credits_take_hold%' AND state = 'active' AND pid <> pg_backend_pid()`);
         if (busy.rows[0].n === 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }

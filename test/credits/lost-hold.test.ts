@@ -98,13 +98,13 @@ describe('a hold lost in a PostgreSQL crash (simulated)', function () {
     assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.000000000000', 'the lost hold left no spend on the key');
 
     await hold.report(COMPLETED);
-    const row = await env.db('reservations').where({ id: h.reservationId }).first();
+    const row = await env.db('reservations as r').leftJoin('settlement_outbox as o', 'o.reservation_id', 'r.id').where('r.id', h.reservationId).first('r.*', 'o.report', 'o.recorded_at');
     assert.equal(row.status, 'held', 'reported, not yet settled');
     assert.equal(row.held_credits, '0.500000000000', 'the hold written again at its amount');
     assert.equal(row.key_spend_tracked, true, 'the re-written hold counts in the key\'s spend');
     assert.equal(row.input_multiplier, '0.000002000000', 'the tariff copied at hold time');
     assert.equal(row.report.outcome, 'completed', 'the outcome is recorded');
-    assert.ok(row.reported_at && row.hold_recreated_at, `reported and its hold re-written: reported_at ${row.reported_at}, hold_recreated_at ${row.hold_recreated_at}`);
+    assert.ok(row.recorded_at && row.hold_recreated_at, `reported and its hold re-written: recorded_at ${row.recorded_at}, hold_recreated_at ${row.hold_recreated_at}`);
     assert.equal((await env.db('api_keys').where({ id: acct.keyId }).first()).spend, '0.500000000000', 'the re-written hold is back in the key\'s spend');
 
     // The same outcome written again (a retry whose first attempt did commit): nothing more.

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { settlementBatchUnder } from '../../domain/credits/reservation';
 import { DEV_SERVER_SEARCH_ATTRIBUTE_VALUE_LIMIT } from '../../platform/temporal-server';
+import { randomUUID } from 'node:crypto';
+import { Reservations } from '../../services/credits/holds';
 import { startSettlementRelay } from '../../services/credits/relay';
 import { call, checkInvariants, newAccount, settled, useStack, type Stack } from '../helpers/stack';
 import { env } from '../setup/env';
@@ -13,6 +15,10 @@ const chat = (stack: Stack, key: string) => call(stack.gateway.url, '/v1/chat/co
 
 describe('settlement outbox and relay', function () {
   const stack = useStack();
+  /** Reservations with their outbox rows: the recorded outcome, and the claiming workflow (on the reservation once settled). */
+  const withClaims = (ids: string[]) =>
+    env.db('reservations as r').leftJoin('settlement_outbox as o', 'o.reservation_id', 'r.id').whereIn('r.id', ids)
+      .select('r.id', 'r.status', 'o.report', 'o.recorded_at', env.db.raw('COALESCE(o.workflow_id, r.settlement_workflow_id) AS settlement_workflow_id'));
 
   it('answers do not wait for Temporal: outcomes wait in PostgreSQL while no relay runs, then settle exactly once', async function () {
     const acct = await newAccount({ credits: '5' });
@@ -25,8 +31,8 @@ describe('settlement outbox and relay', function () {
         ids.push(r.headers.get('x-gateway-request-id')!);
       }
       await new Promise((r) => setTimeout(r, 300));
-      const rows = await env.db('reservations').whereIn('id', ids);
-      assert.ok(rows.every((r) => r.status === 'held' && r.reported_at !== null && r.report.outcome === 'completed'), `every hold is held with its completed outcome recorded: ${JSON.stringify(rows.map((r) => [r.status, r.reported_at, r.report?.outcome]))}`);
+      const rows = await withClaims(ids);
+      assert.ok(rows.length === ids.length && rows.every((r) => r.status === 'held' && r.recorded_at !== null && r.report.outcome === 'completed'), `every hold is held with its completed outcome recorded: ${JSON.stringify(rows.map((r) => [r.status, r.recorded_at, r.report?.outcome]))}`);
     } finally {
       await stack.startWorker();
     }
@@ -59,7 +65,7 @@ describe('settlement outbox and relay', function () {
       const deadline = Date.now() + 10_000;
       let row;
       do {
-        row = await env.db('reservations').where({ id }).first();
+        [row] = await withClaims([id]);
         if (row.settlement_workflow_id) break;
         await new Promise((res) => setTimeout(res, 100));
       } while (Date.now() < deadline);
@@ -74,6 +80,30 @@ describe('settlement outbox and relay', function () {
     assert.equal(row.status, 'settled', 'the reservation settles once the workflow is started again');
     assert.equal(row.settlement_workflow_id, claimedBy, 'started again under the same workflow id');
     assert.equal((await stack.temporal.workflow.getHandle(claimedBy).result()).settled, 1, 'that workflow settled the one outcome');
+  });
+
+  it('outcomes a process of the previous release recorded on the reservation row (claimed or not) are moved to the outbox and settled once', async function () {
+    const acct = await newAccount({ credits: '5' });
+    const res = new Reservations(env.db, { logger: env.logger });
+    const TARIFF = { input_multiplier: '0.000002', output_multiplier: '0.000008', cache_multiplier: '0.0000005', cache_creation_multiplier: '0.0000025' };
+    const hold = () => res.hold({ reservationId: randomUUID(), accountId: acct.accountId, keyId: acct.keyId, model: 'sim-gpt', provider: 'simulator', endpoint: '/v1/chat/completions', tariff: TARIFF, held: '0.1', complimentary: false });
+    const [fresh, claimed] = [await hold(), await hold()];
+    const report = JSON.stringify({ outcome: 'completed', billable: true, usage: { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, cache_write_tokens: 0, reasoning_tokens: null }, providerCost: null, httpStatus: 200, bodyId: `chatcmpl-legacy-${fresh.reservationId}` });
+    // As the previous release wrote them: one recorded, one claimed by a relay whose workflow never started.
+    await env.db('reservations').where({ id: fresh.reservationId }).update({ report, reported_at: env.db.fn.now() });
+    await env.db('reservations').where({ id: claimed.reservationId }).update({ report, reported_at: env.db.raw(`now() - interval '1 hour'`), settlement_workflow_id: `settlement-${claimed.reservationId}`, settlement_claimed_at: env.db.raw(`now() - interval '1 hour'`) });
+    for (const h of [fresh, claimed]) {
+      const row = await settled(h.reservationId, 30_000);
+      assert.equal(row.status, 'settled', `${h.reservationId} settled from its legacy outcome`);
+      assert.equal(row.prompt_tokens, 10, `${h.reservationId} settled from the recorded usage`);
+    }
+    assert.equal((await settled(claimed.reservationId)).settlement_workflow_id, `settlement-${claimed.reservationId}`, 'the legacy claim was started again under its own workflow id');
+    assert.equal((await settled(fresh.reservationId)).body_id, `chatcmpl-legacy-${fresh.reservationId}`, 'the body id of the legacy outcome reaches the row');
+    assert.equal((await env.db('settlement_outbox').whereIn('reservation_id', [fresh.reservationId, claimed.reservationId])).length, 0, 'nothing left in the outbox');
+    assert.deepEqual((await env.db('ledger').whereIn('reservation_id', [fresh.reservationId, claimed.reservationId]).where({ kind: 'charge' })).length, 2, 'each charged once');
+    const inv = await checkInvariants(acct.accountId);
+    assert.equal(inv.account.pending_requests, 0, 'no request left pending');
+    assert.equal(inv.ledger.usage, inv.account.total_usage, 'usage derivable from the ledger');
   });
 
   it('under concurrent load outcomes settle in batches: fewer workflows than requests, each charged once', async function () {
@@ -98,7 +128,7 @@ describe('settlement outbox and relay', function () {
   async function claimedRows(ids: string[], n: number, withinMs: number) {
     const deadline = Date.now() + withinMs;
     for (;;) {
-      const rows = await env.db('reservations').whereIn('id', ids).whereNotNull('settlement_workflow_id').select('id', 'settlement_workflow_id');
+      const rows = (await withClaims(ids)).filter((r) => r.settlement_workflow_id);
       if (rows.length >= n || Date.now() > deadline) return rows;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -142,7 +172,7 @@ describe('settlement outbox and relay', function () {
     const ids = answers.map((a) => a.headers.get('x-gateway-request-id')!);
     // An answer can end before its outcome's batch leaves (a batch in flight, or the 25 ms interval).
     for (let i = 0; ; i++) {
-      const n = (await env.db('reservations').whereIn('id', ids).whereNotNull('reported_at').select('id')).length;
+      const n = (await env.db('settlement_outbox').whereIn('reservation_id', ids).select('reservation_id')).length;
       if (n === ids.length) break;
       assert.ok(i < 100, `every outcome recorded within 5 s (${n} of ${ids.length})`);
       await new Promise((r) => setTimeout(r, 50));

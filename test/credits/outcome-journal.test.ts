@@ -215,7 +215,7 @@ describe('PostgreSQL down 120 s while streams finish; a gateway killed with outc
     const ids = [...answered.keys()];
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const recorded = await d('reservations').whereIn('id', ids).whereNotNull('report').count<{ n: number }[]>({ n: '*' }).first();
+      const recorded = await d('settlement_outbox').whereIn('reservation_id', ids).count<{ n: number }[]>({ n: '*' }).first();
       if (Number(recorded!.n) === ids.length) break;
       assert.ok(Date.now() < deadline, `every outcome recorded within 30 s of the database's return (${recorded!.n} of ${ids.length})`);
       await new Promise((r) => setTimeout(r, 200));
@@ -231,7 +231,7 @@ describe('PostgreSQL down 120 s while streams finish; a gateway killed with outc
     const rows = await d('reservations').whereIn('id', ids);
     for (const r of rows) {
       assert.equal(r.status, 'settled', `${r.id} charged`);
-      assert.equal(r.report.outcome, 'completed', `${r.id} completed`);
+      assert.equal(r.outcome, 'completed', `${r.id} completed`);
       assert.equal(Number(r.charge), answered.get(r.id), `${r.id} charged what its answer showed`);
     }
     for (const [id, kinds] of await ledgerKinds(d, ids)) assert.deepEqual(kinds, ['charge', 'hold', 'release'], `${id} charged exactly once`);

@@ -44,7 +44,7 @@ describe('an API process killed right after answering', function () {
       await trx('accounts').where({ id: b.accountId }).forUpdate();
       const blocked = call(url, '/v1/chat/completions', { key: b.key, body: { model: 'sim-gpt', messages: [{ role: 'user', content: 'blocked [sim tokens=2]' }] } }).catch(() => null);
       for (let i = 0; ; i++) {
-        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%credits_take_holds%'`);
+        const w = await env.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%credits_take_hold%'`);
         if (w.rows[0].n > 0) break;
         assert.ok(i < 200, 'the second hold never waited on the lock');
         await new Promise((r) => setTimeout(r, 25));
@@ -63,7 +63,7 @@ describe('an API process killed right after answering', function () {
       await trx.rollback();
       await blocked;
       const row = await settled(id);
-      assert.equal(row.report.outcome, 'completed', 'the outcome was recorded as completed despite the kill');
+      assert.equal(row.outcome, 'completed', 'the outcome was recorded as completed despite the kill');
       assert.equal(row.status, 'settled', 'the reservation is settled');
       assert.ok(Number(row.charge) > 0, `the request was charged: ${row.charge}`);
       assert.deepEqual((await env.db('ledger').where({ reservation_id: id }).orderBy('id')).map((l) => l.kind), ['hold', 'release', 'charge'], 'charged exactly once: hold, release, charge');
@@ -99,8 +99,9 @@ describe('an API process killed right after answering', function () {
       for (const w of waiting) assert.equal(w.status, 200, `answered: ${w.text.slice(0, 300)}`);
       const ids = waiting.map((w) => w.headers.get('x-gateway-request-id')!);
       assert.equal((await settled(sent.headers.get('x-gateway-request-id')!)).status, 'settled', 'the first outcome left at once and settled');
-      const rows = await env.db('reservations').whereIn('id', ids).select('id', 'report');
-      assert.deepEqual(rows.map((r) => r.report), [null, null], 'the other two outcomes wait in the process for their batch');
+      const recorded = await env.db('settlement_outbox').whereIn('reservation_id', ids).select('reservation_id');
+      const held = await env.db('reservations').whereIn('id', ids).where({ status: 'held' }).select('id');
+      assert.deepEqual([recorded.length, held.length], [0, 2], 'the other two outcomes wait in the process for their batch: none recorded, both held');
       assert.deepEqual(spooled().map((l) => (JSON.parse(l) as { write: { reservationId: string } }).write.reservationId).sort(), [...ids].sort(), 'both are spooled on disk');
       const metrics = await (await fetch(`${url}/metrics`)).text();
       assert.match(metrics, /^credits_outcome_spooled 2$/m, 'the spool gauge counts them');

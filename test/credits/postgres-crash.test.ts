@@ -95,7 +95,7 @@ describe('PostgreSQL killed (kill -9) right after holds commit', function () {
 
     // The API's outcome writes (each retried until the server answers again).
     await Promise.all(holds.map((h) => h.report(COMPLETED)));
-    const rows = await d('reservations').whereIn('id', ids);
+    const rows = await d('reservations as r').leftJoin('settlement_outbox as o', 'o.reservation_id', 'r.id').whereIn('r.id', ids).select('r.*', 'o.report');
     assert.equal(rows.length, ids.length, 'every request has a reservation again after the outcome writes');
     assert.equal(rows.filter((r) => r.hold_recreated_at !== null).length, lost, 'exactly the lost holds were written again by their outcome writes');
     assert.ok(rows.every((r) => r.status === 'held' && r.report?.outcome === 'completed'), `every hold is held with its outcome reported: ${JSON.stringify(rows.map((r) => [r.status, r.report?.outcome]))}`);

@@ -56,7 +56,8 @@ export async function loseHold(db: Db, reservationId: string): Promise<void> {
   await db.transaction(async (trx) => {
     const r = await trx('reservations').where({ id: reservationId }).forUpdate().first();
     if (!r) throw new Error(`reservation ${reservationId} not found`);
-    if (r.status !== 'held' || r.report !== null) throw new Error(`reservation ${reservationId} is not a bare hold (${r.status})`);
+    const recorded = await trx('settlement_outbox').where({ reservation_id: reservationId }).first();
+    if (r.status !== 'held' || recorded) throw new Error(`reservation ${reservationId} is not a bare hold (${r.status})`);
     if (r.key_spend_tracked) await trx.raw('UPDATE api_keys SET spend = spend - ? WHERE id = ?', [r.held_credits, r.key_id]);
     await trx.raw(
       `UPDATE accounts SET total_usage = total_usage - :held, reserved_credits = reserved_credits - :held, pending_requests = pending_requests - 1
