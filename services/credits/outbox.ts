@@ -128,22 +128,28 @@ export async function staleClaims(db: Db, olderThanMs: number, limit = 500): Pro
 /**
  * Moves outcomes that API processes of the previous release recorded on the reservation row (its
  * `report`, claimed or not) here, at most `limit` a pass: the relay's stale pass runs it, so during
- * a rolling upgrade they settle too (migrations/202702020100_credits_settlement_outbox.ts). Both
- * partial indexes it reads are empty otherwise. The number moved.
+ * a rolling upgrade they settle too (migrations/202702020100_credits_settlement_outbox.ts). Each
+ * half reads one of the row's two outbox indexes (reservations_outbox, reservations_claimed),
+ * empty otherwise. The number moved.
  */
 export async function adoptLegacyOutcomes(db: Db, limit = 500): Promise<number> {
   const r = await db.raw(
-    `WITH l AS (
+    `WITH recorded AS (
        SELECT id, report, body_id, reported_at, settlement_workflow_id, settlement_claimed_at FROM reservations
-       WHERE status = 'held' AND report IS NOT NULL AND ((reported_at IS NOT NULL AND settlement_workflow_id IS NULL) OR settlement_workflow_id IS NOT NULL)
+       WHERE status = 'held' AND reported_at IS NOT NULL AND settlement_workflow_id IS NULL AND report IS NOT NULL
        LIMIT ? FOR UPDATE SKIP LOCKED
-     ), moved AS (
+     ), claimed AS (
+       SELECT id, report, body_id, reported_at, settlement_workflow_id, settlement_claimed_at FROM reservations
+       WHERE status = 'held' AND settlement_workflow_id IS NOT NULL AND report IS NOT NULL
+       LIMIT ? FOR UPDATE SKIP LOCKED
+     ), l AS (SELECT * FROM recorded UNION ALL SELECT * FROM claimed),
+     moved AS (
        INSERT INTO settlement_outbox (reservation_id, report, body_id, recorded_at, workflow_id, claimed_at)
        SELECT id, report, body_id, COALESCE(reported_at, now()), settlement_workflow_id, settlement_claimed_at FROM l
        ON CONFLICT (reservation_id) DO NOTHING
      )
      UPDATE reservations r SET report = NULL, reported_at = NULL, settlement_workflow_id = NULL, settlement_claimed_at = NULL FROM l WHERE r.id = l.id`,
-    [limit],
+    [limit, limit],
   );
   return r.rowCount ?? 0;
 }

@@ -42,10 +42,11 @@ const SETTLE_SQL = `WITH lk AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1
       uncovered_credits = s.uncovered_credits,
       route = COALESCE(s.route, reservations.route), provider = COALESCE(s.route_provider, reservations.provider),
       is_estimate = s.is_estimate, settled_at = now(),
-      reported_at = s.recorded_at, settlement_workflow_id = s.outbox_workflow_id
+      reported_at = COALESCE(s.recorded_at, reservations.reported_at),
+      settlement_workflow_id = COALESCE(s.outbox_workflow_id, reservations.settlement_workflow_id)
     FROM s WHERE reservations.id = s.id AND reservations.status = 'held'
     RETURNING s.ord, reservations.id, reservations.status, reservations.account_id, reservations.key_id, reservations.key_spend_tracked,
-      reservations.held_credits, reservations.charge, extract(epoch FROM clock_timestamp() - s.recorded_at)::float8 AS lag
+      reservations.held_credits, reservations.charge, extract(epoch FROM clock_timestamp() - reservations.reported_at)::float8 AS lag
   ), o AS (
     DELETE FROM settlement_outbox WHERE reservation_id IN (SELECT id FROM r)
   ), k AS (

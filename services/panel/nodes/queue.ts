@@ -58,10 +58,12 @@ export async function claimOperations(db: Q, node: string, limit: number, leaseM
            WHERE node_name = ? AND (status = 'queued' OR (status = 'sent' AND sent_at <= now() - make_interval(secs => ?)))
            ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) q
      WHERE o.id = q.id
-     RETURNING o.payload, o.created_at, o.id`,
+     RETURNING o.payload, o.id, (extract(epoch FROM o.created_at) * 1000000)::bigint::float8 AS at_us`,
     [node, Math.max(0, leaseMs) / 1000, Math.max(1, Math.floor(limit))],
   );
-  rows.sort((a: { created_at: Date; id: string }, b: { created_at: Date; id: string }) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));
+  // RETURNING keeps no order: sorted again, in microseconds (a Date has milliseconds, and two
+  // operations queued in the same millisecond came back in id order).
+  rows.sort((a: { at_us: number; id: string }, b: { at_us: number; id: string }) => a.at_us - b.at_us || a.id.localeCompare(b.id));
   return rows.map((r: { payload: NodeOperation }) => r.payload);
 }
 
