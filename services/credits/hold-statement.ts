@@ -10,9 +10,9 @@ import { prepared } from '../../platform/db';
 //  - take: a batch of holds before their requests are forwarded (services/credits/holds.ts); a
 //    batch of holds settled from a report commits without waiting for the disk;
 //  - one: a batch of one hold that does not take part in its key's spend (most holds below
-//    saturation; at c=1, every credits-variant hold) is the rule's simplest case, a conditional update: HOLD_ONE
-//    below, one plain statement where the function runs four and its loop (PostgreSQL CPU per hold
-//    about 90 µs instead of 215 µs, measured);
+//    saturation; at c=1, every credits-variant hold) is the rule's simplest case, a conditional
+//    update: HOLD_ONE below, one plain statement where the function runs four and its loop
+//    (PostgreSQL CPU per hold about 90 µs instead of 215 µs, measured);
 //  - recreate: by the outcome write (services/credits/outbox.ts), when a PostgreSQL crash lost
 //    that commit: the same rows again, with the outcome, only if the row is absent. The amount is
 //    the hold, or what the balance and the key's limit still allow if that is less (the charge
